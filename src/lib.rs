@@ -18,6 +18,8 @@
 //! - [`error`]: the crate's error type and its mapping to `tonic::Status`.
 #![forbid(unsafe_code)]
 
+pub mod config;
+pub mod domain;
 pub mod error;
 pub mod proto;
 pub mod upstream;

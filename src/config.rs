@@ -1,0 +1,448 @@
+//! Typed configuration: a TOML file, then `IDGATE_*` environment overrides.
+//!
+//! Overrides name a key path with `__` between segments and numbers for
+//! array items: `IDGATE_UPSTREAM__BASE_URL`, `IDGATE_CHANNELS__1__PRIORITY`.
+//! Values parse as TOML scalars when they can (`10000`, `true`) and are
+//! strings otherwise. Secrets are never read from the TOML itself: a profile
+//! names the environment variable or file that holds its password.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use serde::Deserialize;
+
+use crate::domain::Password;
+
+/// Prefix of environment overrides.
+pub const ENV_PREFIX: &str = "IDGATE_";
+
+/// A configuration that cannot be loaded; messages name keys, never values.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or a key has the wrong type.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    /// A secret named by the configuration is missing.
+    #[error("secret for {what} not found: {why}")]
+    MissingSecret {
+        /// Which secret (a key path, never the value).
+        what: String,
+        /// Where it was looked for.
+        why: String,
+    },
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Listen addresses.
+    pub listen: ListenConfig,
+    /// The upstream REST service; absent: the sandbox is started in process.
+    pub upstream: Option<UpstreamConfig>,
+    /// Operator profiles whose credentials create appkeys.
+    pub operators: Vec<OperatorConfig>,
+    /// Limits on what callers send.
+    pub limits: LimitsConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: ListenConfig::default(),
+            upstream: None,
+            operators: Vec::new(),
+            limits: LimitsConfig::default(),
+        }
+    }
+}
+
+/// Where the gateway listens.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ListenConfig {
+    /// Public gRPC API, health and reflection.
+    pub grpc: SocketAddr,
+    /// Webhook receiver, `GET /metrics`, `GET /healthz`.
+    pub http: SocketAddr,
+    /// `ChannelAdminService`, behind a bearer token.
+    pub admin: SocketAddr,
+}
+
+impl Default for ListenConfig {
+    fn default() -> Self {
+        Self {
+            grpc: ([127, 0, 0, 1], 50051).into(),
+            http: ([127, 0, 0, 1], 8080).into(),
+            admin: ([127, 0, 0, 1], 50052).into(),
+        }
+    }
+}
+
+/// The upstream REST service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// `{base_url}`: host plus service root path.
+    pub base_url: String,
+    /// `{result_base_url}`: the result operation's own address.
+    pub result_base_url: String,
+    /// Timeout of one upstream call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Timeout of establishing a connection, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// Largest upstream response body read, in bytes (the result carries
+    /// every photo of the journey, so this is generous).
+    pub max_response_bytes: usize,
+    /// Validity of an appkey, for the `expire_time` the gateway reports.
+    pub appkey_ttl_secs: u64,
+    /// Validity of a credential token when `/credencial` gives no expiry.
+    pub credential_ttl_secs: u64,
+    /// Attempts of an operation that consumes nothing (credential,
+    /// challenge, session token, result), within the caller's deadline.
+    pub safe_attempts: u32,
+    /// Idle pooled connections kept per host.
+    pub pool_max_idle_per_host: usize,
+    /// Operation paths, relative to the base URLs.
+    pub paths: PathsConfig,
+    /// Form and JSON field names that the spec does not show.
+    pub fields: FieldsConfig,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            result_base_url: String::new(),
+            timeout_ms: 10_000,
+            connect_timeout_ms: 2_000,
+            max_response_bytes: 32 * 1024 * 1024,
+            appkey_ttl_secs: 300,
+            credential_ttl_secs: 3 * 3600,
+            safe_attempts: 2,
+            pool_max_idle_per_host: 32,
+            paths: PathsConfig::default(),
+            fields: FieldsConfig::default(),
+        }
+    }
+}
+
+impl UpstreamConfig {
+    /// The per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The connect timeout.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+}
+
+/// Operation paths (DESIGN.md wire contract defaults).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PathsConfig {
+    /// `/credencial`.
+    pub credential: String,
+    /// `/appkey`.
+    pub appkey: String,
+    /// `/challenge`.
+    pub challenge: String,
+    /// `/captcha` (2D submit).
+    pub captcha: String,
+    /// `/3d/session-token`, for the default channel.
+    pub session_token_3d: String,
+    /// `/3d/liveness`, for the default channel.
+    pub liveness_3d: String,
+    /// `/document` (images and digital licence).
+    pub document: String,
+    /// `/document/result`, relative to `result_base_url`.
+    pub result: String,
+}
+
+impl Default for PathsConfig {
+    fn default() -> Self {
+        Self {
+            credential: "/service/captcha/credencial".into(),
+            appkey: "/service/captcha/appkey".into(),
+            challenge: "/service/captcha/challenge".into(),
+            captcha: "/service/captcha/captcha".into(),
+            session_token_3d: "/service/captcha/3d/session-token".into(),
+            liveness_3d: "/service/captcha/3d/liveness".into(),
+            document: "/service/captcha/document".into(),
+            result: "/service/captcha/document/result".into(),
+        }
+    }
+}
+
+/// Field names of the requests whose shape the spec does not show.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FieldsConfig {
+    /// `/credencial` form: the login.
+    pub credential_user: String,
+    /// `/credencial` form: the password.
+    pub credential_password: String,
+    /// `/captcha` form: the challenge key.
+    pub captcha_challenge_key: String,
+    /// `/captcha` form: the concatenated snapshots.
+    pub captcha_images: String,
+    /// `/document` JSON: the image list.
+    pub document_images: String,
+    /// `/document` JSON: the digital licence.
+    pub document_qrcode: String,
+}
+
+impl Default for FieldsConfig {
+    fn default() -> Self {
+        Self {
+            credential_user: "user".into(),
+            credential_password: "pass".into(),
+            captcha_challenge_key: "chkey".into(),
+            captcha_images: "images".into(),
+            document_images: "images".into(),
+            document_qrcode: "qrcode".into(),
+        }
+    }
+}
+
+/// An operator profile as configured: the password lives elsewhere.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorConfig {
+    /// Profile name callers select in `CreateJourney.operator_profile`.
+    pub name: String,
+    /// Operator login (`user`).
+    pub login: String,
+    /// Environment variable holding the password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// File holding the password (trailing newline ignored).
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+}
+
+/// An operator profile with its password resolved.
+#[derive(Debug, Clone)]
+pub struct OperatorProfile {
+    /// Profile name.
+    pub name: String,
+    /// Operator login.
+    pub login: String,
+    /// Operator password.
+    pub password: Password,
+}
+
+impl OperatorConfig {
+    /// Reads the password from the environment or the file.
+    pub fn resolve(&self) -> Result<OperatorProfile, ConfigError> {
+        let what = format!("operators.{}", self.name);
+        let password = read_secret(
+            &what,
+            self.password_env.as_deref(),
+            self.password_file.as_deref(),
+        )?;
+        Ok(OperatorProfile {
+            name: self.name.clone(),
+            login: self.login.clone(),
+            password: Password::new(password),
+        })
+    }
+}
+
+/// Reads a secret from an environment variable or a file, whichever is
+/// named (the variable first).
+pub fn read_secret(
+    what: &str,
+    env: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<String, ConfigError> {
+    if let Some(var) = env {
+        return std::env::var(var).map_err(|_| ConfigError::MissingSecret {
+            what: what.to_owned(),
+            why: format!("environment variable {var} is not set"),
+        });
+    }
+    if let Some(path) = file {
+        let s = std::fs::read_to_string(path).map_err(|e| ConfigError::MissingSecret {
+            what: what.to_owned(),
+            why: format!("cannot read {}: {e}", path.display()),
+        })?;
+        return Ok(s.trim_end_matches(['\r', '\n']).to_owned());
+    }
+    Err(ConfigError::MissingSecret {
+        what: what.to_owned(),
+        why: "neither an environment variable nor a file is configured".to_owned(),
+    })
+}
+
+/// Limits on what callers send.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest image or PDF accepted, in bytes.
+    pub max_image_bytes: usize,
+    /// Most images in one request.
+    pub max_images: usize,
+    /// Largest gRPC message accepted, in bytes.
+    pub max_grpc_message_bytes: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_image_bytes: 8 * 1024 * 1024,
+            max_images: 16,
+            max_grpc_message_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+impl Config {
+    /// Loads the file (if any), then applies `IDGATE_*` overrides from the
+    /// process environment.
+    pub fn load(path: Option<&std::path::Path>) -> Result<Self, ConfigError> {
+        let text = match path {
+            Some(p) => std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                path: p.to_owned(),
+                source,
+            })?,
+            None => String::new(),
+        };
+        Self::from_toml_and_env(&text, std::env::vars())
+    }
+
+    /// Parses `text`, then applies the overrides found in `env`.
+    pub fn from_toml_and_env(
+        text: &str,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        for (key, value) in env {
+            let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            if !rest.contains("__") {
+                // Single-segment IDGATE_* names are secrets and flags
+                // (IDGATE_ADMIN_TOKEN, ...), not overrides.
+                continue;
+            }
+            let path: Vec<String> = rest.split("__").map(|s| s.to_ascii_lowercase()).collect();
+            apply_override(&mut table, &path, &value)
+                .map_err(|e| ConfigError::Invalid(format!("{key}: {e}")))?;
+        }
+        Config::deserialize(toml::Value::Table(table))
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+}
+
+fn scalar(value: &str) -> toml::Value {
+    if let Ok(i) = value.parse::<i64>() {
+        return toml::Value::Integer(i);
+    }
+    if let Ok(b) = value.parse::<bool>() {
+        return toml::Value::Boolean(b);
+    }
+    if let Ok(f) = value.parse::<f64>() {
+        return toml::Value::Float(f);
+    }
+    toml::Value::String(value.to_owned())
+}
+
+fn apply_override(table: &mut toml::Table, path: &[String], value: &str) -> Result<(), String> {
+    let (first, rest) = path.split_first().ok_or("empty key")?;
+    if rest.is_empty() {
+        table.insert(first.clone(), scalar(value));
+        return Ok(());
+    }
+    let entry = table
+        .entry(first.clone())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    apply_value(entry, rest, value)
+}
+
+fn apply_value(node: &mut toml::Value, path: &[String], value: &str) -> Result<(), String> {
+    match node {
+        toml::Value::Table(t) => apply_override(t, path, value),
+        toml::Value::Array(items) => {
+            let (index, rest) = path.split_first().ok_or("empty key")?;
+            let i: usize = index
+                .parse()
+                .map_err(|_| format!("`{index}` is not an array index"))?;
+            while items.len() <= i {
+                items.push(toml::Value::Table(toml::Table::new()));
+            }
+            if rest.is_empty() {
+                items[i] = scalar(value);
+                Ok(())
+            } else {
+                apply_value(&mut items[i], rest, value)
+            }
+        }
+        _ => Err("overrides a key inside a value that is not a table".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_apply_without_a_file() {
+        let c = Config::from_toml_and_env("", env(&[])).unwrap();
+        assert_eq!(c.listen.grpc.port(), 50051);
+        assert!(c.upstream.is_none());
+    }
+
+    #[test]
+    fn environment_overrides_nested_keys_and_array_items() {
+        let c = Config::from_toml_and_env(
+            "[upstream]\nbase_url = \"http://a\"\n[[operators]]\nname = \"x\"\nlogin = \"l\"\n",
+            env(&[
+                ("IDGATE_UPSTREAM__TIMEOUT_MS", "1234"),
+                ("IDGATE_OPERATORS__0__LOGIN", "other"),
+                ("IDGATE_ADMIN_TOKEN", "not-an-override"),
+            ]),
+        )
+        .unwrap();
+        let up = c.upstream.unwrap();
+        assert_eq!(up.timeout_ms, 1234);
+        assert_eq!(up.base_url, "http://a");
+        assert_eq!(up.paths.credential, "/service/captcha/credencial");
+        assert_eq!(c.operators[0].login, "other");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_by_name() {
+        let err = Config::from_toml_and_env("[listen]\ngrcp = \"x\"\n", env(&[])).unwrap_err();
+        assert!(err.to_string().contains("grcp"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_password_variable_names_the_profile_not_a_value() {
+        let op = OperatorConfig {
+            name: "default".into(),
+            login: "op".into(),
+            password_env: Some("IDGATE_TEST_SURELY_UNSET_VAR".into()),
+            password_file: None,
+        };
+        let err = op.resolve().unwrap_err().to_string();
+        assert!(err.contains("operators.default"), "{err}");
+    }
+}

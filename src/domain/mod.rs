@@ -1,0 +1,18 @@
+//! Validated values, parsed at the edge, and the newtypes that hold secrets
+//! and personal data.
+//!
+//! Every type here that holds an appkey, a token, a password, a CPF, a
+//! name, a birth date or an image has a `Debug` that prints a redaction, so
+//! a careless `?value` in a log line cannot leak it.
+
+mod cpf;
+mod image;
+mod journey_ref;
+mod person;
+mod secret;
+
+pub use cpf::Cpf;
+pub use image::{ImageKind, ImagePayload};
+pub use journey_ref::JourneyRef;
+pub use person::{BirthDate, CustomerReference, EndUser, PersonName};
+pub use secret::{Appkey, CredentialToken, Password, SessionToken};
