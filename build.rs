@@ -21,6 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         prost::Message::encode_to_vec(&fds),
     )?;
     tonic_prost_build::configure()
+        .bytes(".")
         .build_client(true)
         .build_server(true)
         .compile_fds(fds)?;

@@ -1,0 +1,4 @@
+//! The tonic services: thin shims that validate, call the journey core and
+//! convert. The work lives in plain async functions that tests can call.
+
+pub mod validate;

@@ -1,0 +1,319 @@
+//! Validation at the edge: protobuf requests -> validated domain values,
+//! before any upstream call. Every violation is collected (a caller fixes
+//! all fields in one round trip) and names its field, never its value.
+
+use bytes::Bytes;
+
+use crate::{
+    config::LimitsConfig,
+    domain::{
+        Appkey, BirthDate, Cpf, CustomerReference, EndUser, ImageKind, ImagePayload, PersonName,
+        SessionToken,
+    },
+    error::{Error, FieldViolation},
+    proto::v1,
+};
+
+/// Longest appkey or session token accepted: far above real ones, low
+/// enough to refuse junk before it reaches a log-free but costly path.
+const MAX_KEY_CHARS: usize = 512;
+
+const IMAGES: &[ImageKind] = &[ImageKind::Jpeg, ImageKind::Png];
+const IMAGES_AND_PDF: &[ImageKind] = &[ImageKind::Jpeg, ImageKind::Png, ImageKind::Pdf];
+
+/// Collects violations while parsing one request.
+#[derive(Default)]
+pub struct Violations(Vec<FieldViolation>);
+
+impl Violations {
+    /// Records `result`'s error against `field`, passing its value through.
+    pub fn check<T, E: Into<String>>(&mut self, field: &str, result: Result<T, E>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.0.push(FieldViolation::new(field, e));
+                None
+            }
+        }
+    }
+
+    /// Records a violation.
+    pub fn add(&mut self, field: impl Into<String>, description: impl Into<String>) {
+        self.0.push(FieldViolation::new(field, description));
+    }
+
+    /// `Ok(value)` when nothing was recorded.
+    pub fn finish<T>(self, value: impl FnOnce() -> Option<T>) -> Result<T, Error> {
+        if self.0.is_empty() {
+            value().ok_or_else(|| Error::Internal("validation produced no value".into()))
+        } else {
+            Err(Error::InvalidArgument(self.0))
+        }
+    }
+}
+
+/// Checks an opaque bearer key (appkey, session token, challenge key).
+fn key(input: &str) -> Result<String, &'static str> {
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err("is required");
+    }
+    if trimmed.chars().count() > MAX_KEY_CHARS {
+        return Err("is longer than 512 characters");
+    }
+    if trimmed.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("must not contain white space or control characters");
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// Parses an appkey field.
+pub fn appkey(v: &mut Violations, field: &str, input: &str) -> Option<Appkey> {
+    v.check(field, key(input)).map(Appkey::new)
+}
+
+/// `CreateJourney` -> the end user and the operator profile name.
+pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<(EndUser, Option<String>), Error> {
+    let mut v = Violations::default();
+    let cpf = v.check("cpf", Cpf::parse(&req.cpf));
+    let name = v.check("name", PersonName::parse(&req.name));
+    let birth_date = v.check("birth_date", BirthDate::parse_now(&req.birth_date));
+    let customer_reference = v.check(
+        "customer_reference",
+        CustomerReference::parse(&req.customer_reference),
+    );
+    let profile = req.operator_profile.trim();
+    let profile = (!profile.is_empty()).then(|| profile.to_owned());
+    v.finish(|| {
+        Some((
+            EndUser {
+                cpf: cpf?,
+                name: name?,
+                birth_date: birth_date?,
+                customer_reference: customer_reference?,
+            },
+            profile,
+        ))
+    })
+}
+
+/// A request that names only the journey's appkey.
+pub fn appkey_only(input: &str) -> Result<Appkey, Error> {
+    let mut v = Violations::default();
+    let key = appkey(&mut v, "appkey", input);
+    v.finish(|| key)
+}
+
+/// `SubmitChallengeResponse` -> appkey, challenge key and the snapshots.
+pub fn challenge_response(
+    req: v1::SubmitChallengeResponseRequest,
+    limits: &LimitsConfig,
+) -> Result<(Appkey, String, Vec<(ImagePayload, i32)>), Error> {
+    let mut v = Violations::default();
+    let key_ = appkey(&mut v, "appkey", &req.appkey);
+    let chkey = v.check("challenge_key", key(&req.challenge_key));
+    if req.snapshots.is_empty() {
+        v.add("snapshots", "at least one snapshot is required");
+    }
+    if req.snapshots.len() > limits.max_images {
+        v.add(
+            "snapshots",
+            format!("at most {} snapshots are accepted", limits.max_images),
+        );
+    }
+    let mut snapshots = Vec::with_capacity(req.snapshots.len());
+    for (i, s) in req.snapshots.into_iter().enumerate() {
+        if s.face_type_code <= 0 {
+            v.add(
+                format!("snapshots[{i}].face_type_code"),
+                "must be the positive code of a challenge's face type",
+            );
+        }
+        if let Some(img) = v.check(
+            &format!("snapshots[{i}].image"),
+            ImagePayload::parse(s.image, IMAGES, limits.max_image_bytes),
+        ) {
+            snapshots.push((img, s.face_type_code));
+        }
+    }
+    v.finish(|| Some((key_?, chkey?, snapshots)))
+}
+
+/// `StartSession3D` -> appkey and user agent.
+pub fn start_session(req: &v1::StartSession3DRequest) -> Result<(Appkey, String), Error> {
+    let mut v = Violations::default();
+    let key_ = appkey(&mut v, "appkey", &req.appkey);
+    if req.user_agent.len() > 1024 || req.user_agent.chars().any(char::is_control) {
+        v.add(
+            "user_agent",
+            "must be at most 1024 bytes without control characters",
+        );
+    }
+    v.finish(|| Some((key_?, req.user_agent.clone())))
+}
+
+/// `VerifyLiveness3D` -> appkey, session token, optional channel.
+pub fn verify_liveness(
+    req: &v1::VerifyLiveness3DRequest,
+) -> Result<(Appkey, SessionToken, Option<String>), Error> {
+    let mut v = Violations::default();
+    let key_ = appkey(&mut v, "appkey", &req.appkey);
+    let token = v.check("session_token", key(&req.session_token));
+    let channel = req.channel.trim();
+    if channel.len() > 128 || channel.chars().any(char::is_control) {
+        v.add(
+            "channel",
+            "must be a channel name returned by StartSession3D",
+        );
+    }
+    let channel = (!channel.is_empty()).then(|| channel.to_owned());
+    v.finish(|| Some((key_?, SessionToken::new(token?), channel)))
+}
+
+/// `SubmitDocumentImages` -> appkey and the images.
+pub fn document_images(
+    req: v1::SubmitDocumentImagesRequest,
+    limits: &LimitsConfig,
+) -> Result<(Appkey, Vec<ImagePayload>), Error> {
+    let mut v = Violations::default();
+    let key_ = appkey(&mut v, "appkey", &req.appkey);
+    if req.images.is_empty() {
+        v.add("images", "at least one image is required");
+    }
+    if req.images.len() > limits.max_images {
+        v.add(
+            "images",
+            format!("at most {} images are accepted", limits.max_images),
+        );
+    }
+    let images: Vec<ImagePayload> = req
+        .images
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, img)| {
+            v.check(
+                &format!("images[{i}].content"),
+                ImagePayload::parse(img.content, IMAGES_AND_PDF, limits.max_image_bytes),
+            )
+        })
+        .collect();
+    v.finish(|| Some((key_?, images)))
+}
+
+/// `SubmitDigitalLicence` -> appkey and the licence in its declared form.
+pub fn digital_licence(
+    req: v1::SubmitDigitalLicenceRequest,
+    limits: &LimitsConfig,
+) -> Result<(Appkey, ImagePayload), Error> {
+    use v1::submit_digital_licence_request::Licence;
+    let mut v = Violations::default();
+    let key_ = appkey(&mut v, "appkey", &req.appkey);
+    let max = limits.max_image_bytes;
+    let licence = match req.licence {
+        None => {
+            v.add("licence", "one of qr_image, pdf or qr_binary is required");
+            None
+        }
+        Some(Licence::QrImage(b)) => v.check("qr_image", ImagePayload::parse(b, IMAGES, max)),
+        Some(Licence::Pdf(b)) => v.check("pdf", ImagePayload::parse(b, &[ImageKind::Pdf], max)),
+        Some(Licence::QrBinary(b)) => v.check("qr_binary", qr_binary(b, max)),
+    };
+    v.finish(|| Some((key_?, licence?)))
+}
+
+/// The QR binary is opaque, but an image or a PDF in that slot is a
+/// caller's mix-up worth naming.
+fn qr_binary(bytes: Bytes, max: usize) -> Result<ImagePayload, String> {
+    let p = ImagePayload::parse_opaque(bytes, max)?;
+    match p.kind() {
+        Some(_) => Err("is an image or PDF: send it as qr_image or pdf".to_owned()),
+        None => Ok(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(e: Error) -> Vec<String> {
+        match e {
+            Error::InvalidArgument(v) => v.into_iter().map(|f| f.field).collect(),
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn create_journey_names_every_bad_field_and_echoes_no_value() {
+        let req = v1::CreateJourneyRequest {
+            cpf: "123.456.789-00".into(),
+            name: "".into(),
+            birth_date: "2999-01-01".into(),
+            customer_reference: "has space".into(),
+            operator_profile: "".into(),
+        };
+        let err = create_journey(&req).unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains("123.456"), "{text}");
+        assert_eq!(
+            fields(err),
+            ["cpf", "name", "birth_date", "customer_reference"]
+        );
+    }
+
+    #[test]
+    fn snapshots_are_checked_one_by_one() {
+        let req = v1::SubmitChallengeResponseRequest {
+            appkey: "k".into(),
+            challenge_key: "".into(),
+            snapshots: vec![
+                v1::Snapshot {
+                    image: Bytes::from_static(b"\x89PNG\r\n\x1a\nxx"),
+                    face_type_code: 1,
+                },
+                v1::Snapshot {
+                    image: Bytes::from_static(b"GIF89a"),
+                    face_type_code: 0,
+                },
+            ],
+        };
+        let f = fields(challenge_response(req, &LimitsConfig::default()).unwrap_err());
+        assert_eq!(
+            f,
+            [
+                "challenge_key",
+                "snapshots[1].face_type_code",
+                "snapshots[1].image"
+            ]
+        );
+    }
+
+    #[test]
+    fn digital_licence_requires_one_form_and_checks_it() {
+        let limits = LimitsConfig::default();
+        let none = v1::SubmitDigitalLicenceRequest {
+            appkey: "k".into(),
+            licence: None,
+        };
+        assert_eq!(
+            fields(digital_licence(none, &limits).unwrap_err()),
+            ["licence"]
+        );
+        let pdf_as_image = v1::SubmitDigitalLicenceRequest {
+            appkey: "k".into(),
+            licence: Some(v1::submit_digital_licence_request::Licence::QrImage(
+                Bytes::from_static(b"%PDF-1.4"),
+            )),
+        };
+        assert_eq!(
+            fields(digital_licence(pdf_as_image, &limits).unwrap_err()),
+            ["qr_image"]
+        );
+    }
+
+    #[test]
+    fn keys_must_be_present_and_free_of_white_space() {
+        assert!(appkey_only("").is_err());
+        assert!(appkey_only("a b").is_err());
+        assert!(appkey_only(" abc ").is_ok());
+    }
+}
