@@ -1,1 +1,205 @@
-fn main() {}
+//! The `idgate` binary: the gateway, the sandbox, and clients of both.
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use idgate::{
+    cli::journey::{DocumentChoice, JourneyPlan, LivenessMode, Person},
+    config::Config,
+    telemetry::LogFormat,
+};
+
+#[derive(Parser)]
+#[command(name = "idgate", version, about = "gRPC gateway for identity-verification journeys")]
+struct Cli {
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the gateway. With no [upstream] configured, starts the sandbox in process.
+    Serve {
+        /// Configuration file (TOML); `IDGATE_*` variables override it.
+        #[arg(long, short, env = "IDGATE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Runs the sandbox alone: the reference REST service, for local tests.
+    Sandbox {
+        /// Configuration file whose [sandbox] table configures it.
+        #[arg(long, short, env = "IDGATE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Drives a whole journey through a running gateway and prints each step.
+    Journey(JourneyArgs),
+    /// Inspects and steers the 3D liveness vendor channels of a running gateway.
+    Channels(ChannelsArgs),
+}
+
+#[derive(clap::Args)]
+struct JourneyArgs {
+    /// The gateway's gRPC address.
+    #[arg(long, default_value = "http://127.0.0.1:50051")]
+    gateway: String,
+    /// Liveness proof to run.
+    #[arg(long, value_enum, default_value_t = LivenessMode::ThreeD)]
+    liveness: LivenessMode,
+    /// Document to submit.
+    #[arg(long, value_enum, default_value_t = DocumentChoice::Rg)]
+    document: DocumentChoice,
+    /// End user's CPF (default: a sandbox test person).
+    #[arg(long)]
+    cpf: Option<String>,
+    /// End user's name.
+    #[arg(long)]
+    name: Option<String>,
+    /// End user's birth date, YYYY-MM-DD.
+    #[arg(long)]
+    birth_date: Option<String>,
+    /// Customer reference of the journey.
+    #[arg(long, default_value = "IDGATEDEMO1")]
+    reference: String,
+    /// Operator profile (default: the gateway's first).
+    #[arg(long, default_value = "")]
+    operator_profile: String,
+    /// How long to wait for the result, in seconds.
+    #[arg(long, default_value_t = 120)]
+    result_timeout: u64,
+}
+
+#[derive(clap::Args)]
+struct ChannelsArgs {
+    /// The gateway's admin address.
+    #[arg(long, default_value = "http://127.0.0.1:50052")]
+    admin: String,
+    /// The admin bearer token.
+    #[arg(long, env = "IDGATE_ADMIN_TOKEN", hide_env_values = true)]
+    token: String,
+    #[command(subcommand)]
+    command: idgate::channels::cli::ChannelsCommand,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("idgate: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Serve { config } => {
+            let config = Config::load(config.as_deref()).context("loading configuration")?;
+            let _telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
+                .context("starting telemetry")?;
+            let gateway = idgate::server::start(config).await.context("starting the gateway")?;
+            shutdown_signal(&gateway).await;
+            gateway.shutdown().await;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sandbox { config } => {
+            let config = Config::load(config.as_deref()).context("loading configuration")?;
+            let _telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
+                .context("starting telemetry")?;
+            let sandbox = idgate::sandbox::Sandbox::start(
+                config.sandbox.clone(),
+                std::sync::Arc::new(idgate::sandbox::SystemClock),
+            )
+            .await
+            .context("starting the sandbox")?;
+            println!("sandbox base_url        {}", sandbox.base_url());
+            println!("sandbox result_base_url {}", sandbox.result_base_url());
+            for ch in sandbox.channels() {
+                println!("sandbox channel {:<12} {} (vendor {})", ch.name, ch.base_url, ch.vendor);
+            }
+            println!("sandbox admin           {}", sandbox.admin_url());
+            println!("operator login/password sandbox/sandbox");
+            tokio::signal::ctrl_c().await.context("waiting for ctrl-c")?;
+            sandbox.shutdown().await;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Journey(args) => {
+            let default = idgate::cli::inputs::default_person();
+            let plan = JourneyPlan {
+                gateway: args.gateway,
+                liveness: args.liveness,
+                document: args.document,
+                person: Person {
+                    cpf: args.cpf.unwrap_or(default.cpf),
+                    name: args.name.unwrap_or(default.name),
+                    birth_date: args.birth_date.unwrap_or(default.birth_date),
+                    customer_reference: args.reference,
+                },
+                operator_profile: args.operator_profile,
+                result_timeout: Duration::from_secs(args.result_timeout),
+            };
+            let mut out = Stdout;
+            match idgate::cli::journey::run(&plan, &mut out).await {
+                Ok(_) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("idgate journey: {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        Command::Channels(args) => {
+            let text = idgate::channels::cli::run(&args.admin, &args.token, args.command)
+                .await
+                .context("calling the channel admin service")?;
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Writes progress straight to stdout as it happens.
+struct Stdout;
+
+impl std::fmt::Write for Stdout {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        out.write_all(s.as_bytes()).map_err(|_| std::fmt::Error)?;
+        out.flush().map_err(|_| std::fmt::Error)
+    }
+}
+
+/// Ctrl-C or SIGTERM stop the gateway; SIGHUP reloads its configuration.
+async fn shutdown_signal(gateway: &idgate::server::Gateway) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut hup)) =
+            (signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+        else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => return,
+                _ = term.recv() => return,
+                _ = hup.recv() => {
+                    match gateway.reload().await {
+                        Ok(()) => tracing::info!("configuration reloaded"),
+                        Err(e) => tracing::error!(error = %e, "configuration reload failed; keeping the running configuration"),
+                    }
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = gateway;
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,4 @@
+//! Command-line front ends that talk to a running gateway.
+
+pub mod journey;
+pub mod summary;
