@@ -68,7 +68,7 @@ impl Base64Image<'_> {
     pub fn decode(&self, path: &str) -> Result<Vec<u8>, UndecodableImage> {
         match self.0.as_deref() {
             None => Ok(Vec::new()),
-            Some(text) => decode_base64_image(text).map_err(|()| UndecodableImage {
+            Some(text) => decode_base64_image(text).ok_or_else(|| UndecodableImage {
                 path: path.to_owned(),
             }),
         }
@@ -85,15 +85,16 @@ pub struct UndecodableImage {
 
 /// Decodes Base64 text, with or without a data-URL prefix, padding, line
 /// breaks, in the standard or URL-safe alphabet.
-pub fn decode_base64_image(text: &str) -> Result<Vec<u8>, ()> {
+/// `None` when the text is not Base64.
+pub fn decode_base64_image(text: &str) -> Option<Vec<u8>> {
     let mut s = text.trim();
     if let Some(rest) = s.strip_prefix("data:") {
         // `data:<mime>;base64,<payload>`: the payload follows the first comma.
-        let (_, payload) = rest.split_once(',').ok_or(())?;
+        let (_, payload) = rest.split_once(',')?;
         s = payload.trim();
     }
     if s.is_empty() {
-        return Ok(Vec::new());
+        return Some(Vec::new());
     }
     let cleaned: Cow<'_, str> = if s.bytes().any(|b| b.is_ascii_whitespace()) {
         Cow::Owned(s.chars().filter(|c| !c.is_ascii_whitespace()).collect())
@@ -105,7 +106,7 @@ pub fn decode_base64_image(text: &str) -> Result<Vec<u8>, ()> {
     } else {
         &STANDARD_LENIENT
     };
-    engine.decode(cleaned.as_bytes()).map_err(|_| ())
+    engine.decode(cleaned.as_bytes()).ok()
 }
 
 #[cfg(test)]
@@ -127,9 +128,9 @@ mod tests {
 
     #[test]
     fn rejects_text_that_is_not_base64() {
-        assert!(decode_base64_image("not base64!").is_err());
-        assert!(decode_base64_image("data:image/png;base64").is_err());
-        assert!(decode_base64_image("a").is_err());
+        assert!(decode_base64_image("not base64!").is_none());
+        assert!(decode_base64_image("data:image/png;base64").is_none());
+        assert!(decode_base64_image("a").is_none());
     }
 
     #[test]
