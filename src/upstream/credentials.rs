@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
-use crate::config::OperatorProfile;
+use crate::config::{OperatorProfile, UpstreamConfig};
 use crate::domain::{Appkey, CredentialToken, EndUser};
 use crate::error::Error;
 
@@ -45,6 +45,16 @@ impl Default for CredentialPolicy {
 }
 
 impl CredentialPolicy {
+    /// The policy of `config`: its `credential_ttl_secs` as the fallback
+    /// lifetime, a one-minute margin, and `expires` read as UTC. Set
+    /// `upstream_offset` when the upstream writes another local time.
+    pub fn from_config(config: &UpstreamConfig) -> Self {
+        CredentialPolicy {
+            fallback_ttl: Duration::from_secs(config.credential_ttl_secs.max(1)),
+            ..CredentialPolicy::default()
+        }
+    }
+
     /// The instant after which a credential granted at `now` is refreshed.
     /// An `expires` that is unreadable, or that leaves no more than the
     /// margin (a clock or time-zone mismatch, most likely), falls back to
@@ -328,6 +338,17 @@ mod tests {
             p.refresh_at(now, Some(datetime!(2026-11-21 11:00:00))),
             datetime!(2026-11-21 12:09:00 UTC)
         );
+    }
+
+    #[test]
+    fn policy_from_config_uses_the_configured_ttl() {
+        let config = UpstreamConfig {
+            credential_ttl_secs: 120,
+            ..UpstreamConfig::default()
+        };
+        let p = CredentialPolicy::from_config(&config);
+        assert_eq!(p.fallback_ttl, Duration::from_secs(120));
+        assert_eq!(p.upstream_offset, UtcOffset::UTC);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! Every object is optional (the upstream omits the face match when it is
 //! disabled, and the OCR objects of the types it did not read), unknown
-//! fields are ignored, and scalars are lenient (see [`super::scalar`]).
+//! fields are ignored, and scalars are lenient (see the `scalar` module).
 //! Field names are the spec's; the product-name fields appear under their
 //! neutral names (`serviceID`, `livenessResult`, `registry`).
 
