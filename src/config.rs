@@ -40,7 +40,7 @@ pub enum ConfigError {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Listen addresses.
@@ -51,17 +51,6 @@ pub struct Config {
     pub operators: Vec<OperatorConfig>,
     /// Limits on what callers send.
     pub limits: LimitsConfig,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            listen: ListenConfig::default(),
-            upstream: None,
-            operators: Vec::new(),
-            limits: LimitsConfig::default(),
-        }
-    }
 }
 
 /// Where the gateway listens.

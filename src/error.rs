@@ -167,6 +167,9 @@ fn classify_upstream(e: &UpstreamError) -> (Code, &'static str, bool) {
         }
         UpstreamError::Malformed { .. } => (Code::Internal, "UPSTREAM_MALFORMED_RESPONSE", false),
         UpstreamError::Oversize { .. } => (Code::Internal, "UPSTREAM_RESPONSE_TOO_LARGE", false),
+        UpstreamError::DeadlineExceeded { .. } => {
+            (Code::DeadlineExceeded, "DEADLINE_EXCEEDED", false)
+        }
     }
 }
 

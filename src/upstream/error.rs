@@ -7,7 +7,7 @@
 use super::Operation;
 
 /// A failed upstream call.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UpstreamError {
     /// The upstream answered with a non-success HTTP status.
     #[error("upstream {op} answered HTTP {status}")]
@@ -44,6 +44,13 @@ pub enum UpstreamError {
         /// Where parsing failed (category, line, column), never a value.
         detail: String,
     },
+    /// The caller's deadline had passed before the request was sent (or
+    /// before a retry could be): nothing reached the upstream.
+    #[error("deadline exceeded before upstream {op} was sent")]
+    DeadlineExceeded {
+        /// The operation.
+        op: Operation,
+    },
     /// The upstream body exceeded the configured bound.
     #[error("upstream {op} sent a body over {limit} bytes")]
     Oversize {
@@ -63,7 +70,8 @@ impl UpstreamError {
             | UpstreamError::Timeout { op }
             | UpstreamError::Transport { op }
             | UpstreamError::Malformed { op, .. }
-            | UpstreamError::Oversize { op, .. } => *op,
+            | UpstreamError::Oversize { op, .. }
+            | UpstreamError::DeadlineExceeded { op } => *op,
         }
     }
 
@@ -78,6 +86,7 @@ impl UpstreamError {
             UpstreamError::Transport { .. } => "transport",
             UpstreamError::Malformed { .. } => "malformed",
             UpstreamError::Oversize { .. } => "oversize",
+            UpstreamError::DeadlineExceeded { .. } => "deadline",
         }
     }
 
@@ -91,12 +100,17 @@ impl UpstreamError {
             | UpstreamError::Transport { .. }
             | UpstreamError::Malformed { .. }
             | UpstreamError::Oversize { .. } => true,
+            // The caller ran out of time; the upstream did nothing wrong.
+            UpstreamError::DeadlineExceeded { .. } => false,
         }
     }
 
     /// True when the request certainly never reached the upstream.
     pub fn request_not_sent(&self) -> bool {
-        matches!(self, UpstreamError::Connect { .. })
+        matches!(
+            self,
+            UpstreamError::Connect { .. } | UpstreamError::DeadlineExceeded { .. }
+        )
     }
 
     /// True when a call that consumes the appkey may or may not have taken
@@ -107,7 +121,7 @@ impl UpstreamError {
         }
         match self {
             UpstreamError::Status { status, .. } => *status >= 500,
-            UpstreamError::Connect { .. } => false,
+            UpstreamError::Connect { .. } | UpstreamError::DeadlineExceeded { .. } => false,
             UpstreamError::Timeout { .. }
             | UpstreamError::Transport { .. }
             | UpstreamError::Malformed { .. }
