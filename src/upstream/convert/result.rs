@@ -304,7 +304,7 @@ fn liveness(l: LivenessResultWire) -> pb::LivenessResult {
 fn photos(f: Fotos<'_>) -> Result<pb::Photos, WireError> {
     let liveness_frontal = match f.liveness_result {
         Some(l) => l.frontal.decode("fotos.livenessResult.frontal")?,
-        None => Vec::new(),
+        None => bytes::Bytes::new(),
     };
     let mut documents = Vec::with_capacity(f.documento.0.len());
     for (i, d) in f.documento.0.into_iter().enumerate() {

@@ -121,11 +121,11 @@ fn full_journey_converts_every_object() {
 
     let photos = r.photos.unwrap();
     assert_eq!(
-        photos.liveness_frontal,
+        photos.liveness_frontal.as_ref(),
         [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10]
     );
     assert_eq!(photos.documents[0].description, "RG frente");
-    assert_eq!(photos.documents[0].image, b"hello");
+    assert_eq!(photos.documents[0].image.as_ref(), b"hello");
 }
 
 /// Digital-licence journey: CNH with `formato`/`extensao`, registry only
@@ -327,7 +327,7 @@ fn a_single_document_photo_object_is_accepted() {
     let r = result(r#"{"fotos":{"documento":{"descricao":"CNH","imagem":"aGk="}}}"#).unwrap();
     let p = r.photos.unwrap();
     assert!(p.liveness_frontal.is_empty());
-    assert_eq!(p.documents[0].image, b"hi");
+    assert_eq!(p.documents[0].image.as_ref(), b"hi");
 }
 
 #[test]
@@ -409,7 +409,7 @@ fn challenges_convert_with_icons_and_a_sixty_second_deadline() {
         ),
         (12, 2, 1000, 4)
     );
-    assert_eq!(c.challenges[0].face_type.as_ref().unwrap().icon, b"hi");
+    assert_eq!(c.challenges[0].face_type.as_ref().unwrap().icon.as_ref(), b"hi");
     assert_eq!(c.challenges[1].face_type.as_ref().unwrap().code, 1);
     assert_eq!(c.deadline.unwrap().seconds, 1_800_000_060);
 

@@ -65,12 +65,15 @@ impl fmt::Debug for Base64Image<'_> {
 impl Base64Image<'_> {
     /// Decodes the image; absent or empty is an empty payload. `path` names
     /// the field in the error (e.g. `fotos.documento[1].imagem`).
-    pub fn decode(&self, path: &str) -> Result<Vec<u8>, UndecodableImage> {
+    pub fn decode(&self, path: &str) -> Result<bytes::Bytes, UndecodableImage> {
         match self.0.as_deref() {
-            None => Ok(Vec::new()),
-            Some(text) => decode_base64_image(text).ok_or_else(|| UndecodableImage {
-                path: path.to_owned(),
-            }),
+            None => Ok(bytes::Bytes::new()),
+            // Bytes::from(Vec) takes the buffer over: no copy.
+            Some(text) => decode_base64_image(text)
+                .map(bytes::Bytes::from)
+                .ok_or_else(|| UndecodableImage {
+                    path: path.to_owned(),
+                }),
         }
     }
 }
