@@ -67,6 +67,11 @@ impl CallContext {
         }
     }
 
+    /// An optional deadline (e.g. from the gRPC `grpc-timeout`).
+    pub fn from_deadline(deadline: Option<Instant>) -> Self {
+        CallContext { deadline }
+    }
+
     /// An optional timeout (e.g. the gRPC `grpc-timeout`).
     pub fn from_timeout(timeout: Option<Duration>) -> Self {
         timeout.map_or_else(Self::unbounded, Self::with_timeout)

@@ -1,0 +1,99 @@
+//! `LivenessService`: 2D challenges and snapshots on the core service; 3D
+//! sessions through the vendor channel router.
+
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+
+use super::{deadline, validate};
+use crate::{
+    channels::ChannelRouter,
+    journey::JourneyCore,
+    proto::v1::{self, liveness_service_server::LivenessService},
+    upstream::CallContext,
+};
+
+/// The `LivenessService` implementation.
+pub struct LivenessApi {
+    core: JourneyCore,
+    router: Arc<ChannelRouter>,
+}
+
+impl LivenessApi {
+    /// A service over the journey core and the 3D channel router.
+    pub fn new(core: JourneyCore, router: Arc<ChannelRouter>) -> Self {
+        Self { core, router }
+    }
+}
+
+#[tonic::async_trait]
+impl LivenessService for LivenessApi {
+    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
+    async fn create_challenges(
+        &self,
+        request: Request<v1::CreateChallengesRequest>,
+    ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
+        let ctx = CallContext::from_deadline(deadline::of(&request));
+        let appkey = validate::appkey_only(&request.get_ref().appkey)?;
+        super::record_journey(&appkey);
+        let challenges = self.core.create_challenges(&ctx, &appkey).await?;
+        Ok(Response::new(challenges))
+    }
+
+    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
+    async fn submit_challenge_response(
+        &self,
+        request: Request<v1::SubmitChallengeResponseRequest>,
+    ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
+        let ctx = CallContext::from_deadline(deadline::of(&request));
+        let (appkey, chkey, snapshots) =
+            validate::challenge_response(request.into_inner(), self.core.limits())?;
+        super::record_journey(&appkey);
+        let verdict = self
+            .core
+            .submit_challenge_response(&ctx, &appkey, &chkey, &snapshots)
+            .await?;
+        Ok(Response::new(v1::SubmitChallengeResponseResponse {
+            verdict: Some(verdict),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
+    async fn start_session3_d(
+        &self,
+        request: Request<v1::StartSession3DRequest>,
+    ) -> Result<Response<v1::StartSession3DResponse>, Status> {
+        let deadline = deadline::of(&request);
+        let (appkey, user_agent) = validate::start_session(request.get_ref())?;
+        super::record_journey(&appkey);
+        let started = self
+            .router
+            .start_session(&appkey, &user_agent, deadline)
+            .await?;
+        tracing::Span::current().record("idgate.channel", started.channel.as_str());
+        Ok(Response::new(v1::StartSession3DResponse {
+            session_token: started.grant.token.expose().to_owned(),
+            vendor: started.grant.vendor,
+            vendor_url: started.grant.vendor_url,
+            contingency: started.grant.contingency,
+            channel: started.channel,
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
+    async fn verify_liveness3_d(
+        &self,
+        request: Request<v1::VerifyLiveness3DRequest>,
+    ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
+        let deadline = deadline::of(&request);
+        let (appkey, token, channel) = validate::verify_liveness(request.get_ref())?;
+        super::record_journey(&appkey);
+        let verdict = self
+            .router
+            .verify(&appkey, &token, channel.as_deref(), deadline)
+            .await?;
+        Ok(Response::new(v1::VerifyLiveness3DResponse {
+            verdict: Some(verdict),
+        }))
+    }
+}
