@@ -40,7 +40,7 @@ pub enum ConfigError {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Listen addresses.
@@ -53,18 +53,6 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Traces, logs and metrics.
     pub telemetry: TelemetryConfig,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            listen: ListenConfig::default(),
-            upstream: None,
-            operators: Vec::new(),
-            limits: LimitsConfig::default(),
-            telemetry: TelemetryConfig::default(),
-        }
-    }
 }
 
 /// Where the gateway listens.

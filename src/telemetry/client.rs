@@ -144,7 +144,7 @@ impl UpstreamCall {
             url.path = path,
             url.template = path,
             server.address = target.as_ref().map(|(h, _, _)| h.as_str()),
-            server.port = target.as_ref().map(|(_, p, _)| *p),
+            server.port = target.as_ref().map(|(_, p, _)| i64::from(*p)),
             error.type = Empty,
             idgate.operation = request.operation.as_str(),
             idgate.channel = request.channel,
@@ -165,7 +165,7 @@ impl UpstreamCall {
             channel: request.channel.map(str::to_owned),
             journey,
             started: Instant::now(),
-        finished: false,
+            finished: false,
         }
     }
 
@@ -202,7 +202,7 @@ impl UpstreamCall {
     /// client span an error span (the conventions for client spans).
     pub fn finish(mut self, status: StatusCode) {
         self.span
-            .record("http.response.status_code", status.as_u16());
+            .record("http.response.status_code", i64::from(status.as_u16()));
         if status.is_client_error() || status.is_server_error() {
             self.span.record("error.type", status.as_str());
             self.span.record("otel.status_code", "ERROR");

@@ -161,7 +161,7 @@ where
         req.extensions_mut().insert(ServerSpan(span.clone()));
 
         let finisher = Finisher {
-            in_flight: self.metrics.rpc_in_flight(full),
+            in_flight: Some(self.metrics.rpc_in_flight(full)),
             metrics: self.metrics.clone(),
             method: full,
             started: Instant::now(),
@@ -179,21 +179,35 @@ where
     }
 }
 
-/// Finishes one call's span and metrics, exactly once.
+/// Finishes one call's span and metrics, exactly once: with the status
+/// when it is seen, else as `CANCELLED` when dropped (the client went away
+/// before the handler answered or before the body ended).
 struct Finisher {
     metrics: Metrics,
     method: &'static str,
     started: Instant,
     span: Span,
-    in_flight: InFlight,
+    in_flight: Option<InFlight>,
 }
 
 impl Finisher {
-    fn finish(self, code: Code) {
-        record_status(&self.span, code);
-        self.metrics
-            .record_rpc(self.method, code, self.started.elapsed());
-        drop(self.in_flight);
+    fn finish(mut self, code: Code) {
+        self.record(code);
+    }
+
+    fn record(&mut self, code: Code) {
+        if let Some(in_flight) = self.in_flight.take() {
+            record_status(&self.span, code);
+            self.metrics
+                .record_rpc(self.method, code, self.started.elapsed());
+            drop(in_flight);
+        }
+    }
+}
+
+impl Drop for Finisher {
+    fn drop(&mut self) {
+        self.record(Code::Cancelled);
     }
 }
 
@@ -300,14 +314,6 @@ pin_project! {
         inner: B,
         finisher: Option<Finisher>,
     }
-
-    impl<B> PinnedDrop for GrpcBody<B> {
-        fn drop(this: Pin<&mut Self>) {
-            if let Some(f) = this.project().finisher.take() {
-                f.finish(Code::Cancelled);
-            }
-        }
-    }
 }
 
 impl<B> Body for GrpcBody<B>
@@ -336,8 +342,10 @@ where
             // The body ended without trailers: no status was sent.
             None => Some(Code::Unknown),
         };
-        if let (Some(code), Some(f)) = (code, this.finisher.take()) {
-            f.finish(code);
+        if let Some(code) = code {
+            if let Some(f) = this.finisher.take() {
+                f.finish(code);
+            }
         }
         Poll::Ready(polled)
     }
@@ -370,7 +378,10 @@ mod tests {
             "Check",
             "health is labelled by name"
         );
-        assert_eq!(method_of("/idgate.v1.JourneyService/j-secret-123"), (OTHER, OTHER, OTHER));
+        assert_eq!(
+            method_of("/idgate.v1.JourneyService/j-secret-123"),
+            (OTHER, OTHER, OTHER)
+        );
         assert_eq!(method_of("no-slash"), (OTHER, OTHER, OTHER));
     }
 
@@ -396,7 +407,7 @@ mod tests {
     fn a_dropped_body_counts_as_cancelled() {
         let metrics = Metrics::default();
         let finisher = Finisher {
-            in_flight: metrics.rpc_in_flight("grpc.health.v1.Health/Watch"),
+            in_flight: Some(metrics.rpc_in_flight("grpc.health.v1.Health/Watch")),
             metrics: metrics.clone(),
             method: "grpc.health.v1.Health/Watch",
             started: Instant::now(),

@@ -116,7 +116,10 @@ where
     }
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
-        let route = req.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
+        let route = req
+            .extensions()
+            .get::<MatchedPath>()
+            .map(MatchedPath::as_str);
         let span = server_span(method_name(req.method()), route);
         let parent = extract_from_http(req.headers());
         if let Some(journey) = journey_from_context(&parent) {
@@ -163,7 +166,7 @@ where
             Ok(response) => {
                 let status = response.status();
                 this.span
-                    .record("http.response.status_code", status.as_u16());
+                    .record("http.response.status_code", i64::from(status.as_u16()));
                 // Server spans: only 5xx are the server's failure.
                 if status.is_server_error() {
                     this.span.record("otel.status_code", "ERROR");
@@ -184,6 +187,9 @@ mod tests {
     #[test]
     fn unknown_methods_are_other() {
         assert_eq!(method_name(&Method::POST), "POST");
-        assert_eq!(method_name(&Method::from_bytes(b"SECRETVERB").unwrap()), OTHER);
+        assert_eq!(
+            method_name(&Method::from_bytes(b"SECRETVERB").unwrap()),
+            OTHER
+        );
     }
 }

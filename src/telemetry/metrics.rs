@@ -22,7 +22,8 @@ use prometheus_client::{
 use crate::upstream::Operation;
 
 /// Content type of the OpenMetrics text exposition.
-pub const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Channel label of upstream calls that go to the core service rather than
 /// to a 3D vendor channel.

@@ -65,7 +65,13 @@ mod tests {
 
     #[test]
     fn secret_looking_names_are_caught_and_conventions_are_not() {
-        for bad in ["appkey", "idgate.appkey", "session_token", "end_user.cpf", "user.name"] {
+        for bad in [
+            "appkey",
+            "idgate.appkey",
+            "session_token",
+            "end_user.cpf",
+            "user.name",
+        ] {
             assert!(is_forbidden_field_name(bad), "{bad}");
         }
         for good in ["otel.name", "idgate.journey_ref", "rpc.method", "url.path"] {

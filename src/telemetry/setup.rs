@@ -375,10 +375,8 @@ fn env_names_service(env: &dyn Fn(&str) -> Option<String>) -> bool {
 
 fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>) -> Resource {
     // The default detectors read OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
-    let builder = Resource::builder().with_attribute(KeyValue::new(
-        "service.version",
-        env!("CARGO_PKG_VERSION"),
-    ));
+    let builder = Resource::builder()
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
     if env_names_service(env) {
         builder.build()
     } else {
@@ -492,10 +490,7 @@ mod tests {
             None
         );
         assert_eq!(
-            unsupported_protocol(&env_of(&[(
-                "OTEL_EXPORTER_OTLP_PROTOCOL",
-                "http/protobuf"
-            )])),
+            unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")])),
             Some("http/protobuf".to_owned())
         );
     }
