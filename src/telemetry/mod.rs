@@ -42,5 +42,9 @@ pub use client::{UpstreamCall, UpstreamErrorClass, UpstreamRequest};
 pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
-pub use metrics::{CircuitState, Metrics, WebhookOutcome, WebhookRejection, metrics_handler};
-pub use setup::{LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init};
+pub use metrics::{
+    CircuitState, Metrics, WebhookOutcome, WebhookRejection, metrics_handler, metrics_router,
+};
+pub use setup::{
+    CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
+};
