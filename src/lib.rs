@@ -23,6 +23,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod proto;
+pub mod telemetry;
 pub mod upstream;
 
 pub use error::Error;

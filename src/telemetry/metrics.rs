@@ -1,0 +1,464 @@
+//! The Prometheus registry of the gateway and `GET /metrics`.
+//!
+//! Label values come only from fixed sets: RPC names of the served API (an
+//! unknown path is `_OTHER`), gRPC code names, [`Operation`] names, channel
+//! names from the configuration, HTTP status codes and the error classes of
+//! [`super::UpstreamErrorClass`]. Nothing a caller or an end user types ever
+//! becomes a label, so neither personal data nor unbounded cardinality can.
+
+use std::{borrow::Cow, fmt, sync::Arc, time::Duration};
+
+use axum::{
+    extract::State,
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use prometheus_client::{
+    encoding::{EncodeLabelSet, text::encode},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::{Registry, Unit},
+};
+
+use crate::upstream::Operation;
+
+/// Content type of the OpenMetrics text exposition.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Channel label of upstream calls that go to the core service rather than
+/// to a 3D vendor channel.
+pub const CORE_CHANNEL: &str = "core";
+
+/// Latency buckets in seconds: from a cached local call to the 10 s default
+/// upstream timeout, and a long tail for streams and slow vendors.
+const LATENCY_BUCKETS: [f64; 13] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RpcLabels {
+    method: String,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabels {
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabels {
+    operation: &'static str,
+    channel: String,
+    status: Cow<'static, str>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChannelLabels {
+    channel: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+/// State of a channel's circuit breaker, as the gauge reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CircuitState {
+    /// Calls flow (0).
+    Closed,
+    /// A probe call is allowed (1).
+    HalfOpen,
+    /// Calls are refused (2).
+    Open,
+}
+
+impl CircuitState {
+    fn value(self) -> i64 {
+        match self {
+            CircuitState::Closed => 0,
+            CircuitState::HalfOpen => 1,
+            CircuitState::Open => 2,
+        }
+    }
+}
+
+/// What became of one webhook notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookOutcome {
+    /// A notice arrived (counted before any check).
+    Received,
+    /// The notice was authenticated and acted upon.
+    Accepted,
+    /// The notice was refused.
+    Rejected(WebhookRejection),
+}
+
+/// Why a webhook notice was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookRejection {
+    /// Missing or wrong HTTP Basic credentials.
+    Unauthorized,
+    /// Missing or wrong signature.
+    BadSignature,
+    /// A signature timestamp outside the tolerance (a replay, or a clock).
+    Stale,
+    /// A body that is not a notice.
+    Malformed,
+    /// A notice for no journey the gateway knows.
+    UnknownJourney,
+}
+
+impl WebhookOutcome {
+    /// The `outcome` label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookOutcome::Received => "received",
+            WebhookOutcome::Accepted => "accepted",
+            WebhookOutcome::Rejected(WebhookRejection::Unauthorized) => "rejected_unauthorized",
+            WebhookOutcome::Rejected(WebhookRejection::BadSignature) => "rejected_bad_signature",
+            WebhookOutcome::Rejected(WebhookRejection::Stale) => "rejected_stale",
+            WebhookOutcome::Rejected(WebhookRejection::Malformed) => "rejected_malformed",
+            WebhookOutcome::Rejected(WebhookRejection::UnknownJourney) => {
+                "rejected_unknown_journey"
+            }
+        }
+    }
+}
+
+/// The name of a gRPC code as the `code` label shows it (`OK`,
+/// `INVALID_ARGUMENT`, ...): the names of `google.rpc.Code`.
+pub fn grpc_code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "CANCELLED",
+        Unknown => "UNKNOWN",
+        InvalidArgument => "INVALID_ARGUMENT",
+        DeadlineExceeded => "DEADLINE_EXCEEDED",
+        NotFound => "NOT_FOUND",
+        AlreadyExists => "ALREADY_EXISTS",
+        PermissionDenied => "PERMISSION_DENIED",
+        ResourceExhausted => "RESOURCE_EXHAUSTED",
+        FailedPrecondition => "FAILED_PRECONDITION",
+        Aborted => "ABORTED",
+        OutOfRange => "OUT_OF_RANGE",
+        Unimplemented => "UNIMPLEMENTED",
+        Internal => "INTERNAL",
+        Unavailable => "UNAVAILABLE",
+        DataLoss => "DATA_LOSS",
+        Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+struct Inner {
+    registry: Registry,
+    rpc_requests: Family<RpcLabels, Counter>,
+    rpc_duration: HistogramFamily<RpcLabels>,
+    rpc_in_flight: Family<MethodLabels, Gauge>,
+    upstream_requests: Family<UpstreamLabels, Counter>,
+    upstream_duration: HistogramFamily<UpstreamLabels>,
+    channel_failovers: Family<ChannelLabels, Counter>,
+    channel_circuit_state: Family<ChannelLabels, Gauge>,
+    webhooks: Family<OutcomeLabels, Counter>,
+    http_in_flight: Gauge,
+}
+
+/// The gateway's metrics. Cloning is cheap and every clone updates the same
+/// series.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new(std::iter::empty::<&str>())
+    }
+}
+
+impl Metrics {
+    /// A registry with every series family registered, and the channel
+    /// series of `channels` (their names from the configuration) present at
+    /// zero / closed, so dashboards see a channel before its first failure.
+    pub fn new<I, S>(channels: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut registry = Registry::default();
+        let rpc_requests = Family::<RpcLabels, Counter>::default();
+        let rpc_duration = HistogramFamily::<RpcLabels>::new_with_constructor(latency_histogram);
+        let rpc_in_flight = Family::<MethodLabels, Gauge>::default();
+        let upstream_requests = Family::<UpstreamLabels, Counter>::default();
+        let upstream_duration =
+            HistogramFamily::<UpstreamLabels>::new_with_constructor(latency_histogram);
+        let channel_failovers = Family::<ChannelLabels, Counter>::default();
+        let channel_circuit_state = Family::<ChannelLabels, Gauge>::default();
+        let webhooks = Family::<OutcomeLabels, Counter>::default();
+        let http_in_flight = Gauge::default();
+
+        registry.register(
+            "idgate_rpc_requests",
+            "gRPC requests served, by method and gRPC code",
+            rpc_requests.clone(),
+        );
+        registry.register_with_unit(
+            "idgate_rpc_duration",
+            "gRPC request latency until the last response byte, by method and gRPC code",
+            Unit::Seconds,
+            rpc_duration.clone(),
+        );
+        registry.register(
+            "idgate_rpc_in_flight",
+            "gRPC requests being served, by method",
+            rpc_in_flight.clone(),
+        );
+        registry.register(
+            "idgate_upstream_requests",
+            "Upstream REST calls, by operation, channel and HTTP status or error class",
+            upstream_requests.clone(),
+        );
+        registry.register_with_unit(
+            "idgate_upstream_duration",
+            "Upstream REST call latency, by operation, channel and HTTP status or error class",
+            Unit::Seconds,
+            upstream_duration.clone(),
+        );
+        registry.register(
+            "idgate_channel_failovers",
+            "3D sessions that failed on a channel and moved to the next one, by the failed channel",
+            channel_failovers.clone(),
+        );
+        registry.register(
+            "idgate_channel_circuit_state",
+            "Circuit breaker state per channel: 0 closed, 1 half-open, 2 open",
+            channel_circuit_state.clone(),
+        );
+        registry.register(
+            "idgate_webhooks",
+            "Webhook notices, by outcome",
+            webhooks.clone(),
+        );
+        registry.register(
+            "idgate_http_in_flight",
+            "HTTP requests being served by the gateway's HTTP listener",
+            http_in_flight.clone(),
+        );
+
+        for channel in channels {
+            let labels = ChannelLabels {
+                channel: channel.into(),
+            };
+            drop(channel_failovers.get_or_create(&labels));
+            drop(channel_circuit_state.get_or_create(&labels));
+        }
+
+        Metrics {
+            inner: Arc::new(Inner {
+                registry,
+                rpc_requests,
+                rpc_duration,
+                rpc_in_flight,
+                upstream_requests,
+                upstream_duration,
+                channel_failovers,
+                channel_circuit_state,
+                webhooks,
+                http_in_flight,
+            }),
+        }
+    }
+
+    /// The registry in the OpenMetrics text format.
+    pub fn encode(&self) -> Result<String, fmt::Error> {
+        let mut out = String::new();
+        encode(&mut out, &self.inner.registry)?;
+        Ok(out)
+    }
+
+    /// Counts one RPC as in flight until the guard drops. `method` must be
+    /// a known method name or `_OTHER` (see [`super::grpc`]).
+    pub fn rpc_in_flight(&self, method: &str) -> InFlight {
+        let gauge = self
+            .inner
+            .rpc_in_flight
+            .get_or_create(&MethodLabels {
+                method: method.to_owned(),
+            })
+            .clone();
+        InFlight::start(gauge)
+    }
+
+    /// Records one finished RPC.
+    pub fn record_rpc(&self, method: &str, code: tonic::Code, elapsed: Duration) {
+        let labels = RpcLabels {
+            method: method.to_owned(),
+            code: grpc_code_name(code),
+        };
+        self.inner.rpc_requests.get_or_create(&labels).inc();
+        self.inner
+            .rpc_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records one finished upstream call. `channel` is the 3D channel's
+    /// configured name, `None` for the core service ([`CORE_CHANNEL`]);
+    /// `status` is the HTTP status code or an error class (see
+    /// [`super::UpstreamCall`], which calls this).
+    pub fn record_upstream(
+        &self,
+        operation: Operation,
+        channel: Option<&str>,
+        status: Cow<'static, str>,
+        elapsed: Duration,
+    ) {
+        let labels = UpstreamLabels {
+            operation: operation.as_str(),
+            channel: channel.unwrap_or(CORE_CHANNEL).to_owned(),
+            status,
+        };
+        self.inner.upstream_requests.get_or_create(&labels).inc();
+        self.inner
+            .upstream_duration
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a 3D session start that failed on `channel` and moved on.
+    pub fn record_channel_failover(&self, channel: &str) {
+        self.inner
+            .channel_failovers
+            .get_or_create(&ChannelLabels {
+                channel: channel.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Sets the circuit breaker gauge of `channel`.
+    pub fn set_channel_circuit_state(&self, channel: &str, state: CircuitState) {
+        self.inner
+            .channel_circuit_state
+            .get_or_create(&ChannelLabels {
+                channel: channel.to_owned(),
+            })
+            .set(state.value());
+    }
+
+    /// Counts one webhook outcome.
+    pub fn record_webhook(&self, outcome: WebhookOutcome) {
+        self.inner
+            .webhooks
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.as_str(),
+            })
+            .inc();
+    }
+
+    /// Counts one HTTP request of the gateway's listener as in flight until
+    /// the guard drops.
+    pub fn http_in_flight(&self) -> InFlight {
+        InFlight::start(self.inner.http_in_flight.clone())
+    }
+}
+
+/// Decrements an in-flight gauge when dropped, however the request ends
+/// (completed, failed, or its future dropped by a disconnecting client).
+#[derive(Debug)]
+pub struct InFlight(Gauge);
+
+impl InFlight {
+    fn start(gauge: Gauge) -> Self {
+        gauge.inc();
+        InFlight(gauge)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// `GET /metrics`: the registry in the OpenMetrics text format. Works in
+/// any router whose state yields a [`Metrics`] (`FromRef`).
+pub async fn metrics_handler(State(metrics): State<Metrics>) -> Response {
+    match metrics.encode() {
+        Ok(body) => ([(header::CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE)], body).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+/// A router serving only `GET /metrics`, to merge into a listener's router.
+pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(metrics_handler))
+        .with_state(metrics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configured_channels_are_exposed_before_any_event() {
+        let m = Metrics::new(["primary", "alternative"]);
+        let text = m.encode().unwrap();
+        assert!(
+            text.contains(r#"idgate_channel_circuit_state{channel="primary"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"idgate_channel_failovers_total{channel="alternative"} 0"#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn series_carry_their_labels_and_values() {
+        let m = Metrics::default();
+        m.record_rpc(
+            "idgate.v1.JourneyService/CreateJourney",
+            tonic::Code::NotFound,
+            Duration::from_millis(20),
+        );
+        m.record_upstream(
+            Operation::Liveness3D,
+            Some("alternative"),
+            "503".into(),
+            Duration::from_millis(7),
+        );
+        m.record_channel_failover("primary");
+        m.set_channel_circuit_state("primary", CircuitState::Open);
+        m.record_webhook(WebhookOutcome::Rejected(WebhookRejection::BadSignature));
+        let guard = m.http_in_flight();
+        let text = m.encode().unwrap();
+        drop(guard);
+        for line in [
+            r#"idgate_rpc_requests_total{method="idgate.v1.JourneyService/CreateJourney",code="NOT_FOUND"} 1"#,
+            r#"idgate_rpc_duration_seconds_count{method="idgate.v1.JourneyService/CreateJourney",code="NOT_FOUND"} 1"#,
+            r#"idgate_upstream_requests_total{operation="liveness_3d",channel="alternative",status="503"} 1"#,
+            r#"idgate_channel_failovers_total{channel="primary"} 1"#,
+            r#"idgate_channel_circuit_state{channel="primary"} 2"#,
+            r#"idgate_webhooks_total{outcome="rejected_bad_signature"} 1"#,
+            "idgate_http_in_flight 1",
+        ] {
+            assert!(text.contains(line), "missing `{line}` in\n{text}");
+        }
+        assert!(m.encode().unwrap().contains("idgate_http_in_flight 0"));
+    }
+}

@@ -1,0 +1,50 @@
+//! Traces, logs and metrics: one trace per call across gateway -> upstream
+//! -> vendor, RED metrics per RPC and per channel, no personal data.
+//!
+//! # Layout
+//!
+//! - [`setup`]: installs `tracing` with the OpenTelemetry layer (OTLP/gRPC
+//!   export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set) and text or JSON logs.
+//! - [`propagation`]: the W3C TraceContext + Baggage propagator and the
+//!   helpers that move a context in and out of HTTP headers.
+//! - [`grpc`]: the tower layer of the tonic servers (server spans, RPC
+//!   metrics).
+//! - [`http`]: the tower layer of the axum servers (gateway HTTP listener,
+//!   sandbox).
+//! - [`client`]: [`UpstreamCall`], the client span and metrics of one REST
+//!   call.
+//! - [`journey`]: puts the journey reference on spans.
+//! - [`metrics`]: the Prometheus registry and `GET /metrics`.
+//! - [`redact`]: the span field names that must never exist.
+//!
+//! # Span fields every server and client span declares
+//!
+//! `idgate.journey_ref` is declared empty on every span this module opens,
+//! so [`record_journey`] can fill it wherever the journey becomes known
+//! (from the request's appkey, or from the `/appkey` response). It also
+//! travels as W3C baggage to the next hop, whose server span records it.
+//! `idgate.customer_reference` exists on server spans and is filled only
+//! when [`TelemetryConfig::record_customer_reference`] is true.
+//!
+//! [`TelemetryConfig::record_customer_reference`]:
+//!     crate::config::TelemetryConfig::record_customer_reference
+
+pub mod client;
+pub mod grpc;
+pub mod http;
+pub mod journey;
+pub mod metrics;
+pub mod propagation;
+pub mod redact;
+pub mod setup;
+
+pub use client::{UpstreamCall, UpstreamErrorClass, UpstreamRequest};
+pub use grpc::{GrpcServerLayer, ServerSpan};
+pub use http::HttpServerLayer;
+pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
+pub use metrics::{
+    CircuitState, Metrics, WebhookOutcome, WebhookRejection, metrics_handler, metrics_router,
+};
+pub use setup::{
+    CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
+};

@@ -1,0 +1,152 @@
+//! W3C trace context and baggage in and out of HTTP headers.
+//!
+//! OpenTelemetry's global propagator is a no-op until someone installs one:
+//! without [`install_propagator`] every hop starts a new trace and nothing
+//! says so. [`crate::telemetry::init`] and [`crate::telemetry::TelemetryBuilder`]
+//! call it; servers and clients then go through the helpers here, never
+//! through a propagator of their own.
+//!
+//! tonic metadata is an `http::HeaderMap` underneath
+//! (`tonic::metadata::MetadataMap::as_ref` / `into_headers`), and reqwest 0.13
+//! uses `http` 1 headers, so one pair of helpers serves every hop.
+
+use std::sync::Once;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use opentelemetry::{
+    Context, global,
+    propagation::{Extractor, Injector, TextMapCompositePropagator},
+};
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// Installs the W3C TraceContext + Baggage composite as the global
+/// propagator. Idempotent and cheap after the first call.
+pub fn install_propagator() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ]));
+    });
+}
+
+/// The context carried by `headers` (`traceparent`, `tracestate`,
+/// `baggage`). Malformed or non-UTF-8 values are ignored: the result is then
+/// an empty context and the caller's span starts a new trace.
+pub fn extract_from_http(headers: &HeaderMap) -> Context {
+    install_propagator();
+    global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)))
+}
+
+/// Writes `cx` into `headers` as `traceparent`, `tracestate` and `baggage`,
+/// replacing any value already there.
+pub fn inject_into_http(cx: &Context, headers: &mut HeaderMap) {
+    install_propagator();
+    global::get_text_map_propagator(|p| p.inject_context(cx, &mut HeaderInjector(headers)));
+}
+
+/// Writes the context of the current `tracing` span into `headers`: for an
+/// outgoing request made inside an instrumented function that has no
+/// [`crate::telemetry::UpstreamCall`] of its own.
+pub fn inject_current_span(headers: &mut HeaderMap) {
+    inject_into_http(&tracing::Span::current().context(), headers);
+}
+
+/// Reads propagation fields from an `http::HeaderMap`.
+pub struct HeaderExtractor<'a>(pub &'a HeaderMap);
+
+impl Extractor for HeaderExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(HeaderName::as_str).collect()
+    }
+}
+
+/// Writes propagation fields into an `http::HeaderMap`; a field that is
+/// not a valid header name or value is skipped rather than sent broken.
+pub struct HeaderInjector<'a>(pub &'a mut HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(key.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::{
+        KeyValue,
+        baggage::BaggageExt,
+        trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState},
+    };
+
+    use super::*;
+
+    const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_traceparent_header_becomes_a_remote_parent() {
+        let mut headers = HeaderMap::new();
+        headers.insert("traceparent", HeaderValue::from_static(TRACEPARENT));
+        let cx = extract_from_http(&headers);
+        let span = cx.span();
+        let sc = span.span_context();
+        assert!(sc.is_valid() && sc.is_remote());
+        assert_eq!(
+            sc.trace_id(),
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
+        );
+        assert_eq!(sc.span_id(), SpanId::from_hex("00f067aa0ba902b7").unwrap());
+    }
+
+    #[test]
+    fn malformed_headers_yield_an_empty_context_without_panicking() {
+        let mut headers = HeaderMap::new();
+        headers.insert("traceparent", HeaderValue::from_static("00-zz-garbage"));
+        headers.insert("baggage", HeaderValue::from_bytes(b"\xff\xfe=1").unwrap());
+        let cx = extract_from_http(&headers);
+        assert!(!cx.span().span_context().is_valid());
+        assert_eq!(cx.baggage().len(), 0);
+    }
+
+    #[test]
+    fn injection_writes_traceparent_and_baggage_that_extraction_reads_back() {
+        let sc = SpanContext::new(
+            TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap(),
+            SpanId::from_hex("b7ad6b7169203331").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        );
+        let cx = Context::new()
+            .with_remote_span_context(sc)
+            .with_baggage([KeyValue::new("idgate.journey_ref", "j-0123456789abcdef")]);
+        let mut headers = HeaderMap::new();
+        inject_into_http(&cx, &mut headers);
+        assert_eq!(
+            headers["traceparent"],
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        );
+        let back = extract_from_http(&headers);
+        assert_eq!(
+            back.span().span_context().trace_id(),
+            cx.span().span_context().trace_id()
+        );
+        assert_eq!(
+            back.baggage()
+                .get("idgate.journey_ref")
+                .map(|v| v.as_str().to_owned()),
+            Some("j-0123456789abcdef".to_owned())
+        );
+    }
+}

@@ -1,0 +1,551 @@
+//! Installing `tracing`: logs (text or JSON, level from `RUST_LOG`) and,
+//! when a collector is configured, spans exported over OTLP/gRPC.
+//!
+//! Production calls [`init`] once. Tests build a [`Telemetry`] with
+//! [`TelemetryBuilder`] pointed at their own collector and log buffer and
+//! install it for their thread only ([`Telemetry::set_default`]), so tests
+//! of one binary never fight over the global subscriber. Thread-local
+//! installation covers a test's servers when they run on the test's
+//! current-thread runtime (the `#[tokio::test]` default).
+
+use std::{
+    io::{self, IsTerminal},
+    sync::{Arc, Mutex},
+};
+
+use opentelemetry::{KeyValue, global, trace::TracerProvider as _};
+use opentelemetry_otlp::WithExportConfig;
+use opentelemetry_sdk::{Resource, trace::SdkTracerProvider};
+use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
+use tracing_subscriber::{
+    EnvFilter, Layer, Registry,
+    filter::Targets,
+    fmt::{MakeWriter, writer::BoxMakeWriter},
+    layer::SubscriberExt,
+};
+
+use super::propagation::install_propagator;
+use crate::config::TelemetryConfig;
+
+/// Instrumentation scope of every idgate span.
+const TRACER_NAME: &str = "idgate";
+
+/// Crates whose own spans and events must not become exported spans: the
+/// exporter's transport (h2, hyper, tonic, tower) would otherwise trace its
+/// own exports, and each export would cause another.
+const NOT_EXPORTED: [&str; 8] = [
+    "h2",
+    "hyper",
+    "hyper_util",
+    "tonic",
+    "tower",
+    "opentelemetry",
+    "opentelemetry_otlp",
+    "opentelemetry_sdk",
+];
+
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, with the current span and its parents.
+    Json,
+}
+
+/// Why telemetry could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// `RUST_LOG` (or the builder's filter) does not parse.
+    #[error("invalid log filter: {0}")]
+    Filter(String),
+    /// The OTLP exporter rejected its configuration.
+    #[error("cannot build the OTLP span exporter: {0}")]
+    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    /// `OTEL_EXPORTER_OTLP_*PROTOCOL` asks for HTTP; this build speaks gRPC.
+    #[error("OTLP protocol `{0}` is not supported: idgate exports over gRPC only")]
+    UnsupportedProtocol(String),
+    /// The gRPC exporter runs its connection on Tokio.
+    #[error("OTLP export needs a Tokio runtime: set up telemetry inside one")]
+    NoRuntime,
+    /// Another global subscriber was installed first.
+    #[error("a global tracing subscriber is already installed")]
+    AlreadyInstalled,
+    /// Flushing or shutting down the exporter failed.
+    #[error("span export failed: {0}")]
+    Export(String),
+}
+
+/// Where spans go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum OtlpTarget {
+    /// Follow the `OTEL_*` variables: export only when an endpoint is set.
+    FromEnv,
+    /// Export to this endpoint (the other `OTEL_*` variables still apply).
+    Endpoint(String),
+    /// Export nothing.
+    Disabled,
+}
+
+/// Builds a [`Telemetry`]; [`init`] is the production shorthand.
+pub struct TelemetryBuilder {
+    service_name: String,
+    log_format: LogFormat,
+    filter: Option<String>,
+    otlp: OtlpTarget,
+    log_writer: Option<BoxMakeWriter>,
+}
+
+impl std::fmt::Debug for TelemetryBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TelemetryBuilder")
+            .field("service_name", &self.service_name)
+            .field("log_format", &self.log_format)
+            .field("filter", &self.filter)
+            .field("otlp", &self.otlp)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TelemetryBuilder {
+    /// Defaults: text logs to stdout, `RUST_LOG` (else `info`), export as the
+    /// `OTEL_*` variables say.
+    pub fn new(config: &TelemetryConfig) -> Self {
+        Self {
+            service_name: config.service_name.clone(),
+            log_format: LogFormat::Text,
+            filter: None,
+            otlp: OtlpTarget::FromEnv,
+            log_writer: None,
+        }
+    }
+
+    /// Text or JSON logs.
+    pub fn log_format(mut self, format: LogFormat) -> Self {
+        self.log_format = format;
+        self
+    }
+
+    /// Log filter directives instead of `RUST_LOG`.
+    pub fn log_filter(mut self, directives: impl Into<String>) -> Self {
+        self.filter = Some(directives.into());
+        self
+    }
+
+    /// Exports spans to `endpoint` (`http://host:4317`) whatever the
+    /// environment says.
+    pub fn otlp_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.otlp = OtlpTarget::Endpoint(endpoint.into());
+        self
+    }
+
+    /// Exports nothing, whatever the environment says.
+    pub fn without_export(mut self) -> Self {
+        self.otlp = OtlpTarget::Disabled;
+        self
+    }
+
+    /// Writes log lines to `writer` instead of stdout (tests capture them
+    /// with [`CapturedLogs`]).
+    pub fn log_writer<W>(mut self, writer: W) -> Self
+    where
+        W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+    {
+        self.log_writer = Some(BoxMakeWriter::new(writer));
+        self
+    }
+
+    /// Builds the subscriber and, when exporting, the tracer provider.
+    /// Installs the W3C propagator (process-wide, idempotent); installs no
+    /// subscriber.
+    pub fn build(self) -> Result<Telemetry, TelemetryError> {
+        install_propagator();
+        let filter = match &self.filter {
+            Some(directives) => EnvFilter::try_new(directives).map_err(|e| e.to_string()),
+            None => EnvFilter::builder()
+                .with_default_directive(LevelFilter::INFO.into())
+                .from_env()
+                .map_err(|e| e.to_string()),
+        }
+        .map_err(TelemetryError::Filter)?;
+
+        let endpoint = match self.otlp {
+            OtlpTarget::Disabled => None,
+            OtlpTarget::Endpoint(e) => Some(Some(e)),
+            OtlpTarget::FromEnv => export_requested(&env_var).then_some(None),
+        };
+        let provider = match endpoint {
+            None => None,
+            Some(endpoint) => Some(build_provider(&self.service_name, endpoint)?),
+        };
+
+        let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = Vec::new();
+        let to_terminal = self.log_writer.is_none() && io::stdout().is_terminal();
+        let writer = self
+            .log_writer
+            .unwrap_or_else(|| BoxMakeWriter::new(io::stdout));
+        let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
+        layers.push(match self.log_format {
+            LogFormat::Text => fmt.with_ansi(to_terminal).with_filter(filter).boxed(),
+            LogFormat::Json => fmt
+                .json()
+                .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(true)
+                .with_filter(filter)
+                .boxed(),
+        });
+        if let Some(provider) = &provider {
+            let spans = NOT_EXPORTED
+                .iter()
+                .fold(Targets::new().with_default(Level::INFO), |t, target| {
+                    t.with_target(*target, LevelFilter::OFF)
+                });
+            layers.push(
+                tracing_opentelemetry::layer()
+                    .with_tracer(provider.tracer(TRACER_NAME))
+                    .with_filter(spans)
+                    .boxed(),
+            );
+        }
+        Ok(Telemetry {
+            dispatch: Dispatch::new(Registry::default().with(layers)),
+            guard: TelemetryGuard { provider },
+        })
+    }
+}
+
+/// Sets up logs and span export for the whole process, as the environment
+/// says (`RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`,
+/// ...). Call it once, inside the Tokio runtime, and keep the guard until
+/// the end of `main` (better: `guard.shutdown().await` there).
+pub fn init(config: &TelemetryConfig, format: LogFormat) -> Result<TelemetryGuard, TelemetryError> {
+    TelemetryBuilder::new(config)
+        .log_format(format)
+        .build()?
+        .install_global()
+}
+
+/// A built subscriber and the provider behind its span export.
+pub struct Telemetry {
+    dispatch: Dispatch,
+    guard: TelemetryGuard,
+}
+
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("guard", &self.guard)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Telemetry {
+    /// The subscriber, e.g. for `tracing::dispatcher::with_default`.
+    pub fn dispatch(&self) -> &Dispatch {
+        &self.dispatch
+    }
+
+    /// Installs the subscriber for the current thread until the returned
+    /// guard drops.
+    pub fn set_default(&self) -> DefaultGuard {
+        tracing::dispatcher::set_default(&self.dispatch)
+    }
+
+    /// The provider guard (flush, shutdown).
+    pub fn guard(&self) -> &TelemetryGuard {
+        &self.guard
+    }
+
+    /// Installs the subscriber and the tracer provider for the whole process.
+    pub fn install_global(self) -> Result<TelemetryGuard, TelemetryError> {
+        tracing::dispatcher::set_global_default(self.dispatch)
+            .map_err(|_| TelemetryError::AlreadyInstalled)?;
+        if let Some(provider) = &self.guard.provider {
+            global::set_tracer_provider(provider.clone());
+        }
+        Ok(self.guard)
+    }
+
+    /// Exports every ended span, then stops the exporter.
+    pub async fn shutdown(self) -> Result<(), TelemetryError> {
+        self.guard.shutdown().await
+    }
+}
+
+/// Owns the tracer provider: dropping it flushes and stops the exporter.
+///
+/// The exporter's connection runs on the Tokio runtime while the flush
+/// blocks a thread, so prefer [`TelemetryGuard::shutdown`] from async code;
+/// `Drop` does its best (blocking in place on a multi-threaded runtime, on a
+/// helper thread otherwise).
+#[derive(Debug)]
+pub struct TelemetryGuard {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl TelemetryGuard {
+    /// True when spans are exported.
+    pub fn is_exporting(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// Exports every span ended so far; returns when the collector has
+    /// answered.
+    pub async fn force_flush(&self) -> Result<(), TelemetryError> {
+        let Some(provider) = self.provider.clone() else {
+            return Ok(());
+        };
+        run_blocking(move || provider.force_flush()).await
+    }
+
+    /// Exports every ended span, then stops the exporter.
+    pub async fn shutdown(mut self) -> Result<(), TelemetryError> {
+        let Some(provider) = self.provider.take() else {
+            return Ok(());
+        };
+        run_blocking(move || provider.shutdown()).await
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        let Some(provider) = self.provider.take() else {
+            return;
+        };
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(RuntimeFlavor::MultiThread) => {
+                let _ = tokio::task::block_in_place(|| provider.shutdown());
+            }
+            // Blocking this thread would stop the very runtime the export
+            // needs: let a helper thread wait instead.
+            Ok(_) => {
+                std::thread::spawn(move || provider.shutdown());
+            }
+            Err(_) => {
+                let _ = provider.shutdown();
+            }
+        }
+    }
+}
+
+async fn run_blocking(
+    f: impl FnOnce() -> opentelemetry_sdk::error::OTelSdkResult + Send + 'static,
+) -> Result<(), TelemetryError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| TelemetryError::Export(e.to_string()))?
+        .map_err(|e| TelemetryError::Export(e.to_string()))
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// True when the `OTEL_*` variables ask for span export: an endpoint is set,
+/// and neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none`.
+fn export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let none = env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
+    let endpoint = env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).is_some()
+        || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+    endpoint && !disabled && !none
+}
+
+/// The protocol the `OTEL_*` variables ask for, when it is not gRPC.
+fn unsupported_protocol(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+        .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        .filter(|p| !p.eq_ignore_ascii_case("grpc"))
+}
+
+/// True when the environment names the service (`OTEL_SERVICE_NAME`, or
+/// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`), which then wins over the
+/// configuration.
+fn env_names_service(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|attrs| {
+            attrs
+                .split(',')
+                .any(|kv| kv.split('=').next().map(str::trim) == Some("service.name"))
+        })
+}
+
+fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>) -> Resource {
+    // The default detectors read OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    let builder = Resource::builder()
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if env_names_service(env) {
+        builder.build()
+    } else {
+        builder.with_service_name(service_name.to_owned()).build()
+    }
+}
+
+fn build_provider(
+    service_name: &str,
+    endpoint: Option<String>,
+) -> Result<SdkTracerProvider, TelemetryError> {
+    if let Some(protocol) = unsupported_protocol(&env_var) {
+        return Err(TelemetryError::UnsupportedProtocol(protocol));
+    }
+    // The tonic channel spawns its connection task when it is built.
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(TelemetryError::NoRuntime);
+    }
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+    if let Some(endpoint) = endpoint {
+        exporter = exporter.with_endpoint(endpoint);
+    }
+    let exporter = exporter.build()?;
+    Ok(SdkTracerProvider::builder()
+        .with_resource(resource(service_name, &env_var))
+        .with_batch_exporter(exporter)
+        .build())
+}
+
+/// Log output kept in memory, for tests that assert what was (not) logged.
+#[derive(Debug, Clone, Default)]
+pub struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    /// A new, empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Everything written so far.
+    pub fn contents(&self) -> String {
+        let bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl io::Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for CapturedLogs {
+    type Writer = CapturedLogs;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use opentelemetry::Key;
+
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn export_needs_an_endpoint_and_can_be_switched_off() {
+        assert!(!export_requested(&env_of(&[])));
+        assert!(export_requested(&env_of(&[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://c:4317"
+        )])));
+        assert!(export_requested(&env_of(&[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://c:4317"
+        )])));
+        assert!(!export_requested(&env_of(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+            ("OTEL_SDK_DISABLED", "true"),
+        ])));
+        assert!(!export_requested(&env_of(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+            ("OTEL_TRACES_EXPORTER", "none"),
+        ])));
+    }
+
+    #[test]
+    fn an_http_protocol_is_refused_by_name() {
+        assert_eq!(unsupported_protocol(&env_of(&[])), None);
+        assert_eq!(
+            unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])),
+            None
+        );
+        assert_eq!(
+            unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")])),
+            Some("http/protobuf".to_owned())
+        );
+    }
+
+    #[test]
+    fn service_name_comes_from_config_unless_the_environment_names_it() {
+        let r = resource("idgate-test", &env_of(&[]));
+        assert_eq!(
+            r.get(&Key::new("service.name")).map(|v| v.to_string()),
+            Some("idgate-test".to_owned())
+        );
+        assert_eq!(
+            r.get(&Key::new("service.version")).map(|v| v.to_string()),
+            Some(env!("CARGO_PKG_VERSION").to_owned())
+        );
+        assert!(env_names_service(&env_of(&[("OTEL_SERVICE_NAME", "x")])));
+        assert!(env_names_service(&env_of(&[(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "deployment.environment=prod, service.name=x"
+        )])));
+        assert!(!env_names_service(&env_of(&[(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "service.namespace=x"
+        )])));
+    }
+
+    #[test]
+    fn a_bad_filter_is_an_error_not_a_panic() {
+        let err = TelemetryBuilder::new(&TelemetryConfig::default())
+            .without_export()
+            .log_filter("idgate=notalevel")
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, TelemetryError::Filter(_)), "{err}");
+    }
+
+    #[test]
+    fn json_logs_carry_the_event_and_its_span_fields() {
+        let logs = CapturedLogs::new();
+        let telemetry = TelemetryBuilder::new(&TelemetryConfig::default())
+            .without_export()
+            .log_format(LogFormat::Json)
+            .log_filter("info")
+            .log_writer(logs.clone())
+            .build()
+            .unwrap();
+        tracing::dispatcher::with_default(telemetry.dispatch(), || {
+            let span = tracing::info_span!("rpc", rpc.method = "CreateJourney");
+            let _e = span.enter();
+            tracing::info!(answer = 42, "done");
+        });
+        let line = logs.contents();
+        let v: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON line");
+        assert_eq!(v["message"], "done");
+        assert_eq!(v["answer"], 42);
+        assert_eq!(v["span"]["rpc.method"], "CreateJourney");
+    }
+}
