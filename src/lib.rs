@@ -18,6 +18,7 @@
 //! - [`error`]: the crate's error type and its mapping to `tonic::Status`.
 #![forbid(unsafe_code)]
 
+pub mod channels;
 pub mod config;
 pub mod domain;
 pub mod error;
