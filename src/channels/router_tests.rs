@@ -646,7 +646,11 @@ async fn a_reload_that_removes_or_moves_a_channel_keeps_its_bound_verifications(
 
     double.clear();
     router.verify(&key(1), &token(), None, None).await.unwrap();
-    router.verify(&key(2), &token(), None, None).await.unwrap();
+    // Named or not, the binding pins the generation that issued the session.
+    router
+        .verify(&key(2), &token(), Some("alternative"), None)
+        .await
+        .unwrap();
     let urls: Vec<_> = double
         .calls
         .lock()
@@ -728,4 +732,18 @@ async fn no_appkey_or_token_appears_in_errors_or_snapshots() {
     assert!(!shown.contains("token-"), "{shown}");
     assert_eq!(err.reason(), "NO_CHANNEL_AVAILABLE");
     assert!(shown.contains("primary: connect") && shown.contains("alternative: http_5xx"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn router_futures_are_send_so_tonic_handlers_can_await_them() {
+    fn is_send<T: Send>(_: &T) {}
+    let (router, double) = router();
+    let (k, t) = (key(1), token());
+    let start = router.start_session(&k, "ua", None);
+    is_send(&start);
+    let verify = router.verify(&k, &t, None, None);
+    is_send(&verify);
+    // Dropping a session start before it is polled sends nothing.
+    drop((start, verify));
+    assert!(double.calls().is_empty());
 }
