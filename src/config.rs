@@ -10,7 +10,10 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use serde::Deserialize;
 
-use crate::domain::Password;
+use crate::{
+    channels::{AdminConfig, ChannelSpec, RoutingConfig},
+    domain::Password,
+};
 
 /// Prefix of environment overrides.
 pub const ENV_PREFIX: &str = "IDGATE_";
@@ -53,6 +56,12 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Traces, logs and metrics.
     pub telemetry: TelemetryConfig,
+    /// 3D liveness vendor channels (`[[channels]]`).
+    pub channels: Vec<ChannelSpec>,
+    /// How new 3D sessions are routed (`[routing]`).
+    pub routing: RoutingConfig,
+    /// Where the admin bearer token comes from (`[admin]`).
+    pub admin: AdminConfig,
 }
 
 /// Where the gateway listens.
@@ -355,7 +364,16 @@ impl Config {
             apply_override(&mut table, &path, &value)
                 .map_err(|e| ConfigError::Invalid(format!("{key}: {e}")))?;
         }
-        Config::deserialize(toml::Value::Table(table))
+        let config = Config::deserialize(toml::Value::Table(table))
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what types alone cannot: channel names unique and well
+    /// formed, a routing mode that names a configured channel.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        crate::channels::config::validate(&self.channels, &self.routing)
             .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 }
@@ -441,6 +459,38 @@ mod tests {
         assert_eq!(up.base_url, "http://a");
         assert_eq!(up.paths.credential, "/service/captcha/credencial");
         assert_eq!(c.operators[0].login, "other");
+    }
+
+    #[test]
+    fn channels_routing_and_admin_load_with_overrides() {
+        let c = Config::from_toml_and_env(
+            "[routing]\nmode = \"force_alternative\"\n\
+             [[channels]]\nname = \"primary\"\nbase_url = \"http://a\"\n\
+             [[channels]]\nname = \"alternative\"\nbase_url = \"http://b\"\npriority = 1\n",
+            env(&[
+                ("IDGATE_CHANNELS__1__TIMEOUT_MS", "2500"),
+                ("IDGATE_ADMIN__TOKEN_ENV", "MY_ADMIN_TOKEN"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.channels.len(), 2);
+        assert_eq!(c.channels[1].timeout_ms, 2500);
+        assert_eq!(
+            c.routing.mode,
+            crate::channels::RoutingMode::ForceAlternative
+        );
+        assert_eq!(c.admin.token_env, "MY_ADMIN_TOKEN");
+    }
+
+    #[test]
+    fn duplicate_channel_names_fail_to_load() {
+        let err = Config::from_toml_and_env(
+            "[[channels]]\nname = \"p\"\nbase_url = \"http://a\"\n\
+             [[channels]]\nname = \"p\"\nbase_url = \"http://b\"\n",
+            env(&[]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("another channel"), "{err}");
     }
 
     #[test]

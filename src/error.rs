@@ -55,6 +55,18 @@ pub enum Error {
     /// A request or command names a channel that is not configured.
     #[error("channel `{0}` is not configured")]
     ChannelUnknown(String),
+    /// A 3D verification names a channel other than the one this gateway
+    /// saw issue the session; refused before anything is sent, because a
+    /// verification on the wrong channel could finish the appkey.
+    #[error(
+        "the request names channel `{requested}` but the session was issued by channel `{issuing}`; omit the channel or pass the issuing one"
+    )]
+    ChannelMismatch {
+        /// The channel the request names.
+        requested: String,
+        /// The channel that issued the session.
+        issuing: String,
+    },
     /// Every candidate channel was drained, open or failed.
     #[error("no 3D liveness channel could start a session ({0})")]
     NoChannelAvailable(String),
@@ -95,6 +107,7 @@ impl Error {
             Error::Upstream(e) => classify_upstream(e),
             Error::SessionUnknown => (Code::FailedPrecondition, "SESSION_UNKNOWN", false),
             Error::ChannelUnknown(_) => (Code::InvalidArgument, "CHANNEL_UNKNOWN", false),
+            Error::ChannelMismatch { .. } => (Code::FailedPrecondition, "CHANNEL_MISMATCH", false),
             Error::NoChannelAvailable(_) => (Code::Unavailable, "NO_CHANNEL_AVAILABLE", true),
             Error::OperatorProfileUnknown(_) => {
                 (Code::InvalidArgument, "OPERATOR_PROFILE_UNKNOWN", false)
@@ -192,6 +205,10 @@ impl From<Error> for tonic::Status {
             }
             Error::ChannelUnknown(name) => {
                 metadata.insert("channel".to_owned(), name.clone());
+            }
+            Error::ChannelMismatch { requested, issuing } => {
+                metadata.insert("channel".to_owned(), requested.clone());
+                metadata.insert("issuing_channel".to_owned(), issuing.clone());
             }
             _ => {}
         }

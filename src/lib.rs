@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod channels;
 pub mod config;
 pub mod domain;
 pub mod error;

@@ -1,0 +1,344 @@
+//! `ChannelAdminService`: run-time control of the 3D channels, behind a
+//! bearer token.
+//!
+//! Served on the admin listener only. The token check is an interceptor so
+//! that no handler can forget it; the comparison is constant-time over
+//! SHA-256 digests, so neither the content nor the length of the expected
+//! token leaks through timing.
+
+use std::{collections::HashMap, sync::Arc};
+
+use secrecy::{ExposeSecret, SecretString};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tonic::{Code, Request, Response, Status, service::Interceptor};
+use tonic_types::{ErrorDetails, StatusExt};
+
+use super::{
+    breaker::CircuitState,
+    channel::ChannelSnapshot,
+    config::{RoutingMode, valid_name},
+    router::ChannelRouter,
+};
+use crate::{
+    Error,
+    error::ERROR_DOMAIN,
+    proto::v1::{
+        self as pb,
+        channel_admin_service_server::{ChannelAdminService, ChannelAdminServiceServer},
+    },
+};
+
+/// The admin bearer token. `Debug` prints a redaction.
+#[derive(Clone)]
+pub struct AdminToken(SecretString);
+
+impl AdminToken {
+    /// Wraps a token; `None` when it is empty or blank, which would let a
+    /// bare `Bearer ` header in.
+    pub fn new(token: impl Into<String>) -> Option<Self> {
+        let token = token.into();
+        (!token.trim().is_empty()).then(|| Self(SecretString::from(token)))
+    }
+
+    /// The token itself, for the one place that must send it (the CLI).
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl std::fmt::Debug for AdminToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminToken(<redacted>)")
+    }
+}
+
+/// The interceptor that admits only `authorization: Bearer <token>`.
+#[derive(Clone)]
+pub struct AdminAuth {
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for AdminAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminAuth(<redacted>)")
+    }
+}
+
+fn digest(s: &str) -> [u8; 32] {
+    Sha256::digest(s.as_bytes()).into()
+}
+
+/// An interceptor checking the admin bearer token in constant time and
+/// refusing with `UNAUTHENTICATED` (`ADMIN_TOKEN_INVALID`).
+pub fn admin_auth_interceptor(token: &AdminToken) -> AdminAuth {
+    AdminAuth {
+        digest: digest(token.expose()),
+    }
+}
+
+impl Interceptor for AdminAuth {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let presented = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        let ok = presented.is_some_and(|t| bool::from(digest(t).ct_eq(&self.digest)));
+        if ok {
+            Ok(request)
+        } else {
+            tracing::warn!("admin call refused: missing or invalid bearer token");
+            Err(Error::AdminUnauthenticated.into())
+        }
+    }
+}
+
+/// The admin service type the lead serves on the admin listener.
+pub type AdminServer = tonic::service::interceptor::InterceptedService<
+    ChannelAdminServiceServer<ChannelAdmin>,
+    AdminAuth,
+>;
+
+/// `ChannelAdminService` over `router`, behind the bearer-token interceptor.
+pub fn admin_service(router: Arc<ChannelRouter>, token: &AdminToken) -> AdminServer {
+    ChannelAdminServiceServer::with_interceptor(
+        ChannelAdmin { router },
+        admin_auth_interceptor(token),
+    )
+}
+
+/// The handlers of `ChannelAdminService`.
+#[derive(Debug, Clone)]
+pub struct ChannelAdmin {
+    router: Arc<ChannelRouter>,
+}
+
+impl ChannelAdmin {
+    /// Handlers over `router` (without the interceptor: use
+    /// [`admin_service`] to serve).
+    pub fn new(router: Arc<ChannelRouter>) -> Self {
+        Self { router }
+    }
+}
+
+/// The proto form of a mode: `(mode, mode_channel)`.
+pub fn mode_to_proto(mode: &RoutingMode) -> (pb::RoutingMode, String) {
+    match mode {
+        RoutingMode::Auto => (pb::RoutingMode::Auto, String::new()),
+        RoutingMode::ForcePrimary => (pb::RoutingMode::ForcePrimary, String::new()),
+        RoutingMode::ForceAlternative => (pb::RoutingMode::ForceAlternative, String::new()),
+        RoutingMode::Channel(n) => (pb::RoutingMode::NamedChannel, n.clone()),
+    }
+}
+
+fn mode_from_proto(mode: i32, channel: &str) -> Result<RoutingMode, Status> {
+    let mode = pb::RoutingMode::try_from(mode).unwrap_or(pb::RoutingMode::Unspecified);
+    let named = matches!(mode, pb::RoutingMode::NamedChannel);
+    if !named && !channel.is_empty() {
+        return Err(
+            Error::invalid("channel", "only allowed with ROUTING_MODE_NAMED_CHANNEL").into(),
+        );
+    }
+    match mode {
+        pb::RoutingMode::Unspecified => Err(Error::invalid(
+            "mode",
+            "must be AUTO, FORCE_PRIMARY, FORCE_ALTERNATIVE or NAMED_CHANNEL",
+        )
+        .into()),
+        pb::RoutingMode::Auto => Ok(RoutingMode::Auto),
+        pb::RoutingMode::ForcePrimary => Ok(RoutingMode::ForcePrimary),
+        pb::RoutingMode::ForceAlternative => Ok(RoutingMode::ForceAlternative),
+        pb::RoutingMode::NamedChannel if channel.is_empty() => {
+            Err(Error::invalid("channel", "required with ROUTING_MODE_NAMED_CHANNEL").into())
+        }
+        pb::RoutingMode::NamedChannel => Ok(RoutingMode::Channel(channel.to_owned())),
+    }
+}
+
+/// `INVALID_ARGUMENT` with `ErrorInfo.reason = CHANNEL_UNKNOWN` and a
+/// `BadRequest` naming `field`. The name is echoed only when it is a
+/// well-formed channel name.
+fn channel_unknown(field: &str, name: &str) -> Status {
+    let shown = if valid_name(name) {
+        name
+    } else {
+        "<invalid name>"
+    };
+    let mut details = ErrorDetails::new();
+    details.add_bad_request_violation(field, format!("channel `{shown}` is not configured"));
+    details.set_error_info(
+        "CHANNEL_UNKNOWN",
+        ERROR_DOMAIN,
+        HashMap::from([("channel".to_owned(), shown.to_owned())]),
+    );
+    Status::with_error_details(
+        Code::InvalidArgument,
+        format!("channel `{shown}` is not configured"),
+        details,
+    )
+}
+
+fn to_status(field: &str, err: Error) -> Status {
+    match err {
+        Error::ChannelUnknown(name) => channel_unknown(field, &name),
+        other => other.into(),
+    }
+}
+
+/// The proto form of a channel snapshot.
+pub fn channel_status(s: &ChannelSnapshot) -> pb::ChannelStatus {
+    let circuit = match s.circuit {
+        CircuitState::Closed => pb::CircuitState::Closed,
+        CircuitState::Open => pb::CircuitState::Open,
+        CircuitState::HalfOpen => pb::CircuitState::HalfOpen,
+    };
+    pb::ChannelStatus {
+        name: s.name.clone(),
+        base_url: s.base_url.clone(),
+        priority: s.priority,
+        drained: s.drained,
+        circuit_state: circuit as i32,
+        last_error_class: s.last_error_class.to_owned(),
+        sessions_started: s.sessions_started,
+        failovers: s.failovers,
+        contingency_answers: s.contingency_answers,
+        last_vendor: s.last_vendor.clone(),
+        last_contingency: s.last_contingency,
+        consecutive_failures: s.consecutive_failures,
+    }
+}
+
+fn name_arg(name: &str) -> Result<&str, Status> {
+    if name.is_empty() {
+        return Err(Error::invalid("name", "required").into());
+    }
+    Ok(name)
+}
+
+#[tonic::async_trait]
+impl ChannelAdminService for ChannelAdmin {
+    async fn list_channels(
+        &self,
+        _request: Request<pb::ListChannelsRequest>,
+    ) -> Result<Response<pb::ListChannelsResponse>, Status> {
+        let snap = self.router.snapshot();
+        let (mode, mode_channel) = mode_to_proto(&snap.mode);
+        Ok(Response::new(pb::ListChannelsResponse {
+            mode: mode as i32,
+            mode_channel,
+            channels: snap.channels.iter().map(channel_status).collect(),
+        }))
+    }
+
+    async fn set_routing_mode(
+        &self,
+        request: Request<pb::SetRoutingModeRequest>,
+    ) -> Result<Response<pb::SetRoutingModeResponse>, Status> {
+        let req = request.into_inner();
+        let mode = mode_from_proto(req.mode, &req.channel)?;
+        let mode = self
+            .router
+            .set_mode(mode)
+            .map_err(|e| to_status("channel", e))?;
+        let (mode, mode_channel) = mode_to_proto(&mode);
+        Ok(Response::new(pb::SetRoutingModeResponse {
+            mode: mode as i32,
+            mode_channel,
+        }))
+    }
+
+    async fn drain_channel(
+        &self,
+        request: Request<pb::DrainChannelRequest>,
+    ) -> Result<Response<pb::DrainChannelResponse>, Status> {
+        let req = request.into_inner();
+        let snap = self
+            .router
+            .drain(name_arg(&req.name)?)
+            .map_err(|e| to_status("name", e))?;
+        Ok(Response::new(pb::DrainChannelResponse {
+            channel: Some(channel_status(&snap)),
+        }))
+    }
+
+    async fn undrain_channel(
+        &self,
+        request: Request<pb::UndrainChannelRequest>,
+    ) -> Result<Response<pb::UndrainChannelResponse>, Status> {
+        let req = request.into_inner();
+        let snap = self
+            .router
+            .undrain(name_arg(&req.name)?)
+            .map_err(|e| to_status("name", e))?;
+        Ok(Response::new(pb::UndrainChannelResponse {
+            channel: Some(channel_status(&snap)),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(auth: &mut AdminAuth, header: Option<&str>) -> Result<(), Status> {
+        let mut req = Request::new(());
+        if let Some(h) = header {
+            req.metadata_mut()
+                .insert("authorization", h.parse().unwrap());
+        }
+        auth.call(req).map(|_| ())
+    }
+
+    #[test]
+    fn only_the_exact_bearer_token_is_admitted() {
+        let mut auth = admin_auth_interceptor(&AdminToken::new("s3cret").unwrap());
+        assert!(call(&mut auth, Some("Bearer s3cret")).is_ok());
+        assert!(call(&mut auth, Some("bearer s3cret")).is_ok());
+        for bad in [
+            None,
+            Some("Bearer s3cre"),
+            Some("Bearer s3cret2"),
+            Some("Basic s3cret"),
+            Some("s3cret"),
+            Some("Bearer "),
+        ] {
+            let err = call(&mut auth, bad).unwrap_err();
+            assert_eq!(err.code(), Code::Unauthenticated, "{bad:?}");
+            assert!(!err.message().contains("s3cret"));
+        }
+    }
+
+    #[test]
+    fn blank_tokens_are_refused_and_debug_is_redacted() {
+        assert!(AdminToken::new("  ").is_none());
+        let t = AdminToken::new("s3cret").unwrap();
+        assert!(!format!("{t:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn unspecified_and_stray_channel_modes_are_invalid() {
+        assert_eq!(
+            mode_from_proto(0, "").unwrap_err().code(),
+            Code::InvalidArgument
+        );
+        assert_eq!(
+            mode_from_proto(99, "").unwrap_err().code(),
+            Code::InvalidArgument
+        );
+        assert_eq!(
+            mode_from_proto(4, "").unwrap_err().code(),
+            Code::InvalidArgument
+        );
+        assert_eq!(
+            mode_from_proto(1, "x").unwrap_err().code(),
+            Code::InvalidArgument
+        );
+        assert_eq!(
+            mode_from_proto(4, "x").unwrap(),
+            RoutingMode::Channel("x".into())
+        );
+    }
+}

@@ -1,0 +1,236 @@
+//! Support for `idgate channels list|mode|drain|undrain`: each function
+//! calls `ChannelAdminService` at an admin address with the bearer token and
+//! returns text to print. Argument parsing (clap) lives in `main.rs`.
+
+use std::fmt::Write as _;
+
+use anyhow::Context as _;
+use tonic::{
+    Request, Status,
+    metadata::{Ascii, MetadataValue},
+    service::{Interceptor, interceptor::InterceptedService},
+    transport::{Channel, Endpoint},
+};
+use tonic_types::StatusExt;
+
+use super::{admin::AdminToken, config::RoutingMode};
+use crate::proto::v1::{self as pb, channel_admin_service_client::ChannelAdminServiceClient};
+
+/// Default admin address of `idgate serve`.
+pub const DEFAULT_ADMIN_ADDR: &str = "http://127.0.0.1:50052";
+
+/// Adds `authorization: Bearer <token>` to every call, marked sensitive so
+/// tonic and hyper never print it.
+#[derive(Clone)]
+pub struct BearerAuth(MetadataValue<Ascii>);
+
+impl Interceptor for BearerAuth {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}
+
+/// An admin client.
+pub type AdminClient = ChannelAdminServiceClient<InterceptedService<Channel, BearerAuth>>;
+
+/// Connects to the admin listener at `addr` (`host:port` or a URL).
+pub async fn connect(addr: &str, token: &AdminToken) -> anyhow::Result<AdminClient> {
+    let url = if addr.contains("://") {
+        addr.to_owned()
+    } else {
+        format!("http://{addr}")
+    };
+    let mut header: MetadataValue<Ascii> =
+        format!("Bearer {}", token.expose()).parse().map_err(|_| {
+            anyhow::anyhow!("the admin token contains characters not allowed in a header")
+        })?;
+    header.set_sensitive(true);
+    let channel = Endpoint::from_shared(url.clone())
+        .with_context(|| format!("invalid admin address {url}"))?
+        .connect()
+        .await
+        .with_context(|| format!("cannot connect to the admin listener at {url}"))?;
+    Ok(ChannelAdminServiceClient::with_interceptor(
+        channel,
+        BearerAuth(header),
+    ))
+}
+
+/// Turns a refused call into a one-line error: code, reason, message.
+fn explain(status: Status) -> anyhow::Error {
+    let reason = status
+        .get_details_error_info()
+        .map(|i| format!(" [{}]", i.reason))
+        .unwrap_or_default();
+    anyhow::anyhow!("{:?}{reason}: {}", status.code(), status.message())
+}
+
+/// `idgate channels list`.
+pub async fn list(addr: &str, token: &AdminToken) -> anyhow::Result<String> {
+    let mut client = connect(addr, token).await?;
+    let resp = client
+        .list_channels(pb::ListChannelsRequest {})
+        .await
+        .map_err(explain)?
+        .into_inner();
+    Ok(format_list(&resp))
+}
+
+/// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME>`.
+pub async fn set_mode(addr: &str, token: &AdminToken, mode: &str) -> anyhow::Result<String> {
+    let mode: RoutingMode = mode.parse()?;
+    let (pb_mode, channel) = super::admin::mode_to_proto(&mode);
+    let mut client = connect(addr, token).await?;
+    let resp = client
+        .set_routing_mode(pb::SetRoutingModeRequest {
+            mode: pb_mode as i32,
+            channel,
+        })
+        .await
+        .map_err(explain)?
+        .into_inner();
+    Ok(format!(
+        "routing mode: {}\n",
+        mode_text(resp.mode, &resp.mode_channel)
+    ))
+}
+
+/// `idgate channels drain NAME`.
+pub async fn drain(addr: &str, token: &AdminToken, name: &str) -> anyhow::Result<String> {
+    let mut client = connect(addr, token).await?;
+    let resp = client
+        .drain_channel(pb::DrainChannelRequest {
+            name: name.to_owned(),
+        })
+        .await
+        .map_err(explain)?
+        .into_inner();
+    Ok(format!(
+        "drained {name}: new sessions avoid it; verifications of its sessions still go to it\n{}",
+        resp.channel
+            .as_ref()
+            .map(format_channel)
+            .unwrap_or_default()
+    ))
+}
+
+/// `idgate channels undrain NAME`.
+pub async fn undrain(addr: &str, token: &AdminToken, name: &str) -> anyhow::Result<String> {
+    let mut client = connect(addr, token).await?;
+    let resp = client
+        .undrain_channel(pb::UndrainChannelRequest {
+            name: name.to_owned(),
+        })
+        .await
+        .map_err(explain)?
+        .into_inner();
+    Ok(format!(
+        "undrained {name}\n{}",
+        resp.channel
+            .as_ref()
+            .map(format_channel)
+            .unwrap_or_default()
+    ))
+}
+
+fn mode_text(mode: i32, channel: &str) -> String {
+    match pb::RoutingMode::try_from(mode) {
+        Ok(pb::RoutingMode::Auto) => "auto".to_owned(),
+        Ok(pb::RoutingMode::ForcePrimary) => "force_primary".to_owned(),
+        Ok(pb::RoutingMode::ForceAlternative) => "force_alternative".to_owned(),
+        Ok(pb::RoutingMode::NamedChannel) => format!("channel:{channel}"),
+        _ => format!("unknown ({mode})"),
+    }
+}
+
+fn circuit_text(state: i32) -> &'static str {
+    match pb::CircuitState::try_from(state) {
+        Ok(pb::CircuitState::Closed) => "closed",
+        Ok(pb::CircuitState::Open) => "open",
+        Ok(pb::CircuitState::HalfOpen) => "half_open",
+        _ => "unknown",
+    }
+}
+
+const HEADER: &str = "NAME                 PRIO  DRAINED  CIRCUIT    FAILS  STARTED  FAILOVERS  CONTINGENCY  LAST_VENDOR      LAST_ERROR  BASE_URL";
+
+fn format_channel(c: &pb::ChannelStatus) -> String {
+    format!(
+        "{:<20} {:>4}  {:<7}  {:<9}  {:>5}  {:>7}  {:>9}  {:>11}  {:<15}  {:<10}  {}\n",
+        c.name,
+        c.priority,
+        if c.drained { "yes" } else { "no" },
+        circuit_text(c.circuit_state),
+        c.consecutive_failures,
+        c.sessions_started,
+        c.failovers,
+        format!(
+            "{}{}",
+            c.contingency_answers,
+            if c.last_contingency { "*" } else { "" }
+        ),
+        if c.last_vendor.is_empty() {
+            "-"
+        } else {
+            &c.last_vendor
+        },
+        if c.last_error_class.is_empty() {
+            "-"
+        } else {
+            &c.last_error_class
+        },
+        c.base_url,
+    )
+}
+
+/// The text of `idgate channels list`.
+pub fn format_list(resp: &pb::ListChannelsResponse) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "routing mode: {}",
+        mode_text(resp.mode, &resp.mode_channel)
+    );
+    let _ = writeln!(out, "{HEADER}");
+    for c in &resp.channels {
+        out.push_str(&format_channel(c));
+    }
+    let _ = writeln!(
+        out,
+        "(CONTINGENCY: answers with isContingency; * = the last answer was one)"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listing_names_mode_channels_and_state() {
+        let resp = pb::ListChannelsResponse {
+            mode: pb::RoutingMode::NamedChannel as i32,
+            mode_channel: "alt".into(),
+            channels: vec![pb::ChannelStatus {
+                name: "alt".into(),
+                base_url: "http://alt".into(),
+                priority: 1,
+                drained: true,
+                circuit_state: pb::CircuitState::Open as i32,
+                last_error_class: "timeout".into(),
+                contingency_answers: 2,
+                last_contingency: true,
+                ..Default::default()
+            }],
+        };
+        let text = format_list(&resp);
+        assert!(text.contains("routing mode: channel:alt"), "{text}");
+        let row = text.lines().find(|l| l.starts_with("alt")).unwrap();
+        for want in ["yes", "open", "2*", "timeout", "http://alt"] {
+            assert!(row.contains(want), "{want} in {row}");
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Configuration of the 3D liveness vendor channels: `[[channels]]`,
+//! `[routing]` and `[admin]`.
+//!
+//! ```toml
+//! [routing]
+//! mode = "auto"                 # force_primary | force_alternative | channel:<name>
+//! contingency_hold_secs = 0     # > 0: after the primary answers isContingency,
+//!                               # prefer the alternative for this long
+//!
+//! [admin]
+//! token_env = "IDGATE_ADMIN_TOKEN"   # or token_file = "/run/secrets/admin"
+//!
+//! [[channels]]
+//! name     = "primary"
+//! base_url = "https://service.example/facecaptcha"
+//! priority = 0
+//! timeout_ms = 10000
+//! breaker = { failure_threshold = 5, base_ejection_ms = 1000, max_ejection_ms = 60000 }
+//! ```
+
+use std::{collections::HashSet, fmt, path::PathBuf, str::FromStr, time::Duration};
+
+use serde::Deserialize;
+
+/// Default path of the session-token operation (spec 4.5).
+pub const DEFAULT_SESSION_TOKEN_PATH: &str = "/service/captcha/3d/session-token";
+/// Default path of the liveness operation (spec 4.6).
+pub const DEFAULT_LIVENESS_PATH: &str = "/service/captcha/3d/liveness";
+
+/// A channel configuration that cannot be used; messages name keys and
+/// channel names, never secrets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("channels: {0}")]
+pub struct ChannelConfigError(pub String);
+
+/// One 3D liveness vendor channel: a named base URL plus the paths of the
+/// two 3D operations (one host may serve two vendors on two path pairs).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSpec {
+    /// Unique name, shown to operators and returned to callers so that any
+    /// gateway instance can route the verification. Letters, digits, `-`,
+    /// `_` and `.` only: it becomes a metric label.
+    pub name: String,
+    /// Host plus service root path, without a trailing slash.
+    pub base_url: String,
+    /// Path of `/3d/session-token`, relative to `base_url`.
+    #[serde(default = "default_session_token_path")]
+    pub session_token_path: String,
+    /// Path of `/3d/liveness`, relative to `base_url`.
+    #[serde(default = "default_liveness_path")]
+    pub liveness_path: String,
+    /// Lower is preferred: the lowest is the "primary", the next the
+    /// "alternative". Ties keep configuration order.
+    #[serde(default)]
+    pub priority: i32,
+    /// Budget of one call on this channel, in milliseconds (the caller's
+    /// deadline, when shorter, wins).
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Circuit breaker settings.
+    #[serde(default)]
+    pub breaker: BreakerConfig,
+}
+
+impl ChannelSpec {
+    /// A channel with the default paths, timeout and breaker.
+    pub fn new(name: impl Into<String>, base_url: impl Into<String>, priority: i32) -> Self {
+        Self {
+            name: name.into(),
+            base_url: base_url.into(),
+            session_token_path: default_session_token_path(),
+            liveness_path: default_liveness_path(),
+            priority,
+            timeout_ms: default_timeout_ms(),
+            breaker: BreakerConfig::default(),
+        }
+    }
+
+    /// The per-call budget.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The full URL of the session-token operation.
+    pub fn session_token_url(&self) -> String {
+        join(&self.base_url, &self.session_token_path)
+    }
+
+    /// The full URL of the liveness operation.
+    pub fn liveness_url(&self) -> String {
+        join(&self.base_url, &self.liveness_path)
+    }
+}
+
+fn join(base: &str, path: &str) -> String {
+    format!("{}{}", base.trim_end_matches('/'), path)
+}
+
+fn default_session_token_path() -> String {
+    DEFAULT_SESSION_TOKEN_PATH.to_owned()
+}
+
+fn default_liveness_path() -> String {
+    DEFAULT_LIVENESS_PATH.to_owned()
+}
+
+fn default_timeout_ms() -> u64 {
+    10_000
+}
+
+/// Circuit breaker settings of one channel.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BreakerConfig {
+    /// Consecutive upstream faults that open the circuit.
+    pub failure_threshold: u32,
+    /// Back-off of the first ejection, in milliseconds; doubles with each
+    /// consecutive ejection.
+    pub base_ejection_ms: u64,
+    /// Longest back-off, in milliseconds.
+    pub max_ejection_ms: u64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 5,
+            base_ejection_ms: 1000,
+            max_ejection_ms: 60_000,
+        }
+    }
+}
+
+/// How new 3D sessions are routed. Verifications are never routed by mode:
+/// they go to the channel that issued the session.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RoutingMode {
+    /// Healthy, undrained channels by priority, failing over on faults.
+    #[default]
+    Auto,
+    /// Only the channel of lowest priority number; no failover.
+    ForcePrimary,
+    /// Only the second channel by priority; no failover.
+    ForceAlternative,
+    /// Only the named channel; no failover.
+    Channel(String),
+}
+
+impl RoutingMode {
+    /// The channel this mode names, if any.
+    pub fn channel(&self) -> Option<&str> {
+        match self {
+            RoutingMode::Channel(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RoutingMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RoutingMode::Auto => f.write_str("auto"),
+            RoutingMode::ForcePrimary => f.write_str("force_primary"),
+            RoutingMode::ForceAlternative => f.write_str("force_alternative"),
+            RoutingMode::Channel(name) => write!(f, "channel:{name}"),
+        }
+    }
+}
+
+impl FromStr for RoutingMode {
+    type Err = ChannelConfigError;
+
+    /// Parses `auto`, `force_primary`, `force_alternative` or
+    /// `channel:<name>`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(RoutingMode::Auto),
+            "force_primary" => Ok(RoutingMode::ForcePrimary),
+            "force_alternative" => Ok(RoutingMode::ForceAlternative),
+            other => match other.strip_prefix("channel:") {
+                Some(name) if valid_name(name) => Ok(RoutingMode::Channel(name.to_owned())),
+                _ => Err(ChannelConfigError(format!(
+                    "routing mode must be auto, force_primary, force_alternative or channel:<name>, not `{other}`"
+                ))),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RoutingMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// `[routing]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoutingConfig {
+    /// The mode at start-up; changed at run time with `SetRoutingMode`.
+    pub mode: RoutingMode,
+    /// After the primary answers `isContingency: true`, prefer the
+    /// alternative for new sessions for this many seconds. 0: off.
+    pub contingency_hold_secs: u64,
+    /// How long the gateway remembers which channel issued the session of
+    /// an appkey (the appkey lives 5 minutes by default).
+    pub binding_ttl_secs: u64,
+    /// Most session bindings kept; the oldest go first.
+    pub max_bindings: usize,
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        Self {
+            mode: RoutingMode::Auto,
+            contingency_hold_secs: 0,
+            binding_ttl_secs: 600,
+            max_bindings: 100_000,
+        }
+    }
+}
+
+/// `[admin]`: where the bearer token of `ChannelAdminService` comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Environment variable holding the token (used when no file is set).
+    pub token_env: String,
+    /// File holding the token (trailing newline ignored); wins over the
+    /// variable.
+    pub token_file: Option<PathBuf>,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            token_env: "IDGATE_ADMIN_TOKEN".to_owned(),
+            token_file: None,
+        }
+    }
+}
+
+impl AdminConfig {
+    /// Reads the admin token. An empty token is refused: it would let
+    /// anyone who sends `Bearer ` in.
+    pub fn resolve_token(&self) -> Result<super::AdminToken, crate::config::ConfigError> {
+        let secret = match &self.token_file {
+            Some(file) => crate::config::read_secret("admin.token", None, Some(file))?,
+            None => crate::config::read_secret("admin.token", Some(&self.token_env), None)?,
+        };
+        super::AdminToken::new(secret).ok_or_else(|| crate::config::ConfigError::MissingSecret {
+            what: "admin.token".to_owned(),
+            why: "the token is empty".to_owned(),
+        })
+    }
+}
+
+/// A channel name that is safe as a metric label and in `channel:<name>`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Checks a channel set: names valid and unique, URLs and paths well
+/// formed, breaker and timeout settings usable.
+pub fn validate_channels(specs: &[ChannelSpec]) -> Result<(), ChannelConfigError> {
+    let mut seen = HashSet::new();
+    for (i, c) in specs.iter().enumerate() {
+        let at = |what: &str| ChannelConfigError(format!("channels[{i}] ({}): {what}", c.name));
+        if !valid_name(&c.name) {
+            return Err(at("name must be 1 to 64 letters, digits, `-`, `_` or `.`"));
+        }
+        if !seen.insert(c.name.as_str()) {
+            return Err(at("name is used by another channel"));
+        }
+        if !(c.base_url.starts_with("http://") || c.base_url.starts_with("https://")) {
+            return Err(at("base_url must start with http:// or https://"));
+        }
+        for (key, path) in [
+            ("session_token_path", &c.session_token_path),
+            ("liveness_path", &c.liveness_path),
+        ] {
+            if !path.starts_with('/') {
+                return Err(at(&format!("{key} must start with `/`")));
+            }
+        }
+        if c.timeout_ms == 0 {
+            return Err(at("timeout_ms must be positive"));
+        }
+        let b = &c.breaker;
+        if b.failure_threshold == 0 || b.base_ejection_ms == 0 {
+            return Err(at(
+                "breaker.failure_threshold and breaker.base_ejection_ms must be positive",
+            ));
+        }
+        if b.max_ejection_ms < b.base_ejection_ms {
+            return Err(at(
+                "breaker.max_ejection_ms must be at least base_ejection_ms",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `mode` can apply to `specs`.
+pub fn validate_mode(mode: &RoutingMode, specs: &[ChannelSpec]) -> Result<(), ChannelConfigError> {
+    match mode {
+        RoutingMode::Channel(name) if !specs.iter().any(|c| &c.name == name) => {
+            Err(ChannelConfigError(format!(
+                "routing mode names channel `{name}`, which is not configured"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks `[[channels]]` and `[routing]` together.
+pub fn validate(specs: &[ChannelSpec], routing: &RoutingConfig) -> Result<(), ChannelConfigError> {
+    validate_channels(specs)?;
+    validate_mode(&routing.mode, specs)?;
+    if routing.max_bindings == 0 || routing.binding_ttl_secs == 0 {
+        return Err(ChannelConfigError(
+            "routing.max_bindings and routing.binding_ttl_secs must be positive".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        channels: Vec<ChannelSpec>,
+        #[serde(default)]
+        routing: RoutingConfig,
+    }
+
+    #[test]
+    fn a_minimal_channel_gets_the_documented_defaults() {
+        let d: Doc = toml::from_str(
+            "[[channels]]\nname = \"primary\"\nbase_url = \"http://a\"\n\
+             [routing]\nmode = \"channel:primary\"\n",
+        )
+        .unwrap();
+        let c = &d.channels[0];
+        assert_eq!(c.session_token_path, DEFAULT_SESSION_TOKEN_PATH);
+        assert_eq!(c.liveness_path, DEFAULT_LIVENESS_PATH);
+        assert_eq!((c.priority, c.timeout_ms), (0, 10_000));
+        assert_eq!(c.breaker, BreakerConfig::default());
+        assert_eq!(d.routing.mode, RoutingMode::Channel("primary".into()));
+        assert_eq!(d.routing.contingency_hold_secs, 0);
+        assert_eq!(c.liveness_url(), "http://a/service/captcha/3d/liveness");
+        validate(&d.channels, &d.routing).unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_and_modes_are_rejected() {
+        let e = toml::from_str::<Doc>(
+            "[[channels]]\nname = \"a\"\nbase_url = \"http://a\"\nprio = 1\n",
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("prio"), "{e}");
+        let e = toml::from_str::<Doc>("[routing]\nmode = \"sometimes\"\n")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("sometimes"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_empty_or_odd_names_are_rejected() {
+        let a = ChannelSpec::new("a", "http://a", 0);
+        let err = validate_channels(&[a.clone(), a.clone()]).unwrap_err();
+        assert!(err.0.contains("another channel"), "{err}");
+        let err = validate_channels(&[ChannelSpec::new("", "http://a", 0)]).unwrap_err();
+        assert!(err.0.contains("name must be"), "{err}");
+        assert!(validate_channels(&[ChannelSpec::new("a b", "http://a", 0)]).is_err());
+        assert!(validate_channels(&[ChannelSpec::new("a", "ftp://a", 0)]).is_err());
+    }
+
+    #[test]
+    fn a_mode_naming_an_absent_channel_is_rejected() {
+        let routing = RoutingConfig {
+            mode: RoutingMode::Channel("ghost".into()),
+            ..RoutingConfig::default()
+        };
+        let err = validate(&[ChannelSpec::new("a", "http://a", 0)], &routing).unwrap_err();
+        assert!(err.0.contains("ghost"), "{err}");
+    }
+
+    #[test]
+    fn modes_round_trip_through_text() {
+        for m in [
+            RoutingMode::Auto,
+            RoutingMode::ForcePrimary,
+            RoutingMode::ForceAlternative,
+            RoutingMode::Channel("alt-2".into()),
+        ] {
+            assert_eq!(m.to_string().parse::<RoutingMode>().unwrap(), m);
+        }
+        assert!("channel:".parse::<RoutingMode>().is_err());
+    }
+}

@@ -1,0 +1,488 @@
+//! Routing of 3D liveness calls across vendor channels.
+//!
+//! `StartSession3D` picks a channel: the operator's mode first, then drained
+//! channels are skipped, then open circuits, then priority. In `auto` mode
+//! an upstream fault (connect, timeout, 5xx, malformed answer) on one
+//! channel fails over to the next within the caller's deadline; a 4xx is
+//! the channel's answer about this appkey and is returned at once. Forced
+//! modes (`force_primary`, `force_alternative`, `channel:<name>`) never fail
+//! over: the operator chose the channel, and sending sessions elsewhere
+//! behind their back would defeat a vendor switch or an incident drill.
+//!
+//! `VerifyLiveness3D` is sticky: it goes to the channel (generation) that
+//! issued the session, whatever happened since, is sent at most once, and
+//! is never failed over — `/3d/liveness` finishes the appkey.
+
+use std::{
+    sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock},
+    time::Duration,
+};
+
+use tokio::time::Instant;
+
+use super::{
+    bindings::SessionBindings,
+    channel::{Channel, ChannelSet, ChannelSnapshot},
+    config::{
+        ChannelConfigError, ChannelSpec, RoutingConfig, RoutingMode, validate_channels,
+        validate_mode,
+    },
+    transport::{Liveness3DTransport, SessionGrant},
+};
+use crate::{
+    Error,
+    domain::{Appkey, JourneyRef, SessionToken},
+    proto::v1::LivenessVerdict,
+    upstream::{Operation, UpstreamError},
+};
+
+/// A session started on a channel.
+#[derive(Debug, Clone)]
+pub struct StartedSession {
+    /// What the channel granted.
+    pub grant: SessionGrant,
+    /// The issuing channel's name; the caller passes it back to verify.
+    pub channel: String,
+}
+
+/// A point-in-time view of the router, for operators and metrics.
+#[derive(Debug, Clone)]
+pub struct RouterSnapshot {
+    /// The routing mode in force.
+    pub mode: RoutingMode,
+    /// True while a contingency hold steers new sessions off the primary.
+    pub contingency_hold_active: bool,
+    /// Session bindings held (including expired ones not yet swept).
+    pub bindings: usize,
+    /// The configured channels, by priority.
+    pub channels: Vec<ChannelSnapshot>,
+}
+
+/// What changed in a reload, for the log line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadSummary {
+    /// Channels that are new.
+    pub added: Vec<String>,
+    /// Channels that are gone (their bound verifications still reach them).
+    pub removed: Vec<String>,
+    /// Channels whose settings changed (fresh breaker, same drain flag and counters).
+    pub changed: Vec<String>,
+}
+
+/// Chooses the channel of every 3D call. Shared as `Arc<ChannelRouter>`
+/// between the liveness API and the admin service.
+pub struct ChannelRouter {
+    transport: Arc<dyn Liveness3DTransport>,
+    /// Swapped whole by [`ChannelRouter::reload`]; readers clone the `Arc`
+    /// and drop the lock at once.
+    channels: RwLock<Arc<ChannelSet>>,
+    mode: Mutex<RoutingMode>,
+    contingency_hold: Duration,
+    hold_until: Mutex<Option<Instant>>,
+    bindings: Mutex<SessionBindings>,
+}
+
+impl std::fmt::Debug for ChannelRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChannelRouter")
+            .field("mode", &*lock(&self.mode))
+            .field("channels", &self.current().len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here is a few assignments; a poisoned lock
+    // holds consistent data, and refusing all traffic would be worse.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The per-call budget: the earlier of the caller's deadline and the
+/// channel's timeout, and whether the caller's deadline is the binding one
+/// (then a timeout says nothing about the channel's health).
+fn budget(channel: &Channel, deadline: Option<Instant>, now: Instant) -> (Instant, bool) {
+    let own = now + channel.spec().timeout();
+    match deadline {
+        Some(d) if d <= own => (d, true),
+        _ => (own, false),
+    }
+}
+
+/// The breaker's view of an outcome: `Some(true)` fault, `Some(false)` the
+/// channel answered, `None` no verdict (cut short by the caller's deadline).
+fn health<T>(result: &Result<T, UpstreamError>, caller_bound: bool) -> Option<bool> {
+    match result {
+        Ok(_) => Some(false),
+        Err(UpstreamError::Timeout { .. }) if caller_bound => None,
+        Err(e) => Some(e.is_upstream_fault()),
+    }
+}
+
+impl ChannelRouter {
+    /// A router over `specs`, starting in `routing.mode`.
+    pub fn new(
+        specs: Vec<ChannelSpec>,
+        routing: &RoutingConfig,
+        transport: Arc<dyn Liveness3DTransport>,
+    ) -> Result<Self, ChannelConfigError> {
+        super::config::validate(&specs, routing)?;
+        Ok(Self {
+            transport,
+            channels: RwLock::new(Arc::new(ChannelSet::build(specs, None))),
+            mode: Mutex::new(routing.mode.clone()),
+            contingency_hold: Duration::from_secs(routing.contingency_hold_secs),
+            hold_until: Mutex::new(None),
+            bindings: Mutex::new(SessionBindings::new(
+                Duration::from_secs(routing.binding_ttl_secs),
+                routing.max_bindings,
+            )),
+        })
+    }
+
+    /// The channel set in force.
+    fn current(&self) -> Arc<ChannelSet> {
+        Arc::clone(&self.channels.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The routing mode in force.
+    pub fn mode(&self) -> RoutingMode {
+        lock(&self.mode).clone()
+    }
+
+    /// Starts a 3D session on the best available channel and binds the
+    /// appkey to it for the verification.
+    pub async fn start_session(
+        &self,
+        appkey: &Appkey,
+        user_agent: &str,
+        deadline: Option<Instant>,
+    ) -> Result<StartedSession, Error> {
+        let set = self.current();
+        let mode = self.mode();
+        let now = Instant::now();
+        let (candidates, failover) = match &mode {
+            RoutingMode::Auto => (self.auto_order(&set, now), true),
+            RoutingMode::ForcePrimary => (set.primary().cloned().into_iter().collect(), false),
+            RoutingMode::ForceAlternative => {
+                (set.alternative().cloned().into_iter().collect(), false)
+            }
+            RoutingMode::Channel(name) => (set.get(name).cloned().into_iter().collect(), false),
+        };
+        if candidates.is_empty() {
+            return Err(Error::NoChannelAvailable(format!(
+                "mode {mode}: no such channel is configured"
+            )));
+        }
+
+        let mut notes: Vec<String> = Vec::new();
+        let mut failed_last: Option<Arc<Channel>> = None;
+        let mut last_error: Option<UpstreamError> = None;
+        for channel in candidates {
+            if channel.is_drained() {
+                notes.push(format!("{}: drained", channel.name()));
+                continue;
+            }
+            let Ok(permit) = channel.breaker().try_acquire(Instant::now()) else {
+                channel
+                    .stats()
+                    .rejected_open
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                notes.push(format!("{}: circuit open", channel.name()));
+                continue;
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                permit.neutral(now);
+                return Err(Error::DeadlineExceeded("3D session start"));
+            }
+            if let Some(previous) = failed_last.take() {
+                previous
+                    .stats()
+                    .failovers
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::warn!(
+                    from = previous.name(),
+                    to = channel.name(),
+                    "3D session start failing over"
+                );
+            }
+
+            let (until, caller_bound) = budget(&channel, deadline, now);
+            let call =
+                self.transport
+                    .session_token(channel.spec(), appkey, user_agent, Some(until));
+            let result =
+                tokio::time::timeout_at(until, call)
+                    .await
+                    .unwrap_or(Err(UpstreamError::Timeout {
+                        op: Operation::SessionToken3D,
+                    }));
+            let now = Instant::now();
+            match health(&result, caller_bound) {
+                Some(true) => permit.failure(now),
+                Some(false) => permit.success(now),
+                None => permit.neutral(now),
+            }
+
+            match result {
+                Ok(grant) => {
+                    self.on_granted(&set, &channel, appkey, &grant, now);
+                    return Ok(StartedSession {
+                        grant,
+                        channel: channel.name().to_owned(),
+                    });
+                }
+                Err(e) => {
+                    let stats = channel.stats();
+                    stats
+                        .session_failures
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    stats.record_error_class(e.class());
+                    tracing::warn!(
+                        channel = channel.name(),
+                        error_class = e.class(),
+                        "3D session start failed"
+                    );
+                    if !failover || !e.is_upstream_fault() {
+                        return Err(Error::Upstream(e));
+                    }
+                    notes.push(format!("{}: {}", channel.name(), e.class()));
+                    failed_last = Some(channel);
+                    last_error = Some(e);
+                }
+            }
+        }
+        if last_error.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::DeadlineExceeded("3D session start"));
+        }
+        Err(Error::NoChannelAvailable(notes.join(", ")))
+    }
+
+    /// Auto mode: all channels by priority, the primary last while a
+    /// contingency hold is active. Drain and breaker are checked per call.
+    fn auto_order(&self, set: &ChannelSet, now: Instant) -> Vec<Arc<Channel>> {
+        let mut order: Vec<Arc<Channel>> = set.iter().cloned().collect();
+        let held = lock(&self.hold_until).is_some_and(|until| now < until);
+        if held && order.len() > 1 {
+            order.rotate_left(1);
+        }
+        order
+    }
+
+    fn on_granted(
+        &self,
+        set: &ChannelSet,
+        channel: &Arc<Channel>,
+        appkey: &Appkey,
+        grant: &SessionGrant,
+        now: Instant,
+    ) {
+        channel
+            .stats()
+            .record_grant(&grant.vendor, grant.contingency);
+        let is_primary = set.primary().is_some_and(|p| Arc::ptr_eq(p, channel));
+        if grant.contingency && is_primary && !self.contingency_hold.is_zero() {
+            *lock(&self.hold_until) = Some(now + self.contingency_hold);
+            tracing::info!(
+                channel = channel.name(),
+                hold_secs = self.contingency_hold.as_secs(),
+                "primary answered in contingency; preferring the alternative"
+            );
+        }
+        lock(&self.bindings).insert(JourneyRef::from_appkey(appkey), Arc::clone(channel), now);
+    }
+
+    /// Verifies a 3D session on the channel that issued it.
+    ///
+    /// The channel comes from this gateway's binding of the appkey, else
+    /// from `channel` (as returned by `StartSession3D`, so that any gateway
+    /// instance can route it). If both exist and disagree the call is
+    /// refused before anything is sent ([`Error::ChannelMismatch`]): a
+    /// verification on the wrong channel could finish the appkey for
+    /// nothing, and only the caller knows which session it means. An empty
+    /// name counts as absent.
+    ///
+    /// Sent once; never retried or failed over. The binding is dropped
+    /// after a definite answer (a verdict or a 4xx) and kept after an
+    /// ambiguous failure, so a caller's retry still reaches the same
+    /// channel.
+    pub async fn verify(
+        &self,
+        appkey: &Appkey,
+        token: &SessionToken,
+        channel: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<LivenessVerdict, Error> {
+        let key = JourneyRef::from_appkey(appkey);
+        let now = Instant::now();
+        let requested = channel.filter(|n| !n.is_empty());
+        let bound = lock(&self.bindings).get(&key, now);
+        let target = match (bound, requested) {
+            (Some(b), Some(name)) if b.name() != name => {
+                return Err(Error::ChannelMismatch {
+                    requested: name.to_owned(),
+                    issuing: b.name().to_owned(),
+                });
+            }
+            (Some(b), _) => b,
+            (None, Some(name)) => self
+                .current()
+                .get(name)
+                .cloned()
+                .ok_or_else(|| Error::ChannelUnknown(name.to_owned()))?,
+            (None, None) => return Err(Error::SessionUnknown),
+        };
+        if deadline.is_some_and(|d| now >= d) {
+            return Err(Error::DeadlineExceeded("3D liveness verification"));
+        }
+
+        let stats = target.stats();
+        stats
+            .verifications
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (until, caller_bound) = budget(&target, deadline, now);
+        let call = self
+            .transport
+            .liveness(target.spec(), appkey, token, Some(until));
+        let result =
+            tokio::time::timeout_at(until, call)
+                .await
+                .unwrap_or(Err(UpstreamError::Timeout {
+                    op: Operation::Liveness3D,
+                }));
+        let now = Instant::now();
+        if let Some(fault) = health(&result, caller_bound) {
+            target.breaker().record(fault, now);
+        }
+        match &result {
+            Err(e) => {
+                stats
+                    .verification_failures
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                stats.record_error_class(e.class());
+                tracing::warn!(
+                    channel = target.name(),
+                    journey = %key,
+                    error_class = e.class(),
+                    "3D verification failed; not retried"
+                );
+                if !e.is_upstream_fault() {
+                    lock(&self.bindings).remove_if(&key, &target);
+                }
+            }
+            Ok(_) => lock(&self.bindings).remove_if(&key, &target),
+        }
+        result.map_err(Error::Upstream)
+    }
+
+    /// Sets the routing mode for the next session. A named channel must be
+    /// configured, and `force_alternative` needs two channels.
+    pub fn set_mode(&self, mode: RoutingMode) -> Result<RoutingMode, Error> {
+        let mut current = lock(&self.mode);
+        let set = self.current();
+        check_mode(&mode, &set)?;
+        tracing::info!(from = %current, to = %mode, "3D routing mode changed");
+        *current = mode.clone();
+        Ok(mode)
+    }
+
+    /// Stops routing new sessions to `name`; its verifications still go to it.
+    pub fn drain(&self, name: &str) -> Result<ChannelSnapshot, Error> {
+        self.set_drained(name, true)
+    }
+
+    /// Routes new sessions to `name` again.
+    pub fn undrain(&self, name: &str) -> Result<ChannelSnapshot, Error> {
+        self.set_drained(name, false)
+    }
+
+    fn set_drained(&self, name: &str, drained: bool) -> Result<ChannelSnapshot, Error> {
+        let set = self.current();
+        let channel = set
+            .get(name)
+            .ok_or_else(|| Error::ChannelUnknown(name.to_owned()))?;
+        channel.set_drained(drained);
+        tracing::info!(channel = name, drained, "3D channel drain changed");
+        Ok(channel.snapshot(Instant::now()))
+    }
+
+    /// Replaces the channel set atomically.
+    ///
+    /// Kept: session bindings (they hold their channel, so a verification
+    /// bound to a removed or changed channel still goes to the generation
+    /// that issued it), the drain flags and counters of surviving channels,
+    /// the breaker of unchanged channels, and calls in flight (they hold
+    /// their own `Arc<Channel>`). Refused, leaving everything as it was,
+    /// when the specs are invalid or the routing mode could not apply to
+    /// them (change the mode first).
+    pub fn reload(&self, specs: Vec<ChannelSpec>) -> Result<ReloadSummary, ChannelConfigError> {
+        validate_channels(&specs)?;
+        let mode = lock(&self.mode);
+        validate_mode(&mode, &specs)?;
+        if matches!(*mode, RoutingMode::ForceAlternative) && specs.len() < 2 {
+            return Err(ChannelConfigError(
+                "routing mode force_alternative needs at least two channels".to_owned(),
+            ));
+        }
+        let mut guard = self
+            .channels
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let old = Arc::clone(&guard);
+        let mut summary = ReloadSummary::default();
+        for spec in &specs {
+            match old.get(&spec.name) {
+                None => summary.added.push(spec.name.clone()),
+                Some(c) if c.spec() != spec => summary.changed.push(spec.name.clone()),
+                Some(_) => {}
+            }
+        }
+        summary.removed = old
+            .iter()
+            .filter(|c| !specs.iter().any(|s| s.name == c.name()))
+            .map(|c| c.name().to_owned())
+            .collect();
+        *guard = Arc::new(ChannelSet::build(specs, Some(&old)));
+        drop(guard);
+        drop(mode);
+        tracing::info!(
+            added = ?summary.added,
+            removed = ?summary.removed,
+            changed = ?summary.changed,
+            "3D channels reloaded"
+        );
+        Ok(summary)
+    }
+
+    /// Everything operators and the metrics exporter read.
+    pub fn snapshot(&self) -> RouterSnapshot {
+        let now = Instant::now();
+        RouterSnapshot {
+            mode: self.mode(),
+            contingency_hold_active: lock(&self.hold_until).is_some_and(|u| now < u),
+            bindings: lock(&self.bindings).len(),
+            channels: self.current().iter().map(|c| c.snapshot(now)).collect(),
+        }
+    }
+}
+
+fn check_mode(mode: &RoutingMode, set: &ChannelSet) -> Result<(), Error> {
+    match mode {
+        RoutingMode::Channel(name) if set.get(name).is_none() => {
+            Err(Error::ChannelUnknown(name.clone()))
+        }
+        RoutingMode::ForceAlternative if set.len() < 2 => Err(Error::invalid(
+            "mode",
+            "force_alternative needs at least two configured channels",
+        )),
+        RoutingMode::ForcePrimary if set.is_empty() => Err(Error::invalid(
+            "mode",
+            "force_primary needs a configured channel",
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+#[path = "router_tests.rs"]
+mod tests;

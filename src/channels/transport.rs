@@ -1,0 +1,65 @@
+//! The seam between channel routing and the REST client.
+//!
+//! The router decides *which* channel a call goes to and *whether* it may be
+//! retried elsewhere; the transport only performs one HTTP exchange on the
+//! channel it is given. Keeping that split lets the routing, breaker and
+//! binding logic be tested with an in-memory transport, and lets the REST
+//! client own wire types, redaction and status mapping.
+
+use tokio::time::Instant;
+
+use super::config::ChannelSpec;
+use crate::{
+    domain::{Appkey, SessionToken},
+    proto::v1::LivenessVerdict,
+    upstream::UpstreamError,
+};
+
+/// A 3D session as the channel granted it (spec 2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionGrant {
+    /// Session token for the front-end SDK (`token` or `sessionToken`).
+    pub token: SessionToken,
+    /// Vendor name (`vendor`).
+    pub vendor: String,
+    /// Vendor service address for the SDK (`url`).
+    pub vendor_url: String,
+    /// `isContingency`.
+    pub contingency: bool,
+}
+
+/// One HTTP exchange with a 3D channel.
+///
+/// Contract for implementors:
+/// - Use `channel.session_token_url()` / `channel.liveness_url()`.
+/// - Honour `deadline` (the router passes the earlier of the caller's
+///   deadline and the channel's `timeout_ms`); report it as
+///   [`UpstreamError::Timeout`]. The router also enforces it, as a backstop.
+/// - Send `/3d/liveness` at most once: never retry it inside the transport.
+///   `/3d/session-token` may be retried inside the transport only when the
+///   request certainly was not sent (connect errors); failover between
+///   channels is the router's job.
+/// - Errors carry [`crate::upstream::Operation::SessionToken3D`] or
+///   [`crate::upstream::Operation::Liveness3D`].
+/// - Never log the appkey or the token.
+#[tonic::async_trait]
+pub trait Liveness3DTransport: Send + Sync + 'static {
+    /// `POST {base_url}{session_token_path}` with JSON `{appkey, userAgent}`.
+    async fn session_token(
+        &self,
+        channel: &ChannelSpec,
+        appkey: &Appkey,
+        user_agent: &str,
+        deadline: Option<Instant>,
+    ) -> Result<SessionGrant, UpstreamError>;
+
+    /// `POST {base_url}{liveness_path}` with JSON `{appkey, sessionToken}`;
+    /// sent at most once.
+    async fn liveness(
+        &self,
+        channel: &ChannelSpec,
+        appkey: &Appkey,
+        token: &SessionToken,
+        deadline: Option<Instant>,
+    ) -> Result<LivenessVerdict, UpstreamError>;
+}
