@@ -18,6 +18,7 @@ pub mod breaker;
 pub mod channel;
 pub mod cli;
 pub mod config;
+pub mod http;
 pub mod router;
 pub mod transport;
 
@@ -26,4 +27,5 @@ pub use breaker::CircuitState;
 pub use channel::ChannelSnapshot;
 pub use config::{AdminConfig, BreakerConfig, ChannelSpec, RoutingConfig, RoutingMode};
 pub use router::{ChannelRouter, ReloadSummary, RouterSnapshot, StartedSession};
+pub use http::HttpTransport;
 pub use transport::{Liveness3DTransport, SessionGrant};

@@ -21,9 +21,13 @@ use bytes::{Bytes, BytesMut};
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use time::PrimitiveDateTime;
+use tracing::Instrument as _;
+
+use crate::telemetry::{Metrics, UpstreamCall, UpstreamErrorClass, UpstreamRequest};
+use http::Method;
 
 use crate::config::{FieldsConfig, OperatorProfile, UpstreamConfig};
-use crate::domain::{Appkey, CredentialToken, EndUser, ImagePayload, SessionToken};
+use crate::domain::{Appkey, CredentialToken, EndUser, ImagePayload, JourneyRef, SessionToken};
 use crate::proto::v1 as pb;
 
 use super::body::{self, FormBody};
@@ -106,6 +110,8 @@ pub struct ChannelEndpoint {
     /// router that fails over between channels sets 1 and owns retrying;
     /// `/3d/liveness` is never retried once it may have been sent.
     pub session_attempts: u32,
+    /// The channel's name, for spans and metrics (`core` when unnamed).
+    pub name: String,
 }
 
 impl ChannelEndpoint {
@@ -122,7 +128,14 @@ impl ChannelEndpoint {
             liveness_path: liveness_path.into(),
             timeout,
             session_attempts: 1,
+            name: "core".to_owned(),
         }
+    }
+
+    /// Names the channel in spans and metrics.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     /// Sets the session-token attempts on this channel.
@@ -193,6 +206,7 @@ struct Inner {
     timeout: Duration,
     max_response_bytes: usize,
     safe_attempts: u32,
+    metrics: Metrics,
 }
 
 struct Urls {
@@ -214,6 +228,14 @@ fn join(base: &str, path: &str) -> Option<Url> {
         .filter(|u| matches!(u.scheme(), "http" | "https"))
 }
 
+impl Prepared {
+    /// Tags the call with the journey of `appkey` (its reference only).
+    fn for_appkey(mut self, appkey: &Appkey) -> Self {
+        self.journey = Some(JourneyRef::from_appkey(appkey));
+        self
+    }
+}
+
 /// One request, ready to send (again).
 struct Prepared {
     op: Operation,
@@ -222,11 +244,23 @@ struct Prepared {
     body: Bytes,
     timeout: Duration,
     attempts: u32,
+    /// The 3D channel, for spans and metrics.
+    channel: Option<String>,
+    /// The journey, for spans (derived from the appkey, never the appkey).
+    journey: Option<JourneyRef>,
 }
 
 impl UpstreamClient {
     /// Builds the client and its connection pool from the configuration.
     pub fn new(config: &UpstreamConfig) -> Result<Self, ClientSetupError> {
+        Self::with_metrics(config, Metrics::default())
+    }
+
+    /// Builds the client, recording every upstream call in `metrics`.
+    pub fn with_metrics(
+        config: &UpstreamConfig,
+        metrics: Metrics,
+    ) -> Result<Self, ClientSetupError> {
         // Selects ring as the process's rustls provider if none is yet.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
@@ -269,6 +303,7 @@ impl UpstreamClient {
                 timeout: config.timeout(),
                 max_response_bytes: config.max_response_bytes,
                 safe_attempts: config.safe_attempts.max(1),
+                metrics,
             }),
         })
     }
@@ -338,7 +373,7 @@ impl UpstreamClient {
         form.pair("appkey", appkey.expose());
         let requested_at = SystemTime::now();
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.challenge, form))
+            .execute(ctx, self.form(op, &self.inner.urls.challenge, form).for_appkey(appkey))
             .await?;
         let parsed: wire::ChallengesWire<'_> =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
@@ -374,7 +409,7 @@ impl UpstreamClient {
                 .base64(image.bytes());
         }
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.captcha, form))
+            .execute(ctx, self.form(op, &self.inner.urls.captcha, form).for_appkey(appkey))
             .await?;
         let parsed: wire::VerdictWire = wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         Ok(convert::verdict(parsed))
@@ -399,7 +434,8 @@ impl UpstreamClient {
             body::json_string_into(&mut json, ua);
         }
         json.push('}');
-        let mut prepared = self.json(op, &url, json);
+        let mut prepared = self.json(op, &url, json).for_appkey(appkey);
+        prepared.channel = Some(channel.name.clone());
         prepared.timeout = channel.timeout;
         prepared.attempts = channel.session_attempts.max(1);
         let body = self.execute(ctx, prepared).await?;
@@ -425,7 +461,8 @@ impl UpstreamClient {
         json.push_str(",\"sessionToken\":");
         body::json_string_into(&mut json, session_token.expose());
         json.push('}');
-        let mut prepared = self.json(op, &url, json);
+        let mut prepared = self.json(op, &url, json).for_appkey(appkey);
+        prepared.channel = Some(channel.name.clone());
         prepared.timeout = channel.timeout;
         let body = self.execute(ctx, prepared).await?;
         let parsed: wire::VerdictWire = wire::parse_json(&body).map_err(|e| malformed(op, e))?;
@@ -443,7 +480,7 @@ impl UpstreamClient {
     ) -> Result<DocumentReceipt, UpstreamError> {
         let op = Operation::DocumentImages;
         let json = body::json_images(appkey.expose(), &self.inner.fields.document_images, images);
-        self.document(ctx, op, json).await
+        self.document(ctx, op, appkey, json).await
     }
 
     /// `POST /document` with the digital driver licence (QR image, PDF or
@@ -456,17 +493,18 @@ impl UpstreamClient {
     ) -> Result<DocumentReceipt, UpstreamError> {
         let op = Operation::DigitalLicence;
         let json = body::json_licence(appkey.expose(), &self.inner.fields.document_qrcode, licence);
-        self.document(ctx, op, json).await
+        self.document(ctx, op, appkey, json).await
     }
 
     async fn document(
         &self,
         ctx: &CallContext,
         op: Operation,
+        appkey: &Appkey,
         json: String,
     ) -> Result<DocumentReceipt, UpstreamError> {
         let body = self
-            .execute(ctx, self.json(op, &self.inner.urls.document, json))
+            .execute(ctx, self.json(op, &self.inner.urls.document, json).for_appkey(appkey))
             .await?;
         let parsed: wire::DocumentAcceptedWire =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
@@ -488,7 +526,7 @@ impl UpstreamClient {
         let mut form = FormBody::with_capacity(16 + appkey.expose().len());
         form.pair("appkey", appkey.expose());
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.result, form))
+            .execute(ctx, self.form(op, &self.inner.urls.result, form).for_appkey(appkey))
             .await?;
         let parsed: wire::JourneyResultWire<'_> =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
@@ -522,6 +560,8 @@ impl UpstreamClient {
             } else {
                 self.inner.safe_attempts
             },
+            channel: None,
+            journey: None,
         }
     }
 
@@ -562,34 +602,56 @@ impl UpstreamClient {
         }
     }
 
-    /// One attempt: send, check the status, read the body within bounds.
+    /// One attempt: send, check the status, read the body within bounds,
+    /// under a client span whose context travels in the request headers.
     async fn attempt(&self, req: &Prepared, timeout: Duration) -> Result<Bytes, UpstreamError> {
         let op = req.op;
         let limit = self.inner.max_response_bytes;
-        let call = async {
+        let mut request = UpstreamRequest::new(op, &Method::POST, req.url.as_str());
+        if let Some(channel) = req.channel.as_deref() {
+            request = request.channel(channel);
+        }
+        if let Some(journey) = req.journey.as_ref() {
+            request = request.journey(journey);
+        }
+        let call = UpstreamCall::start(&self.inner.metrics, request);
+        let headers = call.headers();
+        let exchange = async {
             let response = self
                 .inner
                 .http
                 .post(req.url.clone())
+                .headers(headers)
                 .header(CONTENT_TYPE, req.content_type)
                 .header(ACCEPT, "application/json, text/plain, */*")
                 .body(req.body.clone())
                 .timeout(timeout)
                 .send()
                 .await
-                .map_err(|e| send_error(op, &e))?;
+                .map_err(|e| (send_error(op, &e), UpstreamErrorClass::of_reqwest(&e)))?;
             let status = response.status();
             if !status.is_success() {
-                return Err(UpstreamError::Status {
+                return Ok((status, Err(UpstreamError::Status {
                     op,
                     status: status.as_u16(),
-                });
+                })));
             }
-            read_bounded(op, response, limit).await
-        };
-        match tokio::time::timeout(timeout, call).await {
-            Ok(result) => result,
-            Err(_) => Err(UpstreamError::Timeout { op }),
+            Ok((status, read_bounded(op, response, limit).await))
+        }
+        .instrument(call.span().clone());
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(Ok((status, body))) => {
+                call.finish(status);
+                body
+            }
+            Ok(Err((err, class))) => {
+                call.fail(class);
+                Err(err)
+            }
+            Err(_) => {
+                call.fail(UpstreamErrorClass::Timeout);
+                Err(UpstreamError::Timeout { op })
+            }
         }
     }
 }
