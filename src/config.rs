@@ -51,6 +51,10 @@ pub struct Config {
     pub operators: Vec<OperatorConfig>,
     /// Limits on what callers send.
     pub limits: LimitsConfig,
+    /// The completion-notice receiver.
+    pub webhook: crate::events::WebhookConfig,
+    /// `WatchJourney` streams and their result reads.
+    pub watch: crate::events::WatchConfig,
 }
 
 impl Default for Config {
@@ -60,6 +64,8 @@ impl Default for Config {
             upstream: None,
             operators: Vec::new(),
             limits: LimitsConfig::default(),
+            webhook: crate::events::WebhookConfig::default(),
+            watch: crate::events::WatchConfig::default(),
         }
     }
 }
@@ -426,6 +432,20 @@ mod tests {
         assert_eq!(up.base_url, "http://a");
         assert_eq!(up.paths.credential, "/service/captcha/credencial");
         assert_eq!(c.operators[0].login, "other");
+    }
+
+    #[test]
+    fn webhook_and_watch_sections_parse_and_take_overrides() {
+        let c = Config::from_toml_and_env(
+            "[webhook]\nbasic_user = \"vendor\"\nbasic_password_env = \"X\"\n[watch]\nwebhook_grace_secs = 5\n",
+            env(&[("IDGATE_WEBHOOK__MAX_BODY_BYTES", "1024")]),
+        )
+        .unwrap();
+        assert_eq!(c.webhook.basic_user.as_deref(), Some("vendor"));
+        assert_eq!(c.webhook.max_body_bytes, 1024);
+        assert_eq!(c.webhook.path, "/webhooks/journey");
+        assert_eq!(c.watch.webhook_grace_secs, 5);
+        assert_eq!(c.watch.poll_max_ms, 10_000);
     }
 
     #[test]

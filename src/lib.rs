@@ -21,6 +21,7 @@
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod events;
 pub mod proto;
 pub mod upstream;
 
