@@ -247,9 +247,18 @@ mod tests {
 
     #[test]
     fn basic_credentials_must_match_user_and_password() {
-        assert_eq!(check_basic(&basic_header("vendor", "pa:ss"), &creds()), Some(true));
-        assert_eq!(check_basic(&basic_header("vendor", "pa:sx"), &creds()), Some(false));
-        assert_eq!(check_basic(&basic_header("vendo", "pa:ss"), &creds()), Some(false));
+        assert_eq!(
+            check_basic(&basic_header("vendor", "pa:ss"), &creds()),
+            Some(true)
+        );
+        assert_eq!(
+            check_basic(&basic_header("vendor", "pa:sx"), &creds()),
+            Some(false)
+        );
+        assert_eq!(
+            check_basic(&basic_header("vendo", "pa:ss"), &creds()),
+            Some(false)
+        );
         assert_eq!(check_basic(&HeaderMap::new(), &creds()), None);
         let mut bearer = HeaderMap::new();
         bearer.insert(http::header::AUTHORIZATION, "Bearer x".parse().unwrap());

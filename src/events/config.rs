@@ -389,11 +389,16 @@ mod tests {
 
     #[test]
     fn a_malformed_hmac_secret_is_refused_without_quoting_it() {
-        let err = HmacSecret::parse("whsec_not*base64!").unwrap_err().to_string();
+        let err = HmacSecret::parse("whsec_not*base64!")
+            .unwrap_err()
+            .to_string();
         assert!(!err.contains("not*base64"), "{err}");
         assert!(HmacSecret::parse("whsec_c2hvcnQ=").is_err());
         assert_eq!(
-            format!("{:?}", HmacSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap()),
+            format!(
+                "{:?}",
+                HmacSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap()
+            ),
             "HmacSecret(<redacted>)"
         );
     }

@@ -255,7 +255,10 @@ impl JourneyHub {
                     .resolve(&journey)
                     .ok_or(Error::JourneyUnknown)
             }
-            None => Err(Error::invalid("journey", "set either appkey or journey_ref")),
+            None => Err(Error::invalid(
+                "journey",
+                "set either appkey or journey_ref",
+            )),
         }
     }
 
@@ -269,7 +272,9 @@ impl JourneyHub {
         let mut state = self.inner.lock();
         if let Some(entry) = state.journeys.get_mut(journey) {
             if entry.watchers >= settings.max_watchers_per_journey {
-                return Err(Error::WatchLimit("this journey has the most watchers allowed"));
+                return Err(Error::WatchLimit(
+                    "this journey has the most watchers allowed",
+                ));
             }
             entry.watchers += 1;
             let guard = WatcherGuard::new(&self.inner, journey, entry.id);

@@ -23,6 +23,8 @@ pub mod auth;
 pub mod config;
 pub mod directory;
 pub mod hub;
+#[cfg(test)]
+mod testing;
 mod ttl;
 pub mod watch;
 pub mod webhook;

@@ -121,9 +121,8 @@ impl<K: Hash + Eq + Clone, V> TtlMap<K, V> {
     fn compact(&mut self) {
         if self.order.len() > 2 * self.max_entries + 16 {
             let entries = &self.entries;
-            self.order.retain(|(k, g)| {
-                entries.get(k).is_some_and(|e| e.generation == *g)
-            });
+            self.order
+                .retain(|(k, g)| entries.get(k).is_some_and(|e| e.generation == *g));
         }
     }
 

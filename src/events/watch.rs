@@ -35,7 +35,10 @@ struct State {
 impl State {
     /// What this watcher has not seen yet in `snap`, if anything. Marks the
     /// stream done at the end.
-    fn next_item(&mut self, snap: &Snapshot) -> Option<Result<WatchJourneyResponse, tonic::Status>> {
+    fn next_item(
+        &mut self,
+        snap: &Snapshot,
+    ) -> Option<Result<WatchJourneyResponse, tonic::Status>> {
         if let Some(end) = &snap.end {
             self.done = true;
             return Some(match end {
@@ -111,10 +114,13 @@ pub(crate) fn stream(
         done: false,
         _guard: guard,
     };
-    Box::pin(futures_util::stream::unfold(state, |mut state| async move {
-        let item = state.next().await?;
-        Some((item, state))
-    }))
+    Box::pin(futures_util::stream::unfold(
+        state,
+        |mut state| async move {
+            let item = state.next().await?;
+            Some((item, state))
+        },
+    ))
 }
 
 /// The caller's deadline from the `grpc-timeout` request header (tonic
@@ -152,7 +158,10 @@ mod tests {
     #[test]
     fn grpc_timeout_parses_every_unit_and_rejects_malformed_values() {
         assert_eq!(grpc_timeout(&meta("2S")), Some(Duration::from_secs(2)));
-        assert_eq!(grpc_timeout(&meta("150m")), Some(Duration::from_millis(150)));
+        assert_eq!(
+            grpc_timeout(&meta("150m")),
+            Some(Duration::from_millis(150))
+        );
         assert_eq!(grpc_timeout(&meta("1H")), Some(Duration::from_secs(3600)));
         assert_eq!(grpc_timeout(&meta("3M")), Some(Duration::from_secs(180)));
         assert_eq!(grpc_timeout(&meta("7u")), Some(Duration::from_micros(7)));

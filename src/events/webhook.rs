@@ -245,8 +245,7 @@ impl WebhookReceiver {
             "error": { "reason": reason.as_str(), "message": reason.message() }
         }));
         let mut response = (reason.http_status(), body).into_response();
-        if reason.http_status() == StatusCode::UNAUTHORIZED && self.inner.settings.basic.is_some()
-        {
+        if reason.http_status() == StatusCode::UNAUTHORIZED && self.inner.settings.basic.is_some() {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Basic realm=\"idgate-webhook\", charset=\"UTF-8\""),
@@ -322,8 +321,13 @@ struct WireNotice {
 /// Parses a body into a notice. Errors carry a reason only: serde messages
 /// can quote values, so they are never surfaced.
 fn parse_notice(body: &[u8]) -> Result<Notice, RejectReason> {
-    let wire: WireNotice =
+    // Through `Value` first: serde would also accept a JSON array as a struct.
+    let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|_| RejectReason::MalformedBody)?;
+    if !value.is_object() {
+        return Err(RejectReason::MalformedBody);
+    }
+    let wire = WireNotice::deserialize(value).map_err(|_| RejectReason::MalformedBody)?;
     let appkey = wire.appkey.trim();
     if appkey.is_empty() || appkey.len() > MAX_APPKEY_LEN {
         return Err(RejectReason::MalformedBody);
@@ -335,7 +339,11 @@ fn parse_notice(body: &[u8]) -> Result<Notice, RejectReason> {
     })
 }
 
-async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<bytes::Bytes, RejectReason> {
+async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<bytes::Bytes, RejectReason> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
