@@ -117,7 +117,7 @@ async fn start(hook: WebhookSettings, watch: WatchSettings, source: CountingSour
     let receiver = WebhookReceiver::new(hook, hub.clone()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = receiver.router();
+    let app: axum::Router = receiver.router();
     tokio::spawn(async move { axum::serve(listener, app).await });
     Gateway {
         addr,

@@ -28,6 +28,8 @@ pub(crate) enum Step {
     Unavailable,
     /// HTTP 401: permanent.
     Unauthorized,
+    /// The REST client panics.
+    Panic,
 }
 
 /// A `ResultSource` that answers from a script per appkey (the last step
@@ -100,6 +102,7 @@ impl ResultSource for ScriptedSource {
                 status: 401,
             }
             .into()),
+            Step::Panic => panic!("result source failure injected by the test"),
         }
     }
 }

@@ -215,8 +215,9 @@ impl WebhookReceiver {
         })
     }
 
-    /// The router to mount on the HTTP listener: `POST {path}`.
-    pub fn router(&self) -> Router {
+    /// The router to mount on the HTTP listener: `POST {path}`. Generic
+    /// over the state of the router it is merged into.
+    pub fn router<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
         Router::new()
             .route(&self.inner.settings.path, post(receive))
             .with_state(self.clone())

@@ -332,6 +332,20 @@ async fn a_permanent_read_failure_reaches_every_watcher() {
 }
 
 #[tokio::test]
+async fn a_panicking_result_source_ends_the_watch_with_an_internal_error() {
+    let (hub, source) = hub_with(settings());
+    source.script("k", &[Step::Panic]);
+    let stream = hub.watch(by_appkey("k")).unwrap();
+    hub.notify(notice("k", NoticeStatus::Complete));
+    let items = collect(stream).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].as_ref().unwrap_err().code(), tonic::Code::Internal);
+    tokio::time::timeout(Duration::from_secs(5), hub.tasks_finished())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
 async fn watching_outside_a_runtime_is_an_error_not_a_panic() {
     let (hub, _source) = hub_with(settings());
     let result = std::thread::spawn(move || hub.watch(by_appkey("k")).err())
