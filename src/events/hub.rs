@@ -550,6 +550,8 @@ struct Backoff {
 
 impl Backoff {
     fn new(initial: Duration, max: Duration, seed: u64) -> Self {
+        // A zero step would read in a tight loop.
+        let initial = initial.max(Duration::from_millis(1));
         Self {
             initial,
             max: max.max(initial),

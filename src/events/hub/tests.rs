@@ -364,4 +364,6 @@ fn backoff_doubles_up_to_the_maximum_with_bounded_jitter() {
     }
     b.reset();
     assert!(b.next_delay() <= Duration::from_millis(100));
+    let mut zero = Backoff::new(Duration::ZERO, Duration::ZERO, 1);
+    assert!(zero.next_delay() >= Duration::from_micros(750));
 }
