@@ -62,6 +62,10 @@ pub struct Config {
     pub routing: RoutingConfig,
     /// Where the admin bearer token comes from (`[admin]`).
     pub admin: AdminConfig,
+    /// The completion-notice receiver.
+    pub webhook: crate::events::WebhookConfig,
+    /// `WatchJourney` streams and their result reads.
+    pub watch: crate::events::WatchConfig,
 }
 
 /// Where the gateway listens.
@@ -491,6 +495,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("another channel"), "{err}");
+    }
+
+    #[test]
+    fn webhook_and_watch_sections_parse_and_take_overrides() {
+        let c = Config::from_toml_and_env(
+            "[webhook]\nbasic_user = \"vendor\"\nbasic_password_env = \"X\"\n[watch]\nwebhook_grace_secs = 5\n",
+            env(&[("IDGATE_WEBHOOK__MAX_BODY_BYTES", "1024")]),
+        )
+        .unwrap();
+        assert_eq!(c.webhook.basic_user.as_deref(), Some("vendor"));
+        assert_eq!(c.webhook.max_body_bytes, 1024);
+        assert_eq!(c.webhook.path, "/webhooks/journey");
+        assert_eq!(c.watch.webhook_grace_secs, 5);
+        assert_eq!(c.watch.poll_max_ms, 10_000);
     }
 
     #[test]

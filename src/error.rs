@@ -85,6 +85,16 @@ pub enum Error {
     /// A fault inside the gateway.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A `WatchJourney` limit (watchers of one journey, or journeys watched
+    /// at once) is reached; retry later.
+    #[error("too many watchers: {0}")]
+    WatchLimit(&'static str),
+    /// The completion notice arrived but the result still said processing
+    /// when the settle limit passed; reading the result later is safe.
+    #[error(
+        "the service reported the journey finished, but its result still said processing after {0} s; read it again later"
+    )]
+    ResultNotSettled(u64),
 }
 
 fn fields(v: &[FieldViolation]) -> String {
@@ -116,6 +126,8 @@ impl Error {
             Error::AdminUnauthenticated => (Code::Unauthenticated, "ADMIN_TOKEN_INVALID", false),
             Error::DeadlineExceeded(_) => (Code::DeadlineExceeded, "DEADLINE_EXCEEDED", false),
             Error::Internal(_) => (Code::Internal, "INTERNAL", false),
+            Error::WatchLimit(_) => (Code::ResourceExhausted, "WATCH_LIMIT_REACHED", true),
+            Error::ResultNotSettled(_) => (Code::Unavailable, "RESULT_NOT_SETTLED", true),
         }
     }
 

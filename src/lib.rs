@@ -23,6 +23,7 @@ pub mod channels;
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod events;
 pub mod proto;
 pub mod telemetry;
 pub mod upstream;

@@ -1,0 +1,415 @@
+//! Configuration of the webhook receiver (`[webhook]`) and of
+//! `WatchJourney` (`[watch]`), and their resolved, validated forms.
+//!
+//! The serde structs mirror the TOML keys; `resolve` reads the secrets
+//! they name and checks the combination, so a receiver can only be built
+//! from settings that say how senders authenticate.
+
+use std::{path::PathBuf, time::Duration};
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use crate::{
+    config::{ConfigError, read_secret},
+    domain::Password,
+};
+
+/// `[webhook]`: the completion-notice receiver on the HTTP listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Path of the receiver on the HTTP listener.
+    pub path: String,
+    /// HTTP Basic user the service sends.
+    pub basic_user: Option<String>,
+    /// Environment variable holding the HTTP Basic password.
+    pub basic_password_env: Option<String>,
+    /// File holding the HTTP Basic password.
+    pub basic_password_file: Option<PathBuf>,
+    /// Environment variable holding the Standard Webhooks secret
+    /// (`whsec_<base64>`).
+    pub hmac_secret_env: Option<String>,
+    /// File holding the Standard Webhooks secret.
+    pub hmac_secret_file: Option<PathBuf>,
+    /// Accept notices without any authentication. Must be set explicitly:
+    /// anyone who can reach the listener could then trigger result reads.
+    pub allow_unauthenticated: bool,
+    /// Largest body accepted, in bytes; larger is refused with 413.
+    pub max_body_bytes: usize,
+    /// How far a signed request's `webhook-timestamp` may be from now, in
+    /// either direction, in seconds.
+    pub replay_window_secs: u64,
+    /// How long a delivery is remembered to drop duplicates, in seconds.
+    pub dedupe_ttl_secs: u64,
+    /// Most deliveries remembered for dedupe.
+    pub dedupe_max_entries: usize,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            path: "/webhooks/journey".into(),
+            basic_user: None,
+            basic_password_env: None,
+            basic_password_file: None,
+            hmac_secret_env: None,
+            hmac_secret_file: None,
+            allow_unauthenticated: false,
+            max_body_bytes: 64 * 1024,
+            replay_window_secs: 300,
+            dedupe_ttl_secs: 900,
+            dedupe_max_entries: 100_000,
+        }
+    }
+}
+
+/// HTTP Basic credentials a sender must present.
+#[derive(Debug, Clone)]
+pub struct BasicCredentials {
+    /// The user.
+    pub user: String,
+    /// The password (redacted in `Debug`).
+    pub password: Password,
+}
+
+/// A Standard Webhooks signing secret: the decoded key bytes. `Debug`
+/// prints nothing of it.
+#[derive(Clone)]
+pub struct HmacSecret(Vec<u8>);
+
+impl HmacSecret {
+    /// Parses `whsec_<base64>` (the prefix is optional, as in the Standard
+    /// Webhooks libraries). The error never quotes the value.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let b64 = text.trim();
+        let b64 = b64.strip_prefix("whsec_").unwrap_or(b64);
+        let key = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|_| {
+                ConfigError::Invalid(
+                    "webhook HMAC secret must be `whsec_` followed by base64".to_owned(),
+                )
+            })?;
+        if key.len() < 16 {
+            return Err(ConfigError::Invalid(
+                "webhook HMAC secret must decode to at least 16 bytes".to_owned(),
+            ));
+        }
+        Ok(Self(key))
+    }
+
+    /// The key bytes, for the HMAC.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for HmacSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HmacSecret(<redacted>)")
+    }
+}
+
+/// The webhook receiver's settings with secrets resolved.
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// Path of the receiver.
+    pub path: String,
+    /// HTTP Basic credentials, when configured.
+    pub basic: Option<BasicCredentials>,
+    /// Standard Webhooks secret, when configured.
+    pub hmac: Option<HmacSecret>,
+    /// Accept notices without authentication (explicit opt-in).
+    pub allow_unauthenticated: bool,
+    /// Largest body accepted.
+    pub max_body_bytes: usize,
+    /// Allowed clock difference of signed requests.
+    pub replay_window: Duration,
+    /// How long deliveries are remembered for dedupe.
+    pub dedupe_ttl: Duration,
+    /// Most deliveries remembered.
+    pub dedupe_max_entries: usize,
+}
+
+impl WebhookSettings {
+    /// Settings with the defaults of [`WebhookConfig`] and no
+    /// authentication configured; set `basic`, `hmac` or
+    /// `allow_unauthenticated` before building a receiver.
+    pub fn new() -> Self {
+        let d = WebhookConfig::default();
+        Self {
+            path: d.path,
+            basic: None,
+            hmac: None,
+            allow_unauthenticated: false,
+            max_body_bytes: d.max_body_bytes,
+            replay_window: Duration::from_secs(d.replay_window_secs),
+            dedupe_ttl: Duration::from_secs(d.dedupe_ttl_secs),
+            dedupe_max_entries: d.dedupe_max_entries,
+        }
+    }
+
+    /// Checks the combination: some authentication, or the explicit
+    /// opt-out; a path; a dedupe memory that outlives the replay window.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.basic.is_none() && self.hmac.is_none() && !self.allow_unauthenticated {
+            return Err(ConfigError::Invalid(
+                "webhook: configure basic_user with basic_password_env/basic_password_file, \
+                 or hmac_secret_env/hmac_secret_file, or set allow_unauthenticated = true"
+                    .to_owned(),
+            ));
+        }
+        if !self.path.starts_with('/') {
+            return Err(ConfigError::Invalid(
+                "webhook.path must start with `/`".to_owned(),
+            ));
+        }
+        if self.max_body_bytes == 0 {
+            return Err(ConfigError::Invalid(
+                "webhook.max_body_bytes must be positive".to_owned(),
+            ));
+        }
+        if self.hmac.is_some() && self.dedupe_ttl < self.replay_window {
+            // A signed delivery replayed inside the window after dedupe
+            // forgot it would be processed twice.
+            return Err(ConfigError::Invalid(
+                "webhook.dedupe_ttl_secs must be at least webhook.replay_window_secs".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WebhookConfig {
+    /// Reads the secrets this configuration names and validates the result.
+    pub fn resolve(&self) -> Result<WebhookSettings, ConfigError> {
+        let has_password = self.basic_password_env.is_some() || self.basic_password_file.is_some();
+        let basic = match (&self.basic_user, has_password) {
+            (Some(user), true) => Some(BasicCredentials {
+                user: user.clone(),
+                password: Password::new(read_secret(
+                    "webhook.basic_password",
+                    self.basic_password_env.as_deref(),
+                    self.basic_password_file.as_deref(),
+                )?),
+            }),
+            (None, false) => None,
+            (Some(_), false) => {
+                return Err(ConfigError::Invalid(
+                    "webhook.basic_user needs basic_password_env or basic_password_file".to_owned(),
+                ));
+            }
+            (None, true) => {
+                return Err(ConfigError::Invalid(
+                    "webhook.basic_password_env/basic_password_file needs basic_user".to_owned(),
+                ));
+            }
+        };
+        let hmac = if self.hmac_secret_env.is_some() || self.hmac_secret_file.is_some() {
+            Some(HmacSecret::parse(&read_secret(
+                "webhook.hmac_secret",
+                self.hmac_secret_env.as_deref(),
+                self.hmac_secret_file.as_deref(),
+            )?)?)
+        } else {
+            None
+        };
+        let settings = WebhookSettings {
+            path: self.path.clone(),
+            basic,
+            hmac,
+            allow_unauthenticated: self.allow_unauthenticated,
+            max_body_bytes: self.max_body_bytes,
+            replay_window: Duration::from_secs(self.replay_window_secs),
+            dedupe_ttl: Duration::from_secs(self.dedupe_ttl_secs),
+            dedupe_max_entries: self.dedupe_max_entries,
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+}
+
+/// `[watch]`: `WatchJourney` streams and the result reads behind them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// How long a watched journey waits for the webhook before it falls
+    /// back to reading the result with backoff, in seconds.
+    pub webhook_grace_secs: u64,
+    /// First delay between result reads, in milliseconds.
+    pub poll_initial_ms: u64,
+    /// Largest delay between result reads, in milliseconds.
+    pub poll_max_ms: u64,
+    /// After a notice, how long the result may keep saying "processing"
+    /// before watchers get `RESULT_NOT_SETTLED`, in seconds.
+    pub result_settle_limit_secs: u64,
+    /// Most concurrent watchers of one journey.
+    pub max_watchers_per_journey: usize,
+    /// Most journeys watched at once.
+    pub max_journeys: usize,
+    /// How long a journey reference from CreateJourney stays watchable.
+    pub directory_ttl_secs: u64,
+    /// Most journey references remembered.
+    pub directory_max_entries: usize,
+    /// How long a notice for an unwatched journey is remembered, so a
+    /// watcher that comes later reads at once instead of waiting.
+    pub notice_ttl_secs: u64,
+    /// Most such notices remembered.
+    pub notice_max_entries: usize,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        Self {
+            webhook_grace_secs: 30,
+            poll_initial_ms: 500,
+            poll_max_ms: 10_000,
+            result_settle_limit_secs: 60,
+            max_watchers_per_journey: 64,
+            max_journeys: 10_000,
+            directory_ttl_secs: 1800,
+            directory_max_entries: 100_000,
+            notice_ttl_secs: 900,
+            notice_max_entries: 100_000,
+        }
+    }
+}
+
+/// `[watch]` as durations, for the hub. Tests build it directly with
+/// millisecond durations.
+#[derive(Debug, Clone)]
+pub struct WatchSettings {
+    /// Wait for the webhook before falling back to reading.
+    pub webhook_grace: Duration,
+    /// First delay between reads.
+    pub poll_initial: Duration,
+    /// Largest delay between reads.
+    pub poll_max: Duration,
+    /// After a notice, how long "processing" is tolerated.
+    pub settle_limit: Duration,
+    /// Most watchers of one journey.
+    pub max_watchers_per_journey: usize,
+    /// Most journeys watched at once.
+    pub max_journeys: usize,
+    /// Validity of a directory entry.
+    pub directory_ttl: Duration,
+    /// Most directory entries.
+    pub directory_max_entries: usize,
+    /// Memory of notices for unwatched journeys.
+    pub notice_ttl: Duration,
+    /// Most notices remembered.
+    pub notice_max_entries: usize,
+}
+
+impl From<&WatchConfig> for WatchSettings {
+    fn from(c: &WatchConfig) -> Self {
+        Self {
+            webhook_grace: Duration::from_secs(c.webhook_grace_secs),
+            poll_initial: Duration::from_millis(c.poll_initial_ms.max(1)),
+            poll_max: Duration::from_millis(c.poll_max_ms.max(c.poll_initial_ms).max(1)),
+            settle_limit: Duration::from_secs(c.result_settle_limit_secs),
+            max_watchers_per_journey: c.max_watchers_per_journey.max(1),
+            max_journeys: c.max_journeys.max(1),
+            directory_ttl: Duration::from_secs(c.directory_ttl_secs),
+            directory_max_entries: c.directory_max_entries,
+            notice_ttl: Duration::from_secs(c.notice_ttl_secs),
+            notice_max_entries: c.notice_max_entries,
+        }
+    }
+}
+
+impl Default for WatchSettings {
+    fn default() -> Self {
+        Self::from(&WatchConfig::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_documented_keys() {
+        let w = WebhookConfig::default();
+        assert_eq!(w.path, "/webhooks/journey");
+        assert_eq!(w.max_body_bytes, 65_536);
+        assert_eq!(w.replay_window_secs, 300);
+        assert!(!w.allow_unauthenticated);
+        let s = WatchSettings::default();
+        assert_eq!(s.webhook_grace, Duration::from_secs(30));
+        assert_eq!(s.directory_ttl, Duration::from_secs(1800));
+    }
+
+    #[test]
+    fn a_receiver_without_authentication_is_refused_unless_explicitly_allowed() {
+        let err = WebhookConfig::default().resolve().unwrap_err().to_string();
+        assert!(err.contains("allow_unauthenticated"), "{err}");
+        let open = WebhookConfig {
+            allow_unauthenticated: true,
+            ..WebhookConfig::default()
+        };
+        assert!(open.resolve().unwrap().basic.is_none());
+    }
+
+    #[test]
+    fn basic_user_without_a_password_source_is_refused() {
+        let c = WebhookConfig {
+            basic_user: Some("vendor".into()),
+            ..WebhookConfig::default()
+        };
+        assert!(c.resolve().unwrap_err().to_string().contains("basic_user"));
+    }
+
+    #[test]
+    fn secrets_are_read_from_files_and_the_hmac_secret_is_decoded() {
+        let dir = std::env::temp_dir().join(format!("idgate-events-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pw = dir.join("pw");
+        let sec = dir.join("sec");
+        std::fs::write(&pw, "s3cret\n").unwrap();
+        std::fs::write(&sec, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n").unwrap();
+        let c = WebhookConfig {
+            basic_user: Some("vendor".into()),
+            basic_password_file: Some(pw),
+            hmac_secret_file: Some(sec),
+            ..WebhookConfig::default()
+        };
+        let s = c.resolve().unwrap();
+        assert_eq!(s.basic.unwrap().password.expose(), "s3cret");
+        assert_eq!(s.hmac.unwrap().key().len(), 24);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_malformed_hmac_secret_is_refused_without_quoting_it() {
+        let err = HmacSecret::parse("whsec_not*base64!")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("not*base64"), "{err}");
+        assert!(HmacSecret::parse("whsec_c2hvcnQ=").is_err());
+        assert_eq!(
+            format!(
+                "{:?}",
+                HmacSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap()
+            ),
+            "HmacSecret(<redacted>)"
+        );
+    }
+
+    #[test]
+    fn dedupe_memory_shorter_than_the_replay_window_is_refused_with_hmac() {
+        let mut s = WebhookSettings::new();
+        s.hmac = Some(HmacSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap());
+        s.dedupe_ttl = Duration::from_secs(60);
+        assert!(s.validate().is_err());
+        s.dedupe_ttl = Duration::from_secs(300);
+        assert!(s.validate().is_ok());
+    }
+}

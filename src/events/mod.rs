@@ -1,0 +1,119 @@
+//! Journey events: the completion webhook receiver and `WatchJourney`.
+//!
+//! ```text
+//! service --POST notice--> webhook (auth, dedupe, 202) --notify--> JourneyHub
+//!                                                                  |  one task per watched journey:
+//!                                                                  |  wait for the notice (or the grace
+//!                                                                  |  period), read the result via
+//!                                                                  |  ResultSource until it settles,
+//!                                                                  |  publish on a watch channel
+//! caller --WatchJourney--> JourneyHub::watch --> stream per watcher <-'
+//! ```
+//!
+//! - [`webhook`]: the axum router that receives the notice.
+//! - [`hub`]: [`JourneyHub`], the per-journey read loops shared by watchers.
+//! - [`watch`]: the stream each watcher gets.
+//! - [`directory`]: journey references issued by CreateJourney -> appkeys.
+//! - [`config`]: `[webhook]` and `[watch]`.
+//!
+//! Appkeys travel only inside [`Appkey`]; logs and errors name journeys by
+//! their [`JourneyRef`](crate::domain::JourneyRef).
+
+pub mod auth;
+pub mod config;
+pub mod directory;
+pub mod hub;
+#[cfg(test)]
+mod testing;
+mod ttl;
+pub mod watch;
+pub mod webhook;
+
+use std::{future::Future, pin::Pin, sync::Arc};
+
+pub use config::{
+    BasicCredentials, HmacSecret, WatchConfig, WatchSettings, WebhookConfig, WebhookSettings,
+};
+pub use directory::JourneyDirectory;
+pub use hub::{HubStats, JourneyHub};
+pub use watch::{WatchStream, grpc_timeout};
+pub use webhook::{RejectReason, WebhookReceiver, WebhookStats};
+
+use crate::{domain::Appkey, proto::v1::JourneyResult};
+
+/// Reads a journey's result (the gateway's REST client implements this;
+/// tests use a double). Called only after a completion notice, or after
+/// the webhook grace period passed without one.
+pub trait ResultSource: Send + Sync + 'static {
+    /// Reads the current result of the journey of `appkey`.
+    fn fetch(
+        &self,
+        appkey: &Appkey,
+    ) -> impl Future<Output = Result<JourneyResult, crate::Error>> + Send;
+}
+
+impl<T: ResultSource> ResultSource for Arc<T> {
+    fn fetch(
+        &self,
+        appkey: &Appkey,
+    ) -> impl Future<Output = Result<JourneyResult, crate::Error>> + Send {
+        T::fetch(self, appkey)
+    }
+}
+
+/// The object-safe form of [`ResultSource`], so the hub is not generic.
+pub(crate) trait DynResultSource: Send + Sync {
+    fn fetch<'a>(
+        &'a self,
+        appkey: &'a Appkey,
+    ) -> Pin<Box<dyn Future<Output = Result<JourneyResult, crate::Error>> + Send + 'a>>;
+}
+
+impl<S: ResultSource> DynResultSource for S {
+    fn fetch<'a>(
+        &'a self,
+        appkey: &'a Appkey,
+    ) -> Pin<Box<dyn Future<Output = Result<JourneyResult, crate::Error>> + Send + 'a>> {
+        Box::pin(ResultSource::fetch(self, appkey))
+    }
+}
+
+/// The outcome a completion notice announces (`Status` of the webhook body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoticeStatus {
+    /// `Completo`.
+    Complete,
+    /// `Erro` (the spec also writes `Error`).
+    Error,
+}
+
+impl NoticeStatus {
+    /// Parses the webhook's `Status`; `None` for any other value.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("Completo") {
+            Some(NoticeStatus::Complete)
+        } else if s.eq_ignore_ascii_case("Erro") || s.eq_ignore_ascii_case("Error") {
+            Some(NoticeStatus::Error)
+        } else {
+            None
+        }
+    }
+
+    /// A label for logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeStatus::Complete => "complete",
+            NoticeStatus::Error => "error",
+        }
+    }
+}
+
+/// An authenticated completion notice.
+#[derive(Debug, Clone)]
+pub struct Notice {
+    /// The journey's appkey (redacted in `Debug`).
+    pub appkey: Appkey,
+    /// What the service announced.
+    pub status: NoticeStatus,
+}

@@ -1,0 +1,457 @@
+//! The completion-notice receiver: an axum router for the gateway's HTTP
+//! listener.
+//!
+//! A delivery is read with a size bound, authenticated (HTTP Basic or a
+//! Standard Webhooks signature: either suffices when both are configured,
+//! because the service itself sends only Basic), parsed, deduplicated and
+//! handed to the [`JourneyHub`], which never blocks; the answer (202) does
+//! not wait for the result to be read. Refusals are JSON with a reason and
+//! are counted by reason. Neither the appkey nor the body is ever logged.
+
+use std::{
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    Json, Router,
+    body::Body,
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use http_body_util::BodyExt as _;
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use super::{
+    Notice, NoticeStatus,
+    auth::{self, AuthFailure},
+    config::WebhookSettings,
+    hub::JourneyHub,
+    ttl::TtlMap,
+};
+use crate::{
+    config::ConfigError,
+    domain::{Appkey, JourneyRef},
+};
+
+/// Longest appkey accepted in a notice.
+const MAX_APPKEY_LEN: usize = 512;
+/// How long a sender may take to send its (small) body.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a delivery was refused. Each has its own counter and HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectReason {
+    /// No credentials of a configured kind (401).
+    CredentialsMissing,
+    /// HTTP Basic credentials that do not match (401).
+    CredentialsInvalid,
+    /// Signature headers malformed or no signature matches (401).
+    SignatureInvalid,
+    /// Correct signature, timestamp outside the replay window (401).
+    TimestampOutOfWindow,
+    /// Body over `max_body_bytes` (413).
+    PayloadTooLarge,
+    /// The body could not be read: the sender aborted or stalled (400).
+    BodyUnreadable,
+    /// Not a JSON object with string `Status` and `Appkey` (400).
+    MalformedBody,
+    /// `Status` is neither `Completo` nor `Erro` (422).
+    UnknownStatus,
+}
+
+impl RejectReason {
+    /// Every reason, for metric pre-registration.
+    pub const ALL: [RejectReason; 8] = [
+        RejectReason::CredentialsMissing,
+        RejectReason::CredentialsInvalid,
+        RejectReason::SignatureInvalid,
+        RejectReason::TimestampOutOfWindow,
+        RejectReason::PayloadTooLarge,
+        RejectReason::BodyUnreadable,
+        RejectReason::MalformedBody,
+        RejectReason::UnknownStatus,
+    ];
+
+    /// The label in responses, logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::CredentialsMissing => "credentials_missing",
+            RejectReason::CredentialsInvalid => "credentials_invalid",
+            RejectReason::SignatureInvalid => "signature_invalid",
+            RejectReason::TimestampOutOfWindow => "timestamp_out_of_window",
+            RejectReason::PayloadTooLarge => "payload_too_large",
+            RejectReason::BodyUnreadable => "body_unreadable",
+            RejectReason::MalformedBody => "malformed_body",
+            RejectReason::UnknownStatus => "unknown_status",
+        }
+    }
+
+    /// The HTTP status of the refusal.
+    pub fn http_status(self) -> StatusCode {
+        match self {
+            RejectReason::CredentialsMissing
+            | RejectReason::CredentialsInvalid
+            | RejectReason::SignatureInvalid
+            | RejectReason::TimestampOutOfWindow => StatusCode::UNAUTHORIZED,
+            RejectReason::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            RejectReason::BodyUnreadable | RejectReason::MalformedBody => StatusCode::BAD_REQUEST,
+            RejectReason::UnknownStatus => StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
+
+    fn message(self) -> &'static str {
+        match self {
+            RejectReason::CredentialsMissing => "authentication required",
+            RejectReason::CredentialsInvalid => "invalid credentials",
+            RejectReason::SignatureInvalid => {
+                "webhook-id, webhook-timestamp and a matching v1 webhook-signature are required"
+            }
+            RejectReason::TimestampOutOfWindow => "webhook-timestamp is outside the replay window",
+            RejectReason::PayloadTooLarge => "body exceeds the size limit",
+            RejectReason::BodyUnreadable => "body could not be read",
+            RejectReason::MalformedBody => {
+                "body must be a JSON object with string fields `Status` and `Appkey` (non-empty)"
+            }
+            RejectReason::UnknownStatus => "`Status` must be `Completo` or `Erro`",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl From<AuthFailure> for RejectReason {
+    fn from(f: AuthFailure) -> Self {
+        match f {
+            AuthFailure::Missing => RejectReason::CredentialsMissing,
+            AuthFailure::InvalidCredentials => RejectReason::CredentialsInvalid,
+            AuthFailure::InvalidSignature => RejectReason::SignatureInvalid,
+            AuthFailure::StaleTimestamp => RejectReason::TimestampOutOfWindow,
+        }
+    }
+}
+
+/// A snapshot of the receiver's counters, for telemetry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookStats {
+    /// Deliveries received (every request to the path).
+    pub received: u64,
+    /// Deliveries accepted and handed to the hub.
+    pub accepted: u64,
+    /// Authenticated deliveries dropped as duplicates (answered 202).
+    pub duplicates: u64,
+    rejected: [u64; RejectReason::ALL.len()],
+}
+
+impl WebhookStats {
+    /// Deliveries refused for `reason`.
+    pub fn rejected(&self, reason: RejectReason) -> u64 {
+        self.rejected[reason.index()]
+    }
+
+    /// Deliveries refused for any reason.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.iter().sum()
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    received: AtomicU64,
+    accepted: AtomicU64,
+    duplicates: AtomicU64,
+    rejected: [AtomicU64; RejectReason::ALL.len()],
+}
+
+/// What identifies a delivery for dedupe.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum DeliveryKey {
+    /// The sender's `webhook-id`.
+    Id(String),
+    /// No id: the journey and the announced status.
+    Journey(JourneyRef, NoticeStatus),
+}
+
+/// The webhook receiver. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct WebhookReceiver {
+    inner: Arc<ReceiverInner>,
+}
+
+struct ReceiverInner {
+    settings: WebhookSettings,
+    hub: JourneyHub,
+    dedupe: Mutex<TtlMap<DeliveryKey, ()>>,
+    counters: Counters,
+}
+
+impl WebhookReceiver {
+    /// A receiver that hands notices to `hub`. Refuses settings without
+    /// authentication unless `allow_unauthenticated` is set.
+    pub fn new(settings: WebhookSettings, hub: JourneyHub) -> Result<Self, ConfigError> {
+        settings.validate()?;
+        if settings.basic.is_none() && settings.hmac.is_none() {
+            tracing::warn!(
+                path = %settings.path,
+                "webhook receiver accepts unauthenticated notices (allow_unauthenticated = true)"
+            );
+        }
+        let dedupe = TtlMap::new(settings.dedupe_ttl, settings.dedupe_max_entries);
+        Ok(Self {
+            inner: Arc::new(ReceiverInner {
+                settings,
+                hub,
+                dedupe: Mutex::new(dedupe),
+                counters: Counters::default(),
+            }),
+        })
+    }
+
+    /// The router to mount on the HTTP listener: `POST {path}`. Generic
+    /// over the state of the router it is merged into.
+    pub fn router<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
+        Router::new()
+            .route(&self.inner.settings.path, post(receive))
+            .with_state(self.clone())
+    }
+
+    /// The configured path.
+    pub fn path(&self) -> &str {
+        &self.inner.settings.path
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> WebhookStats {
+        let c = &self.inner.counters;
+        WebhookStats {
+            received: c.received.load(Ordering::Relaxed),
+            accepted: c.accepted.load(Ordering::Relaxed),
+            duplicates: c.duplicates.load(Ordering::Relaxed),
+            rejected: std::array::from_fn(|i| c.rejected[i].load(Ordering::Relaxed)),
+        }
+    }
+
+    fn reject(&self, reason: RejectReason) -> Response {
+        self.inner.counters.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
+        tracing::info!(reason = reason.as_str(), "webhook delivery refused");
+        let body = Json(serde_json::json!({
+            "error": { "reason": reason.as_str(), "message": reason.message() }
+        }));
+        let mut response = (reason.http_status(), body).into_response();
+        if reason.http_status() == StatusCode::UNAUTHORIZED && self.inner.settings.basic.is_some() {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"idgate-webhook\", charset=\"UTF-8\""),
+            );
+        }
+        response
+    }
+
+    /// Either configured method suffices; with none configured (explicit
+    /// opt-out, checked at construction) everything passes. The reported
+    /// failure is the most specific one seen.
+    fn authenticate(&self, headers: &HeaderMap, body: &[u8]) -> Result<(), AuthFailure> {
+        let settings = &self.inner.settings;
+        if settings.basic.is_none() && settings.hmac.is_none() {
+            return Ok(());
+        }
+        let mut failure = AuthFailure::Missing;
+        if let Some(secret) = &settings.hmac {
+            if auth::has_signature_headers(headers) {
+                match auth::check_signature(
+                    headers,
+                    body,
+                    secret,
+                    time::OffsetDateTime::now_utc().unix_timestamp(),
+                    settings.replay_window.as_secs(),
+                ) {
+                    Ok(()) => return Ok(()),
+                    Err(f) => failure = f,
+                }
+            }
+        }
+        if let Some(basic) = &settings.basic {
+            match auth::check_basic(headers, basic) {
+                Some(true) => return Ok(()),
+                Some(false) if failure == AuthFailure::Missing => {
+                    failure = AuthFailure::InvalidCredentials;
+                }
+                _ => {}
+            }
+        }
+        Err(failure)
+    }
+
+    /// True the first time a delivery is seen within the dedupe TTL.
+    fn first_delivery(&self, key: DeliveryKey) -> bool {
+        self.inner
+            .dedupe
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert_if_absent(key, (), Instant::now())
+    }
+}
+
+impl std::fmt::Debug for WebhookReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookReceiver")
+            .field("path", &self.inner.settings.path)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// The body the service sends. Other fields are ignored (the spec does not
+/// show them); the lower-case spellings are accepted too.
+#[derive(Deserialize)]
+struct WireNotice {
+    #[serde(rename = "Status", alias = "status")]
+    status: String,
+    #[serde(rename = "Appkey", alias = "appkey")]
+    appkey: String,
+}
+
+/// Parses a body into a notice. Errors carry a reason only: serde messages
+/// can quote values, so they are never surfaced.
+fn parse_notice(body: &[u8]) -> Result<Notice, RejectReason> {
+    // Through `Value` first: serde would also accept a JSON array as a struct.
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| RejectReason::MalformedBody)?;
+    if !value.is_object() {
+        return Err(RejectReason::MalformedBody);
+    }
+    let wire = WireNotice::deserialize(value).map_err(|_| RejectReason::MalformedBody)?;
+    let appkey = wire.appkey.trim();
+    if appkey.is_empty() || appkey.len() > MAX_APPKEY_LEN {
+        return Err(RejectReason::MalformedBody);
+    }
+    let status = NoticeStatus::parse(&wire.status).ok_or(RejectReason::UnknownStatus)?;
+    Ok(Notice {
+        appkey: Appkey::new(appkey),
+        status,
+    })
+}
+
+async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<bytes::Bytes, RejectReason> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(RejectReason::PayloadTooLarge);
+    }
+    let limited = http_body_util::Limited::new(body, limit);
+    match tokio::time::timeout(BODY_READ_TIMEOUT, limited.collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(RejectReason::PayloadTooLarge)
+        }
+        Ok(Err(_)) | Err(_) => Err(RejectReason::BodyUnreadable),
+    }
+}
+
+async fn receive(
+    State(receiver): State<WebhookReceiver>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let counters = &receiver.inner.counters;
+    counters.received.fetch_add(1, Ordering::Relaxed);
+    let limit = receiver.inner.settings.max_body_bytes;
+    let body = match read_body(body, &headers, limit).await {
+        Ok(b) => b,
+        Err(reason) => return receiver.reject(reason),
+    };
+    if let Err(failure) = receiver.authenticate(&headers, &body) {
+        return receiver.reject(failure.into());
+    }
+    let notice = match parse_notice(&body) {
+        Ok(n) => n,
+        Err(reason) => return receiver.reject(reason),
+    };
+    let journey = JourneyRef::from_appkey(&notice.appkey);
+    let key = match auth::delivery_id(&headers) {
+        Some(id) => DeliveryKey::Id(id.to_owned()),
+        None => DeliveryKey::Journey(journey.clone(), notice.status),
+    };
+    if !receiver.first_delivery(key) {
+        counters.duplicates.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(journey = %journey, "duplicate webhook delivery ignored");
+        return (
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({ "status": "duplicate" })),
+        )
+            .into_response();
+    }
+    let status = notice.status;
+    let watched = receiver.inner.hub.notify(notice);
+    counters.accepted.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(
+        journey = %journey,
+        status = status.as_str(),
+        watched,
+        "completion notice accepted"
+    );
+    (
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({ "status": "accepted" })),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_parse_completo_and_erro_and_ignore_other_fields() {
+        let n = parse_notice(br#"{"Status":"Completo","Appkey":"k1","Extra":1}"#).unwrap();
+        assert_eq!(n.status, NoticeStatus::Complete);
+        assert_eq!(n.appkey.expose(), "k1");
+        let n = parse_notice(br#"{"Status":"Erro","Appkey":"k1"}"#).unwrap();
+        assert_eq!(n.status, NoticeStatus::Error);
+        let n = parse_notice(br#"{"status":"Error","appkey":"k1"}"#).unwrap();
+        assert_eq!(n.status, NoticeStatus::Error);
+    }
+
+    #[test]
+    fn unknown_statuses_and_malformed_bodies_are_told_apart() {
+        assert_eq!(
+            parse_notice(br#"{"Status":"Em processamento","Appkey":"k"}"#).unwrap_err(),
+            RejectReason::UnknownStatus
+        );
+        for body in [
+            &br#"{"Status":"Completo"}"#[..],
+            br#"{"Status":"Completo","Appkey":""}"#,
+            br#"{"Status":1,"Appkey":"k"}"#,
+            br#"["Completo","k"]"#,
+            b"Status=Completo&Appkey=k",
+            b"",
+        ] {
+            assert_eq!(parse_notice(body).unwrap_err(), RejectReason::MalformedBody);
+        }
+    }
+
+    #[test]
+    fn every_reason_has_a_distinct_label_and_a_client_error_status() {
+        let labels: std::collections::HashSet<_> =
+            RejectReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(labels.len(), RejectReason::ALL.len());
+        for (i, r) in RejectReason::ALL.iter().enumerate() {
+            assert_eq!(r.index(), i);
+            assert!(r.http_status().is_client_error());
+        }
+    }
+}
