@@ -20,6 +20,7 @@
 
 pub mod error;
 pub mod proto;
+pub mod sandbox;
 pub mod upstream;
 
 pub use error::Error;
