@@ -105,7 +105,7 @@ mod tests {
     #[test]
     fn manual_clock_notifies_watchers_on_advance() {
         let clock = ManualClock::new();
-        let mut rx = clock.watch().expect("manual clock is watchable");
+        let rx = clock.watch().expect("manual clock is watchable");
         assert!(!rx.has_changed().unwrap_or(true));
         clock.advance(Duration::from_secs(1));
         assert!(rx.has_changed().unwrap_or(false));
