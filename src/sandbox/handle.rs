@@ -32,7 +32,17 @@ pub struct SandboxChannelInfo {
 pub(crate) struct Server {
     pub(crate) addr: SocketAddr,
     pub(crate) stop: watch::Sender<bool>,
-    pub(crate) task: JoinHandle<()>,
+    /// Taken once awaited (a finished `JoinHandle` must not be polled again).
+    pub(crate) task: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    async fn stop_and_wait(&mut self) {
+        self.stop.send_replace(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
 }
 
 /// A running sandbox. Dropping it stops every listener; [`shutdown`]
@@ -161,8 +171,7 @@ impl SandboxHandle {
             .channel_index(channel)
             .ok_or(SandboxError::UnknownChannel)?;
         if let Some(server) = self.servers.get_mut(2 + index) {
-            server.stop.send_replace(true);
-            let _ = (&mut server.task).await;
+            server.stop_and_wait().await;
         }
         Ok(())
     }
@@ -192,8 +201,8 @@ impl SandboxHandle {
     /// webhook driver (pending notices are dropped) and waits for all.
     pub async fn shutdown(mut self) {
         self.shutdown.send_replace(true);
-        for server in std::mem::take(&mut self.servers) {
-            let _ = server.task.await;
+        for server in &mut self.servers {
+            server.stop_and_wait().await;
         }
         if let Some(driver) = self.driver.take() {
             let _ = driver.await;

@@ -147,7 +147,11 @@ fn spawn(listener: TcpListener, router: Router, shutdown: &watch::Sender<bool>) 
             tracing::warn!(error = %e, "sandbox listener stopped with an error");
         }
     });
-    Server { addr, stop, task }
+    Server {
+        addr,
+        stop,
+        task: Some(task),
+    }
 }
 
 fn not_found() -> Response {

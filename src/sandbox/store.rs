@@ -144,12 +144,11 @@ pub struct StoreSizes {
 }
 
 /// What a test can see of one appkey, without its personal data.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppkeyState {
     /// The appkey's validity has passed.
     pub expired: bool,
     /// The liveness verdict, once a proof was made.
-    #[serde(skip)]
     pub liveness: Option<LivenessOutcome>,
     /// Open 2D challenges of this appkey.
     pub open_challenges: usize,
@@ -238,6 +237,22 @@ impl Store {
         inner
     }
 
+    /// Ok when a table of `len` entries may grow; purges first when full.
+    fn room(
+        &self,
+        inner: &mut Inner,
+        now: OffsetDateTime,
+        len: fn(&Inner) -> usize,
+    ) -> Result<(), Reject> {
+        if len(inner) >= self.limits.max_entries {
+            self.purge_inner(inner, now);
+        }
+        if len(inner) >= self.limits.max_entries {
+            return Err(FULL);
+        }
+        Ok(())
+    }
+
     /// Drops expired tokens, void challenges, sessions of unusable appkeys
     /// and appkeys past their retention.
     fn purge_inner(&self, inner: &mut Inner, now: OffsetDateTime) {
@@ -271,9 +286,7 @@ impl Store {
         now: OffsetDateTime,
     ) -> Result<(String, OffsetDateTime), Reject> {
         let mut inner = self.locked(now);
-        if inner.tokens.len() >= self.limits.max_entries {
-            return Err(FULL);
-        }
+        self.room(&mut inner, now, |i| i.tokens.len())?;
         let token = secret();
         let expires_at = now.saturating_add(self.limits.credential_ttl);
         inner.tokens.insert(
@@ -301,9 +314,7 @@ impl Store {
             Some(t) if now < t.expires_at && t.operator == login => {}
             _ => return Err(BAD_TOKEN),
         }
-        if inner.appkeys.len() >= self.limits.max_entries {
-            return Err(FULL);
-        }
+        self.room(&mut inner, now, |i| i.appkeys.len())?;
         let appkey = secret();
         inner.appkeys.insert(
             appkey.clone(),
@@ -328,9 +339,7 @@ impl Store {
     ) -> Result<String, Reject> {
         let mut inner = self.locked(now);
         inner.unbound_appkey(appkey, now)?;
-        if inner.challenges.len() >= self.limits.max_entries {
-            return Err(FULL);
-        }
+        self.room(&mut inner, now, |i| i.challenges.len())?;
         let chkey = secret();
         inner.challenges.insert(
             chkey.clone(),
@@ -377,9 +386,7 @@ impl Store {
     ) -> Result<String, Reject> {
         let mut inner = self.locked(now);
         inner.unbound_appkey(appkey, now)?;
-        if inner.sessions.len() >= self.limits.max_entries {
-            return Err(FULL);
-        }
+        self.room(&mut inner, now, |i| i.sessions.len())?;
         let token = secret();
         inner.sessions.insert(
             token.clone(),

@@ -252,3 +252,21 @@ async fn appkey_expiry_is_configurable() {
     env.advance(30);
     assert_eq!(env.challenge(&appkey).await.status, 401);
 }
+
+#[tokio::test]
+async fn appkey_answers_500_when_the_store_is_full_until_entries_expire() {
+    let cfg = SandboxConfig {
+        max_entries: 1,
+        result_retention_secs: 0,
+        ..config()
+    };
+    let env = start_with(cfg).await;
+    let token = env.credential().await;
+    assert_eq!(env.appkey_with(&token, HAPPY_PERSON).await.status, 200);
+    let full = env.appkey_with(&token, HAPPY_PERSON).await;
+    assert_eq!(full.status, 500);
+    assert!(full.body["message"].is_string());
+    // Expired entries are purged, which makes room again.
+    env.advance(5 * 60);
+    assert_eq!(env.appkey_with(&token, HAPPY_PERSON).await.status, 200);
+}

@@ -222,3 +222,20 @@ async fn session_token_answers_401_for_an_unknown_appkey() {
     let root = standard(&env.sandbox.base_url());
     assert_eq!(env.session_token(&root, "unknown", None).await.status, 401);
 }
+
+#[tokio::test]
+async fn shutdown_closes_every_listener_even_after_a_channel_stopped() {
+    let mut env = start().await;
+    let core = env.core("/credencial");
+    let result = env.result_url();
+    env.sandbox
+        .stop_channel("alternative")
+        .await
+        .expect("known channel");
+    let crate::helpers::Env { sandbox, http, .. } = env;
+    sandbox.shutdown().await;
+    for url in [core, result] {
+        let err = http.post(&url).send().await.expect_err("closed");
+        assert!(err.is_connect(), "{err:?}");
+    }
+}

@@ -242,3 +242,25 @@ async fn invalid_signing_secret_is_refused_at_start() {
         .expect_err("refused");
     assert!(matches!(err, idgate::sandbox::SandboxError::Config(_)));
 }
+
+#[tokio::test]
+async fn webhook_fires_on_time_with_the_system_clock() {
+    let (url, mut rx) = receiver(0).await;
+    let mut cfg = webhook_config(url);
+    cfg.processing_delay_ms = 50;
+    let sandbox = idgate::sandbox::Sandbox::start(cfg, Arc::new(idgate::sandbox::SystemClock))
+        .await
+        .expect("starts");
+    let env = Env {
+        sandbox,
+        clock: Arc::new(idgate::sandbox::ManualClock::new()),
+        http: crate::helpers::client(),
+    };
+    let appkey = env.appkey(HAPPY_PERSON).await;
+    env.liveness_2d(&appkey, LivenessOutcome::Valid).await;
+    env.upload(&appkey, &[rg()]).await;
+    // The driver sleeps until the journey is due, then sends.
+    let seen = next(&mut rx).await;
+    assert_eq!(seen.body["Appkey"], appkey.as_str());
+    assert_eq!(env.result(&appkey).await.body["status"], "Completo");
+}
