@@ -14,8 +14,8 @@ use serde_json::Value;
 #[error("request body too large or unreadable")]
 pub(crate) struct BodyError;
 
-/// A request body with its media type.
-#[derive(Debug)]
+/// A request body with its media type. Not `Debug`: bodies hold secrets
+/// and personal data.
 pub(crate) struct Input {
     media_type: Option<String>,
     body: Bytes,

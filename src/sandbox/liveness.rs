@@ -106,8 +106,9 @@ impl LivenessOutcome {
     }
 }
 
-/// One 2D snapshot: the challenge type it answers and the image.
-#[derive(Debug, Clone)]
+/// One 2D snapshot: the challenge type it answers and the image. Not
+/// `Debug`: the image is biometric data.
+#[derive(Clone)]
 pub struct Snapshot {
     /// `tipoFace.codigo` of the challenge the snapshot was taken for.
     pub face_type: String,

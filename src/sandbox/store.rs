@@ -30,7 +30,7 @@ pub(crate) struct Limits {
 }
 
 /// The end user an appkey was created for.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct EndUser {
     pub(crate) cpf: String,
     pub(crate) name: String,
@@ -45,7 +45,7 @@ pub(crate) enum LivenessMode {
 }
 
 /// The one liveness proof an appkey can hold.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct LivenessProof {
     pub(crate) mode: LivenessMode,
     pub(crate) outcome: LivenessOutcome,
@@ -56,14 +56,14 @@ pub(crate) struct LivenessProof {
 }
 
 /// One recognised document image.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct DocumentImage {
     pub(crate) recognised: Recognised,
     pub(crate) bytes: Bytes,
 }
 
 /// What a document submission carried.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) enum SubmissionContent {
     Images(Vec<DocumentImage>),
     Licence { format: LicenceFormat, bytes: Bytes },
@@ -71,7 +71,7 @@ pub(crate) enum SubmissionContent {
 
 /// The latest accepted document submission of an appkey; a new one
 /// replaces it and restarts processing.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Submission {
     pub(crate) seq: u64,
     pub(crate) at: OffsetDateTime,
@@ -82,8 +82,9 @@ pub(crate) struct Submission {
     pub(crate) content: SubmissionContent,
 }
 
-/// Everything known about one appkey.
-#[derive(Debug, Clone)]
+/// Everything known about one appkey. Deliberately not `Debug`: it holds
+/// personal data and images.
+#[derive(Clone)]
 pub(crate) struct AppkeyRecord {
     pub(crate) user: EndUser,
     pub(crate) external_id: String,
@@ -101,26 +102,23 @@ impl AppkeyRecord {
     }
 }
 
-#[derive(Debug)]
 struct TokenRecord {
     operator: String,
     expires_at: OffsetDateTime,
 }
 
-#[derive(Debug)]
 struct ChallengeRecord {
     appkey: String,
     created_at: OffsetDateTime,
 }
 
-#[derive(Debug)]
 struct SessionRecord {
     appkey: String,
     channel: usize,
     outcome: LivenessOutcome,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Inner {
     tokens: HashMap<String, TokenRecord>,
     appkeys: HashMap<String, AppkeyRecord>,
@@ -169,8 +167,7 @@ const BAD_SESSION: Reject =
     Reject::unauthorized("session token unknown or not issued for this appkey and channel");
 const FULL: Reject = Reject::internal("sandbox at capacity");
 
-/// The shared state store.
-#[derive(Debug)]
+/// The shared state store. No `Debug`: it holds secrets and personal data.
 pub(crate) struct Store {
     inner: Mutex<Inner>,
     limits: Limits,
