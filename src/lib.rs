@@ -25,6 +25,7 @@ pub mod domain;
 pub mod error;
 pub mod events;
 pub mod proto;
+pub mod sandbox;
 pub mod telemetry;
 pub mod upstream;
 

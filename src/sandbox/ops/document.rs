@@ -1,0 +1,84 @@
+//! `POST /document`: document images, or the digital driver licence.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::sandbox::app::App;
+use crate::sandbox::documents::{LicenceFormat, recognise};
+use crate::sandbox::error::Reject;
+use crate::sandbox::input::{Input, json_str};
+use crate::sandbox::store::{DocumentImage, SubmissionContent};
+use crate::upstream::Operation;
+
+/// A body with a `qrcode` field is a digital licence; anything else
+/// (malformed bodies included) is an image upload.
+pub(super) fn classify(input: Option<&Input>) -> Operation {
+    match input.and_then(Input::json_object) {
+        Some(body) if body.contains_key("qrcode") => Operation::DigitalLicence,
+        _ => Operation::DocumentImages,
+    }
+}
+
+fn decode(text: &str) -> Option<Vec<u8>> {
+    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    STANDARD.decode(compact).ok().filter(|b| !b.is_empty())
+}
+
+fn accepted(appkey: &str, code: u64) -> Response {
+    Json(json!({ "appkey": appkey, "codigoDocumento": code })).into_response()
+}
+
+pub(super) fn images(app: &App, input: &Input, bad: Reject) -> Result<Response, Reject> {
+    let body = input.json_object().ok_or(bad)?;
+    let appkey = json_str(body, "appkey").ok_or(bad)?;
+    let images = body
+        .get("images")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .ok_or(bad)?;
+    let decoded: Vec<Vec<u8>> = images
+        .iter()
+        .map(|v| v.as_str().and_then(decode))
+        .collect::<Option<_>>()
+        .ok_or(bad)?;
+    let now = app.clock.now();
+    // An expired appkey answers 401 whatever the images hold.
+    app.store.require_live(appkey, now)?;
+    let documents: Vec<DocumentImage> = decoded
+        .into_iter()
+        .filter_map(|bytes| {
+            recognise(&bytes).map(|recognised| DocumentImage {
+                recognised,
+                bytes: Bytes::from(bytes),
+            })
+        })
+        .collect();
+    if documents.is_empty() {
+        return Err(Reject::bad_request(
+            "no document found in the images; send new images",
+        ));
+    }
+    let code = app
+        .store
+        .submit(appkey, SubmissionContent::Images(documents), now)?;
+    app.activity.notify_one();
+    Ok(accepted(appkey, code))
+}
+
+pub(super) fn digital_licence(app: &App, input: &Input, bad: Reject) -> Result<Response, Reject> {
+    let body = input.json_object().ok_or(bad)?;
+    let appkey = json_str(body, "appkey").ok_or(bad)?;
+    let bytes = json_str(body, "qrcode").and_then(decode).ok_or(bad)?;
+    let format = LicenceFormat::detect(&bytes).ok_or(bad)?;
+    let content = SubmissionContent::Licence {
+        format,
+        bytes: Bytes::from(bytes),
+    };
+    let code = app.store.submit(appkey, content, app.clock.now())?;
+    app.activity.notify_one();
+    Ok(accepted(appkey, code))
+}

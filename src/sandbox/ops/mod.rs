@@ -1,0 +1,126 @@
+//! The REST operations: one module each, behind one dispatcher that
+//! counts calls, applies faults and maps bad input to the operation's
+//! status code.
+
+mod appkey;
+mod captcha;
+mod challenge;
+mod credential;
+mod document;
+mod result;
+mod three_d;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use tracing::Instrument as _;
+
+use super::app::App;
+use super::error::Reject;
+use super::faults::{self, FaultPhase};
+use super::input::Input;
+use crate::upstream::Operation;
+
+/// Which handler a path leads to. `/document` serves two operations,
+/// told apart by the body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Route {
+    Op(Operation),
+    Document,
+}
+
+/// The status of malformed input for `op`: 401 ("missing data or data
+/// outside the expected pattern") where the spec documents that for the
+/// operation, else 400.
+fn bad_input(op: Operation) -> Reject {
+    match op {
+        Operation::DigitalLicence => {
+            Reject::unauthorized("missing data or data outside the expected pattern")
+        }
+        _ => Reject::bad_request("malformed request or data not correctly informed"),
+    }
+}
+
+/// Serves one REST call: reads the body, counts the call, applies a
+/// matching fault, runs the operation.
+pub(crate) async fn serve(
+    app: Arc<App>,
+    route: Route,
+    channel: Option<usize>,
+    req: Request,
+) -> Response {
+    let input = Input::read(req, app.config.max_body_bytes).await;
+    let op = match route {
+        Route::Op(op) => op,
+        Route::Document => document::classify(input.as_ref().ok()),
+    };
+    let channel_name = channel
+        .and_then(|i| app.channels.get(i))
+        .map(|c| c.config.name.as_str());
+    let span = tracing::info_span!(
+        "sandbox.call",
+        operation = op.as_str(),
+        channel = channel_name.unwrap_or("-")
+    );
+    async {
+        let fault = app.faults.on_call(op, channel_name);
+        if let Some(rule) = &fault {
+            if rule.latency_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(rule.latency_ms)).await;
+            }
+            if rule.phase == FaultPhase::Before {
+                if let Some(response) = faults::response(rule.action) {
+                    tracing::info!(action = ?rule.action, "fault injected before the operation");
+                    return response;
+                }
+            }
+        }
+        let response = match &input {
+            Ok(input) => run(&app, op, channel.unwrap_or(0), input)
+                .unwrap_or_else(IntoResponse::into_response),
+            Err(_) => bad_input(op).into_response(),
+        };
+        if let Some(rule) = fault.filter(|r| r.phase == FaultPhase::After) {
+            if let Some(response) = faults::response(rule.action) {
+                tracing::info!(action = ?rule.action, "fault injected after the operation");
+                return response;
+            }
+        }
+        tracing::debug!(status = response.status().as_u16(), "answered");
+        response
+    }
+    .instrument(span)
+    .await
+}
+
+fn run(app: &App, op: Operation, channel: usize, input: &Input) -> Result<Response, Reject> {
+    let bad = bad_input(op);
+    match op {
+        Operation::Credential => credential::handle(app, input, bad),
+        Operation::Appkey => appkey::handle(app, input, bad),
+        Operation::Challenge => challenge::handle(app, input, bad),
+        Operation::Captcha => captcha::handle(app, input, bad),
+        Operation::SessionToken3D => three_d::session_token(app, channel, input, bad),
+        Operation::Liveness3D => three_d::liveness(app, channel, input, bad),
+        Operation::DocumentImages => document::images(app, input, bad),
+        Operation::DigitalLicence => document::digital_licence(app, input, bad),
+        Operation::Result => result::handle(app, input, bad),
+    }
+}
+
+/// The liveness verdict of spec 2.4.
+fn verdict(outcome: super::liveness::LivenessOutcome, protocol: u64) -> Response {
+    (
+        StatusCode::OK,
+        axum::Json(serde_json::json!({
+            "valid": outcome.is_valid(),
+            "codID": outcome.cod_id(),
+            "cause": outcome.cause(),
+            "protocol": protocol.to_string(),
+        })),
+    )
+        .into_response()
+}

@@ -1,0 +1,552 @@
+//! The state machine of spec section 3, in memory, shared by every
+//! listener.
+//!
+//! Every method takes `now` from the injected clock and validates before it
+//! mutates, under one lock, so a refused call leaves no trace. Expiry is
+//! evaluated lazily against `now`; [`Store::purge`] drops what can no
+//! longer be used or read, so memory stays bounded.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use time::{Date, OffsetDateTime};
+
+use super::documents::{LicenceFormat, Recognised};
+use super::error::Reject;
+use super::faults::lock;
+use super::journey::{self, JourneyStatus};
+use super::liveness::LivenessOutcome;
+
+/// Durations and bounds the store enforces.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub(crate) credential_ttl: time::Duration,
+    pub(crate) appkey_ttl: time::Duration,
+    pub(crate) challenge_window: time::Duration,
+    pub(crate) retention: time::Duration,
+    pub(crate) processing_delay: time::Duration,
+    pub(crate) max_entries: usize,
+}
+
+/// The end user an appkey was created for.
+#[derive(Clone)]
+pub(crate) struct EndUser {
+    pub(crate) cpf: String,
+    pub(crate) name: String,
+    pub(crate) birth: Date,
+}
+
+/// How the liveness proof was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LivenessMode {
+    TwoD,
+    ThreeD,
+}
+
+/// The one liveness proof an appkey can hold.
+#[derive(Clone)]
+pub(crate) struct LivenessProof {
+    pub(crate) mode: LivenessMode,
+    pub(crate) outcome: LivenessOutcome,
+    pub(crate) protocol: u64,
+    pub(crate) bureau_protocol: u64,
+    /// The frontal photo returned in `fotos`.
+    pub(crate) frontal: Bytes,
+}
+
+/// One recognised document image.
+#[derive(Clone)]
+pub(crate) struct DocumentImage {
+    pub(crate) recognised: Recognised,
+    pub(crate) bytes: Bytes,
+}
+
+/// What a document submission carried.
+#[derive(Clone)]
+pub(crate) enum SubmissionContent {
+    Images(Vec<DocumentImage>),
+    Licence { format: LicenceFormat, bytes: Bytes },
+}
+
+/// The latest accepted document submission of an appkey; a new one
+/// replaces it and restarts processing.
+#[derive(Clone)]
+pub(crate) struct Submission {
+    pub(crate) seq: u64,
+    pub(crate) at: OffsetDateTime,
+    pub(crate) ticket: String,
+    pub(crate) analysis_id: u64,
+    pub(crate) codigo_documento: u64,
+    pub(crate) biometry_protocol: u64,
+    pub(crate) content: SubmissionContent,
+}
+
+/// Everything known about one appkey. Deliberately not `Debug`: it holds
+/// personal data and images.
+#[derive(Clone)]
+pub(crate) struct AppkeyRecord {
+    pub(crate) user: EndUser,
+    pub(crate) external_id: String,
+    pub(crate) created_at: OffsetDateTime,
+    pub(crate) expires_at: OffsetDateTime,
+    pub(crate) liveness: Option<LivenessProof>,
+    pub(crate) submission: Option<Submission>,
+    /// Submission whose completion notice was already queued.
+    pub(crate) notified_seq: Option<u64>,
+}
+
+impl AppkeyRecord {
+    fn expired(&self, now: OffsetDateTime) -> bool {
+        now >= self.expires_at
+    }
+}
+
+struct TokenRecord {
+    operator: String,
+    expires_at: OffsetDateTime,
+}
+
+struct ChallengeRecord {
+    appkey: String,
+    created_at: OffsetDateTime,
+}
+
+struct SessionRecord {
+    appkey: String,
+    channel: usize,
+    outcome: LivenessOutcome,
+}
+
+#[derive(Default)]
+struct Inner {
+    tokens: HashMap<String, TokenRecord>,
+    appkeys: HashMap<String, AppkeyRecord>,
+    challenges: HashMap<String, ChallengeRecord>,
+    sessions: HashMap<String, SessionRecord>,
+    serial: u64,
+    last_purge: Option<OffsetDateTime>,
+}
+
+/// Sizes of the store's tables, for tests and the admin endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct StoreSizes {
+    /// Credential tokens held.
+    pub tokens: usize,
+    /// Appkeys held (expired ones until their retention ends).
+    pub appkeys: usize,
+    /// Open 2D challenges.
+    pub challenges: usize,
+    /// Open 3D sessions.
+    pub sessions: usize,
+}
+
+/// What a test can see of one appkey, without its personal data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppkeyState {
+    /// The appkey's validity has passed.
+    pub expired: bool,
+    /// The liveness verdict, once a proof was made.
+    pub liveness: Option<LivenessOutcome>,
+    /// Open 2D challenges of this appkey.
+    pub open_challenges: usize,
+    /// Open 3D sessions of this appkey.
+    pub open_sessions: usize,
+    /// Images of the latest accepted document submission (1 for a licence).
+    pub documents: usize,
+    /// The journey status the result would show (`None`: result is 404).
+    pub status: Option<&'static str>,
+}
+
+const BAD_TOKEN: Reject =
+    Reject::unauthorized("credential token unknown, expired or not issued to this user");
+const BAD_APPKEY: Reject = Reject::unauthorized("appkey unknown or expired");
+const APPKEY_USED: Reject = Reject::unauthorized("appkey already holds a liveness proof");
+const BAD_CHALLENGE: Reject = Reject::unauthorized("challenge unknown or void");
+const BAD_SESSION: Reject =
+    Reject::unauthorized("session token unknown or not issued for this appkey and channel");
+const FULL: Reject = Reject::internal("sandbox at capacity");
+
+/// The shared state store. No `Debug`: it holds secrets and personal data.
+pub(crate) struct Store {
+    inner: Mutex<Inner>,
+    limits: Limits,
+}
+
+fn secret() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl Inner {
+    /// A fresh serial number (protocols, ids, document codes).
+    fn next_serial(&mut self) -> u64 {
+        self.serial += 1;
+        self.serial
+    }
+
+    fn live_appkey(
+        &mut self,
+        appkey: &str,
+        now: OffsetDateTime,
+    ) -> Result<&mut AppkeyRecord, Reject> {
+        match self.appkeys.get_mut(appkey) {
+            Some(rec) if !rec.expired(now) => Ok(rec),
+            _ => Err(BAD_APPKEY),
+        }
+    }
+
+    /// An appkey that may still make its liveness proof.
+    fn unbound_appkey(
+        &mut self,
+        appkey: &str,
+        now: OffsetDateTime,
+    ) -> Result<&mut AppkeyRecord, Reject> {
+        let rec = self.live_appkey(appkey, now)?;
+        if rec.liveness.is_some() {
+            return Err(APPKEY_USED);
+        }
+        Ok(rec)
+    }
+
+    fn drop_liveness_leftovers(&mut self, appkey: &str) {
+        self.challenges.retain(|_, c| c.appkey != appkey);
+        self.sessions.retain(|_, s| s.appkey != appkey);
+    }
+}
+
+impl Store {
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            limits,
+        }
+    }
+
+    fn locked(&self, now: OffsetDateTime) -> std::sync::MutexGuard<'_, Inner> {
+        let mut inner = lock(&self.inner);
+        // Purging at most once per clock second keeps the cost amortised.
+        if inner
+            .last_purge
+            .is_none_or(|at| now - at >= time::Duration::SECOND || now < at)
+        {
+            self.purge_inner(&mut inner, now);
+        }
+        inner
+    }
+
+    /// Ok when a table of `len` entries may grow; purges first when full.
+    fn room(
+        &self,
+        inner: &mut Inner,
+        now: OffsetDateTime,
+        len: fn(&Inner) -> usize,
+    ) -> Result<(), Reject> {
+        if len(inner) >= self.limits.max_entries {
+            self.purge_inner(inner, now);
+        }
+        if len(inner) >= self.limits.max_entries {
+            return Err(FULL);
+        }
+        Ok(())
+    }
+
+    /// Drops expired tokens, void challenges, sessions of unusable appkeys
+    /// and appkeys past their retention.
+    fn purge_inner(&self, inner: &mut Inner, now: OffsetDateTime) {
+        let l = self.limits;
+        inner.last_purge = Some(now);
+        inner.tokens.retain(|_, t| now < t.expires_at);
+        inner
+            .appkeys
+            .retain(|_, a| now < a.expires_at.saturating_add(l.retention));
+        let Inner {
+            appkeys,
+            challenges,
+            sessions,
+            ..
+        } = inner;
+        let usable = |key: &str| {
+            appkeys
+                .get(key)
+                .is_some_and(|a| !a.expired(now) && a.liveness.is_none())
+        };
+        challenges.retain(|_, c| {
+            now < c.created_at.saturating_add(l.challenge_window) && usable(&c.appkey)
+        });
+        sessions.retain(|_, s| usable(&s.appkey));
+    }
+
+    /// `/credencial`: a token for `operator`, and when it expires.
+    pub(crate) fn issue_token(
+        &self,
+        operator: &str,
+        now: OffsetDateTime,
+    ) -> Result<(String, OffsetDateTime), Reject> {
+        let mut inner = self.locked(now);
+        self.room(&mut inner, now, |i| i.tokens.len())?;
+        let token = secret();
+        let expires_at = now.saturating_add(self.limits.credential_ttl);
+        inner.tokens.insert(
+            token.clone(),
+            TokenRecord {
+                operator: operator.to_owned(),
+                expires_at,
+            },
+        );
+        Ok((token, expires_at))
+    }
+
+    /// `/appkey`: a new appkey for `user`, if `token` is valid and was
+    /// issued to `login`.
+    pub(crate) fn create_appkey(
+        &self,
+        token: &str,
+        login: &str,
+        user: EndUser,
+        external_id: String,
+        now: OffsetDateTime,
+    ) -> Result<String, Reject> {
+        let mut inner = self.locked(now);
+        match inner.tokens.get(token) {
+            Some(t) if now < t.expires_at && t.operator == login => {}
+            _ => return Err(BAD_TOKEN),
+        }
+        self.room(&mut inner, now, |i| i.appkeys.len())?;
+        let appkey = secret();
+        inner.appkeys.insert(
+            appkey.clone(),
+            AppkeyRecord {
+                user,
+                external_id,
+                created_at: now,
+                expires_at: now.saturating_add(self.limits.appkey_ttl),
+                liveness: None,
+                submission: None,
+                notified_seq: None,
+            },
+        );
+        Ok(appkey)
+    }
+
+    /// `/challenge`: a new challenge key for an appkey without a proof.
+    pub(crate) fn new_challenge(
+        &self,
+        appkey: &str,
+        now: OffsetDateTime,
+    ) -> Result<String, Reject> {
+        let mut inner = self.locked(now);
+        inner.unbound_appkey(appkey, now)?;
+        self.room(&mut inner, now, |i| i.challenges.len())?;
+        let chkey = secret();
+        inner.challenges.insert(
+            chkey.clone(),
+            ChallengeRecord {
+                appkey: appkey.to_owned(),
+                created_at: now,
+            },
+        );
+        Ok(chkey)
+    }
+
+    /// `/captcha`: binds the appkey to a 2D proof made for one of its
+    /// challenges still inside its window. Returns the protocol.
+    pub(crate) fn bind_2d(
+        &self,
+        appkey: &str,
+        chkey: &str,
+        outcome: LivenessOutcome,
+        frontal: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<u64, Reject> {
+        let mut inner = self.locked(now);
+        inner.unbound_appkey(appkey, now)?;
+        let window = self.limits.challenge_window;
+        match inner.challenges.get(chkey) {
+            Some(c) if c.appkey == appkey && now < c.created_at.saturating_add(window) => {}
+            _ => return Err(BAD_CHALLENGE),
+        }
+        let proof = new_proof(&mut inner, LivenessMode::TwoD, outcome, frontal);
+        let protocol = proof.protocol;
+        inner.live_appkey(appkey, now)?.liveness = Some(proof);
+        inner.drop_liveness_leftovers(appkey);
+        Ok(protocol)
+    }
+
+    /// `/3d/session-token`: a session on `channel` for an appkey without a
+    /// proof. Several sessions may be open (a failed channel, a retry).
+    pub(crate) fn new_session(
+        &self,
+        appkey: &str,
+        channel: usize,
+        outcome: LivenessOutcome,
+        now: OffsetDateTime,
+    ) -> Result<String, Reject> {
+        let mut inner = self.locked(now);
+        inner.unbound_appkey(appkey, now)?;
+        self.room(&mut inner, now, |i| i.sessions.len())?;
+        let token = secret();
+        inner.sessions.insert(
+            token.clone(),
+            SessionRecord {
+                appkey: appkey.to_owned(),
+                channel,
+                outcome,
+            },
+        );
+        Ok(token)
+    }
+
+    /// `/3d/liveness`: finishes the appkey and every session of it, if
+    /// `session` was issued for this appkey on this channel.
+    pub(crate) fn finish_3d(
+        &self,
+        appkey: &str,
+        session: &str,
+        channel: usize,
+        frontal: Bytes,
+        now: OffsetDateTime,
+    ) -> Result<(LivenessOutcome, u64), Reject> {
+        let mut inner = self.locked(now);
+        inner.unbound_appkey(appkey, now)?;
+        let outcome = match inner.sessions.get(session) {
+            Some(s) if s.appkey == appkey && s.channel == channel => s.outcome,
+            _ => return Err(BAD_SESSION),
+        };
+        let proof = new_proof(&mut inner, LivenessMode::ThreeD, outcome, frontal);
+        let protocol = proof.protocol;
+        inner.live_appkey(appkey, now)?.liveness = Some(proof);
+        inner.drop_liveness_leftovers(appkey);
+        Ok((outcome, protocol))
+    }
+
+    /// 401 unless the appkey exists and has not expired.
+    pub(crate) fn require_live(&self, appkey: &str, now: OffsetDateTime) -> Result<(), Reject> {
+        self.locked(now).live_appkey(appkey, now).map(|_| ())
+    }
+
+    /// `/document`: replaces the appkey's documents and restarts their
+    /// processing. Returns `codigoDocumento`.
+    pub(crate) fn submit(
+        &self,
+        appkey: &str,
+        content: SubmissionContent,
+        now: OffsetDateTime,
+    ) -> Result<u64, Reject> {
+        let mut inner = self.locked(now);
+        inner.live_appkey(appkey, now)?;
+        let seq = inner.next_serial();
+        let submission = Submission {
+            seq,
+            at: now,
+            ticket: uuid::Uuid::new_v4().to_string(),
+            analysis_id: 500_000 + seq,
+            codigo_documento: 800_000 + seq,
+            biometry_protocol: 3_000_000_000 + seq,
+            content,
+        };
+        let code = submission.codigo_documento;
+        inner.live_appkey(appkey, now)?.submission = Some(submission);
+        Ok(code)
+    }
+
+    /// A copy of an appkey's journey for the result: known (even expired,
+    /// until purged) and with a liveness proof, else 404.
+    pub(crate) fn journey(
+        &self,
+        appkey: &str,
+        now: OffsetDateTime,
+    ) -> Result<AppkeyRecord, Reject> {
+        let inner = self.locked(now);
+        match inner.appkeys.get(appkey) {
+            Some(rec) if rec.liveness.is_some() => Ok(rec.clone()),
+            _ => Err(Reject::not_found(
+                "appkey not found or liveness proof not performed",
+            )),
+        }
+    }
+
+    /// Marks and returns the journeys that finished and were not yet
+    /// announced, plus the next instant a pending journey finishes.
+    pub(crate) fn take_finished(
+        &self,
+        now: OffsetDateTime,
+    ) -> (Vec<(String, JourneyStatus)>, Option<OffsetDateTime>) {
+        let delay = self.limits.processing_delay;
+        let mut inner = self.locked(now);
+        let mut done = Vec::new();
+        let mut next: Option<OffsetDateTime> = None;
+        for (key, rec) in inner.appkeys.iter_mut() {
+            let (Some(_), Some(sub)) = (&rec.liveness, &rec.submission) else {
+                continue;
+            };
+            if rec.notified_seq == Some(sub.seq) {
+                continue;
+            }
+            let status = journey::status(rec, now, delay);
+            if status.is_final() {
+                rec.notified_seq = Some(sub.seq);
+                done.push((key.clone(), status));
+            } else {
+                let at = journey::finishes_at(sub, delay);
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        (done, next)
+    }
+
+    /// What a test may see of one appkey.
+    pub(crate) fn appkey_state(&self, appkey: &str, now: OffsetDateTime) -> Option<AppkeyState> {
+        let inner = self.locked(now);
+        let rec = inner.appkeys.get(appkey)?;
+        Some(AppkeyState {
+            expired: rec.expired(now),
+            liveness: rec.liveness.as_ref().map(|l| l.outcome),
+            open_challenges: inner
+                .challenges
+                .values()
+                .filter(|c| c.appkey == appkey)
+                .count(),
+            open_sessions: inner
+                .sessions
+                .values()
+                .filter(|s| s.appkey == appkey)
+                .count(),
+            documents: rec.submission.as_ref().map_or(0, |s| match &s.content {
+                SubmissionContent::Images(images) => images.len(),
+                SubmissionContent::Licence { .. } => 1,
+            }),
+            status: rec
+                .liveness
+                .is_some()
+                .then(|| journey::status(rec, now, self.limits.processing_delay).as_wire()),
+        })
+    }
+
+    /// Table sizes (after a purge at `now`).
+    pub(crate) fn sizes(&self, now: OffsetDateTime) -> StoreSizes {
+        let mut inner = lock(&self.inner);
+        self.purge_inner(&mut inner, now);
+        StoreSizes {
+            tokens: inner.tokens.len(),
+            appkeys: inner.appkeys.len(),
+            challenges: inner.challenges.len(),
+            sessions: inner.sessions.len(),
+        }
+    }
+}
+
+fn new_proof(
+    inner: &mut Inner,
+    mode: LivenessMode,
+    outcome: LivenessOutcome,
+    frontal: Bytes,
+) -> LivenessProof {
+    let n = inner.next_serial();
+    LivenessProof {
+        mode,
+        outcome,
+        protocol: 1_000_000_000 + n,
+        bureau_protocol: 2_000_000_000 + n,
+        frontal,
+    }
+}
