@@ -66,6 +66,9 @@ pub struct Config {
     pub webhook: crate::events::WebhookConfig,
     /// `WatchJourney` streams and their result reads.
     pub watch: crate::events::WatchConfig,
+    /// The sandbox: started in process when no `[upstream]` is configured,
+    /// and by `idgate sandbox`.
+    pub sandbox: crate::sandbox::SandboxConfig,
 }
 
 /// Where the gateway listens.

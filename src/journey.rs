@@ -111,7 +111,7 @@ impl JourneyCore {
         ctx: &CallContext,
         appkey: &Appkey,
         challenge_key: &str,
-        snapshots: &[(ImagePayload, i32)],
+        snapshots: &[(ImagePayload, String)],
     ) -> Result<v1::LivenessVerdict, Error> {
         Ok(self
             .upstream

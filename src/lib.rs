@@ -20,12 +20,15 @@
 
 pub mod api;
 pub mod channels;
+pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod events;
+pub mod journey;
 pub mod proto;
 pub mod sandbox;
+pub mod server;
 pub mod telemetry;
 pub mod upstream;
 

@@ -11,7 +11,11 @@ use idgate::{
 };
 
 #[derive(Parser)]
-#[command(name = "idgate", version, about = "gRPC gateway for identity-verification journeys")]
+#[command(
+    name = "idgate",
+    version,
+    about = "gRPC gateway for identity-verification journeys"
+)]
 struct Cli {
     /// Log format.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
@@ -80,7 +84,28 @@ struct ChannelsArgs {
     #[arg(long, env = "IDGATE_ADMIN_TOKEN", hide_env_values = true)]
     token: String,
     #[command(subcommand)]
-    command: idgate::channels::cli::ChannelsCommand,
+    command: ChannelsCommand,
+}
+
+#[derive(Subcommand)]
+enum ChannelsCommand {
+    /// Lists the channels: mode, circuit state, drain flag, counters.
+    List,
+    /// Sets the routing mode: auto, force_primary, force_alternative or channel:<name>.
+    Mode {
+        /// The mode.
+        mode: String,
+    },
+    /// Stops routing new sessions to a channel (its sessions still verify there).
+    Drain {
+        /// Channel name.
+        name: String,
+    },
+    /// Routes new sessions to a drained channel again.
+    Undrain {
+        /// Channel name.
+        name: String,
+    },
 }
 
 #[tokio::main]
@@ -98,10 +123,19 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve { config } => {
-            let config = Config::load(config.as_deref()).context("loading configuration")?;
+            let config_path = config;
+            let config = Config::load(config_path.as_deref()).context("loading configuration")?;
             let _telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
                 .context("starting telemetry")?;
-            let gateway = idgate::server::start(config).await.context("starting the gateway")?;
+            let gateway = idgate::server::start_with(
+                config,
+                idgate::server::StartOptions {
+                    config_path: config_path.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .context("starting the gateway")?;
             shutdown_signal(&gateway).await;
             gateway.shutdown().await;
             Ok(ExitCode::SUCCESS)
@@ -119,11 +153,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("sandbox base_url        {}", sandbox.base_url());
             println!("sandbox result_base_url {}", sandbox.result_base_url());
             for ch in sandbox.channels() {
-                println!("sandbox channel {:<12} {} (vendor {})", ch.name, ch.base_url, ch.vendor);
+                println!(
+                    "sandbox channel {:<12} {} (vendor {})",
+                    ch.name, ch.base_url, ch.vendor
+                );
             }
             println!("sandbox admin           {}", sandbox.admin_url());
             println!("operator login/password sandbox/sandbox");
-            tokio::signal::ctrl_c().await.context("waiting for ctrl-c")?;
+            tokio::signal::ctrl_c()
+                .await
+                .context("waiting for ctrl-c")?;
             sandbox.shutdown().await;
             Ok(ExitCode::SUCCESS)
         }
@@ -152,9 +191,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Channels(args) => {
-            let text = idgate::channels::cli::run(&args.admin, &args.token, args.command)
-                .await
-                .context("calling the channel admin service")?;
+            use idgate::channels::cli;
+            let token = idgate::channels::AdminToken::new(args.token)
+                .context("the admin token is empty")?;
+            let admin = args.admin.as_str();
+            let text = match args.command {
+                ChannelsCommand::List => cli::list(admin, &token).await,
+                ChannelsCommand::Mode { mode } => cli::set_mode(admin, &token, &mode).await,
+                ChannelsCommand::Drain { name } => cli::drain(admin, &token, &name).await,
+                ChannelsCommand::Undrain { name } => cli::undrain(admin, &token, &name).await,
+            }
+            .context("calling the channel admin service")?;
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
@@ -178,9 +225,10 @@ async fn shutdown_signal(gateway: &idgate::server::Gateway) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hup)) =
-            (signal(SignalKind::terminate()), signal(SignalKind::hangup()))
-        else {
+        let (Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
             let _ = tokio::signal::ctrl_c().await;
             return;
         };

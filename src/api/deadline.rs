@@ -5,10 +5,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::upstream::CallContext;
+
 /// The instant by which the caller wants an answer, if it set one.
 pub fn of<T>(req: &tonic::Request<T>) -> Option<Instant> {
     let raw = req.metadata().get("grpc-timeout")?.to_str().ok()?;
     parse_grpc_timeout(raw).map(|d| Instant::now() + d)
+}
+
+/// The caller's deadline as the REST client's call context.
+pub fn context<T>(req: &tonic::Request<T>) -> CallContext {
+    CallContext::from_deadline(of(req).map(Instant::into_std))
 }
 
 /// Parses the gRPC `TimeoutValue TimeoutUnit` form (`100m`, `5S`, ...).

@@ -6,7 +6,6 @@ use super::{deadline, validate};
 use crate::{
     journey::JourneyCore,
     proto::v1::{self, document_service_server::DocumentService},
-    upstream::CallContext,
 };
 
 /// The `DocumentService` implementation.
@@ -28,15 +27,17 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
     ) -> Result<Response<v1::SubmitDocumentImagesResponse>, Status> {
-        let ctx = CallContext::from_deadline(deadline::of(&request));
-        let (appkey, images) =
-            validate::document_images(request.into_inner(), self.core.limits())?;
-        super::record_journey(&appkey);
+        let ctx = deadline::context(&request);
+        let span = super::server_span(&request);
+        let (appkey, images) = validate::document_images(request.into_inner(), self.core.limits())?;
+        super::record_journey(&span, &appkey);
         let document_code = self
             .core
             .submit_document_images(&ctx, &appkey, &images)
             .await?;
-        Ok(Response::new(v1::SubmitDocumentImagesResponse { document_code }))
+        Ok(Response::new(v1::SubmitDocumentImagesResponse {
+            document_code,
+        }))
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
@@ -44,14 +45,17 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,
     ) -> Result<Response<v1::SubmitDigitalLicenceResponse>, Status> {
-        let ctx = CallContext::from_deadline(deadline::of(&request));
+        let ctx = deadline::context(&request);
+        let span = super::server_span(&request);
         let (appkey, licence) =
             validate::digital_licence(request.into_inner(), self.core.limits())?;
-        super::record_journey(&appkey);
+        super::record_journey(&span, &appkey);
         let document_code = self
             .core
             .submit_digital_licence(&ctx, &appkey, &licence)
             .await?;
-        Ok(Response::new(v1::SubmitDigitalLicenceResponse { document_code }))
+        Ok(Response::new(v1::SubmitDigitalLicenceResponse {
+            document_code,
+        }))
     }
 }

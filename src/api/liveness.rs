@@ -10,7 +10,6 @@ use crate::{
     channels::ChannelRouter,
     journey::JourneyCore,
     proto::v1::{self, liveness_service_server::LivenessService},
-    upstream::CallContext,
 };
 
 /// The `LivenessService` implementation.
@@ -33,9 +32,10 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::CreateChallengesRequest>,
     ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
-        let ctx = CallContext::from_deadline(deadline::of(&request));
+        let ctx = deadline::context(&request);
+        let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
-        super::record_journey(&appkey);
+        super::record_journey(&span, &appkey);
         let challenges = self.core.create_challenges(&ctx, &appkey).await?;
         Ok(Response::new(challenges))
     }
@@ -45,10 +45,11 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
     ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
-        let ctx = CallContext::from_deadline(deadline::of(&request));
+        let ctx = deadline::context(&request);
+        let span = super::server_span(&request);
         let (appkey, chkey, snapshots) =
             validate::challenge_response(request.into_inner(), self.core.limits())?;
-        super::record_journey(&appkey);
+        super::record_journey(&span, &appkey);
         let verdict = self
             .core
             .submit_challenge_response(&ctx, &appkey, &chkey, &snapshots)
@@ -64,8 +65,9 @@ impl LivenessService for LivenessApi {
         request: Request<v1::StartSession3DRequest>,
     ) -> Result<Response<v1::StartSession3DResponse>, Status> {
         let deadline = deadline::of(&request);
+        let span = super::server_span(&request);
         let (appkey, user_agent) = validate::start_session(request.get_ref())?;
-        super::record_journey(&appkey);
+        super::record_journey(&span, &appkey);
         let started = self
             .router
             .start_session(&appkey, &user_agent, deadline)
@@ -86,8 +88,9 @@ impl LivenessService for LivenessApi {
         request: Request<v1::VerifyLiveness3DRequest>,
     ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
         let deadline = deadline::of(&request);
+        let span = super::server_span(&request);
         let (appkey, token, channel) = validate::verify_liveness(request.get_ref())?;
-        super::record_journey(&appkey);
+        super::record_journey(&span, &appkey);
         let verdict = self
             .router
             .verify(&appkey, &token, channel.as_deref(), deadline)

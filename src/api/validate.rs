@@ -108,7 +108,7 @@ pub fn appkey_only(input: &str) -> Result<Appkey, Error> {
 pub fn challenge_response(
     req: v1::SubmitChallengeResponseRequest,
     limits: &LimitsConfig,
-) -> Result<(Appkey, String, Vec<(ImagePayload, i32)>), Error> {
+) -> Result<(Appkey, String, Vec<(ImagePayload, String)>), Error> {
     let mut v = Violations::default();
     let key_ = appkey(&mut v, "appkey", &req.appkey);
     let chkey = v.check("challenge_key", key(&req.challenge_key));
@@ -123,20 +123,36 @@ pub fn challenge_response(
     }
     let mut snapshots = Vec::with_capacity(req.snapshots.len());
     for (i, s) in req.snapshots.into_iter().enumerate() {
-        if s.face_type_code <= 0 {
-            v.add(
-                format!("snapshots[{i}].face_type_code"),
-                "must be the positive code of a challenge's face type",
-            );
-        }
-        if let Some(img) = v.check(
+        let code = v.check(
+            &format!("snapshots[{i}].face_type_code"),
+            face_type_code(&s.face_type_code),
+        );
+        let img = v.check(
             &format!("snapshots[{i}].image"),
             ImagePayload::parse(s.image, IMAGES, limits.max_image_bytes),
-        ) {
-            snapshots.push((img, s.face_type_code));
+        );
+        if let (Some(img), Some(code)) = (img, code) {
+            snapshots.push((img, code));
         }
     }
     v.finish(|| Some((key_?, chkey?, snapshots)))
+}
+
+/// A face type code travels inside the snapshot's data URL
+/// (`type:<code>,`), so it must be short and free of separators.
+fn face_type_code(code: &str) -> Result<String, &'static str> {
+    let code = code.trim();
+    if code.is_empty() {
+        return Err("is required: the code of the challenge's face type");
+    }
+    if code.len() > 64
+        || !code
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err("must be a face type code returned by CreateChallenges");
+    }
+    Ok(code.to_owned())
 }
 
 /// `StartSession3D` -> appkey and user agent.
@@ -268,11 +284,11 @@ mod tests {
             snapshots: vec![
                 v1::Snapshot {
                     image: Bytes::from_static(b"\x89PNG\r\n\x1a\nxx"),
-                    face_type_code: 1,
+                    face_type_code: "cod01".into(),
                 },
                 v1::Snapshot {
                     image: Bytes::from_static(b"GIF89a"),
-                    face_type_code: 0,
+                    face_type_code: "a,b".into(),
                 },
             ],
         };

@@ -26,6 +26,6 @@ pub use admin::{AdminServer, AdminToken, admin_auth_interceptor, admin_service};
 pub use breaker::CircuitState;
 pub use channel::ChannelSnapshot;
 pub use config::{AdminConfig, BreakerConfig, ChannelSpec, RoutingConfig, RoutingMode};
-pub use router::{ChannelRouter, ReloadSummary, RouterSnapshot, StartedSession};
 pub use http::HttpTransport;
+pub use router::{ChannelRouter, ReloadSummary, RouterSnapshot, StartedSession};
 pub use transport::{Liveness3DTransport, SessionGrant};

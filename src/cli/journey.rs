@@ -140,11 +140,11 @@ pub async fn run(
         .connect()
         .await
         .map_err(|e| format!("cannot connect to the gateway at {}: {e}", plan.gateway))?;
-    let mut journeys = JourneyServiceClient::new(channel.clone())
-        .max_decoding_message_size(64 * 1024 * 1024);
+    let mut journeys =
+        JourneyServiceClient::new(channel.clone()).max_decoding_message_size(64 * 1024 * 1024);
     let mut liveness = LivenessServiceClient::new(channel.clone());
-    let mut documents = DocumentServiceClient::new(channel)
-        .max_encoding_message_size(64 * 1024 * 1024);
+    let mut documents =
+        DocumentServiceClient::new(channel).max_encoding_message_size(64 * 1024 * 1024);
     let inputs = super::inputs::JourneyInputs::default();
     let fail = |step: &'static str| move |status: tonic::Status| StepFailed { step, status };
 
@@ -170,7 +170,10 @@ pub async fn run(
         1,
         "create journey",
         &t,
-        &format!("journey_ref={} appkey expires at unix {expiry}", created.journey_ref),
+        &format!(
+            "journey_ref={} appkey expires at unix {expiry}",
+            created.journey_ref
+        ),
     );
     let appkey = created.appkey;
 
@@ -237,7 +240,7 @@ pub async fn run(
                 .filter_map(|c| c.face_type.as_ref())
                 .map(|f| v1::Snapshot {
                     image: inputs.snapshot.clone(),
-                    face_type_code: f.code,
+                    face_type_code: f.code.clone(),
                 })
                 .collect();
             let t = StepTrace::new();
@@ -259,7 +262,9 @@ pub async fn run(
     // 3. Documents.
     let t = StepTrace::new();
     let (label, code) = match plan.document {
-        DocumentChoice::LicenceImage | DocumentChoice::LicencePdf | DocumentChoice::LicenceBinary => {
+        DocumentChoice::LicenceImage
+        | DocumentChoice::LicencePdf
+        | DocumentChoice::LicenceBinary => {
             use v1::submit_digital_licence_request::Licence;
             let licence = match plan.document {
                 DocumentChoice::LicenceImage => Licence::QrImage(inputs.licence_image.clone()),
@@ -315,7 +320,11 @@ pub async fn run(
         }
     }
     let result = last.ok_or("the watch stream closed without a result")?;
-    let _ = writeln!(out, "\nJourney {} finished: {}", created.journey_ref, result.raw_status);
+    let _ = writeln!(
+        out,
+        "\nJourney {} finished: {}",
+        created.journey_ref, result.raw_status
+    );
     let _ = write!(out, "{}", super::summary::render(&result));
     Ok(result)
 }

@@ -10,9 +10,17 @@ use crate::proto::v1;
 pub fn render(result: &v1::JourneyResult) -> String {
     let mut out = String::new();
     let status = v1::JourneyStatus::try_from(result.status)
-        .map(|s| s.as_str_name().trim_start_matches("JOURNEY_STATUS_").to_owned())
+        .map(|s| {
+            s.as_str_name()
+                .trim_start_matches("JOURNEY_STATUS_")
+                .to_owned()
+        })
         .unwrap_or_default();
-    let _ = writeln!(out, "  status               {} ({status})", result.raw_status);
+    let _ = writeln!(
+        out,
+        "  status               {} ({status})",
+        result.raw_status
+    );
     let _ = writeln!(out, "  appkey created       {}", result.appkey_create_time);
     if let Some(l) = result.liveness.as_ref().and_then(|l| l.variant.as_ref()) {
         match l {
@@ -22,11 +30,20 @@ pub fn render(result: &v1::JourneyResult) -> String {
                     "  liveness             valid={} codID={} ({})",
                     j.valid,
                     j.raw_code,
-                    enum_name(v1::LivenessCode::try_from(j.code).ok().map(|c| c.as_str_name()), "LIVENESS_CODE_")
+                    enum_name(
+                        v1::LivenessCode::try_from(j.code)
+                            .ok()
+                            .map(|c| c.as_str_name()),
+                        "LIVENESS_CODE_"
+                    )
                 );
             }
             v1::liveness_result::Variant::DigitalLicence(d) => {
-                let _ = writeln!(out, "  liveness             validated={} codID={}", d.validated, d.raw_code);
+                let _ = writeln!(
+                    out,
+                    "  liveness             validated={} codID={}",
+                    d.validated, d.raw_code
+                );
             }
         }
     }
@@ -38,7 +55,12 @@ pub fn render(result: &v1::JourneyResult) -> String {
                     "  face bureau          code={} risk class={} ({})",
                     j.raw_code,
                     j.raw_score,
-                    enum_name(v1::RiskClass::try_from(j.risk_class).ok().map(|c| c.as_str_name()), "RISK_CLASS_")
+                    enum_name(
+                        v1::RiskClass::try_from(j.risk_class)
+                            .ok()
+                            .map(|c| c.as_str_name()),
+                        "RISK_CLASS_"
+                    )
                 );
             }
             v1::face_bureau_result::Variant::DigitalLicence(d) => {
@@ -47,26 +69,34 @@ pub fn render(result: &v1::JourneyResult) -> String {
                     "  face bureau          approved={} known={} biometric score={}",
                     d.approved,
                     d.known,
-                    d.biometric_score.map(|s| format!("{s:.1}")).unwrap_or_else(|| "-".into())
+                    d.biometric_score
+                        .map(|s| format!("{s:.1}"))
+                        .unwrap_or_else(|| "-".into())
                 );
             }
         }
     }
     if let Some(a) = &result.document_analysis {
         let status = enum_name(
-            v1::ProcessingStatus::try_from(a.processing_status).ok().map(|c| c.as_str_name()),
+            v1::ProcessingStatus::try_from(a.processing_status)
+                .ok()
+                .map(|c| c.as_str_name()),
             "PROCESSING_STATUS_",
         );
         let _ = writeln!(
             out,
             "  document analysis    status={} ({status}) forensics score={}",
             a.raw_processing_status,
-            a.score.map(|s| format!("{s:.0}")).unwrap_or_else(|| "-".into())
+            a.score
+                .map(|s| format!("{s:.0}"))
+                .unwrap_or_else(|| "-".into())
         );
         for f in &a.files {
             for d in &f.documents {
                 let kind = enum_name(
-                    v1::DocumentKind::try_from(d.kind).ok().map(|c| c.as_str_name()),
+                    v1::DocumentKind::try_from(d.kind)
+                        .ok()
+                        .map(|c| c.as_str_name()),
                     "DOCUMENT_KIND_",
                 );
                 let _ = writeln!(
@@ -89,7 +119,15 @@ pub fn render(result: &v1::JourneyResult) -> String {
             .into_iter()
             .filter_map(|(present, name)| present.then_some(name))
             .collect();
-            let _ = writeln!(out, "  OCR                  {}", if kinds.is_empty() { "-".into() } else { kinds.join(", ") });
+            let _ = writeln!(
+                out,
+                "  OCR                  {}",
+                if kinds.is_empty() {
+                    "-".into()
+                } else {
+                    kinds.join(", ")
+                }
+            );
         }
         if let Some(b) = &a.biometrics {
             for (label, check) in [("face match", &b.face_match), ("registry", &b.registry)] {
@@ -99,8 +137,15 @@ pub fn render(result: &v1::JourneyResult) -> String {
                             out,
                             "  {label:<20} code={} ({}) score={}",
                             c.raw_code,
-                            enum_name(v1::BiometricCode::try_from(c.code).ok().map(|x| x.as_str_name()), "BIOMETRIC_CODE_"),
-                            c.score.map(|s| format!("{s:.2}")).unwrap_or_else(|| "-".into())
+                            enum_name(
+                                v1::BiometricCode::try_from(c.code)
+                                    .ok()
+                                    .map(|x| x.as_str_name()),
+                                "BIOMETRIC_CODE_"
+                            ),
+                            c.score
+                                .map(|s| format!("{s:.2}"))
+                                .unwrap_or_else(|| "-".into())
                         );
                     }
                     None => {

@@ -190,6 +190,15 @@ impl Default for WebhookSettings {
 impl WebhookConfig {
     /// Reads the secrets this configuration names and validates the result.
     pub fn resolve(&self) -> Result<WebhookSettings, ConfigError> {
+        let settings = self.resolve_unchecked()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Reads the secrets without requiring an authentication method: the
+    /// server decides what to do without one (credentials shared with the
+    /// embedded sandbox, or no receiver at all).
+    pub fn resolve_unchecked(&self) -> Result<WebhookSettings, ConfigError> {
         let has_password = self.basic_password_env.is_some() || self.basic_password_file.is_some();
         let basic = match (&self.basic_user, has_password) {
             (Some(user), true) => Some(BasicCredentials {
@@ -231,7 +240,6 @@ impl WebhookConfig {
             dedupe_ttl: Duration::from_secs(self.dedupe_ttl_secs),
             dedupe_max_entries: self.dedupe_max_entries,
         };
-        settings.validate()?;
         Ok(settings)
     }
 }

@@ -93,6 +93,20 @@ impl RejectReason {
         }
     }
 
+    /// The `outcome` label of the refusal in `idgate_webhooks_total`.
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            RejectReason::CredentialsMissing => "rejected_credentials_missing",
+            RejectReason::CredentialsInvalid => "rejected_credentials_invalid",
+            RejectReason::SignatureInvalid => "rejected_signature_invalid",
+            RejectReason::TimestampOutOfWindow => "rejected_timestamp_out_of_window",
+            RejectReason::PayloadTooLarge => "rejected_payload_too_large",
+            RejectReason::BodyUnreadable => "rejected_body_unreadable",
+            RejectReason::MalformedBody => "rejected_malformed_body",
+            RejectReason::UnknownStatus => "rejected_unknown_status",
+        }
+    }
+
     /// The HTTP status of the refusal.
     pub fn http_status(self) -> StatusCode {
         match self {

@@ -349,6 +349,26 @@ impl Metrics {
             .inc();
     }
 
+    /// Brings the failover counter of `channel` up to `total`, the count
+    /// kept by the router (the source of truth), at scrape time.
+    pub fn sync_channel_failovers(&self, channel: &str, total: u64) {
+        let counter = self.inner.channel_failovers.get_or_create(&ChannelLabels {
+            channel: channel.to_owned(),
+        });
+        catch_up(&counter, total);
+    }
+
+    /// Brings the webhook counter of `outcome` up to `total`, the count
+    /// kept by the receiver, at scrape time. `outcome` comes from a fixed
+    /// set (`received`, `accepted`, `duplicate`, `rejected_<reason>`).
+    pub fn sync_webhooks(&self, outcome: &'static str, total: u64) {
+        let counter = self
+            .inner
+            .webhooks
+            .get_or_create(&OutcomeLabels { outcome });
+        catch_up(&counter, total);
+    }
+
     /// Sets the circuit breaker gauge of `channel`.
     pub fn set_channel_circuit_state(&self, channel: &str, state: CircuitState) {
         self.inner
@@ -391,6 +411,14 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.dec();
+    }
+}
+
+/// Raises a monotonic counter to `total` (never lowers it).
+fn catch_up(counter: &Counter, total: u64) {
+    let current = counter.get();
+    if total > current {
+        counter.inc_by(total - current);
     }
 }
 

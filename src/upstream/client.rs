@@ -373,7 +373,11 @@ impl UpstreamClient {
         form.pair("appkey", appkey.expose());
         let requested_at = SystemTime::now();
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.challenge, form).for_appkey(appkey))
+            .execute(
+                ctx,
+                self.form(op, &self.inner.urls.challenge, form)
+                    .for_appkey(appkey),
+            )
             .await?;
         let parsed: wire::ChallengesWire<'_> =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
@@ -388,7 +392,7 @@ impl UpstreamClient {
         ctx: &CallContext,
         appkey: &Appkey,
         challenge_key: &str,
-        snapshots: &[(ImagePayload, i32)],
+        snapshots: &[(ImagePayload, String)],
     ) -> Result<pb::LivenessVerdict, UpstreamError> {
         let op = Operation::Captcha;
         let f = &self.inner.fields;
@@ -404,12 +408,16 @@ impl UpstreamClient {
             form.text("data:")
                 .text(body::snapshot_mime(image))
                 .text(";base64,type:")
-                .text(&code.to_string())
+                .text(code)
                 .text(",")
                 .base64(image.bytes());
         }
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.captcha, form).for_appkey(appkey))
+            .execute(
+                ctx,
+                self.form(op, &self.inner.urls.captcha, form)
+                    .for_appkey(appkey),
+            )
             .await?;
         let parsed: wire::VerdictWire = wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         Ok(convert::verdict(parsed))
@@ -504,7 +512,11 @@ impl UpstreamClient {
         json: String,
     ) -> Result<DocumentReceipt, UpstreamError> {
         let body = self
-            .execute(ctx, self.json(op, &self.inner.urls.document, json).for_appkey(appkey))
+            .execute(
+                ctx,
+                self.json(op, &self.inner.urls.document, json)
+                    .for_appkey(appkey),
+            )
             .await?;
         let parsed: wire::DocumentAcceptedWire =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
@@ -526,7 +538,11 @@ impl UpstreamClient {
         let mut form = FormBody::with_capacity(16 + appkey.expose().len());
         form.pair("appkey", appkey.expose());
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.result, form).for_appkey(appkey))
+            .execute(
+                ctx,
+                self.form(op, &self.inner.urls.result, form)
+                    .for_appkey(appkey),
+            )
             .await?;
         let parsed: wire::JourneyResultWire<'_> =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
@@ -631,10 +647,13 @@ impl UpstreamClient {
                 .map_err(|e| (send_error(op, &e), UpstreamErrorClass::of_reqwest(&e)))?;
             let status = response.status();
             if !status.is_success() {
-                return Ok((status, Err(UpstreamError::Status {
-                    op,
-                    status: status.as_u16(),
-                })));
+                return Ok((
+                    status,
+                    Err(UpstreamError::Status {
+                        op,
+                        status: status.as_u16(),
+                    }),
+                ));
             }
             Ok((status, read_bounded(op, response, limit).await))
         }

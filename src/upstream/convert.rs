@@ -129,7 +129,7 @@ pub fn challenges(
     for (i, c) in wire.challenges.0.into_iter().enumerate() {
         let face_type = match c.tipo_face {
             Some(t) => Some(pb::FaceType {
-                code: t.codigo.to_i32(),
+                code: t.codigo.into_string(),
                 icon: t
                     .imagem
                     .decode(&format!("challenges[{i}].tipoFace.imagem"))?,

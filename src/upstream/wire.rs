@@ -193,8 +193,8 @@ pub struct ChallengeWire<'a> {
 #[derive(Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct TipoFace<'a> {
-    /// Face type code.
-    pub codigo: Int,
+    /// Face type code, kept as text (`"01"`, `"cod01"`, `1`).
+    pub codigo: Text,
     /// Icon, Base64.
     #[serde(borrow)]
     pub imagem: Base64Image<'a>,

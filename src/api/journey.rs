@@ -1,0 +1,81 @@
+//! `JourneyService`: appkeys, results, and the `WatchJourney` stream.
+
+use tonic::{Request, Response, Status};
+
+use super::{deadline, validate};
+use crate::{
+    events::{JourneyHub, WatchStream},
+    journey::JourneyCore,
+    proto::v1::{self, journey_service_server::JourneyService},
+};
+
+/// The `JourneyService` implementation.
+pub struct JourneyApi {
+    core: JourneyCore,
+    hub: JourneyHub,
+}
+
+impl JourneyApi {
+    /// A service over the journey core and the event hub.
+    pub fn new(core: JourneyCore, hub: JourneyHub) -> Self {
+        Self { core, hub }
+    }
+}
+
+#[tonic::async_trait]
+impl JourneyService for JourneyApi {
+    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
+    async fn create_journey(
+        &self,
+        request: Request<v1::CreateJourneyRequest>,
+    ) -> Result<Response<v1::CreateJourneyResponse>, Status> {
+        let ctx = deadline::context(&request);
+        let span = super::server_span(&request);
+        let (user, profile) = validate::create_journey(request.get_ref())?;
+        let journey = self
+            .core
+            .create_journey(&ctx, &user, profile.as_deref())
+            .await?;
+        super::record_journey(&span, &journey.appkey);
+        // Lets callers watch by reference instead of by appkey.
+        self.hub.register(&journey.appkey);
+        Ok(Response::new(v1::CreateJourneyResponse {
+            appkey: journey.appkey.expose().to_owned(),
+            journey_ref: journey.journey_ref.to_string(),
+            expire_time: Some(prost_types::Timestamp {
+                seconds: journey.expires_at.unix_timestamp(),
+                nanos: 0,
+            }),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
+    async fn get_journey_result(
+        &self,
+        request: Request<v1::GetJourneyResultRequest>,
+    ) -> Result<Response<v1::GetJourneyResultResponse>, Status> {
+        let ctx = deadline::context(&request);
+        let span = super::server_span(&request);
+        let appkey = validate::appkey_only(&request.get_ref().appkey)?;
+        super::record_journey(&span, &appkey);
+        let result = self.core.journey_result(&ctx, &appkey).await?;
+        Ok(Response::new(v1::GetJourneyResultResponse {
+            result: Some(result),
+        }))
+    }
+
+    type WatchJourneyStream = WatchStream;
+
+    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
+    async fn watch_journey(
+        &self,
+        request: Request<v1::WatchJourneyRequest>,
+    ) -> Result<Response<Self::WatchJourneyStream>, Status> {
+        let span = super::server_span(&request);
+        if let Some(v1::watch_journey_request::Journey::Appkey(key)) = &request.get_ref().journey {
+            let appkey = validate::appkey_only(key)?;
+            super::record_journey(&span, &appkey);
+        }
+        Ok(Response::new(self.hub.watch_request(request)?))
+    }
+}
