@@ -49,7 +49,7 @@ async fn captcha_sends_appkey_chkey_and_tagged_data_url_snapshots() {
             &CallContext::unbounded(),
             &Appkey::new("ak-1"),
             "ch-9",
-            &[(a.clone(), 2), (b.clone(), 1)],
+            &[(a.clone(), "2".to_owned()), (b.clone(), "1".to_owned())],
         )
         .await
         .expect("verdict");
@@ -262,7 +262,7 @@ async fn challenge_and_result_are_read_from_real_answers() {
     assert_eq!((ch.challenge_key.as_str(), ch.snapshot_count), ("c1", 3));
     assert_eq!(
         ch.challenges[0].face_type.as_ref().map(|f| f.icon.clone()),
-        Some(b"hi".to_vec())
+        Some(bytes::Bytes::from_static(b"hi"))
     );
     assert!(ch.deadline.is_some());
     let r = c
@@ -276,7 +276,7 @@ async fn challenge_and_result_are_read_from_real_answers() {
     assert_eq!(l.code(), pb::LivenessCode::UserBlocked);
     assert_eq!(
         r.photos.map(|p| p.liveness_frontal),
-        Some(b"hello".to_vec())
+        Some(bytes::Bytes::from_static(b"hello"))
     );
     assert!(r.document_analysis.is_none());
 }

@@ -284,7 +284,7 @@ async fn consuming_operations_are_sent_once_on_500_and_the_outcome_is_unknown() 
         let c = client_with(addr, |c| c.safe_attempts = 5);
         let err = match path {
             CAPTCHA => c
-                .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), 1)])
+                .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
                 .await
                 .unwrap_err(),
             LIVENESS_3D => c
@@ -323,7 +323,10 @@ async fn consuming_operations_are_sent_once_on_a_dropped_connection() {
         let addr = serve_dropping(count.clone()).await;
         let c = client_with(addr, |c| c.safe_attempts = 5);
         let err = match op {
-            Operation::Captcha => c.captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), 1)]).await,
+            Operation::Captcha => {
+                c.captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
+                    .await
+            }
             Operation::Liveness3D => {
                 c.liveness_3d(
                     &ctx(),
@@ -378,7 +381,7 @@ async fn a_dropped_connection_on_a_safe_operation_is_retried() {
 async fn a_refused_connection_is_connect_and_safe_to_retry_even_for_captcha() {
     let addr = refused_addr().await;
     let err = client(addr)
-        .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), 1)])
+        .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
         .await
         .unwrap_err();
     assert_eq!(
@@ -413,7 +416,7 @@ async fn a_slow_captcha_times_out_once_with_an_unknown_outcome() {
     let addr = serve(slow(CAPTCHA, count.clone())).await;
     let c = client_with(addr, |c| c.timeout_ms = 200);
     let err = c
-        .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), 1)])
+        .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
         .await
         .unwrap_err();
     assert_eq!(
@@ -469,7 +472,7 @@ async fn a_passed_deadline_sends_nothing() {
     let addr = serve(answering(CAPTCHA, 200, "{}", count.clone())).await;
     let past = CallContext::with_deadline(Instant::now());
     let err = client(addr)
-        .captcha(&past, &ak(), "ch", &[(jpeg(b"s"), 1)])
+        .captcha(&past, &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
         .await
         .unwrap_err();
     assert_eq!(

@@ -413,7 +413,8 @@ fn challenges_convert_with_icons_and_a_sixty_second_deadline() {
         c.challenges[0].face_type.as_ref().unwrap().icon.as_ref(),
         b"hi"
     );
-    assert_eq!(c.challenges[1].face_type.as_ref().unwrap().code, 1);
+    assert_eq!(c.challenges[1].face_type.as_ref().unwrap().code, "1");
+    assert_eq!(c.challenges[0].face_type.as_ref().unwrap().code, "2");
     assert_eq!(c.deadline.unwrap().seconds, 1_800_000_060);
 
     let wire: ChallengesWire<'_> = parse_json(br#"{"challenges":[]}"#).unwrap();
