@@ -1,0 +1,224 @@
+//! Spawns a gateway on the embedded sandbox, all on `127.0.0.1:0`, with the
+//! sandbox on a manual clock, and hands back typed clients.
+
+#![allow(dead_code)]
+
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use idgate::{
+    config::Config,
+    proto::v1::{
+        self, document_service_client::DocumentServiceClient,
+        journey_service_client::JourneyServiceClient,
+        liveness_service_client::LivenessServiceClient,
+    },
+    sandbox::{ManualClock, SandboxHandle, samples},
+    server::{Gateway, StartOptions},
+};
+use tonic::transport::Channel;
+use tonic_types::StatusExt;
+
+/// The admin bearer token of test gateways.
+pub const ADMIN_TOKEN: &str = "test-admin-token-7f3c";
+
+/// A running test gateway and what tests need around it.
+pub struct TestGateway {
+    /// The gateway.
+    pub gateway: Gateway,
+    /// The embedded sandbox's clock.
+    pub clock: Arc<ManualClock>,
+    channel: Channel,
+}
+
+fn loopback() -> SocketAddr {
+    ([127, 0, 0, 1], 0).into()
+}
+
+/// A configuration with every listener on an ephemeral loopback port, the
+/// embedded sandbox, and an admin token file.
+pub fn test_config() -> Config {
+    let mut config = Config::default();
+    config.listen.grpc = loopback();
+    config.listen.http = loopback();
+    config.listen.admin = loopback();
+    let token_file =
+        std::env::temp_dir().join(format!("idgate-test-admin-{}", uuid::Uuid::new_v4()));
+    std::fs::write(&token_file, ADMIN_TOKEN).expect("write admin token file");
+    config.admin.token_file = Some(token_file);
+    config.sandbox.processing_delay_ms = 2_000;
+    // Fallback polling quickly, so tests that lose the webhook finish fast.
+    config.watch.webhook_grace_secs = 1;
+    config.watch.poll_initial_ms = 50;
+    config.watch.poll_max_ms = 200;
+    config
+}
+
+impl TestGateway {
+    /// A gateway with the test configuration.
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// A gateway with the test configuration changed by `edit`.
+    pub async fn start_with(edit: impl FnOnce(&mut Config)) -> Self {
+        let mut config = test_config();
+        edit(&mut config);
+        let clock = Arc::new(ManualClock::new());
+        let gateway = idgate::server::start_with(
+            config,
+            StartOptions {
+                sandbox_clock: Some(clock.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("gateway starts");
+        let channel = Channel::from_shared(gateway.grpc_url())
+            .expect("url")
+            .connect()
+            .await
+            .expect("connect to the gateway");
+        TestGateway {
+            gateway,
+            clock,
+            channel,
+        }
+    }
+
+    /// The embedded sandbox.
+    pub fn sandbox(&self) -> &SandboxHandle {
+        self.gateway.sandbox().expect("embedded sandbox")
+    }
+
+    /// A `JourneyService` client.
+    pub fn journeys(&self) -> JourneyServiceClient<Channel> {
+        JourneyServiceClient::new(self.channel.clone()).max_decoding_message_size(64 << 20)
+    }
+
+    /// A `LivenessService` client.
+    pub fn liveness(&self) -> LivenessServiceClient<Channel> {
+        LivenessServiceClient::new(self.channel.clone())
+    }
+
+    /// A `DocumentService` client.
+    pub fn documents(&self) -> DocumentServiceClient<Channel> {
+        DocumentServiceClient::new(self.channel.clone()).max_encoding_message_size(64 << 20)
+    }
+
+    /// Base URL of the gateway's HTTP listener.
+    pub fn http_url(&self) -> String {
+        format!("http://{}", self.gateway.http_addr())
+    }
+
+    /// Creates a journey for `person`, returning the response.
+    pub async fn create_journey_for(
+        &self,
+        person: v1::CreateJourneyRequest,
+    ) -> v1::CreateJourneyResponse {
+        self.journeys()
+            .create_journey(person)
+            .await
+            .expect("create journey")
+            .into_inner()
+    }
+
+    /// Creates a journey for the sandbox's happy person; returns the appkey.
+    pub async fn create_journey(&self) -> String {
+        self.create_journey_for(happy_person()).await.appkey
+    }
+
+    /// Runs a valid 3D liveness proof on `appkey`.
+    pub async fn pass_3d(&self, appkey: &str) -> v1::LivenessVerdict {
+        let mut l = self.liveness();
+        let s = l
+            .start_session3_d(v1::StartSession3DRequest {
+                appkey: appkey.into(),
+                user_agent: "test".into(),
+            })
+            .await
+            .expect("start session")
+            .into_inner();
+        l.verify_liveness3_d(v1::VerifyLiveness3DRequest {
+            appkey: appkey.into(),
+            session_token: s.session_token,
+            channel: s.channel,
+        })
+        .await
+        .expect("verify")
+        .into_inner()
+        .verdict
+        .expect("verdict")
+    }
+
+    /// Submits RG front and back on `appkey`.
+    pub async fn submit_rg(&self, appkey: &str) -> i64 {
+        self.documents()
+            .submit_document_images(v1::SubmitDocumentImagesRequest {
+                appkey: appkey.into(),
+                images: rg_images(),
+            })
+            .await
+            .expect("submit documents")
+            .into_inner()
+            .document_code
+    }
+
+    /// Moves the sandbox's clock past document processing.
+    pub fn finish_processing(&self) {
+        self.clock.advance(Duration::from_secs(3));
+    }
+
+    /// Stops the gateway and its sandbox.
+    pub async fn stop(self) {
+        self.gateway.shutdown().await;
+    }
+}
+
+/// The sandbox's default person (registry positive) as a request.
+pub fn happy_person() -> v1::CreateJourneyRequest {
+    person(samples::HAPPY_PERSON)
+}
+
+/// A sandbox test person as a request.
+pub fn person(p: samples::TestPerson) -> v1::CreateJourneyRequest {
+    let parts: Vec<&str> = p.birth_date.split('/').collect();
+    v1::CreateJourneyRequest {
+        cpf: p.cpf.into(),
+        name: p.name.into(),
+        birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
+        customer_reference: "TESTREF1".into(),
+        operator_profile: String::new(),
+    }
+}
+
+/// RG front and back images with sandbox markers.
+pub fn rg_images() -> Vec<v1::DocumentImage> {
+    use samples::{DocumentKind, DocumentType, Side};
+    Side::ALL
+        .into_iter()
+        .map(|side| v1::DocumentImage {
+            content: samples::document_image(DocumentKind::new(DocumentType::Rg, side)).into(),
+        })
+        .collect()
+}
+
+/// The `ErrorInfo.reason` of a status.
+pub fn reason(status: &tonic::Status) -> String {
+    status
+        .get_details_error_info()
+        .map(|i| i.reason)
+        .unwrap_or_default()
+}
+
+/// The fields named by a status's `BadRequest`.
+pub fn bad_fields(status: &tonic::Status) -> Vec<String> {
+    status
+        .get_details_bad_request()
+        .map(|b| b.field_violations.into_iter().map(|v| v.field).collect())
+        .unwrap_or_default()
+}
+
+/// True when the status carries a `RetryInfo`.
+pub fn retryable(status: &tonic::Status) -> bool {
+    status.get_details_retry_info().is_some()
+}

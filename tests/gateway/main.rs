@@ -1,0 +1,5 @@
+//! End-to-end tests through the gateway over real sockets, on the
+//! embedded sandbox.
+
+mod helpers;
+mod smoke;
