@@ -284,6 +284,9 @@ async fn upstream_side(
             ConfigError::Invalid("[sandbox] needs at least one operator".to_owned())
         })?;
     let clock = clock.unwrap_or_else(|| Arc::new(SystemClock));
+    tracing::info!(
+        "no [upstream] configured: starting the embedded sandbox (a reference implementation of the REST service, not the real one)"
+    );
     let handle = Sandbox::start(sb, clock).await?;
     let upstream = UpstreamConfig {
         base_url: handle.base_url(),
@@ -305,7 +308,7 @@ async fn upstream_side(
         base_url = %handle.base_url(),
         result_base_url = %handle.result_base_url(),
         channels = channels.len(),
-        "no [upstream] configured: serving on the embedded sandbox (a reference implementation, not the real service)"
+        "gateway upstream is the embedded sandbox"
     );
     Ok(Upstream {
         config: upstream,
