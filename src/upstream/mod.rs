@@ -18,7 +18,7 @@
 //! - [`Credentials`] (`credentials`): the per-profile credential cache
 //!   with single-flight refresh and the one-refresh retry of `/appkey`.
 
-mod body;
+pub mod body;
 mod client;
 pub mod convert;
 mod credentials;

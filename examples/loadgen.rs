@@ -1,0 +1,206 @@
+//! The load generator: runs whole journeys through a gateway with many
+//! concurrent callers and reports throughput and per-step latency.
+//!
+//! ```sh
+//! cargo run --release --example loadgen -- --journeys 2000 --concurrency 32
+//! cargo run --release --example loadgen -- --gateway http://127.0.0.1:50051
+//! ```
+//!
+//! Without `--gateway` it starts a gateway on the embedded sandbox in
+//! process, on loopback. Every run is bounded by `--journeys` and
+//! `--max-seconds`.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use clap::Parser;
+use idgate::{
+    config::Config,
+    proto::v1::{
+        self, document_service_client::DocumentServiceClient,
+        journey_service_client::JourneyServiceClient,
+        liveness_service_client::LivenessServiceClient,
+    },
+    sandbox::samples::{self, DocumentKind, DocumentType, Side},
+};
+use tonic::transport::Channel;
+
+#[derive(Parser)]
+struct Args {
+    /// Gateway address; absent: an in-process gateway on the embedded sandbox.
+    #[arg(long)]
+    gateway: Option<String>,
+    /// Journeys to run in all.
+    #[arg(long, default_value_t = 1000)]
+    journeys: usize,
+    /// Journeys in flight at once.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Size of each of the two document images, in KiB.
+    #[arg(long, default_value_t = 300)]
+    image_kib: usize,
+    /// Stop after this long, whatever is left.
+    #[arg(long, default_value_t = 120)]
+    max_seconds: u64,
+}
+
+type Latencies = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
+
+fn record(lat: &Latencies, step: &'static str, d: Duration) {
+    if let Ok(mut m) = lat.lock() {
+        m.entry(step).or_default().push(d);
+    }
+}
+
+/// A marked RG side padded to about `kib` KiB (the padding sits after the
+/// image data, so the sandbox still reads its marker).
+fn image(side: Side, kib: usize) -> Bytes {
+    let mut v = samples::document_image(DocumentKind::new(DocumentType::Rg, side));
+    v.resize(v.len().max(kib * 1024), 0);
+    Bytes::from(v)
+}
+
+async fn journey(ch: Channel, images: Vec<Bytes>, lat: Latencies) -> Result<(), tonic::Status> {
+    let mut j = JourneyServiceClient::new(ch.clone());
+    let mut l = LivenessServiceClient::new(ch.clone());
+    let mut d = DocumentServiceClient::new(ch).max_encoding_message_size(64 << 20);
+    let p = samples::HAPPY_PERSON;
+    let b: Vec<&str> = p.birth_date.split('/').collect();
+    let t = Instant::now();
+    let created = j
+        .create_journey(v1::CreateJourneyRequest {
+            cpf: p.cpf.into(),
+            name: p.name.into(),
+            birth_date: format!("{}-{}-{}", b[2], b[1], b[0]),
+            customer_reference: "LOADGEN1".into(),
+            operator_profile: String::new(),
+        })
+        .await?
+        .into_inner();
+    record(&lat, "1 CreateJourney", t.elapsed());
+    let appkey = created.appkey;
+    let t = Instant::now();
+    let s = l
+        .start_session3_d(v1::StartSession3DRequest {
+            appkey: appkey.clone(),
+            user_agent: "loadgen".into(),
+        })
+        .await?
+        .into_inner();
+    record(&lat, "2 StartSession3D", t.elapsed());
+    let t = Instant::now();
+    l.verify_liveness3_d(v1::VerifyLiveness3DRequest {
+        appkey: appkey.clone(),
+        session_token: s.session_token,
+        channel: s.channel,
+    })
+    .await?;
+    record(&lat, "3 VerifyLiveness3D", t.elapsed());
+    let t = Instant::now();
+    d.submit_document_images(v1::SubmitDocumentImagesRequest {
+        appkey: appkey.clone(),
+        images: images
+            .into_iter()
+            .map(|content| v1::DocumentImage { content })
+            .collect(),
+    })
+    .await?;
+    record(&lat, "4 SubmitDocumentImages", t.elapsed());
+    let t = Instant::now();
+    j.get_journey_result(v1::GetJourneyResultRequest { appkey })
+        .await?;
+    record(&lat, "5 GetJourneyResult", t.elapsed());
+    Ok(())
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut embedded = None;
+    let url = match &args.gateway {
+        Some(u) => u.clone(),
+        None => {
+            let mut config = Config::default();
+            config.listen.grpc = ([127, 0, 0, 1], 0).into();
+            config.listen.http = ([127, 0, 0, 1], 0).into();
+            config.sandbox.max_body_bytes = 64 << 20;
+            config.sandbox.max_entries = 1_000_000;
+            let gw = idgate::server::start(config).await?;
+            let url = gw.grpc_url();
+            embedded = Some(gw);
+            url
+        }
+    };
+    let ch = Channel::from_shared(url.clone())?.connect().await?;
+    let images = vec![
+        image(Side::Front, args.image_kib),
+        image(Side::Back, args.image_kib),
+    ];
+    let lat: Latencies = Arc::default();
+    let sem = Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
+    let deadline = Instant::now() + Duration::from_secs(args.max_seconds);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..args.journeys {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let permit = sem.clone().acquire_owned().await?;
+        let (ch, images, lat) = (ch.clone(), images.clone(), lat.clone());
+        tasks.spawn(async move {
+            let r = journey(ch, images, lat).await;
+            drop(permit);
+            r
+        });
+    }
+    let (mut ok, mut failed) = (0usize, BTreeMap::<String, usize>::new());
+    while let Some(r) = tasks.join_next().await {
+        match r {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(s)) => *failed.entry(format!("{:?}", s.code())).or_default() += 1,
+            Err(_) => *failed.entry("task panicked".into()).or_default() += 1,
+        }
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "target {url}\n{ok} journeys in {:.2}s = {:.1} journeys/s ({} concurrent, 2 x {} KiB images)",
+        elapsed.as_secs_f64(),
+        ok as f64 / elapsed.as_secs_f64(),
+        args.concurrency,
+        args.image_kib
+    );
+    if !failed.is_empty() {
+        println!("failed: {failed:?}");
+    }
+    println!(
+        "{:<24} {:>9} {:>9} {:>9} {:>9}",
+        "step", "p50", "p90", "p99", "max"
+    );
+    let map = lat.lock().map(|m| m.clone()).unwrap_or_default();
+    for (step, mut v) in map {
+        v.sort();
+        println!(
+            "{step:<24} {:>7.2}ms {:>7.2}ms {:>7.2}ms {:>7.2}ms",
+            pct(&v, 0.5).as_secs_f64() * 1e3,
+            pct(&v, 0.9).as_secs_f64() * 1e3,
+            pct(&v, 0.99).as_secs_f64() * 1e3,
+            v.last().copied().unwrap_or_default().as_secs_f64() * 1e3
+        );
+    }
+    if let Some(gw) = embedded {
+        gw.shutdown().await;
+    }
+    Ok(())
+}
