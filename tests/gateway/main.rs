@@ -2,4 +2,5 @@
 //! embedded sandbox.
 
 mod helpers;
+mod journeys;
 mod smoke;
