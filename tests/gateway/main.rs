@@ -3,4 +3,5 @@
 
 mod helpers;
 mod journeys;
+mod lifecycle;
 mod smoke;
