@@ -325,3 +325,22 @@ async fn an_appkey_generates_many_challenges_before_the_captcha() {
     assert_eq!(state.liveness, Some(LivenessOutcome::Valid));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn fifty_concurrent_journeys_on_a_fresh_gateway_share_one_credential_exchange() {
+    let gw = TestGateway::start().await;
+    let calls = (0..50).map(|_| {
+        let mut client = gw.journeys();
+        async move { client.create_journey(happy_person()).await }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    let appkeys: std::collections::HashSet<String> = results
+        .into_iter()
+        .map(|r| r.expect("journey created").into_inner().appkey)
+        .collect();
+    assert_eq!(appkeys.len(), 50, "fifty distinct appkeys");
+    assert_eq!(gw.calls(Operation::Credential), 1, "one /credencial");
+    assert_eq!(gw.gateway.core().credentials().exchanges(), 1);
+    assert_eq!(gw.calls(Operation::Appkey), 50);
+    gw.stop().await;
+}

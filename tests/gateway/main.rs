@@ -6,3 +6,4 @@ mod helpers;
 mod journeys;
 mod lifecycle;
 mod smoke;
+mod validation;
