@@ -639,3 +639,53 @@ async fn a_refused_connection_is_unavailable_with_retry_info() {
     assert!(retryable(&err));
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn appkey_failures_follow_the_status_table_and_appkey_is_sent_once() {
+    // A failed CreateJourney leaves the caller holding nothing: its
+    // failures are not OUTCOME_UNKNOWN (docs_errors.md lists only
+    // /captcha, /3d/liveness and /document there), but /appkey is still
+    // never sent twice by the gateway.
+    let gw = TestGateway::start().await;
+    let sb = gw.sandbox();
+    gw.create_journey().await;
+    let cases = [
+        (
+            FaultAction::Status { status: 500 },
+            Code::Internal,
+            "UPSTREAM_INTERNAL",
+            false,
+        ),
+        (
+            FaultAction::Status { status: 503 },
+            Code::Unavailable,
+            "UPSTREAM_UNAVAILABLE",
+            true,
+        ),
+        (
+            FaultAction::Drop,
+            Code::Unavailable,
+            "UPSTREAM_UNAVAILABLE",
+            true,
+        ),
+        (
+            FaultAction::Malformed,
+            Code::Internal,
+            "UPSTREAM_MALFORMED_RESPONSE",
+            false,
+        ),
+    ];
+    for (action, code, reason_, retry) in cases {
+        reset(sb);
+        inject(sb, Operation::Appkey, action);
+        let err = gw
+            .journeys()
+            .create_journey(happy_person())
+            .await
+            .unwrap_err();
+        assert_error(&err, code, reason_);
+        assert_eq!(retryable(&err), retry, "{action:?}");
+        assert_eq!(gw.calls(Operation::Appkey), 1, "{action:?}: sent once");
+    }
+    gw.stop().await;
+}
