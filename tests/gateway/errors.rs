@@ -601,10 +601,13 @@ async fn an_upstream_slower_than_its_timeout_is_deadline_exceeded() {
 
 #[tokio::test]
 async fn a_refused_connection_is_unavailable_with_retry_info() {
-    // A port with nothing listening: bound, then released.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port");
+    // A port held bound but never listening: connections are refused, and
+    // no other test can take the port meanwhile.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(([127, 0, 0, 1], 0).into())
+        .expect("bind a free port");
+    let dead = socket.local_addr().expect("bound address");
     let password_file =
         std::env::temp_dir().join(format!("idgate-test-operator-{}", uuid::Uuid::new_v4()));
     std::fs::write(&password_file, "sandbox").expect("password file");
@@ -638,6 +641,7 @@ async fn a_refused_connection_is_unavailable_with_retry_info() {
     assert_error(&err, Code::Unavailable, "UPSTREAM_UNAVAILABLE");
     assert!(retryable(&err));
     gw.stop().await;
+    drop(socket);
 }
 
 #[tokio::test]
