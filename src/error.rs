@@ -151,7 +151,7 @@ fn classify_upstream(e: &UpstreamError) -> (Code, &'static str, bool) {
         return (code, "OUTCOME_UNKNOWN", false);
     }
     // Nothing consumed: a retry by the caller is safe for transient faults.
-    let transient_retry = !op.consumes_appkey() || e.request_not_sent();
+    let transient_retry = !op.outcome_matters_to_caller() || e.request_not_sent();
     match e {
         UpstreamError::Status { status, .. } => match *status {
             400 if matches!(op, Operation::DocumentImages) => {

@@ -116,7 +116,7 @@ impl UpstreamError {
     /// True when a call that consumes the appkey may or may not have taken
     /// effect: the caller must not assume either.
     pub fn outcome_unknown(&self) -> bool {
-        if !self.operation().consumes_appkey() {
+        if !self.operation().outcome_matters_to_caller() {
             return false;
         }
         match self {

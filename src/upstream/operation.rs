@@ -73,6 +73,17 @@ impl Operation {
         )
     }
 
+    /// True when a failure after the request may have left puts a journey
+    /// the caller holds in an unknown state (`OUTCOME_UNKNOWN`): the
+    /// operations that consume an existing appkey. `/appkey` is not one:
+    /// its caller holds nothing yet, so a failed `CreateJourney` is an
+    /// ordinary failure that the caller may retry (an appkey the upstream
+    /// may have created is unreachable and simply expires). The gateway
+    /// itself still never resends `/appkey` ([`Self::consumes_appkey`]).
+    pub fn outcome_matters_to_caller(self) -> bool {
+        self.consumes_appkey() && self != Operation::Appkey
+    }
+
     /// True when the operation is keyed by an appkey, so a 401 means the
     /// appkey is expired, finished or unknown.
     pub fn uses_appkey(self) -> bool {

@@ -222,3 +222,220 @@ pub fn bad_fields(status: &tonic::Status) -> Vec<String> {
 pub fn retryable(status: &tonic::Status) -> bool {
     status.get_details_retry_info().is_some()
 }
+
+// journey tests
+
+use idgate::{
+    config::{OperatorConfig, UpstreamConfig},
+    sandbox::{
+        Sandbox, SandboxConfig,
+        samples::{DocumentKind, DocumentType, LivenessOutcome, Side},
+    },
+    upstream::Operation,
+};
+
+impl TestGateway {
+    /// Reads the journey result of `appkey`.
+    pub async fn result(&self, appkey: &str) -> Result<v1::JourneyResult, tonic::Status> {
+        self.journeys()
+            .get_journey_result(v1::GetJourneyResultRequest {
+                appkey: appkey.into(),
+            })
+            .await
+            .map(|r| r.into_inner().result.expect("result set"))
+    }
+
+    /// Generates 2D challenges on `appkey`.
+    pub async fn challenges(
+        &self,
+        appkey: &str,
+    ) -> Result<v1::CreateChallengesResponse, tonic::Status> {
+        self.liveness()
+            .create_challenges(v1::CreateChallengesRequest {
+                appkey: appkey.into(),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+    }
+
+    /// Submits `snapshots` for the challenges `challenge_key` of `appkey`.
+    pub async fn submit_snapshots(
+        &self,
+        appkey: &str,
+        challenge_key: &str,
+        snapshots: Vec<v1::Snapshot>,
+    ) -> Result<v1::LivenessVerdict, tonic::Status> {
+        self.liveness()
+            .submit_challenge_response(v1::SubmitChallengeResponseRequest {
+                appkey: appkey.into(),
+                challenge_key: challenge_key.into(),
+                snapshots,
+            })
+            .await
+            .map(|r| r.into_inner().verdict.expect("verdict set"))
+    }
+
+    /// A whole 2D proof on `appkey` ending with `outcome`: challenges, then
+    /// one snapshot per challenge. Returns the verdict and the first
+    /// snapshot sent (the frontal photo of the result).
+    pub async fn pass_2d(
+        &self,
+        appkey: &str,
+        outcome: LivenessOutcome,
+    ) -> (v1::LivenessVerdict, Vec<u8>) {
+        let ch = self.challenges(appkey).await.expect("create challenges");
+        let snapshots = snapshots_for(&ch, outcome);
+        let first = snapshots[0].image.to_vec();
+        let verdict = self
+            .submit_snapshots(appkey, &ch.challenge_key, snapshots)
+            .await
+            .expect("submit snapshots");
+        (verdict, first)
+    }
+
+    /// Starts a 3D session with `user_agent` and verifies it.
+    pub async fn run_3d(
+        &self,
+        appkey: &str,
+        user_agent: &str,
+    ) -> Result<v1::LivenessVerdict, tonic::Status> {
+        let mut l = self.liveness();
+        let s = l
+            .start_session3_d(v1::StartSession3DRequest {
+                appkey: appkey.into(),
+                user_agent: user_agent.into(),
+            })
+            .await?
+            .into_inner();
+        l.verify_liveness3_d(v1::VerifyLiveness3DRequest {
+            appkey: appkey.into(),
+            session_token: s.session_token,
+            channel: s.channel,
+        })
+        .await
+        .map(|r| r.into_inner().verdict.expect("verdict set"))
+    }
+
+    /// Submits `images` as document images of `appkey`.
+    pub async fn submit_images(
+        &self,
+        appkey: &str,
+        images: &[Vec<u8>],
+    ) -> Result<i64, tonic::Status> {
+        self.documents()
+            .submit_document_images(v1::SubmitDocumentImagesRequest {
+                appkey: appkey.into(),
+                images: images
+                    .iter()
+                    .map(|i| v1::DocumentImage {
+                        content: i.clone().into(),
+                    })
+                    .collect(),
+            })
+            .await
+            .map(|r| r.into_inner().document_code)
+    }
+
+    /// Submits a digital licence in one of its forms.
+    pub async fn submit_licence(
+        &self,
+        appkey: &str,
+        licence: v1::submit_digital_licence_request::Licence,
+    ) -> Result<i64, tonic::Status> {
+        self.documents()
+            .submit_digital_licence(v1::SubmitDigitalLicenceRequest {
+                appkey: appkey.into(),
+                licence: Some(licence),
+            })
+            .await
+            .map(|r| r.into_inner().document_code)
+    }
+
+    /// Calls of `op` on the embedded sandbox (not on a 3D channel).
+    pub fn calls(&self, op: Operation) -> u64 {
+        self.sandbox().calls(op, None)
+    }
+
+    /// Every call the embedded sandbox received, on any channel.
+    pub fn total_calls(&self) -> u64 {
+        self.sandbox().all_calls().iter().map(|c| c.count).sum()
+    }
+}
+
+/// One snapshot per challenge of `ch`, tagged with its face type code,
+/// each making the proof end with `outcome`.
+pub fn snapshots_for(
+    ch: &v1::CreateChallengesResponse,
+    outcome: LivenessOutcome,
+) -> Vec<v1::Snapshot> {
+    assert!(!ch.challenges.is_empty(), "challenges were generated");
+    ch.challenges
+        .iter()
+        .map(|c| v1::Snapshot {
+            image: samples::snapshot(outcome).into(),
+            face_type_code: c.face_type.as_ref().expect("face type").code.clone(),
+        })
+        .collect()
+}
+
+/// Front and back images of `doc_type`.
+pub fn document_pair(doc_type: DocumentType) -> Vec<Vec<u8>> {
+    Side::ALL
+        .into_iter()
+        .map(|side| samples::document_image(DocumentKind::new(doc_type, side)))
+        .collect()
+}
+
+/// Asserts `status` has `code` and `ErrorInfo.reason` `reason`.
+#[track_caller]
+pub fn assert_error(status: &tonic::Status, code: tonic::Code, reason_: &str) {
+    assert_eq!(
+        (status.code(), reason(status).as_str()),
+        (code, reason_),
+        "unexpected status: {status:?}"
+    );
+    let info = status.get_details_error_info().expect("ErrorInfo");
+    assert_eq!(info.domain, "idgate");
+}
+
+/// A gateway pointed at a sandbox started on its own (not embedded), so
+/// the gateway's `[upstream]` settings (timeouts, body bounds) apply.
+pub struct ExternalGateway {
+    /// The gateway.
+    pub gw: TestGateway,
+    /// The sandbox it talks to.
+    pub sandbox: SandboxHandle,
+    /// The sandbox's clock.
+    pub clock: Arc<ManualClock>,
+}
+
+impl ExternalGateway {
+    /// Starts a sandbox, then a gateway on it whose upstream settings are
+    /// changed by `edit`.
+    pub async fn start(edit: impl FnOnce(&mut UpstreamConfig)) -> Self {
+        let clock = Arc::new(ManualClock::new());
+        let sandbox = Sandbox::start(SandboxConfig::default(), clock.clone())
+            .await
+            .expect("sandbox starts");
+        let password_file =
+            std::env::temp_dir().join(format!("idgate-test-operator-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&password_file, "sandbox\n").expect("write password file");
+        let mut upstream = UpstreamConfig {
+            base_url: sandbox.base_url(),
+            result_base_url: sandbox.result_base_url(),
+            ..UpstreamConfig::default()
+        };
+        edit(&mut upstream);
+        let gw = TestGateway::start_with(move |c| {
+            c.upstream = Some(upstream);
+            c.operators = vec![OperatorConfig {
+                name: "default".into(),
+                login: "sandbox".into(),
+                password_env: None,
+                password_file: Some(password_file),
+            }];
+        })
+        .await;
+        ExternalGateway { gw, sandbox, clock }
+    }
+}

@@ -1,5 +1,9 @@
 //! End-to-end tests through the gateway over real sockets, on the
 //! embedded sandbox.
 
+mod errors;
 mod helpers;
+mod journeys;
+mod lifecycle;
 mod smoke;
+mod validation;
