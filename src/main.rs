@@ -201,7 +201,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ChannelsCommand::Drain { name } => cli::drain(admin, &token, &name).await,
                 ChannelsCommand::Undrain { name } => cli::undrain(admin, &token, &name).await,
             }
-            .context("calling the channel admin service")?;
+            .map_err(|e| match e {
+                // Refused before anything was sent: the message says why.
+                cli::CliError::Mode(_) | cli::CliError::TokenNotAHeader => anyhow::Error::new(e),
+                _ => anyhow::Error::new(e).context("calling the channel admin service"),
+            })?;
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
