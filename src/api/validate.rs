@@ -104,11 +104,14 @@ pub fn appkey_only(input: &str) -> Result<Appkey, Error> {
     v.finish(|| key)
 }
 
+/// Snapshots with the face type code each answers (`tipoFace.codigo`).
+pub type Snapshots = Vec<(ImagePayload, String)>;
+
 /// `SubmitChallengeResponse` -> appkey, challenge key and the snapshots.
 pub fn challenge_response(
     req: v1::SubmitChallengeResponseRequest,
     limits: &LimitsConfig,
-) -> Result<(Appkey, String, Vec<(ImagePayload, String)>), Error> {
+) -> Result<(Appkey, String, Snapshots), Error> {
     let mut v = Violations::default();
     let key_ = appkey(&mut v, "appkey", &req.appkey);
     let chkey = v.check("challenge_key", key(&req.challenge_key));

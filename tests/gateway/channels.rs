@@ -707,3 +707,137 @@ async fn the_channels_commands_report_errors_clearly() {
     assert!(err.to_string().contains(&addr), "{err}");
     assert!(!err.to_string().contains(ADMIN_TOKEN));
 }
+
+/// `idgate serve` as a child process, with its log lines on a channel.
+struct ServeProcess {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl ServeProcess {
+    fn start(config: &std::path::Path) -> Self {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("IDGATE_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("RUST_LOG", "info")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn idgate serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// The value of `key=` in the first log line containing `marker`.
+    fn field(&self, marker: &str, key: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no log line with {marker}"));
+            if line.contains(marker) {
+                let at = line.find(&format!(" {key}=")).expect("field") + key.len() + 2;
+                return line[at..]
+                    .split_whitespace()
+                    .next()
+                    .expect("value")
+                    .to_owned();
+            }
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = std::process::Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn idgate_serve_reloads_its_channels_on_sighup_and_obeys_the_channels_commands() {
+    let dir = std::env::temp_dir().join(format!("idgate-test-serve-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("idgate.toml");
+    let listen =
+        "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n";
+    std::fs::write(&config, listen).expect("write config");
+
+    let serve = ServeProcess::start(&config);
+    let base_url = serve.field("embedded sandbox", "base_url");
+    let admin = serve
+        .field("idgate listening", "admin")
+        .trim_start_matches("Some(")
+        .trim_end_matches(')')
+        .to_owned();
+    let token = admin_token();
+
+    let text = cli::list(&admin, &token).await.expect("list");
+    assert!(text.lines().any(|l| l.starts_with("alternative")), "{text}");
+    let text = cli::drain(&admin, &token, "alternative")
+        .await
+        .expect("drain");
+    assert!(text.starts_with("drained alternative"), "{text}");
+
+    // SIGHUP: the file now names a channel on the sandbox's core listener.
+    std::fs::write(
+        &config,
+        format!(
+            "{listen}[[channels]]\nname = \"core-alt\"\n\
+             base_url = \"{base_url}/service/captcha/channels/alternative\"\n\
+             session_token_path = \"/3d/session-token\"\nliveness_path = \"/3d/liveness\"\n"
+        ),
+    )
+    .expect("write config");
+    serve.signal("HUP");
+    eventually(
+        "SIGHUP applies the new channel set",
+        Duration::from_secs(10),
+        async || {
+            let text = cli::list(&admin, &token).await.expect("list");
+            text.lines().any(|l| l.starts_with("core-alt"))
+                && !text.lines().any(|l| l.starts_with("alternative"))
+        },
+    )
+    .await;
+    let text = cli::set_mode(&admin, &token, "channel:core-alt")
+        .await
+        .expect("mode");
+    assert_eq!(text, "routing mode: channel:core-alt\n");
+
+    // A file that does not load changes nothing; the gateway keeps serving.
+    std::fs::write(&config, "garbage = [").expect("write config");
+    serve.signal("HUP");
+    let _ = serve.field("configuration reload failed", "error");
+    let text = cli::list(&admin, &token).await.expect("list");
+    assert!(
+        text.starts_with("routing mode: channel:core-alt\n"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.starts_with("core-alt")), "{text}");
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&dir);
+}
