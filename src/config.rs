@@ -11,7 +11,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use serde::Deserialize;
 
 use crate::{
-    channels::{AdminConfig, ChannelSpec, RoutingConfig},
+    channels::{AdminConfig, ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
     domain::Password,
 };
 
@@ -60,6 +60,10 @@ pub struct Config {
     pub channels: Vec<ChannelSpec>,
     /// How new 3D sessions are routed (`[routing]`).
     pub routing: RoutingConfig,
+    /// Timeout and breaker of the embedded sandbox's channels, used when
+    /// no `[upstream]` and no `[[channels]]` are configured
+    /// (`[embedded_channels]`).
+    pub embedded_channels: EmbeddedChannelsConfig,
     /// Where the admin bearer token comes from (`[admin]`).
     pub admin: AdminConfig,
     /// The completion-notice receiver.
@@ -381,6 +385,7 @@ impl Config {
     /// formed, a routing mode that names a configured channel.
     pub fn validate(&self) -> Result<(), ConfigError> {
         crate::channels::config::validate(&self.channels, &self.routing)
+            .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 }

@@ -127,6 +127,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = Config::load(config_path.as_deref()).context("loading configuration")?;
             let _telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
                 .context("starting telemetry")?;
+            // Before the listeners: a SIGHUP during start-up must not kill
+            // the process (its default action), only wait to be handled.
+            let signals = Signals::install();
             let gateway = idgate::server::start_with(
                 config,
                 idgate::server::StartOptions {
@@ -136,7 +139,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
             .await
             .context("starting the gateway")?;
-            shutdown_signal(&gateway).await;
+            signals.serve_until_stopped(&gateway).await;
             gateway.shutdown().await;
             Ok(ExitCode::SUCCESS)
         }
@@ -201,7 +204,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ChannelsCommand::Drain { name } => cli::drain(admin, &token, &name).await,
                 ChannelsCommand::Undrain { name } => cli::undrain(admin, &token, &name).await,
             }
-            .context("calling the channel admin service")?;
+            .map_err(|e| match e {
+                // Refused before anything was sent: the message says why.
+                cli::CliError::Mode(_) | cli::CliError::TokenNotAHeader => anyhow::Error::new(e),
+                _ => anyhow::Error::new(e).context("calling the channel admin service"),
+            })?;
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
@@ -220,34 +227,60 @@ impl std::fmt::Write for Stdout {
     }
 }
 
-/// Ctrl-C or SIGTERM stop the gateway; SIGHUP reloads its configuration.
-async fn shutdown_signal(gateway: &idgate::server::Gateway) {
+/// The signals `idgate serve` handles: Ctrl-C or SIGTERM stop the
+/// gateway; SIGHUP reloads its configuration.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        };
-        loop {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => return,
-                _ = term.recv() => return,
-                _ = hup.recv() => {
-                    match gateway.reload().await {
-                        Ok(()) => tracing::info!("configuration reloaded"),
-                        Err(e) => tracing::error!(error = %e, "configuration reload failed; keeping the running configuration"),
+    unix: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    /// Registers the handlers (SIGTERM, SIGHUP) at once, so that a signal
+    /// arriving before the gateway is up waits to be handled.
+    fn install() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let unix = match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
+            ) {
+                (Ok(term), Ok(hup)) => Some((term, hup)),
+                _ => None,
+            };
+            Self { unix }
+        }
+        #[cfg(not(unix))]
+        {
+            Self {}
+        }
+    }
+
+    /// Waits for a stop signal, reloading the configuration on each SIGHUP.
+    async fn serve_until_stopped(self, gateway: &idgate::server::Gateway) {
+        #[cfg(unix)]
+        {
+            let Some((mut term, mut hup)) = self.unix else {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            };
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => return,
+                    _ = term.recv() => return,
+                    _ = hup.recv() => {
+                        match gateway.reload().await {
+                            Ok(()) => tracing::info!("configuration reloaded"),
+                            Err(e) => tracing::error!(error = %e, "configuration reload failed; keeping the running configuration"),
+                        }
                     }
                 }
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = gateway;
-        let _ = tokio::signal::ctrl_c().await;
+        #[cfg(not(unix))]
+        {
+            let _ = gateway;
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -153,12 +153,14 @@ impl Gateway {
         self.reload_from(&config)
     }
 
-    /// Applies `config`'s channels, as [`Gateway::reload`] does.
+    /// Applies `config`'s channels, as [`Gateway::reload`] does. With no
+    /// `[[channels]]`, the channels the gateway started with come back
+    /// (on the embedded sandbox, with `config`'s `[embedded_channels]`).
     pub fn reload_from(&self, config: &Config) -> Result<(), StartError> {
-        let specs = if config.channels.is_empty() {
-            self.embedded_channels.clone()
-        } else {
-            config.channels.clone()
+        let specs = match (&self.sandbox, config.channels.is_empty()) {
+            (_, false) => config.channels.clone(),
+            (Some(sandbox), true) => sandbox_channels(sandbox, config),
+            (None, true) => self.embedded_channels.clone(),
         };
         let summary = self.router.reload(specs)?;
         tracing::info!(?summary, "channels reloaded");
@@ -293,12 +295,7 @@ async fn upstream_side(
         result_base_url: handle.result_base_url(),
         ..UpstreamConfig::default()
     };
-    let embedded: Vec<ChannelSpec> = handle
-        .channels()
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| ChannelSpec::new(c.name, c.base_url, i as i32))
-        .collect();
+    let embedded = sandbox_channels(&handle, config);
     let channels = if config.channels.is_empty() {
         embedded.clone()
     } else {
@@ -321,6 +318,21 @@ async fn upstream_side(
         embedded_channels: embedded,
         sandbox: Some(handle),
     })
+}
+
+/// The embedded sandbox's channels, in its order, with the call settings
+/// of `[embedded_channels]`.
+fn sandbox_channels(handle: &SandboxHandle, config: &Config) -> Vec<ChannelSpec> {
+    handle
+        .channels()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            config
+                .embedded_channels
+                .spec(c.name, c.base_url, i32::try_from(i).unwrap_or(i32::MAX))
+        })
+        .collect()
 }
 
 /// Starts the gateway with `options`.

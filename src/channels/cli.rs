@@ -4,20 +4,62 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Context as _;
 use tonic::{
-    Request, Status,
+    Code, Request, Status,
     metadata::{Ascii, MetadataValue},
     service::{Interceptor, interceptor::InterceptedService},
     transport::{Channel, Endpoint},
 };
 use tonic_types::StatusExt;
 
-use super::{admin::AdminToken, config::RoutingMode};
+use super::{
+    admin::AdminToken,
+    config::{ChannelConfigError, RoutingMode},
+};
 use crate::proto::v1::{self as pb, channel_admin_service_client::ChannelAdminServiceClient};
 
 /// Default admin address of `idgate serve`.
 pub const DEFAULT_ADMIN_ADDR: &str = "http://127.0.0.1:50052";
+
+/// Why an `idgate channels` command failed. Messages name addresses,
+/// codes and reasons, never the token.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The token cannot travel in an HTTP header.
+    #[error("the admin token contains characters not allowed in a header")]
+    TokenNotAHeader,
+    /// The admin address is not a usable URL.
+    #[error("invalid admin address {url}")]
+    Address {
+        /// The address as given (made a URL).
+        url: String,
+        /// Why.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The admin listener could not be reached.
+    #[error("cannot connect to the admin listener at {url}")]
+    Connect {
+        /// The admin URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The routing mode given is not one the gateway knows.
+    #[error(transparent)]
+    Mode(#[from] ChannelConfigError),
+    /// The gateway refused or failed the call.
+    #[error("{code:?}{}: {message}", reason.as_deref().map(|r| format!(" [{r}]")).unwrap_or_default())]
+    Refused {
+        /// The gRPC code.
+        code: Code,
+        /// The `ErrorInfo.reason`, when the gateway sent one.
+        reason: Option<String>,
+        /// The status message.
+        message: String,
+    },
+}
 
 /// Adds `authorization: Bearer <token>` to every call, marked sensitive so
 /// tonic and hyper never print it.
@@ -37,22 +79,24 @@ impl Interceptor for BearerAuth {
 pub type AdminClient = ChannelAdminServiceClient<InterceptedService<Channel, BearerAuth>>;
 
 /// Connects to the admin listener at `addr` (`host:port` or a URL).
-pub async fn connect(addr: &str, token: &AdminToken) -> anyhow::Result<AdminClient> {
+pub async fn connect(addr: &str, token: &AdminToken) -> Result<AdminClient, CliError> {
     let url = if addr.contains("://") {
         addr.to_owned()
     } else {
         format!("http://{addr}")
     };
-    let mut header: MetadataValue<Ascii> =
-        format!("Bearer {}", token.expose()).parse().map_err(|_| {
-            anyhow::anyhow!("the admin token contains characters not allowed in a header")
-        })?;
+    let mut header: MetadataValue<Ascii> = format!("Bearer {}", token.expose())
+        .parse()
+        .map_err(|_| CliError::TokenNotAHeader)?;
     header.set_sensitive(true);
-    let channel = Endpoint::from_shared(url.clone())
-        .with_context(|| format!("invalid admin address {url}"))?
-        .connect()
-        .await
-        .with_context(|| format!("cannot connect to the admin listener at {url}"))?;
+    let endpoint = match Endpoint::from_shared(url.clone()) {
+        Ok(endpoint) => endpoint,
+        Err(source) => return Err(CliError::Address { url, source }),
+    };
+    let channel = match endpoint.connect().await {
+        Ok(channel) => channel,
+        Err(source) => return Err(CliError::Connect { url, source }),
+    };
     Ok(ChannelAdminServiceClient::with_interceptor(
         channel,
         BearerAuth(header),
@@ -60,16 +104,16 @@ pub async fn connect(addr: &str, token: &AdminToken) -> anyhow::Result<AdminClie
 }
 
 /// Turns a refused call into a one-line error: code, reason, message.
-fn explain(status: Status) -> anyhow::Error {
-    let reason = status
-        .get_details_error_info()
-        .map(|i| format!(" [{}]", i.reason))
-        .unwrap_or_default();
-    anyhow::anyhow!("{:?}{reason}: {}", status.code(), status.message())
+fn explain(status: Status) -> CliError {
+    CliError::Refused {
+        code: status.code(),
+        reason: status.get_details_error_info().map(|i| i.reason),
+        message: status.message().to_owned(),
+    }
 }
 
 /// `idgate channels list`.
-pub async fn list(addr: &str, token: &AdminToken) -> anyhow::Result<String> {
+pub async fn list(addr: &str, token: &AdminToken) -> Result<String, CliError> {
     let mut client = connect(addr, token).await?;
     let resp = client
         .list_channels(pb::ListChannelsRequest {})
@@ -80,7 +124,7 @@ pub async fn list(addr: &str, token: &AdminToken) -> anyhow::Result<String> {
 }
 
 /// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME>`.
-pub async fn set_mode(addr: &str, token: &AdminToken, mode: &str) -> anyhow::Result<String> {
+pub async fn set_mode(addr: &str, token: &AdminToken, mode: &str) -> Result<String, CliError> {
     let mode: RoutingMode = mode.parse()?;
     let (pb_mode, channel) = super::admin::mode_to_proto(&mode);
     let mut client = connect(addr, token).await?;
@@ -99,7 +143,7 @@ pub async fn set_mode(addr: &str, token: &AdminToken, mode: &str) -> anyhow::Res
 }
 
 /// `idgate channels drain NAME`.
-pub async fn drain(addr: &str, token: &AdminToken, name: &str) -> anyhow::Result<String> {
+pub async fn drain(addr: &str, token: &AdminToken, name: &str) -> Result<String, CliError> {
     let mut client = connect(addr, token).await?;
     let resp = client
         .drain_channel(pb::DrainChannelRequest {
@@ -118,7 +162,7 @@ pub async fn drain(addr: &str, token: &AdminToken, name: &str) -> anyhow::Result
 }
 
 /// `idgate channels undrain NAME`.
-pub async fn undrain(addr: &str, token: &AdminToken, name: &str) -> anyhow::Result<String> {
+pub async fn undrain(addr: &str, token: &AdminToken, name: &str) -> Result<String, CliError> {
     let mut client = connect(addr, token).await?;
     let resp = client
         .undrain_channel(pb::UndrainChannelRequest {
@@ -208,6 +252,25 @@ pub fn format_list(resp: &pb::ListChannelsResponse) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_read_as_code_reason_and_message() {
+        let e = CliError::Refused {
+            code: Code::Unauthenticated,
+            reason: Some("ADMIN_TOKEN_INVALID".into()),
+            message: "bad token".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Unauthenticated [ADMIN_TOKEN_INVALID]: bad token"
+        );
+        let e = CliError::Refused {
+            code: Code::Unavailable,
+            reason: None,
+            message: "down".into(),
+        };
+        assert_eq!(e.to_string(), "Unavailable: down");
+    }
 
     #[test]
     fn the_listing_names_mode_channels_and_state() {

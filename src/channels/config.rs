@@ -132,6 +132,53 @@ impl Default for BreakerConfig {
     }
 }
 
+/// `[embedded_channels]`: the call settings of the 3D channels the gateway
+/// takes from the embedded sandbox (no `[upstream]` and no `[[channels]]`).
+///
+/// The sandbox binds its channel listeners on free ports at start-up, so
+/// their URLs cannot be written in `[[channels]]` beforehand; this table
+/// gives those channels what a `[[channels]]` entry would: a per-call
+/// timeout and breaker settings. It is ignored when `[[channels]]` is set.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddedChannelsConfig {
+    /// Budget of one call on each embedded channel, in milliseconds.
+    pub timeout_ms: u64,
+    /// Circuit breaker settings of each embedded channel.
+    pub breaker: BreakerConfig,
+}
+
+impl Default for EmbeddedChannelsConfig {
+    fn default() -> Self {
+        Self {
+            timeout_ms: default_timeout_ms(),
+            breaker: BreakerConfig::default(),
+        }
+    }
+}
+
+impl EmbeddedChannelsConfig {
+    /// Checks the timeout and breaker settings.
+    pub fn validate(&self) -> Result<(), ChannelConfigError> {
+        check_call_settings(self.timeout_ms, &self.breaker)
+            .map_err(|what| ChannelConfigError(format!("embedded_channels: {what}")))
+    }
+
+    /// The spec of an embedded channel named `name` at `base_url`.
+    pub fn spec(
+        &self,
+        name: impl Into<String>,
+        base_url: impl Into<String>,
+        priority: i32,
+    ) -> ChannelSpec {
+        ChannelSpec {
+            timeout_ms: self.timeout_ms,
+            breaker: self.breaker.clone(),
+            ..ChannelSpec::new(name, base_url, priority)
+        }
+    }
+}
+
 /// How new 3D sessions are routed. Verifications are never routed by mode:
 /// they go to the channel that issued the session.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -289,20 +336,21 @@ pub fn validate_channels(specs: &[ChannelSpec]) -> Result<(), ChannelConfigError
                 return Err(at(&format!("{key} must start with `/`")));
             }
         }
-        if c.timeout_ms == 0 {
-            return Err(at("timeout_ms must be positive"));
-        }
-        let b = &c.breaker;
-        if b.failure_threshold == 0 || b.base_ejection_ms == 0 {
-            return Err(at(
-                "breaker.failure_threshold and breaker.base_ejection_ms must be positive",
-            ));
-        }
-        if b.max_ejection_ms < b.base_ejection_ms {
-            return Err(at(
-                "breaker.max_ejection_ms must be at least base_ejection_ms",
-            ));
-        }
+        check_call_settings(c.timeout_ms, &c.breaker).map_err(at)?;
+    }
+    Ok(())
+}
+
+/// The timeout and breaker settings every channel needs to be usable.
+fn check_call_settings(timeout_ms: u64, b: &BreakerConfig) -> Result<(), &'static str> {
+    if timeout_ms == 0 {
+        return Err("timeout_ms must be positive");
+    }
+    if b.failure_threshold == 0 || b.base_ejection_ms == 0 {
+        return Err("breaker.failure_threshold and breaker.base_ejection_ms must be positive");
+    }
+    if b.max_ejection_ms < b.base_ejection_ms {
+        return Err("breaker.max_ejection_ms must be at least base_ejection_ms");
     }
     Ok(())
 }
@@ -394,6 +442,24 @@ mod tests {
         };
         let err = validate(&[ChannelSpec::new("a", "http://a", 0)], &routing).unwrap_err();
         assert!(err.0.contains("ghost"), "{err}");
+    }
+
+    #[test]
+    fn embedded_channel_settings_default_and_are_checked() {
+        let e = EmbeddedChannelsConfig::default();
+        let spec = e.spec("primary", "http://a", 0);
+        assert_eq!(spec, ChannelSpec::new("primary", "http://a", 0));
+        let e: EmbeddedChannelsConfig =
+            toml::from_str("timeout_ms = 250\nbreaker = { failure_threshold = 2 }\n").unwrap();
+        let spec = e.spec("alternative", "http://b", 1);
+        assert_eq!((spec.timeout_ms, spec.breaker.failure_threshold), (250, 2));
+        e.validate().unwrap();
+        let zero = EmbeddedChannelsConfig {
+            timeout_ms: 0,
+            ..EmbeddedChannelsConfig::default()
+        };
+        let err = zero.validate().unwrap_err();
+        assert!(err.0.contains("embedded_channels: timeout_ms"), "{err}");
     }
 
     #[test]

@@ -25,7 +25,9 @@ pub mod transport;
 pub use admin::{AdminServer, AdminToken, admin_auth_interceptor, admin_service};
 pub use breaker::CircuitState;
 pub use channel::ChannelSnapshot;
-pub use config::{AdminConfig, BreakerConfig, ChannelSpec, RoutingConfig, RoutingMode};
+pub use config::{
+    AdminConfig, BreakerConfig, ChannelSpec, EmbeddedChannelsConfig, RoutingConfig, RoutingMode,
+};
 pub use http::HttpTransport;
 pub use router::{ChannelRouter, ReloadSummary, RouterSnapshot, StartedSession};
 pub use transport::{Liveness3DTransport, SessionGrant};

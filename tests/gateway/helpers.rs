@@ -439,3 +439,188 @@ impl ExternalGateway {
         ExternalGateway { gw, sandbox, clock }
     }
 }
+
+// channel tests
+
+use idgate::{
+    channels::{AdminToken, ChannelSpec, cli::AdminClient},
+    proto::v1::{ChannelStatus, ListChannelsResponse, RoutingMode, SetRoutingModeRequest},
+};
+
+/// The admin token of test gateways, typed.
+pub fn admin_token() -> AdminToken {
+    AdminToken::new(ADMIN_TOKEN).expect("non-empty token")
+}
+
+/// Polls `check` every 10 ms until it holds, for at most `within`; panics
+/// naming `what` otherwise. For states that settle on their own (a breaker
+/// back-off ending, a call reaching the sandbox).
+pub async fn eventually(what: &str, within: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let give_up = tokio::time::Instant::now() + within;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "not reached within {within:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+impl TestGateway {
+    /// The admin listener's `host:port`.
+    pub fn admin_addr(&self) -> String {
+        self.gateway
+            .admin_addr()
+            .expect("admin listener (token configured)")
+            .to_string()
+    }
+
+    /// A `ChannelAdminService` client sending the right bearer token.
+    pub async fn admin(&self) -> AdminClient {
+        idgate::channels::cli::connect(&self.admin_addr(), &admin_token())
+            .await
+            .expect("connect to the admin listener")
+    }
+
+    /// `ListChannels` over the admin listener.
+    pub async fn list_channels(&self) -> ListChannelsResponse {
+        self.admin()
+            .await
+            .list_channels(v1::ListChannelsRequest {})
+            .await
+            .expect("list channels")
+            .into_inner()
+    }
+
+    /// One channel of `ListChannels`.
+    pub async fn channel_status(&self, name: &str) -> ChannelStatus {
+        self.list_channels()
+            .await
+            .channels
+            .into_iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("channel {name} listed"))
+    }
+
+    /// `SetRoutingMode` over the admin listener.
+    pub async fn set_mode(&self, mode: RoutingMode) {
+        self.admin()
+            .await
+            .set_routing_mode(SetRoutingModeRequest {
+                mode: mode as i32,
+                channel: String::new(),
+            })
+            .await
+            .expect("set routing mode");
+    }
+
+    /// `StartSession3D` for `appkey`.
+    pub async fn start_3d(
+        &self,
+        appkey: &str,
+    ) -> Result<v1::StartSession3DResponse, tonic::Status> {
+        self.liveness()
+            .start_session3_d(v1::StartSession3DRequest {
+                appkey: appkey.into(),
+                user_agent: "test".into(),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+    }
+
+    /// `VerifyLiveness3D`, naming `channel` (empty: none).
+    pub async fn verify_3d(
+        &self,
+        appkey: &str,
+        session_token: &str,
+        channel: &str,
+    ) -> Result<v1::LivenessVerdict, tonic::Status> {
+        self.liveness()
+            .verify_liveness3_d(v1::VerifyLiveness3DRequest {
+                appkey: appkey.into(),
+                session_token: session_token.into(),
+                channel: channel.into(),
+            })
+            .await
+            .map(|r| r.into_inner().verdict.expect("verdict"))
+    }
+
+    /// Calls the embedded sandbox received for `op` on `channel`.
+    pub fn sandbox_calls(&self, op: Operation, channel: &str) -> u64 {
+        self.sandbox().calls(op, Some(channel))
+    }
+
+    /// The text of `GET /metrics`.
+    pub async fn metrics_text(&self) -> String {
+        reqwest::get(format!("{}/metrics", self.http_url()))
+            .await
+            .expect("scrape /metrics")
+            .text()
+            .await
+            .expect("metrics body")
+    }
+
+    /// The embedded sandbox's channels as `[[channels]]` entries (own
+    /// listeners, priority in sandbox order, default timeout and breaker).
+    pub fn sandbox_channel_specs(&self) -> Vec<ChannelSpec> {
+        self.sandbox()
+            .channels()
+            .into_iter()
+            .zip(0..)
+            .map(|(c, priority)| ChannelSpec::new(c.name, c.base_url, priority))
+            .collect()
+    }
+
+    /// A second gateway on this gateway's sandbox, as a deployment with an
+    /// external upstream and explicit `[[channels]]` would run.
+    pub async fn sibling(&self) -> TestGateway {
+        let sandbox = self.sandbox();
+        let upstream = UpstreamConfig {
+            base_url: sandbox.base_url(),
+            result_base_url: sandbox.result_base_url(),
+            ..UpstreamConfig::default()
+        };
+        let channels = self.sandbox_channel_specs();
+        let password_file =
+            std::env::temp_dir().join(format!("idgate-test-operator-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&password_file, "sandbox").expect("write operator password file");
+        TestGateway::start_with(move |config| {
+            config.upstream = Some(upstream);
+            config.operators = vec![OperatorConfig {
+                name: "default".into(),
+                login: "sandbox".into(),
+                password_env: None,
+                password_file: Some(password_file),
+            }];
+            config.channels = channels;
+        })
+        .await
+    }
+}
+
+impl TestGateway {
+    /// A gateway with the test configuration whose [`Gateway::reload`]
+    /// re-reads `config_path` (what SIGHUP does in `idgate serve`).
+    pub async fn start_reloadable(config_path: &std::path::Path) -> Self {
+        let clock = Arc::new(ManualClock::new());
+        let gateway = idgate::server::start_with(
+            test_config(),
+            StartOptions {
+                config_path: Some(config_path.to_owned()),
+                sandbox_clock: Some(clock.clone()),
+            },
+        )
+        .await
+        .expect("gateway starts");
+        let channel = Channel::from_shared(gateway.grpc_url())
+            .expect("url")
+            .connect()
+            .await
+            .expect("connect to the gateway");
+        TestGateway {
+            gateway,
+            clock,
+            channel,
+        }
+    }
+}
