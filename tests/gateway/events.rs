@@ -146,6 +146,45 @@ async fn every_watcher_receives_the_result_once_pushed_by_the_webhook() {
     gw.stop().await;
 }
 
+#[tokio::test]
+async fn the_embedded_sandbox_sends_with_the_webhook_secrets_the_gateway_was_given() {
+    // Each way the operator may configure [webhook]; the embedded sandbox
+    // is the sender, so it must present what the receiver expects.
+    type Edit = fn(&mut idgate::config::Config);
+    let configurations: [(&str, Edit); 2] = [
+        ("basic", |c| {
+            c.webhook.basic_user = Some(BASIC_USER.into());
+            c.webhook.basic_password_file = Some(secret_file(BASIC_PASSWORD));
+        }),
+        ("hmac", |c| {
+            c.webhook.hmac_secret_file = Some(secret_file(SECRET))
+        }),
+    ];
+    for (case, edit) in configurations {
+        let gw = TestGateway::start_with(|c| {
+            c.watch.webhook_grace_secs = 3600;
+            c.sandbox.webhook.max_attempts = 1;
+            edit(c);
+        })
+        .await;
+        let journey = gw.journey_in_processing().await;
+        let watcher = gw.watch(by_ref(&journey.journey_ref)).await;
+        gw.finish_processing();
+        let stats = gw
+            .webhook_stats_until(|s| s.delivered + s.abandoned == 1)
+            .await;
+        assert_eq!(
+            stats.delivered, 1,
+            "{case}: the gateway refused the sandbox"
+        );
+        let watched = drain(watcher).await;
+        assert_ends_complete(&watched, &journey.journey_ref);
+        assert_eq!(gw.gateway.hub().stats().notices_received, 1, "{case}");
+        assert_eq!(gw.result_reads(), 1, "{case}");
+        gw.stop().await;
+    }
+}
+
 /// A gateway that authenticates notices by Basic and by signature, whose
 /// sandbox does not send its own (the tests post them), with one journey
 /// whose processing is finished: any notice that got through would
