@@ -167,13 +167,17 @@ impl Gateway {
         Ok(())
     }
 
-    /// Stops accepting calls, lets calls in flight finish, and stops the
-    /// embedded sandbox.
+    /// Stops accepting calls, ends open `WatchJourney` streams with
+    /// `UNAVAILABLE` / `SHUTTING_DOWN`, lets other calls in flight finish,
+    /// and stops the embedded sandbox.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
+        // Open WatchJourney streams would hold up the graceful shutdown.
+        self.hub.close();
         for task in self.tasks {
             let _ = task.await;
         }
+        self.hub.tasks_finished().await;
         if let Some(sandbox) = self.sandbox {
             sandbox.shutdown().await;
         }

@@ -798,3 +798,21 @@ async fn idgate_journey_shows_the_status_changes_and_ends_complete() {
     );
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn shutting_down_ends_open_watch_streams() {
+    let gw = TestGateway::start_with(|c| c.watch.webhook_grace_secs = 3600).await;
+    let journey = gw.journey_in_processing().await;
+    let watcher = gw.watch(by_appkey(&journey.appkey)).await;
+    let hub = gw.gateway.hub().clone();
+    tokio::time::timeout(EVENT_WAIT, gw.stop())
+        .await
+        .expect("the gateway stops with a watcher open");
+    let (items, end) = drain(watcher).await;
+    assert!(items.is_empty());
+    let end = end.expect("the stream ends with an error");
+    assert_eq!(end.code(), tonic::Code::Unavailable, "{end:?}");
+    assert_eq!(reason(&end), "SHUTTING_DOWN");
+    let stats = hub.stats();
+    assert_eq!((stats.journeys, stats.watchers), (0, 0));
+}
