@@ -95,6 +95,10 @@ pub enum Error {
         "the service reported the journey finished, but its result still said processing after {0} s; read it again later"
     )]
     ResultNotSettled(u64),
+    /// The gateway is shutting down; the call may be retried on another
+    /// instance or after the restart.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
 }
 
 fn fields(v: &[FieldViolation]) -> String {
@@ -128,6 +132,7 @@ impl Error {
             Error::Internal(_) => (Code::Internal, "INTERNAL", false),
             Error::WatchLimit(_) => (Code::ResourceExhausted, "WATCH_LIMIT_REACHED", true),
             Error::ResultNotSettled(_) => (Code::Unavailable, "RESULT_NOT_SETTLED", true),
+            Error::ShuttingDown => (Code::Unavailable, "SHUTTING_DOWN", true),
         }
     }
 

@@ -8,6 +8,8 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
+use base64::Engine as _;
+
 use axum::{
     Router,
     extract::State,
@@ -167,13 +169,17 @@ impl Gateway {
         Ok(())
     }
 
-    /// Stops accepting calls, lets calls in flight finish, and stops the
-    /// embedded sandbox.
+    /// Stops accepting calls, ends open `WatchJourney` streams with
+    /// `UNAVAILABLE` / `SHUTTING_DOWN`, lets other calls in flight finish,
+    /// and stops the embedded sandbox.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
+        // Open WatchJourney streams would hold up the graceful shutdown.
+        self.hub.close();
         for task in self.tasks {
             let _ = task.await;
         }
+        self.hub.tasks_finished().await;
         if let Some(sandbox) = self.sandbox {
             sandbox.shutdown().await;
         }
@@ -280,6 +286,29 @@ async fn upstream_side(
         });
         sb.webhook.basic_user = Some("sandbox".to_owned());
         sb.webhook.basic_password = Some(password);
+    } else {
+        // The embedded sandbox is the sender: unless its own section says
+        // otherwise, it presents what the receiver was configured to expect
+        // (otherwise every notice is refused and watchers wait for the
+        // fallback).
+        if let Some(basic) = webhook
+            .basic
+            .as_ref()
+            .filter(|_| sb.webhook.basic_user.is_none())
+        {
+            sb.webhook.basic_user = Some(basic.user.clone());
+            sb.webhook.basic_password = Some(basic.password.expose().to_owned());
+        }
+        if let Some(hmac) = webhook
+            .hmac
+            .as_ref()
+            .filter(|_| sb.webhook.signing_secret.is_none())
+        {
+            sb.webhook.signing_secret = Some(format!(
+                "whsec_{}",
+                base64::engine::general_purpose::STANDARD.encode(hmac.key())
+            ));
+        }
     }
     let operator =
         sb.operators.first().cloned().ok_or_else(|| {

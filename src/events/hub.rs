@@ -102,6 +102,8 @@ struct HubState {
     /// arrives after the notice reads at once.
     notices: TtlMap<JourneyRef, NoticeStatus>,
     next_id: u64,
+    /// Set by [`JourneyHub::close`]: no new watchers.
+    closed: bool,
 }
 
 struct JourneyEntry {
@@ -128,6 +130,7 @@ impl JourneyHub {
                     journeys: HashMap::new(),
                     notices,
                     next_id: 0,
+                    closed: false,
                 }),
                 tasks: AtomicUsize::new(0),
                 tasks_changed: Notify::new(),
@@ -196,6 +199,28 @@ impl JourneyHub {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Ends every watch with `UNAVAILABLE` / `SHUTTING_DOWN`, stops the
+    /// reading tasks and refuses new watchers. Open streams otherwise wait
+    /// for their journey (possibly forever), which would hold up the gRPC
+    /// server's graceful shutdown. Idempotent.
+    pub fn close(&self) {
+        let mut state = self.inner.lock();
+        state.closed = true;
+        for (journey, entry) in &state.journeys {
+            // Published before the abort, so the task's own end (when its
+            // publisher is dropped) is ignored.
+            entry.events.send_if_modified(|snap| {
+                if snap.end.is_some() {
+                    return false;
+                }
+                snap.end = Some(End::Failed(Error::ShuttingDown.into()));
+                true
+            });
+            entry.task.abort();
+            tracing::debug!(journey = %journey, "journey watch ended: shutting down");
         }
     }
 
@@ -270,6 +295,9 @@ impl JourneyHub {
     ) -> Result<(watch::Receiver<Snapshot>, WatcherGuard), Error> {
         let settings = &self.inner.settings;
         let mut state = self.inner.lock();
+        if state.closed {
+            return Err(Error::ShuttingDown);
+        }
         if let Some(entry) = state.journeys.get_mut(journey) {
             if entry.watchers >= settings.max_watchers_per_journey {
                 return Err(Error::WatchLimit(

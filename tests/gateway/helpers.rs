@@ -624,3 +624,145 @@ impl TestGateway {
         }
     }
 }
+
+// event tests
+
+/// The path of the gateway's webhook receiver in test gateways.
+pub const WEBHOOK_PATH: &str = "/webhooks/journey";
+/// Longest a test waits for anything asynchronous.
+pub const EVENT_WAIT: Duration = Duration::from_secs(20);
+
+/// Writes `content` to a fresh temporary file (a secret for the config).
+pub fn secret_file(content: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("idgate-test-secret-{}", uuid::Uuid::new_v4()));
+    std::fs::write(&path, content).expect("write secret file");
+    path
+}
+
+/// An HTTP client for posting webhooks to the gateway.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("http client")
+}
+
+/// Waits, polling every few milliseconds, until `check` holds; panics with
+/// `what` after [`EVENT_WAIT`].
+pub async fn eventually_sync(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + EVENT_WAIT;
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Everything a watch stream sends until it closes: its messages and the
+/// status it ended with (`None`: closed with OK). Bounded by [`EVENT_WAIT`].
+pub async fn drain(
+    mut stream: tonic::Streaming<v1::WatchJourneyResponse>,
+) -> (Vec<v1::WatchJourneyResponse>, Option<tonic::Status>) {
+    let mut items = Vec::new();
+    let end = tokio::time::timeout(EVENT_WAIT, async {
+        loop {
+            match stream.message().await {
+                Ok(Some(item)) => items.push(item),
+                Ok(None) => return None,
+                Err(status) => return Some(status),
+            }
+        }
+    })
+    .await
+    .expect("the watch stream ends in time");
+    (items, end)
+}
+
+/// The statuses of a stream's messages, in order.
+pub fn statuses(items: &[v1::WatchJourneyResponse]) -> Vec<v1::JourneyStatus> {
+    items.iter().map(|i| i.status()).collect()
+}
+
+/// A watch request by appkey.
+pub fn by_appkey(appkey: &str) -> v1::WatchJourneyRequest {
+    v1::WatchJourneyRequest {
+        journey: Some(v1::watch_journey_request::Journey::Appkey(appkey.into())),
+    }
+}
+
+/// A watch request by the reference CreateJourney returned.
+pub fn by_ref(journey_ref: &str) -> v1::WatchJourneyRequest {
+    v1::WatchJourneyRequest {
+        journey: Some(v1::watch_journey_request::Journey::JourneyRef(
+            journey_ref.into(),
+        )),
+    }
+}
+
+impl TestGateway {
+    /// Opens a `WatchJourney` stream (the watcher is registered once this
+    /// returns: the gateway answers the headers after subscribing).
+    pub async fn watch(
+        &self,
+        request: v1::WatchJourneyRequest,
+    ) -> tonic::Streaming<v1::WatchJourneyResponse> {
+        self.journeys()
+            .watch_journey(request)
+            .await
+            .expect("watch journey")
+            .into_inner()
+    }
+
+    /// A journey with a liveness proof and RG documents submitted:
+    /// processing runs until [`TestGateway::finish_processing`].
+    pub async fn journey_in_processing(&self) -> v1::CreateJourneyResponse {
+        let created = self.create_journey_for(happy_person()).await;
+        assert!(self.pass_3d(&created.appkey).await.valid);
+        self.submit_rg(&created.appkey).await;
+        created
+    }
+
+    /// `/document/result` calls the sandbox has received.
+    pub fn result_reads(&self) -> u64 {
+        self.sandbox()
+            .calls(idgate::upstream::Operation::Result, None)
+    }
+
+    /// Waits until the sandbox's webhook counters satisfy `check`.
+    pub async fn webhook_stats_until(
+        &self,
+        check: impl FnMut(&idgate::sandbox::WebhookStats) -> bool,
+    ) -> idgate::sandbox::WebhookStats {
+        let mut rx = self.sandbox().watch_webhook_stats();
+        let stats = tokio::time::timeout(EVENT_WAIT, rx.wait_for(check))
+            .await
+            .expect("sandbox webhook counters in time")
+            .expect("sandbox running");
+        *stats
+    }
+
+    /// The webhook URL of the gateway.
+    pub fn webhook_url(&self) -> String {
+        format!("{}{WEBHOOK_PATH}", self.http_url())
+    }
+
+    /// The value of `idgate_webhooks_total{outcome=...}` on `/metrics`.
+    pub async fn webhook_metric(&self, outcome: &str) -> u64 {
+        let text = http_client()
+            .get(format!("{}/metrics", self.http_url()))
+            .send()
+            .await
+            .expect("scrape metrics")
+            .text()
+            .await
+            .expect("metrics body");
+        let prefix = format!("idgate_webhooks_total{{outcome=\"{outcome}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map(|v| v.trim().parse().expect("counter value"))
+            .unwrap_or(0)
+    }
+}

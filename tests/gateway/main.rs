@@ -3,6 +3,7 @@
 
 mod channels;
 mod errors;
+mod events;
 mod helpers;
 mod journeys;
 mod lifecycle;

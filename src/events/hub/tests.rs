@@ -367,3 +367,25 @@ fn backoff_doubles_up_to_the_maximum_with_bounded_jitter() {
     let mut zero = Backoff::new(Duration::ZERO, Duration::ZERO, 1);
     assert!(zero.next_delay() >= Duration::from_micros(750));
 }
+
+#[tokio::test]
+async fn closing_the_hub_ends_every_watch_and_refuses_new_ones() {
+    let (hub, source) = hub_with(settings());
+    let a = hub.watch(by_appkey("k")).unwrap();
+    let b = hub.watch(by_appkey("other")).unwrap();
+    hub.close();
+    for stream in [a, b] {
+        let items = collect(stream).await;
+        assert_eq!(items.len(), 1);
+        let err = items[0].as_ref().unwrap_err();
+        assert_eq!(err.code(), tonic::Code::Unavailable);
+    }
+    let err = hub.watch(by_appkey("k")).err().unwrap();
+    assert_eq!(err.reason(), "SHUTTING_DOWN");
+    tokio::time::timeout(Duration::from_secs(5), hub.tasks_finished())
+        .await
+        .unwrap();
+    let s = hub.stats();
+    assert_eq!((s.journeys, s.watchers, s.tasks), (0, 0, 0));
+    assert_eq!(source.total(), 0);
+}
