@@ -787,7 +787,7 @@ async fn idgate_serve_reloads_its_channels_on_sighup_and_obeys_the_channels_comm
     std::fs::write(&config, listen).expect("write config");
 
     let serve = ServeProcess::start(&config);
-    let base_url = serve.field("embedded sandbox", "base_url");
+    let base_url = serve.field("gateway upstream is the embedded sandbox", "base_url");
     let admin = serve
         .field("idgate listening", "admin")
         .trim_start_matches("Some(")
