@@ -19,7 +19,6 @@
 
 #[path = "gateway/helpers.rs"]
 mod helpers;
-#[allow(dead_code)]
 #[path = "support/otlp_collector.rs"]
 mod otlp_collector;
 
@@ -332,9 +331,9 @@ async fn a_journey_is_one_trace_per_call_down_to_the_sandbox_with_its_reference_
                     spans.iter().any(|c| {
                         c.parent_span_id == read.span_id
                             && c.kind == kind::CLIENT
-                            && spans.iter().any(|s| {
-                                is_sandbox_server(s) && s.parent_span_id == c.span_id
-                            })
+                            && spans
+                                .iter()
+                                .any(|s| is_sandbox_server(s) && s.parent_span_id == c.span_id)
                     })
                 })
         })
@@ -464,9 +463,7 @@ async fn a_journey_is_one_trace_per_call_down_to_the_sandbox_with_its_reference_
         .expect("WatchJourney server span");
     assert_eq!(watch_server.name, "idgate.v1.JourneyService/WatchJourney");
     assert!(
-        read.links
-            .iter()
-            .any(|(t, _)| t == &watcher.trace_id),
+        read.links.iter().any(|(t, _)| t == &watcher.trace_id),
         "the result read links the WatchJourney call: {read:#?}"
     );
     // The read's upstream call and the sandbox's span carry the journey.
@@ -622,13 +619,16 @@ async fn metrics_after_a_journey_count_each_rpc_upstream_call_channel_and_webhoo
         let count = get(&format!("idgate_upstream_requests_total{{{labels}}}"));
         assert!(count >= at_least, "{operation}: {count}");
         assert_eq!(
-            get(&format!("idgate_upstream_duration_seconds_count{{{labels}}}")),
+            get(&format!(
+                "idgate_upstream_duration_seconds_count{{{labels}}}"
+            )),
             count
         );
     }
     assert!(
         !m.keys()
-            .any(|k| k.starts_with("idgate_upstream_requests_total") && !k.contains("status=\"200\"")),
+            .any(|k| k.starts_with("idgate_upstream_requests_total")
+                && !k.contains("status=\"200\"")),
         "a healthy journey makes no failed upstream call:\n{text}"
     );
     for channel in ["primary", "alternative"] {
@@ -887,7 +887,10 @@ async fn no_secret_or_personal_data_reaches_logs_spans_metrics_or_errors() {
         }
         assert!(!metrics.contains(secret.as_str()), "{secret:?} in metrics");
         for error in &error_text {
-            assert!(!error.contains(secret.as_str()), "{secret:?} in error {error}");
+            assert!(
+                !error.contains(secret.as_str()),
+                "{secret:?} in error {error}"
+            );
         }
     }
     o.finish().await;

@@ -104,11 +104,15 @@ pub fn appkey_only(input: &str) -> Result<Appkey, Error> {
     v.finish(|| key)
 }
 
+/// A validated `SubmitChallengeResponse`: appkey, challenge key, and each
+/// snapshot with its face type code.
+pub type ChallengeResponse = (Appkey, String, Vec<(ImagePayload, String)>);
+
 /// `SubmitChallengeResponse` -> appkey, challenge key and the snapshots.
 pub fn challenge_response(
     req: v1::SubmitChallengeResponseRequest,
     limits: &LimitsConfig,
-) -> Result<(Appkey, String, Vec<(ImagePayload, String)>), Error> {
+) -> Result<ChallengeResponse, Error> {
     let mut v = Violations::default();
     let key_ = appkey(&mut v, "appkey", &req.appkey);
     let chkey = v.check("challenge_key", key(&req.challenge_key));

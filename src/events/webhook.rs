@@ -16,6 +16,7 @@ use std::{
     time::Duration,
 };
 
+use axum::Extension;
 use axum::{
     Json, Router,
     body::Body,
@@ -24,13 +25,12 @@ use axum::{
     response::{IntoResponse, Response},
     routing::post,
 };
-use axum::Extension;
 use http_body_util::BodyExt as _;
 use opentelemetry::trace::TraceContextExt as _;
-use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use serde::Deserialize;
 use tokio::time::Instant;
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::{
     Notice, NoticeStatus,

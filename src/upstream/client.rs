@@ -662,7 +662,11 @@ impl UpstreamClient {
             Ok(Ok((status, body))) => {
                 // `/appkey` starts the journey: its span learns it from the answer.
                 if op == Operation::Appkey {
-                    if let Some(key) = body.as_deref().ok().and_then(|b| wire::parse_appkey(b).ok()) {
+                    if let Some(key) = body
+                        .as_deref()
+                        .ok()
+                        .and_then(|b| wire::parse_appkey(b).ok())
+                    {
                         call.record_journey(&JourneyRef::from_appkey(&Appkey::new(key)));
                     }
                 }

@@ -4,6 +4,9 @@
 //! `127.0.0.1:0`: the code under test exports to it over a real socket with
 //! the production exporter, and the test awaits the spans it expects.
 
+// Shared by several test binaries, each using part of it.
+#![allow(dead_code)]
+
 use std::{
     collections::HashMap,
     net::SocketAddr,
