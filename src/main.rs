@@ -125,7 +125,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve { config } => {
             let config_path = config;
             let config = Config::load(config_path.as_deref()).context("loading configuration")?;
-            let _telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
+            let telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
                 .context("starting telemetry")?;
             // Before the listeners: a SIGHUP during start-up must not kill
             // the process (its default action), only wait to be handled.
@@ -141,11 +141,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .context("starting the gateway")?;
             signals.serve_until_stopped(&gateway).await;
             gateway.shutdown().await;
+            flush_telemetry(telemetry).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sandbox { config } => {
             let config = Config::load(config.as_deref()).context("loading configuration")?;
-            let _telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
+            let telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
                 .context("starting telemetry")?;
             let sandbox = idgate::sandbox::Sandbox::start(
                 config.sandbox.clone(),
@@ -167,6 +168,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .context("waiting for ctrl-c")?;
             sandbox.shutdown().await;
+            flush_telemetry(telemetry).await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Journey(args) => {
@@ -212,6 +214,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Exports the spans still buffered and stops the exporter; a failure is
+/// reported but does not change the exit code (the work itself is done).
+async fn flush_telemetry(telemetry: idgate::telemetry::TelemetryGuard) {
+    if let Err(e) = telemetry.shutdown().await {
+        eprintln!("idgate: {e}");
     }
 }
 

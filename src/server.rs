@@ -423,7 +423,9 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         .map_err(|e| StartError::Reflection(e.to_string()))?;
     let max = config.limits.max_grpc_message_bytes;
     let journeys = serve_limits(
-        JourneyServiceServer::new(JourneyApi::new(core.clone(), hub.clone())),
+        JourneyServiceServer::new(
+            JourneyApi::new(core.clone(), hub.clone()).with_telemetry(config.telemetry.clone()),
+        ),
         max,
     );
     let liveness = serve_limits(

@@ -4,21 +4,34 @@ use tonic::{Request, Response, Status};
 
 use super::{deadline, validate};
 use crate::{
+    config::TelemetryConfig,
     events::{JourneyHub, WatchStream},
     journey::JourneyCore,
     proto::v1::{self, journey_service_server::JourneyService},
+    telemetry,
 };
 
 /// The `JourneyService` implementation.
 pub struct JourneyApi {
     core: JourneyCore,
     hub: JourneyHub,
+    telemetry: TelemetryConfig,
 }
 
 impl JourneyApi {
     /// A service over the journey core and the event hub.
     pub fn new(core: JourneyCore, hub: JourneyHub) -> Self {
-        Self { core, hub }
+        Self {
+            core,
+            hub,
+            telemetry: TelemetryConfig::default(),
+        }
+    }
+
+    /// What goes on spans (`record_customer_reference`).
+    pub fn with_telemetry(mut self, telemetry: TelemetryConfig) -> Self {
+        self.telemetry = telemetry;
+        self
     }
 }
 
@@ -32,6 +45,9 @@ impl JourneyService for JourneyApi {
         let ctx = deadline::context(&request);
         let span = super::server_span(&request);
         let (user, profile) = validate::create_journey(request.get_ref())?;
+        if let Some(span) = &span {
+            telemetry::record_customer_reference(span, &user.customer_reference, &self.telemetry);
+        }
         let journey = self
             .core
             .create_journey(&ctx, &user, profile.as_deref())

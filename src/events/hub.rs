@@ -9,6 +9,12 @@
 //! It publishes on a `tokio::sync::watch` channel that holds only the
 //! latest state: a slow watcher skips intermediate states and never holds
 //! up the task or the other watchers.
+//!
+//! Tracing: each result read runs in its own root span
+//! (`idgate.journey.result_read`, with `idgate.journey_ref`), linked to the
+//! span of the webhook request whose notice triggered it and to the
+//! `WatchJourney` call that started the task, so a backend shows the read
+//! beside both without making it part of either trace.
 
 use std::{
     collections::HashMap,
@@ -19,11 +25,15 @@ use std::{
     time::Duration,
 };
 
+use opentelemetry::trace::{SpanContext, TraceContextExt as _};
 use tokio::{
     sync::{Notify, watch},
     task::AbortHandle,
     time::Instant,
 };
+
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::{
     DynResultSource, Notice, NoticeStatus, ResultSource,
@@ -96,11 +106,19 @@ pub(crate) struct HubInner {
     result_reads: AtomicU64,
 }
 
+/// A notice as the hub keeps it: what it announced, and the span of the
+/// webhook request that brought it (result reads it triggers link to it).
+#[derive(Clone, Debug)]
+struct Heard {
+    status: NoticeStatus,
+    link: Option<SpanContext>,
+}
+
 struct HubState {
     journeys: HashMap<JourneyRef, JourneyEntry>,
     /// Recent notices by journey, watched or not, so that a watcher that
     /// arrives after the notice reads at once.
-    notices: TtlMap<JourneyRef, NoticeStatus>,
+    notices: TtlMap<JourneyRef, Heard>,
     next_id: u64,
     /// Set by [`JourneyHub::close`]: no new watchers.
     closed: bool,
@@ -110,7 +128,7 @@ struct JourneyEntry {
     /// Distinguishes this entry from a later one for the same journey.
     id: u64,
     events: watch::Sender<Snapshot>,
-    notice: watch::Sender<Option<NoticeStatus>>,
+    notice: watch::Sender<Option<Heard>>,
     watchers: usize,
     task: AbortHandle,
 }
@@ -187,15 +205,26 @@ impl JourneyHub {
     /// for watchers that come later. Returns true when a watched journey
     /// was woken.
     pub fn notify(&self, notice: Notice) -> bool {
+        self.notify_traced(notice, None)
+    }
+
+    /// [`JourneyHub::notify`], remembering `link`, the span context of the
+    /// webhook request that brought the notice: the result reads the notice
+    /// triggers carry a span link to it.
+    pub fn notify_traced(&self, notice: Notice, link: Option<SpanContext>) -> bool {
         self.inner.notices_received.fetch_add(1, Ordering::Relaxed);
         let journey = JourneyRef::from_appkey(&notice.appkey);
+        let heard = Heard {
+            status: notice.status,
+            link: link.filter(SpanContext::is_valid),
+        };
         let mut state = self.inner.lock();
         state
             .notices
-            .insert(journey.clone(), notice.status, Instant::now());
+            .insert(journey.clone(), heard.clone(), Instant::now());
         match state.journeys.get(&journey) {
             Some(entry) => {
-                entry.notice.send_modify(|n| *n = Some(notice.status));
+                entry.notice.send_modify(|n| *n = Some(heard));
                 true
             }
             None => false,
@@ -315,16 +344,26 @@ impl JourneyHub {
         }
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::Internal("WatchJourney called outside the runtime".to_owned()))?;
-        let pending = state.notices.get(journey, Instant::now()).copied();
+        let pending = state.notices.get(journey, Instant::now()).cloned();
         let (events, receiver) = watch::channel(Snapshot::default());
         let (notice, notices) = watch::channel(pending);
         let id = state.next_id;
         state.next_id += 1;
+        // The call that starts the task (WatchJourney), for a span link.
+        let watch_link = Some(
+            tracing::Span::current()
+                .context()
+                .span()
+                .span_context()
+                .clone(),
+        )
+        .filter(SpanContext::is_valid);
         let reader = Reader {
             hub: self.inner.clone(),
             journey: journey.clone(),
             appkey,
             notices,
+            watch_link,
             publisher: Publisher::new(&self.inner, events.clone()),
             seed: id,
         };
@@ -459,7 +498,9 @@ struct Reader {
     hub: Arc<HubInner>,
     journey: JourneyRef,
     appkey: Appkey,
-    notices: watch::Receiver<Option<NoticeStatus>>,
+    notices: watch::Receiver<Option<Heard>>,
+    /// The WatchJourney call that started this task.
+    watch_link: Option<SpanContext>,
     publisher: Publisher,
     seed: u64,
 }
@@ -468,11 +509,11 @@ impl Reader {
     async fn run(mut self) {
         let settings = self.hub.settings.clone();
         let mut notice_open = true;
-        let mut notice = *self.notices.borrow_and_update();
-        if notice.is_none() {
+        let mut notice = self.notices.borrow_and_update().is_some();
+        if !notice {
             tokio::select! {
                 changed = self.notices.changed() => match changed {
-                    Ok(()) => notice = *self.notices.borrow_and_update(),
+                    Ok(()) => notice = self.notices.borrow_and_update().is_some(),
                     Err(_) => notice_open = false,
                 },
                 () = tokio::time::sleep(settings.webhook_grace) => {
@@ -483,7 +524,7 @@ impl Reader {
                 }
             }
         }
-        let mut settle_deadline = notice.map(|_| Instant::now() + settings.settle_limit);
+        let mut settle_deadline = notice.then(|| Instant::now() + settings.settle_limit);
         let mut backoff = Backoff::new(settings.poll_initial, settings.poll_max, self.seed);
         loop {
             if self.read_once().await.is_break() {
@@ -527,7 +568,25 @@ impl Reader {
     async fn read_once(&self) -> std::ops::ControlFlow<()> {
         use std::ops::ControlFlow::{Break, Continue};
         self.hub.result_reads.fetch_add(1, Ordering::Relaxed);
-        match self.hub.source.fetch(&self.appkey).await {
+        let notice = self.notices.borrow().clone();
+        // Its own trace: the read serves every watcher of the journey and
+        // is caused by the notice; links say so.
+        let span = tracing::info_span!(
+            parent: None,
+            "journey.result_read",
+            otel.name = "idgate.journey.result_read",
+            otel.kind = "internal",
+            idgate.journey_ref = self.journey.as_str(),
+            idgate.trigger = if notice.is_some() { "notice" } else { "poll" },
+            idgate.notice_status = notice.as_ref().map(|n| n.status.as_str()),
+        );
+        if let Some(link) = notice.and_then(|n| n.link) {
+            span.add_link(link);
+        }
+        if let Some(link) = &self.watch_link {
+            span.add_link(link.clone());
+        }
+        match self.hub.source.fetch(&self.appkey).instrument(span).await {
             Ok(result) => {
                 let status = result.status();
                 if matches!(status, JourneyStatus::Complete | JourneyStatus::Error) {

@@ -16,6 +16,7 @@ use std::{
     time::Duration,
 };
 
+use axum::Extension;
 use axum::{
     Json, Router,
     body::Body,
@@ -25,8 +26,11 @@ use axum::{
     routing::post,
 };
 use http_body_util::BodyExt as _;
+use opentelemetry::trace::TraceContextExt as _;
 use serde::Deserialize;
 use tokio::time::Instant;
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::{
     Notice, NoticeStatus,
@@ -38,6 +42,7 @@ use super::{
 use crate::{
     config::ConfigError,
     domain::{Appkey, JourneyRef},
+    telemetry::{ServerSpan, record_journey},
 };
 
 /// Longest appkey accepted in a notice.
@@ -378,9 +383,12 @@ async fn read_body(
 
 async fn receive(
     State(receiver): State<WebhookReceiver>,
+    server_span: Option<Extension<ServerSpan>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    // The request's server span (HttpServerLayer), else the current one.
+    let span = server_span.map_or_else(Span::current, |Extension(ServerSpan(s))| s);
     let counters = &receiver.inner.counters;
     counters.received.fetch_add(1, Ordering::Relaxed);
     let limit = receiver.inner.settings.max_body_bytes;
@@ -396,6 +404,7 @@ async fn receive(
         Err(reason) => return receiver.reject(reason),
     };
     let journey = JourneyRef::from_appkey(&notice.appkey);
+    record_journey(&span, &journey);
     let key = match auth::delivery_id(&headers) {
         Some(id) => DeliveryKey::Id(id.to_owned()),
         None => DeliveryKey::Journey(journey.clone(), notice.status),
@@ -410,7 +419,8 @@ async fn receive(
             .into_response();
     }
     let status = notice.status;
-    let watched = receiver.inner.hub.notify(notice);
+    let link = span.context().span().span_context().clone();
+    let watched = receiver.inner.hub.notify_traced(notice, Some(link));
     counters.accepted.fetch_add(1, Ordering::Relaxed);
     tracing::info!(
         journey = %journey,

@@ -1,5 +1,10 @@
 //! Routers and listeners: the core service, the result port and one
 //! listener per 3D channel, all over one [`App`].
+//!
+//! Every router carries [`HttpServerLayer`]: each request gets a server
+//! span that continues the caller's W3C trace context and records the
+//! `idgate.journey_ref` baggage, so a call through the gateway is one trace
+//! down to the sandbox.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -22,6 +27,7 @@ use super::faults;
 use super::handle::{SandboxChannelInfo, SandboxHandle, Server};
 use super::ops::{Route, serve};
 use super::webhook;
+use crate::telemetry::HttpServerLayer;
 use crate::upstream::Operation;
 
 /// The service root path of every operation.
@@ -224,6 +230,7 @@ fn core_router(app: Arc<App>) -> Router {
     three_d(router, r, &app, 0)
         .nest("/_sandbox", admin::router(app.clone()))
         .fallback(|| async { not_found() })
+        .layer(HttpServerLayer::new())
 }
 
 /// Only the result operation.
@@ -234,9 +241,12 @@ fn result_router(app: Arc<App>) -> Router {
             op_route(&app, Route::Op(Operation::Result), None),
         )
         .fallback(|| async { not_found() })
+        .layer(HttpServerLayer::new())
 }
 
 /// One channel's own listener: the standard 3D paths.
 fn channel_router(app: Arc<App>, channel: usize) -> Router {
-    three_d(Router::new(), SERVICE_ROOT, &app, channel).fallback(|| async { not_found() })
+    three_d(Router::new(), SERVICE_ROOT, &app, channel)
+        .fallback(|| async { not_found() })
+        .layer(HttpServerLayer::new())
 }

@@ -13,10 +13,16 @@ use sha2::Sha256;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
 use super::app::App;
 use super::config::WebhookConfig;
 use super::error::SandboxError;
 use super::journey::JourneyStatus;
+use crate::domain::{Appkey, JourneyRef};
+use crate::telemetry::journey::with_journey_baggage;
+use crate::telemetry::propagation::inject_into_http;
 
 /// Delivery counters, observable through a watch channel so tests can
 /// await them instead of sleeping.
@@ -160,12 +166,32 @@ async fn deliver(
 ) {
     let body = serde_json::json!({ "Status": status.as_wire(), "Appkey": appkey }).to_string();
     let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+    let journey = JourneyRef::from_appkey(&Appkey::new(appkey));
     let mut backoff = target.initial_backoff;
     for attempt in 1..=target.max_attempts {
         app.webhook_stats.send_modify(|s| s.attempts += 1);
+        // A client span per attempt, its own trace (a background task has
+        // no caller); the receiver continues it and links its result read.
+        let span = tracing::info_span!(
+            parent: None,
+            "sandbox.webhook",
+            otel.name = "POST webhook",
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = "POST",
+            http.response.status_code = tracing::field::Empty,
+            idgate.journey_ref = journey.as_str(),
+            attempt,
+        );
+        let mut trace_headers = http::HeaderMap::new();
+        inject_into_http(
+            &with_journey_baggage(&span.context(), &journey),
+            &mut trace_headers,
+        );
         let mut request = client
             .post(&target.url)
             .timeout(target.timeout)
+            .headers(trace_headers)
             .header(CONTENT_TYPE, "application/json")
             .body(body.clone());
         if let Some((user, password)) = &target.basic {
@@ -182,23 +208,37 @@ async fn deliver(
                 request = request.header("webhook-signature", signature);
             }
         }
-        match request.send().await {
-            Ok(response) if response.status().is_success() => {
-                tracing::info!(attempt, "completion notice delivered");
-                app.webhook_stats.send_modify(|s| s.delivered += 1);
-                return;
+        let sent = request.send().instrument(span.clone()).await;
+        let delivered = span.in_scope(|| match sent {
+            Ok(response) => {
+                let status = response.status();
+                span.record("http.response.status_code", i64::from(status.as_u16()));
+                if status.is_success() {
+                    tracing::info!(attempt, "completion notice delivered");
+                    return true;
+                }
+                span.record("otel.status_code", "ERROR");
+                tracing::warn!(
+                    attempt,
+                    status = status.as_u16(),
+                    "completion notice refused"
+                );
+                false
             }
-            Ok(response) => tracing::warn!(
-                attempt,
-                status = response.status().as_u16(),
-                "completion notice refused"
-            ),
-            Err(e) => tracing::warn!(
-                attempt,
-                timeout = e.is_timeout(),
-                connect = e.is_connect(),
-                "completion notice failed"
-            ),
+            Err(e) => {
+                span.record("otel.status_code", "ERROR");
+                tracing::warn!(
+                    attempt,
+                    timeout = e.is_timeout(),
+                    connect = e.is_connect(),
+                    "completion notice failed"
+                );
+                false
+            }
+        });
+        if delivered {
+            app.webhook_stats.send_modify(|s| s.delivered += 1);
+            return;
         }
         if attempt < target.max_attempts {
             tokio::time::sleep(backoff).await;

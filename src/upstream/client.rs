@@ -630,7 +630,7 @@ impl UpstreamClient {
         if let Some(journey) = req.journey.as_ref() {
             request = request.journey(journey);
         }
-        let call = UpstreamCall::start(&self.inner.metrics, request);
+        let mut call = UpstreamCall::start(&self.inner.metrics, request);
         let headers = call.headers();
         let exchange = async {
             let response = self
@@ -660,6 +660,16 @@ impl UpstreamClient {
         .instrument(call.span().clone());
         match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok((status, body))) => {
+                // `/appkey` starts the journey: its span learns it from the answer.
+                if op == Operation::Appkey {
+                    if let Some(key) = body
+                        .as_deref()
+                        .ok()
+                        .and_then(|b| wire::parse_appkey(b).ok())
+                    {
+                        call.record_journey(&JourneyRef::from_appkey(&Appkey::new(key)));
+                    }
+                }
                 call.finish(status);
                 body
             }

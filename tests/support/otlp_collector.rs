@@ -4,6 +4,9 @@
 //! `127.0.0.1:0`: the code under test exports to it over a real socket with
 //! the production exporter, and the test awaits the spans it expects.
 
+// Shared by several test binaries, each using part of it.
+#![allow(dead_code)]
+
 use std::{
     collections::HashMap,
     net::SocketAddr,
@@ -62,6 +65,12 @@ pub struct CollectedSpan {
     pub attributes: HashMap<String, Attr>,
     /// Attributes of the resource that sent the span.
     pub resource: HashMap<String, Attr>,
+    /// Span links: `(trace id, span id)` of each linked span.
+    pub links: Vec<(String, String)>,
+    /// Span events: name and attributes (log events inside the span).
+    pub events: Vec<(String, HashMap<String, Attr>)>,
+    /// Status message (set on error spans).
+    pub status_message: String,
 }
 
 impl CollectedSpan {
@@ -136,9 +145,20 @@ impl TraceService for Service {
                         parent_span_id: hex(&span.parent_span_id),
                         name: span.name,
                         kind: span.kind,
-                        status_code: span.status.map(|s| s.code).unwrap_or_default(),
+                        status_code: span.status.as_ref().map(|s| s.code).unwrap_or_default(),
+                        status_message: span.status.map(|s| s.message).unwrap_or_default(),
                         attributes: attrs(&span.attributes),
                         resource: resource.clone(),
+                        links: span
+                            .links
+                            .iter()
+                            .map(|l| (hex(&l.trace_id), hex(&l.span_id)))
+                            .collect(),
+                        events: span
+                            .events
+                            .iter()
+                            .map(|e| (e.name.clone(), attrs(&e.attributes)))
+                            .collect(),
                     });
                 }
             }

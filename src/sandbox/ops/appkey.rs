@@ -4,6 +4,7 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use crate::domain::{Appkey, JourneyRef};
 use crate::sandbox::app::App;
 use crate::sandbox::cpf;
 use crate::sandbox::error::Reject;
@@ -53,7 +54,11 @@ pub(super) fn handle(app: &App, input: &Input, bad: Reject) -> Result<Response, 
     let appkey =
         app.store
             .create_appkey(&token, login, user, external_id.to_owned(), app.clock.now())?;
-    Ok(Json(serde_json::json!({ "appkey": appkey })).into_response())
+    // Not the appkey: its reference, for the spans of this call.
+    let journey = JourneyRef::from_appkey(&Appkey::new(appkey.as_str()));
+    let mut response = Json(serde_json::json!({ "appkey": appkey })).into_response();
+    response.extensions_mut().insert(journey);
+    Ok(response)
 }
 
 /// The token inside `token`: the whole `/credencial` body verbatim

@@ -22,6 +22,10 @@ use super::app::App;
 use super::error::Reject;
 use super::faults::{self, FaultPhase};
 use super::input::Input;
+use crate::domain::JourneyRef;
+use crate::telemetry::journey::journey_from_context;
+use crate::telemetry::propagation::extract_from_http;
+use crate::telemetry::{ServerSpan, record_journey};
 use crate::upstream::Operation;
 
 /// Which handler a path leads to. `/document` serves two operations,
@@ -52,6 +56,10 @@ pub(crate) async fn serve(
     channel: Option<usize>,
     req: Request,
 ) -> Response {
+    // The journey arrives as W3C baggage from the gateway's client span;
+    // `/appkey` learns it from the appkey it creates (see below).
+    let journey = journey_from_context(&extract_from_http(req.headers()));
+    let server_span = req.extensions().get::<ServerSpan>().map(|s| s.0.clone());
     let input = Input::read(req, app.config.max_body_bytes).await;
     let op = match route {
         Route::Op(op) => op,
@@ -63,9 +71,14 @@ pub(crate) async fn serve(
     let span = tracing::info_span!(
         "sandbox.call",
         operation = op.as_str(),
-        channel = channel_name.unwrap_or("-")
+        channel = channel_name.unwrap_or("-"),
+        idgate.journey_ref = tracing::field::Empty,
     );
-    async {
+    if let Some(journey) = &journey {
+        record_journey(&span, journey);
+    }
+    let span_for_journey = span.clone();
+    let response = async {
         let fault = app.faults.on_call(op, channel_name);
         if let Some(rule) = &fault {
             if rule.latency_ms > 0 {
@@ -93,7 +106,15 @@ pub(crate) async fn serve(
         response
     }
     .instrument(span)
-    .await
+    .await;
+    // A journey created by this call (`/appkey`): its spans carry it too.
+    if let Some(created) = response.extensions().get::<JourneyRef>() {
+        record_journey(&span_for_journey, created);
+        if let Some(server) = &server_span {
+            record_journey(server, created);
+        }
+    }
+    response
 }
 
 fn run(app: &App, op: Operation, channel: usize, input: &Input) -> Result<Response, Reject> {
