@@ -536,4 +536,22 @@ mod tests {
         let err = op.resolve().unwrap_err().to_string();
         assert!(err.contains("operators.default"), "{err}");
     }
+
+    #[test]
+    fn the_readme_configuration_example_loads() {
+        let readme = include_str!("../README.md");
+        let section = readme
+            .split("\n## Configuration\n")
+            .nth(1)
+            .expect("README has a Configuration section");
+        let toml = section
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|s| s.split("```").next())
+            .expect("the section has a TOML example");
+        let c = Config::from_toml_and_env(toml, env(&[])).expect("the README example loads");
+        assert_eq!(c.channels.len(), 2);
+        assert!(c.upstream.is_some());
+        assert_eq!(c.operators.len(), 1);
+    }
 }

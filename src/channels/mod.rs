@@ -10,7 +10,7 @@
 //! - [`admin`]: `ChannelAdminService` behind a bearer token.
 //! - [`cli`]: `idgate channels ...` helpers.
 //!
-//! Operators' guide: `docs/channels.md`.
+//! Operators' guide: the README's "For platform teams" section.
 
 pub mod admin;
 pub mod bindings;

@@ -1,5 +1,5 @@
 //! Every upstream status code of spec section 7, and every broken answer,
-//! mapped to the gRPC error DESIGN.md and `docs_errors.md` promise; calls
+//! mapped to the gRPC error DESIGN.md and the README's error model promise; calls
 //! that consume the appkey are sent exactly once; safe calls are retried.
 //! Faults are injected in the sandbox; counters prove what was sent.
 
@@ -647,7 +647,7 @@ async fn a_refused_connection_is_unavailable_with_retry_info() {
 #[tokio::test]
 async fn appkey_failures_follow_the_status_table_and_appkey_is_sent_once() {
     // A failed CreateJourney leaves the caller holding nothing: its
-    // failures are not OUTCOME_UNKNOWN (docs_errors.md lists only
+    // failures are not OUTCOME_UNKNOWN (the README's error model lists only
     // /captcha, /3d/liveness and /document there), but /appkey is still
     // never sent twice by the gateway.
     let gw = TestGateway::start().await;
