@@ -14,7 +14,8 @@
 //! - [`events`]: the completion webhook receiver and `WatchJourney` streams.
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics.
 //! - [`sandbox`]: the reference implementation of the REST service.
-//! - [`server`]: assembles listeners and services into a running gateway.
+//! - [`server`]: assembles listeners and services into a running gateway;
+//!   [`net`]: the socket options of its accepted connections.
 //! - [`error`]: the crate's error type and its mapping to `tonic::Status`.
 #![forbid(unsafe_code)]
 
@@ -26,6 +27,7 @@ pub mod domain;
 pub mod error;
 pub mod events;
 pub mod journey;
+pub mod net;
 pub mod proto;
 pub mod sandbox;
 pub mod server;

@@ -16,10 +16,12 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
     routing::get,
+    serve::ListenerExt as _,
 };
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
+
+use crate::net::{incoming, no_delay};
 
 use crate::{
     api::{DocumentApi, JourneyApi, LivenessApi},
@@ -443,7 +445,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         .add_service(journeys)
         .add_service(liveness)
         .add_service(documents)
-        .serve_with_incoming_shutdown(TcpListenerStream::new(grpc_listener), wait(stopped.clone()));
+        .serve_with_incoming_shutdown(incoming(grpc_listener), wait(stopped.clone()));
     tasks.push(tokio::spawn(async move {
         if let Err(e) = grpc.await {
             tracing::error!(error = %e, "gRPC listener failed");
@@ -476,7 +478,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let http = http.layer(HttpServerLayer::with_metrics(metrics.clone()));
     let mut http_stop = stopped.clone();
     tasks.push(tokio::spawn(async move {
-        let served = axum::serve(http_listener, http)
+        let served = axum::serve(http_listener.tap_io(no_delay), http)
             .with_graceful_shutdown(async move {
                 let _ = http_stop.wait_for(|s| *s).await;
             })
@@ -494,7 +496,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             let admin = Server::builder()
                 .layer(GrpcServerLayer::new(metrics.clone()))
                 .add_service(channels::admin_service(router.clone(), &token))
-                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), wait(stopped));
+                .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
             tasks.push(tokio::spawn(async move {
                 if let Err(e) = admin.await {
                     tracing::error!(error = %e, "admin listener failed");

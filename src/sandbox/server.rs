@@ -6,6 +6,7 @@
 //! `idgate.journey_ref` baggage, so a call through the gateway is one trace
 //! down to the sandbox.
 
+use axum::serve::ListenerExt as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -146,7 +147,7 @@ fn spawn(listener: TcpListener, router: Router, shutdown: &watch::Sender<bool>) 
         }
     };
     let task: JoinHandle<()> = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router)
+        if let Err(e) = axum::serve(listener.tap_io(crate::net::no_delay), router)
             .with_graceful_shutdown(signal)
             .await
         {
