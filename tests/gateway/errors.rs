@@ -449,11 +449,7 @@ async fn an_answer_lost_after_the_captcha_ran_is_outcome_unknown_and_the_appkey_
         )
         .expect("fault");
     let err = gw
-        .submit_snapshots(
-            &appkey,
-            &ch.challenge_key,
-            snapshots_for(&ch, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
         .await
         .unwrap_err();
     assert_error(&err, Code::Unknown, "OUTCOME_UNKNOWN");
@@ -552,11 +548,7 @@ async fn an_oversize_body_is_refused_past_the_configured_bound() {
     let ch = gw.challenges(&appkey).await.expect("challenges");
     inject(sb, Operation::Captcha, oversize);
     let err = gw
-        .submit_snapshots(
-            &appkey,
-            &ch.challenge_key,
-            snapshots_for(&ch, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
         .await
         .unwrap_err();
     assert_error(&err, Code::Unknown, "OUTCOME_UNKNOWN");
@@ -587,11 +579,7 @@ async fn an_upstream_slower_than_its_timeout_is_deadline_exceeded() {
     let ch = gw.challenges(&appkey).await.expect("challenges");
     slow(Operation::Captcha);
     let err = gw
-        .submit_snapshots(
-            &appkey,
-            &ch.challenge_key,
-            snapshots_for(&ch, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
         .await
         .unwrap_err();
     assert_error(&err, Code::DeadlineExceeded, "OUTCOME_UNKNOWN");

@@ -63,12 +63,18 @@ impl TestGateway {
     pub async fn start_with(edit: impl FnOnce(&mut Config)) -> Self {
         let mut config = test_config();
         edit(&mut config);
+        Self::launch(config, None).await
+    }
+
+    /// Starts `config` on a manual clock; `config_path` is what
+    /// [`Gateway::reload`] re-reads.
+    async fn launch(config: Config, config_path: Option<std::path::PathBuf>) -> Self {
         let clock = Arc::new(ManualClock::new());
         let gateway = idgate::server::start_with(
             config,
             StartOptions {
+                config_path,
                 sandbox_clock: Some(clock.clone()),
-                ..Default::default()
             },
         )
         .await
@@ -273,6 +279,18 @@ impl TestGateway {
             })
             .await
             .map(|r| r.into_inner().verdict.expect("verdict set"))
+    }
+
+    /// Answers the challenges `ch` of `appkey` with one snapshot per
+    /// challenge, all showing `outcome`.
+    pub async fn answer_challenges(
+        &self,
+        appkey: &str,
+        ch: &v1::CreateChallengesResponse,
+        outcome: LivenessOutcome,
+    ) -> Result<v1::LivenessVerdict, tonic::Status> {
+        self.submit_snapshots(appkey, &ch.challenge_key, snapshots_for(ch, outcome))
+            .await
     }
 
     /// A whole 2D proof on `appkey` ending with `outcome`: challenges, then
@@ -602,26 +620,7 @@ impl TestGateway {
     /// A gateway with the test configuration whose [`Gateway::reload`]
     /// re-reads `config_path` (what SIGHUP does in `idgate serve`).
     pub async fn start_reloadable(config_path: &std::path::Path) -> Self {
-        let clock = Arc::new(ManualClock::new());
-        let gateway = idgate::server::start_with(
-            test_config(),
-            StartOptions {
-                config_path: Some(config_path.to_owned()),
-                sandbox_clock: Some(clock.clone()),
-            },
-        )
-        .await
-        .expect("gateway starts");
-        let channel = Channel::from_shared(gateway.grpc_url())
-            .expect("url")
-            .connect()
-            .await
-            .expect("connect to the gateway");
-        TestGateway {
-            gateway,
-            clock,
-            channel,
-        }
+        Self::launch(test_config(), Some(config_path.to_owned())).await
     }
 }
 

@@ -118,11 +118,7 @@ async fn challenges_are_void_after_60_seconds_and_new_ones_can_be_generated() {
     gw.clock.advance(Duration::from_secs(61));
 
     let err = gw
-        .submit_snapshots(
-            &appkey,
-            &ch.challenge_key,
-            snapshots_for(&ch, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
         .await
         .unwrap_err();
     // A 401 from /captcha: the documented mapping of a 401 on an appkey
@@ -135,11 +131,7 @@ async fn challenges_are_void_after_60_seconds_and_new_ones_can_be_generated() {
     let fresh = gw.challenges(&appkey).await.expect("new challenges");
     gw.clock.advance(Duration::from_secs(59));
     let verdict = gw
-        .submit_snapshots(
-            &appkey,
-            &fresh.challenge_key,
-            snapshots_for(&fresh, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, &fresh, LivenessOutcome::Valid)
         .await
         .expect("proof inside the window");
     assert!(verdict.valid);
@@ -152,21 +144,13 @@ async fn a_bound_appkey_refuses_a_second_captcha_new_challenges_and_3d_sessions(
     let appkey = gw.create_journey().await;
     let ch = gw.challenges(&appkey).await.expect("challenges");
     let verdict = gw
-        .submit_snapshots(
-            &appkey,
-            &ch.challenge_key,
-            snapshots_for(&ch, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
         .await
         .expect("first proof");
     assert!(verdict.valid);
 
     let err = gw
-        .submit_snapshots(
-            &appkey,
-            &ch.challenge_key,
-            snapshots_for(&ch, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
         .await
         .unwrap_err();
     assert_error(&err, Code::Unauthenticated, "APPKEY_EXPIRED");
