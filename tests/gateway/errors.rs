@@ -126,11 +126,7 @@ impl Prepared {
     async fn send(&self, gw: &TestGateway) -> Result<(), tonic::Status> {
         match self {
             Prepared::Captcha(appkey, ch) => gw
-                .submit_snapshots(
-                    appkey,
-                    &ch.challenge_key,
-                    snapshots_for(ch, LivenessOutcome::Valid),
-                )
+                .answer_challenges(appkey, ch, LivenessOutcome::Valid)
                 .await
                 .map(drop),
             Prepared::Liveness3D(req) => gw

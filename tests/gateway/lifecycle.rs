@@ -296,11 +296,7 @@ async fn an_appkey_generates_many_challenges_before_the_captcha() {
     // Any of them can carry the proof, which then binds the appkey.
     let chosen = &sets[2];
     let verdict = gw
-        .submit_snapshots(
-            &appkey,
-            &chosen.challenge_key,
-            snapshots_for(chosen, LivenessOutcome::Valid),
-        )
+        .answer_challenges(&appkey, chosen, LivenessOutcome::Valid)
         .await
         .expect("proof");
     assert!(verdict.valid);
