@@ -95,6 +95,27 @@ fn document_body(c: &mut Criterion) {
     g.finish();
 }
 
+fn captcha_body(c: &mut Criterion) {
+    let snapshot = jpeg(300_000);
+    let mut g = c.benchmark_group("captcha_form_body");
+    g.throughput(Throughput::Bytes(2 * snapshot.len() as u64));
+    g.bench_function("two_300KB_snapshots_form_escaped", |b| {
+        b.iter(|| {
+            let mut form =
+                body::FormBody::with_capacity(2 * body::form_base64_capacity(snapshot.len()));
+            form.pair("appkey", "k").pair("chkey", "c").start("images");
+            for code in ["cod01", "cod02"] {
+                form.text("data:image/jpeg;base64,type:")
+                    .text(code)
+                    .text(",")
+                    .base64(black_box(&snapshot));
+            }
+            black_box(form.finish())
+        })
+    });
+    g.finish();
+}
+
 fn validation(c: &mut Criterion) {
     let req = v1::CreateJourneyRequest {
         cpf: "521.100.001-39".into(),
@@ -125,5 +146,11 @@ fn validation(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, journey_result, document_body, validation);
+criterion_group!(
+    benches,
+    journey_result,
+    document_body,
+    captcha_body,
+    validation
+);
 criterion_main!(benches);

@@ -169,7 +169,8 @@ mod tests {
     fn form_escaping_round_trips_through_a_standard_decoder() {
         let mut f = FormBody::with_capacity(0);
         f.pair("user", "op erator")
-            .pair("token", "{\"a\":\"b/c+d=\"}&x");
+            .pair("token", "{\"a\":\"b/c+d=\"}&x")
+            .pair("nome", "João Conceição ã");
         let body = f.finish();
         let decoded: Vec<(String, String)> = serde_urlencoded::from_str(&body).unwrap();
         assert_eq!(
@@ -177,6 +178,7 @@ mod tests {
             vec![
                 ("user".into(), "op erator".into()),
                 ("token".into(), "{\"a\":\"b/c+d=\"}&x".into()),
+                ("nome".into(), "João Conceição ã".into()),
             ]
         );
     }
