@@ -3,8 +3,10 @@
 //! Overrides name a key path with `__` between segments and numbers for
 //! array items: `IDGATE_UPSTREAM__BASE_URL`, `IDGATE_CHANNELS__1__PRIORITY`.
 //! Values parse as TOML scalars when they can (`10000`, `true`) and are
-//! strings otherwise. Secrets are never read from the TOML itself: a profile
-//! names the environment variable or file that holds its password.
+//! strings otherwise; a value wrapped in double quotes is always a string.
+//! The gateway's secrets are never read from the TOML itself: a profile
+//! names the environment variable or file that holds its password. Load
+//! errors name keys, lines and columns, never the text or the value.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
@@ -360,8 +362,7 @@ impl Config {
         text: &str,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigError> {
-        let mut table: toml::Table =
-            toml::from_str(text).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| invalid(&e, Some(text)))?;
         for (key, value) in env {
             let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
                 continue;
@@ -375,8 +376,8 @@ impl Config {
             apply_override(&mut table, &path, &value)
                 .map_err(|e| ConfigError::Invalid(format!("{key}: {e}")))?;
         }
-        let config = Config::deserialize(toml::Value::Table(table))
-            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let config =
+            Config::deserialize(toml::Value::Table(table)).map_err(|e| invalid(&e, None))?;
         config.validate()?;
         Ok(config)
     }
@@ -390,7 +391,63 @@ impl Config {
     }
 }
 
+/// A TOML or type error, told without the offending text: toml's
+/// `Display` quotes the source line and serde's messages quote the value,
+/// and either may be a secret (the sandbox's test operators keep their
+/// passwords in `[sandbox]`).
+fn invalid(e: &toml::de::Error, text: Option<&str>) -> ConfigError {
+    let mut message = value_free(e.message());
+    if let (Some(text), Some(span)) = (text, e.span()) {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        message = format!("line {line}, column {column}: {message}");
+    }
+    ConfigError::Invalid(message)
+}
+
+/// `message` with quoted values replaced, unless it quotes names: serde's
+/// field and variant errors quote keys, which a reader needs.
+fn value_free(message: &str) -> String {
+    let names_keys = [
+        "unknown field",
+        "missing field",
+        "duplicate field",
+        "unknown variant",
+    ]
+    .iter()
+    .any(|p| message.contains(p));
+    if names_keys {
+        return message.to_owned();
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut quote: Option<char> = None;
+    for c in message.chars() {
+        match quote {
+            Some(q) if c == q => {
+                out.push_str("<redacted>");
+                out.push(c);
+                quote = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                if c == '`' || c == '"' {
+                    quote = Some(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// An override value: a number or boolean when it reads as one, else a
+/// string; wrapped in double quotes, always a string (`"123456"` for a
+/// numeric password).
 fn scalar(value: &str) -> toml::Value {
+    if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+        return toml::Value::String(inner.to_owned());
+    }
     if let Ok(i) = value.parse::<i64>() {
         return toml::Value::Integer(i);
     }
@@ -553,5 +610,28 @@ mod tests {
         assert_eq!(c.channels.len(), 2);
         assert!(c.upstream.is_some());
         assert_eq!(c.operators.len(), 1);
+    }
+
+    #[test]
+    fn errors_never_quote_the_configuration_text_or_a_value() {
+        // A syntax error on a line holding a secret.
+        let err = Config::from_toml_and_env(
+            "[sandbox]\nwebhook = { signing_secret = \"whsec_TOPSECRET\" \n",
+            env(&[]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!err.contains("TOPSECRET"), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+        // A numeric override of a string key fails without quoting it...
+        let err = Config::from_toml_and_env("", env(&[("IDGATE_UPSTREAM__BASE_URL", "987654321")]))
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("987654321"), "{err}");
+        // ...and quoting the override makes it a string.
+        let c =
+            Config::from_toml_and_env("", env(&[("IDGATE_UPSTREAM__BASE_URL", "\"987654321\"")]))
+                .unwrap();
+        assert_eq!(c.upstream.unwrap().base_url, "987654321");
     }
 }
