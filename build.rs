@@ -3,6 +3,37 @@
 
 use std::{env, path::PathBuf};
 
+/// Messages whose derived `Debug` would print a CPF, a name, a birth date,
+/// an image or a bearer secret. Keep in step with `src/proto.rs`.
+const REDACTED_DEBUG: &[&str] = &[
+    "CreateJourneyRequest",
+    "CreateJourneyResponse",
+    "GetJourneyResultRequest",
+    "GetJourneyResultResponse",
+    "WatchJourneyRequest",
+    "WatchJourneyResponse",
+    "CreateChallengesRequest",
+    "CreateChallengesResponse",
+    "SubmitChallengeResponseRequest",
+    "Snapshot",
+    "StartSession3DRequest",
+    "StartSession3DResponse",
+    "VerifyLiveness3DRequest",
+    "SubmitDocumentImagesRequest",
+    "DocumentImage",
+    "SubmitDigitalLicenceRequest",
+    "JourneyResult",
+    "DocumentAnalysis",
+    "OcrData",
+    "RgOcr",
+    "CnhOcr",
+    "DniOcr",
+    "CinOcr",
+    "DigitalCnhOcr",
+    "Photos",
+    "DocumentPhoto",
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "proto/idgate/v1/journey.proto",
@@ -22,6 +53,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     tonic_prost_build::configure()
         .bytes(".")
+        // Messages that carry personal data or bearer secrets get a
+        // redacting `Debug` in src/proto.rs instead of the derived one.
+        .skip_debug(REDACTED_DEBUG.iter().map(|m| format!(".idgate.v1.{m}")))
         .build_client(true)
         .build_server(true)
         .compile_fds(fds)?;

@@ -47,8 +47,8 @@ pub enum DocumentChoice {
     LicenceBinary,
 }
 
-/// The end user of the journey.
-#[derive(Debug, Clone)]
+/// The end user of the journey. Personal data: `Debug` redacts it.
+#[derive(Clone)]
 pub struct Person {
     /// CPF.
     pub cpf: String,
@@ -58,6 +58,12 @@ pub struct Person {
     pub birth_date: String,
     /// Customer reference.
     pub customer_reference: String,
+}
+
+impl fmt::Debug for Person {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Person(<redacted>)")
+    }
 }
 
 /// What to run.

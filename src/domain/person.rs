@@ -105,10 +105,17 @@ impl fmt::Debug for BirthDate {
 }
 
 /// The customer's reference of the proposal, contract or transaction
-/// (`idExternoCliente`): alphanumeric, at most 255 characters. Not personal
-/// data by itself, but only put on spans when configured to.
-#[derive(Clone, PartialEq, Eq, Debug)]
+/// (`idExternoCliente`): alphanumeric, at most 255 characters. It may
+/// identify a person's contract, so `Debug` redacts it and spans carry it
+/// only when configured to.
+#[derive(Clone, PartialEq, Eq)]
 pub struct CustomerReference(String);
+
+impl fmt::Debug for CustomerReference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CustomerReference(<redacted>)")
+    }
+}
 
 impl CustomerReference {
     /// Parses a reference: 1 to 255 ASCII letters and digits.
