@@ -10,14 +10,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use base64::Engine as _;
 
-use axum::{
-    Router,
-    extract::State,
-    http::{StatusCode, header},
-    response::{IntoResponse, Response},
-    routing::get,
-    serve::ListenerExt as _,
-};
+use axum::{Router, extract::State, response::Response, routing::get, serve::ListenerExt as _};
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
 use tonic::transport::Server;
 
@@ -454,27 +447,25 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
 
     // HTTP listener: webhook, metrics, health.
     let mut http = Router::new().route("/healthz", get(|| async { "ok" }));
-    if webhook.basic.is_some() || webhook.hmac.is_some() || webhook.allow_unauthenticated {
+    let receiver = if webhook.basic.is_some()
+        || webhook.hmac.is_some()
+        || webhook.allow_unauthenticated
+    {
         let receiver = WebhookReceiver::new(webhook, hub.clone())?;
-        let scrape = Scrape {
-            metrics: metrics.clone(),
-            router: router.clone(),
-            receiver: Some(receiver.clone()),
-        };
-        http = http
-            .merge(receiver.router())
-            .route("/metrics", get(scrape_metrics).with_state(scrape));
+        http = http.merge(receiver.router());
+        Some(receiver)
     } else {
         tracing::warn!(
             "webhook receiver disabled: configure [webhook] basic_user/basic_password_env or hmac_secret_env; WatchJourney falls back to reading the result"
         );
-        let scrape = Scrape {
-            metrics: metrics.clone(),
-            router: router.clone(),
-            receiver: None,
-        };
-        http = http.route("/metrics", get(scrape_metrics).with_state(scrape));
-    }
+        None
+    };
+    let scrape = Scrape {
+        metrics: metrics.clone(),
+        router: router.clone(),
+        receiver,
+    };
+    http = http.route("/metrics", get(scrape_metrics).with_state(scrape));
     let http = http.layer(HttpServerLayer::with_metrics(metrics.clone()));
     let mut http_stop = stopped.clone();
     tasks.push(tokio::spawn(async move {
@@ -578,8 +569,7 @@ struct Scrape {
 async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     for ch in s.router.snapshot().channels {
         s.metrics.sync_channel_failovers(&ch.name, ch.failovers);
-        s.metrics
-            .set_channel_circuit_state(&ch.name, telemetry_circuit(ch.circuit));
+        s.metrics.set_channel_circuit_state(&ch.name, ch.circuit);
     }
     if let Some(r) = &s.receiver {
         let stats = r.stats();
@@ -591,23 +581,5 @@ async fn scrape_metrics(State(s): State<Scrape>) -> Response {
                 .sync_webhooks(reason.metric_label(), stats.rejected(reason));
         }
     }
-    match s.metrics.encode() {
-        Ok(body) => (
-            [(
-                header::CONTENT_TYPE,
-                telemetry::metrics::OPENMETRICS_CONTENT_TYPE,
-            )],
-            body,
-        )
-            .into_response(),
-        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    }
-}
-
-fn telemetry_circuit(state: channels::CircuitState) -> telemetry::CircuitState {
-    match state {
-        channels::CircuitState::Closed => telemetry::CircuitState::Closed,
-        channels::CircuitState::HalfOpen => telemetry::CircuitState::HalfOpen,
-        channels::CircuitState::Open => telemetry::CircuitState::Open,
-    }
+    telemetry::metrics_handler(State(s.metrics)).await
 }

@@ -30,10 +30,10 @@ use idgate::{
     },
     telemetry::{
         GrpcServerLayer, HttpServerLayer, LogFormat, Metrics, ServerSpan, Telemetry,
-        TelemetryBuilder, UpstreamCall, UpstreamErrorClass, UpstreamRequest,
-        metrics::metrics_router, record_journey, setup::CapturedLogs,
+        TelemetryBuilder, UpstreamCall, UpstreamRequest, metrics::metrics_router, record_journey,
+        setup::CapturedLogs,
     },
-    upstream::Operation,
+    upstream::{Operation, UpstreamError},
 };
 use otlp_collector::{CollectedSpan, Collector, STATUS_ERROR, kind};
 use tokio::net::TcpListener;
@@ -101,7 +101,12 @@ impl JourneyService for Gateway {
                 Err(tonic::Status::unavailable("upstream unavailable"))
             }
             Err(e) => {
-                call.fail(UpstreamErrorClass::of_reqwest(&e));
+                let op = Operation::Liveness3D;
+                call.fail(&if e.is_connect() {
+                    UpstreamError::Connect { op }
+                } else {
+                    UpstreamError::Transport { op }
+                });
                 Err(tonic::Status::unavailable("upstream unreachable"))
             }
         }

@@ -24,7 +24,10 @@ use super::{
     metrics::Metrics,
     propagation::inject_into_http,
 };
-use crate::{domain::JourneyRef, upstream::Operation};
+use crate::{
+    domain::JourneyRef,
+    upstream::{Operation, UpstreamError},
+};
 
 /// What is about to be called.
 #[derive(Debug, Clone)]
@@ -60,43 +63,6 @@ impl<'a> UpstreamRequest<'a> {
     pub fn journey(mut self, journey: &'a JourneyRef) -> Self {
         self.journey = Some(journey);
         self
-    }
-}
-
-/// Why a call got no HTTP response: the `status` label when there is no
-/// status code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpstreamErrorClass {
-    /// The call's timeout elapsed.
-    Timeout,
-    /// No connection could be made.
-    Connect,
-    /// The request failed on an established connection (reset, protocol).
-    Request,
-    /// The call was abandoned before an answer (deadline, cancelled RPC).
-    Cancelled,
-}
-
-impl UpstreamErrorClass {
-    /// The label and `error.type` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UpstreamErrorClass::Timeout => "timeout",
-            UpstreamErrorClass::Connect => "connect",
-            UpstreamErrorClass::Request => "request",
-            UpstreamErrorClass::Cancelled => "cancelled",
-        }
-    }
-
-    /// The class of a reqwest failure.
-    pub fn of_reqwest(error: &reqwest::Error) -> Self {
-        if error.is_timeout() {
-            UpstreamErrorClass::Timeout
-        } else if error.is_connect() {
-            UpstreamErrorClass::Connect
-        } else {
-            UpstreamErrorClass::Request
-        }
     }
 }
 
@@ -210,15 +176,17 @@ impl UpstreamCall {
         self.record(Cow::Owned(status.as_u16().to_string()));
     }
 
-    /// Ends a call that got no response.
-    pub fn fail(mut self, class: UpstreamErrorClass) {
-        self.fail_inner(class);
+    /// Ends a call that got no response, labelled with the class the
+    /// client gave the failure (`connect`, `timeout`, `transport`), so
+    /// metrics, spans, errors and breakers agree on what happened.
+    pub fn fail(mut self, error: &UpstreamError) {
+        self.fail_inner(error.class());
     }
 
-    fn fail_inner(&mut self, class: UpstreamErrorClass) {
-        self.span.record("error.type", class.as_str());
+    fn fail_inner(&mut self, class: &'static str) {
+        self.span.record("error.type", class);
         self.span.record("otel.status_code", "ERROR");
-        self.record(Cow::Borrowed(class.as_str()));
+        self.record(Cow::Borrowed(class));
     }
 
     fn record(&mut self, status: Cow<'static, str>) {
@@ -235,7 +203,7 @@ impl UpstreamCall {
 impl Drop for UpstreamCall {
     fn drop(&mut self) {
         if !self.finished {
-            self.fail_inner(UpstreamErrorClass::Cancelled);
+            self.fail_inner("cancelled");
         }
     }
 }

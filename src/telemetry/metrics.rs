@@ -19,7 +19,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-use crate::upstream::Operation;
+use crate::{channels::CircuitState, upstream::Operation};
 
 /// Content type of the OpenMetrics text exposition.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -67,70 +67,6 @@ struct ChannelLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
-}
-
-/// State of a channel's circuit breaker, as the gauge reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CircuitState {
-    /// Calls flow (0).
-    Closed,
-    /// A probe call is allowed (1).
-    HalfOpen,
-    /// Calls are refused (2).
-    Open,
-}
-
-impl CircuitState {
-    fn value(self) -> i64 {
-        match self {
-            CircuitState::Closed => 0,
-            CircuitState::HalfOpen => 1,
-            CircuitState::Open => 2,
-        }
-    }
-}
-
-/// What became of one webhook notice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookOutcome {
-    /// A notice arrived (counted before any check).
-    Received,
-    /// The notice was authenticated and acted upon.
-    Accepted,
-    /// The notice was refused.
-    Rejected(WebhookRejection),
-}
-
-/// Why a webhook notice was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookRejection {
-    /// Missing or wrong HTTP Basic credentials.
-    Unauthorized,
-    /// Missing or wrong signature.
-    BadSignature,
-    /// A signature timestamp outside the tolerance (a replay, or a clock).
-    Stale,
-    /// A body that is not a notice.
-    Malformed,
-    /// A notice for no journey the gateway knows.
-    UnknownJourney,
-}
-
-impl WebhookOutcome {
-    /// The `outcome` label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WebhookOutcome::Received => "received",
-            WebhookOutcome::Accepted => "accepted",
-            WebhookOutcome::Rejected(WebhookRejection::Unauthorized) => "rejected_unauthorized",
-            WebhookOutcome::Rejected(WebhookRejection::BadSignature) => "rejected_bad_signature",
-            WebhookOutcome::Rejected(WebhookRejection::Stale) => "rejected_stale",
-            WebhookOutcome::Rejected(WebhookRejection::Malformed) => "rejected_malformed",
-            WebhookOutcome::Rejected(WebhookRejection::UnknownJourney) => {
-                "rejected_unknown_journey"
-            }
-        }
-    }
 }
 
 /// The name of a gRPC code as the `code` label shows it (`OK`,
@@ -339,16 +275,6 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Counts a 3D session start that failed on `channel` and moved on.
-    pub fn record_channel_failover(&self, channel: &str) {
-        self.inner
-            .channel_failovers
-            .get_or_create(&ChannelLabels {
-                channel: channel.to_owned(),
-            })
-            .inc();
-    }
-
     /// Brings the failover counter of `channel` up to `total`, the count
     /// kept by the router (the source of truth), at scrape time.
     pub fn sync_channel_failovers(&self, channel: &str, total: u64) {
@@ -371,22 +297,18 @@ impl Metrics {
 
     /// Sets the circuit breaker gauge of `channel`.
     pub fn set_channel_circuit_state(&self, channel: &str, state: CircuitState) {
+        // 0 closed, 1 half-open, 2 open: higher is worse, for alerts.
+        let value = match state {
+            CircuitState::Closed => 0,
+            CircuitState::HalfOpen => 1,
+            CircuitState::Open => 2,
+        };
         self.inner
             .channel_circuit_state
             .get_or_create(&ChannelLabels {
                 channel: channel.to_owned(),
             })
-            .set(state.value());
-    }
-
-    /// Counts one webhook outcome.
-    pub fn record_webhook(&self, outcome: WebhookOutcome) {
-        self.inner
-            .webhooks
-            .get_or_create(&OutcomeLabels {
-                outcome: outcome.as_str(),
-            })
-            .inc();
+            .set(value);
     }
 
     /// Counts one HTTP request of the gateway's listener as in flight until
@@ -470,9 +392,9 @@ mod tests {
             "503".into(),
             Duration::from_millis(7),
         );
-        m.record_channel_failover("primary");
+        m.sync_channel_failovers("primary", 1);
         m.set_channel_circuit_state("primary", CircuitState::Open);
-        m.record_webhook(WebhookOutcome::Rejected(WebhookRejection::BadSignature));
+        m.sync_webhooks("rejected_signature_invalid", 1);
         let guard = m.http_in_flight();
         let text = m.encode().unwrap();
         drop(guard);
@@ -482,7 +404,7 @@ mod tests {
             r#"idgate_upstream_requests_total{operation="liveness_3d",channel="alternative",status="503"} 1"#,
             r#"idgate_channel_failovers_total{channel="primary"} 1"#,
             r#"idgate_channel_circuit_state{channel="primary"} 2"#,
-            r#"idgate_webhooks_total{outcome="rejected_bad_signature"} 1"#,
+            r#"idgate_webhooks_total{outcome="rejected_signature_invalid"} 1"#,
             "idgate_http_in_flight 1",
         ] {
             assert!(text.contains(line), "missing `{line}` in\n{text}");

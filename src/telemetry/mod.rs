@@ -38,13 +38,11 @@ pub mod propagation;
 pub mod redact;
 pub mod setup;
 
-pub use client::{UpstreamCall, UpstreamErrorClass, UpstreamRequest};
+pub use client::{UpstreamCall, UpstreamRequest};
 pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
-pub use metrics::{
-    CircuitState, Metrics, WebhookOutcome, WebhookRejection, metrics_handler, metrics_router,
-};
+pub use metrics::{Metrics, metrics_handler, metrics_router};
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
 };

@@ -23,7 +23,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use time::PrimitiveDateTime;
 use tracing::Instrument as _;
 
-use crate::telemetry::{Metrics, UpstreamCall, UpstreamErrorClass, UpstreamRequest};
+use crate::telemetry::{Metrics, UpstreamCall, UpstreamRequest};
 use http::Method;
 
 use crate::config::{FieldsConfig, OperatorProfile, UpstreamConfig};
@@ -228,6 +228,9 @@ fn join(base: &str, path: &str) -> Option<Url> {
         .filter(|u| matches!(u.scheme(), "http" | "https"))
 }
 
+/// Reads the journey a call created from its answer body.
+type JourneyOfAnswer = fn(&[u8]) -> Option<JourneyRef>;
+
 impl Prepared {
     /// Tags the call with the journey of `appkey` (its reference only).
     fn for_appkey(mut self, appkey: &Appkey) -> Self {
@@ -248,6 +251,9 @@ struct Prepared {
     channel: Option<String>,
     /// The journey, for spans (derived from the appkey, never the appkey).
     journey: Option<JourneyRef>,
+    /// For a call that creates the journey (`/appkey`): how its span
+    /// learns the journey from the answer.
+    journey_from_answer: Option<JourneyOfAnswer>,
 }
 
 impl UpstreamClient {
@@ -355,7 +361,13 @@ impl UpstreamClient {
             .pair("nascimento", &user.birth_date.to_wire())
             .pair("idExternoCliente", user.customer_reference.as_str());
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.appkey, form))
+            .execute(
+                ctx,
+                Prepared {
+                    journey_from_answer: Some(journey_of_appkey_answer),
+                    ..self.form(op, &self.inner.urls.appkey, form)
+                },
+            )
             .await?;
         let key = wire::parse_appkey(&body).map_err(|e| malformed(op, e))?;
         Ok(Appkey::new(key))
@@ -578,6 +590,7 @@ impl UpstreamClient {
             },
             channel: None,
             journey: None,
+            journey_from_answer: None,
         }
     }
 
@@ -644,7 +657,7 @@ impl UpstreamClient {
                 .timeout(timeout)
                 .send()
                 .await
-                .map_err(|e| (send_error(op, &e), UpstreamErrorClass::of_reqwest(&e)))?;
+                .map_err(|e| send_error(op, &e))?;
             let status = response.status();
             if !status.is_success() {
                 return Ok((
@@ -660,29 +673,31 @@ impl UpstreamClient {
         .instrument(call.span().clone());
         match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok((status, body))) => {
-                // `/appkey` starts the journey: its span learns it from the answer.
-                if op == Operation::Appkey {
-                    if let Some(key) = body
-                        .as_deref()
-                        .ok()
-                        .and_then(|b| wire::parse_appkey(b).ok())
-                    {
-                        call.record_journey(&JourneyRef::from_appkey(&Appkey::new(key)));
+                if let (Some(learn), Ok(b)) = (req.journey_from_answer, &body) {
+                    if let Some(journey) = learn(b) {
+                        call.record_journey(&journey);
                     }
                 }
                 call.finish(status);
                 body
             }
-            Ok(Err((err, class))) => {
-                call.fail(class);
+            Ok(Err(err)) => {
+                call.fail(&err);
                 Err(err)
             }
             Err(_) => {
-                call.fail(UpstreamErrorClass::Timeout);
-                Err(UpstreamError::Timeout { op })
+                let err = UpstreamError::Timeout { op };
+                call.fail(&err);
+                Err(err)
             }
         }
     }
+}
+
+/// The journey reference of an `/appkey` answer, for its client span.
+fn journey_of_appkey_answer(body: &[u8]) -> Option<JourneyRef> {
+    let key = wire::parse_appkey(body).ok()?;
+    Some(JourneyRef::from_appkey(&Appkey::new(key)))
 }
 
 /// The URL of a 3D operation on a channel; a channel whose URL does not
