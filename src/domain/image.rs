@@ -28,11 +28,6 @@ impl ImageKind {
             None
         }
     }
-
-    /// True for JPEG and PNG.
-    pub fn is_image(self) -> bool {
-        matches!(self, ImageKind::Jpeg | ImageKind::Png)
-    }
 }
 
 /// An image or PDF payload: biometric or identifying data. Shares the

@@ -18,7 +18,6 @@ use opentelemetry::{
     propagation::{Extractor, Injector, TextMapCompositePropagator},
 };
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// Installs the W3C TraceContext + Baggage composite as the global
 /// propagator. Idempotent and cheap after the first call.
@@ -45,13 +44,6 @@ pub fn extract_from_http(headers: &HeaderMap) -> Context {
 pub fn inject_into_http(cx: &Context, headers: &mut HeaderMap) {
     install_propagator();
     global::get_text_map_propagator(|p| p.inject_context(cx, &mut HeaderInjector(headers)));
-}
-
-/// Writes the context of the current `tracing` span into `headers`: for an
-/// outgoing request made inside an instrumented function that has no
-/// [`crate::telemetry::UpstreamCall`] of its own.
-pub fn inject_current_span(headers: &mut HeaderMap) {
-    inject_into_http(&tracing::Span::current().context(), headers);
 }
 
 /// Reads propagation fields from an `http::HeaderMap`.

@@ -286,11 +286,6 @@ pub struct TelemetryGuard {
 }
 
 impl TelemetryGuard {
-    /// True when spans are exported.
-    pub fn is_exporting(&self) -> bool {
-        self.provider.is_some()
-    }
-
     /// Exports every span ended so far; returns when the collector has
     /// answered.
     pub async fn force_flush(&self) -> Result<(), TelemetryError> {

@@ -76,11 +76,6 @@ impl CallContext {
         CallContext { deadline }
     }
 
-    /// An optional timeout (e.g. the gRPC `grpc-timeout`).
-    pub fn from_timeout(timeout: Option<Duration>) -> Self {
-        timeout.map_or_else(Self::unbounded, Self::with_timeout)
-    }
-
     /// The deadline, if any.
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline

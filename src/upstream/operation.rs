@@ -83,12 +83,6 @@ impl Operation {
     pub fn outcome_matters_to_caller(self) -> bool {
         self.consumes_appkey() && self != Operation::Appkey
     }
-
-    /// True when the operation is keyed by an appkey, so a 401 means the
-    /// appkey is expired, finished or unknown.
-    pub fn uses_appkey(self) -> bool {
-        !matches!(self, Operation::Credential | Operation::Appkey)
-    }
 }
 
 impl fmt::Display for Operation {

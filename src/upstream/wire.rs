@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-pub use image::{Base64Image, UndecodableImage, decode_base64_image};
+pub use image::{Base64Image, UndecodableImage};
 pub use result::{
     AnaliseDocumento, ArquivoProcessado, BiometriaDocumento, BiometricCheckWire, CinOcrWire,
     CnhOcrWire, DadosOcr, DniOcrWire, Documento, FotoDocumento, FotoLiveness, Fotos,
