@@ -163,7 +163,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             println!("sandbox admin           {}", sandbox.admin_url());
-            println!("operator login/password sandbox/sandbox");
+            // The built-in test operator is printed so a new user can log in;
+            // configured operators' passwords are theirs to know.
+            let builtin = idgate::sandbox::SandboxConfig::default().operators;
+            for op in &config.sandbox.operators {
+                if builtin
+                    .iter()
+                    .any(|b| b.login == op.login && b.password == op.password)
+                {
+                    println!("operator login/password {}/{}", op.login, op.password);
+                } else {
+                    println!(
+                        "operator login          {} (password as configured)",
+                        op.login
+                    );
+                }
+            }
             tokio::signal::ctrl_c()
                 .await
                 .context("waiting for ctrl-c")?;

@@ -20,10 +20,12 @@ impl JourneyRef {
             .chain_update(b"idgate.journey_ref.v1\0")
             .chain_update(appkey.expose().as_bytes())
             .finalize();
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut s = String::with_capacity(18);
         s.push_str("j-");
         for b in &digest[..8] {
-            s.push_str(&format!("{b:02x}"));
+            s.push(char::from(HEX[usize::from(b >> 4)]));
+            s.push(char::from(HEX[usize::from(b & 0xF)]));
         }
         JourneyRef(s)
     }
