@@ -8,10 +8,10 @@
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use http::HeaderMap;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use sha2::Sha256;
 
 use super::config::{BasicCredentials, HmacSecret};
+use crate::domain::{authorization_credentials, secrets_match};
 
 /// Standard Webhooks header: the delivery's unique id.
 pub const HEADER_ID: &str = "webhook-id";
@@ -40,24 +40,18 @@ pub enum AuthFailure {
 /// `None` when the request carries no Basic credentials at all.
 pub fn check_basic(headers: &HeaderMap, expected: &BasicCredentials) -> Option<bool> {
     let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, encoded) = value.trim().split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else {
+    let encoded = authorization_credentials(value, "basic")?;
+    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
         return Some(false);
     };
     let Some(colon) = decoded.iter().position(|b| *b == b':') else {
         return Some(false);
     };
     let (user, password) = (&decoded[..colon], &decoded[colon + 1..]);
-    let user_ok = digest(user).ct_eq(&digest(expected.user.as_bytes()));
-    let password_ok = digest(password).ct_eq(&digest(expected.password.expose().as_bytes()));
-    Some(bool::from(user_ok & password_ok))
-}
-
-fn digest(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
+    // `&`, not `&&`: both are compared whatever the first says.
+    let user_ok = secrets_match(user, &expected.user);
+    let password_ok = secrets_match(password, expected.password.expose());
+    Some(user_ok & password_ok)
 }
 
 /// True when the request carries any Standard Webhooks header.
