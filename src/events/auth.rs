@@ -93,13 +93,7 @@ pub fn check_signature(
     let ts: i64 = timestamp
         .parse()
         .map_err(|_| AuthFailure::InvalidSignature)?;
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(secret.key()).map_err(|_| AuthFailure::InvalidSignature)?;
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.as_bytes());
-    mac.update(b".");
-    mac.update(body);
+    let mac = mac(secret, id, timestamp, body).ok_or(AuthFailure::InvalidSignature)?;
     let matched = signatures
         .split(' ')
         .filter_map(|s| s.strip_prefix("v1,"))
@@ -117,16 +111,26 @@ pub fn check_signature(
     Ok(())
 }
 
-/// Computes the `v1,<base64>` signature of a delivery: what a sender puts in
-/// `webhook-signature`. Used by the docs' example and by tests.
-pub fn sign(secret: &HmacSecret, id: &str, timestamp: i64, body: &[u8]) -> String {
-    // A key of any length is valid for HMAC, so this cannot fail.
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.key()) {
-        Ok(m) => m,
-        Err(_) => return String::new(),
-    };
-    mac.update(format!("{id}.{timestamp}.").as_bytes());
+/// The HMAC-SHA256 state over a delivery's signed content,
+/// `{id}.{timestamp}.{body}`, with `timestamp` as the header carries it.
+/// `None` never happens in practice: HMAC takes a key of any length.
+fn mac(secret: &HmacSecret, id: &str, timestamp: &str, body: &[u8]) -> Option<Hmac<Sha256>> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.key()).ok()?;
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.as_bytes());
+    mac.update(b".");
     mac.update(body);
+    Some(mac)
+}
+
+/// Computes the `v1,<base64>` signature of a delivery: what a sender puts in
+/// `webhook-signature`. Used by the integration tests to sign deliveries
+/// (the embedded sandbox has its own signer, as an independent sender).
+pub fn sign(secret: &HmacSecret, id: &str, timestamp: i64, body: &[u8]) -> String {
+    let Some(mac) = mac(secret, id, &timestamp.to_string(), body) else {
+        return String::new();
+    };
     format!(
         "v1,{}",
         base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
