@@ -183,10 +183,7 @@ impl ChannelRouter {
                 continue;
             }
             let Ok(permit) = channel.breaker().try_acquire(Instant::now()) else {
-                channel
-                    .stats()
-                    .rejected_open
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                channel.stats().record_rejected_open();
                 notes.push(format!("{}: circuit open", channel.name()));
                 continue;
             };
@@ -196,10 +193,7 @@ impl ChannelRouter {
                 return Err(Error::DeadlineExceeded("3D session start"));
             }
             if let Some(previous) = failed_last.take() {
-                previous
-                    .stats()
-                    .failovers
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                previous.stats().record_failover();
                 tracing::warn!(
                     from = previous.name(),
                     to = channel.name(),
@@ -233,11 +227,7 @@ impl ChannelRouter {
                     });
                 }
                 Err(e) => {
-                    let stats = channel.stats();
-                    stats
-                        .session_failures
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    stats.record_error_class(e.class());
+                    channel.stats().record_session_failure(e.class());
                     tracing::warn!(
                         channel = channel.name(),
                         error_class = e.class(),
@@ -336,10 +326,7 @@ impl ChannelRouter {
             return Err(Error::DeadlineExceeded("3D liveness verification"));
         }
 
-        let stats = target.stats();
-        stats
-            .verifications
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        target.stats().record_verification();
         let (until, caller_bound) = budget(&target, deadline, now);
         let call = self
             .transport
@@ -356,10 +343,7 @@ impl ChannelRouter {
         }
         match &result {
             Err(e) => {
-                stats
-                    .verification_failures
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                stats.record_error_class(e.class());
+                target.stats().record_verification_failure(e.class());
                 tracing::warn!(
                     channel = target.name(),
                     journey = %key,
