@@ -81,20 +81,6 @@ impl ChannelSpec {
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
     }
-
-    /// The full URL of the session-token operation.
-    pub fn session_token_url(&self) -> String {
-        join(&self.base_url, &self.session_token_path)
-    }
-
-    /// The full URL of the liveness operation.
-    pub fn liveness_url(&self) -> String {
-        join(&self.base_url, &self.liveness_path)
-    }
-}
-
-fn join(base: &str, path: &str) -> String {
-    format!("{}{}", base.trim_end_matches('/'), path)
 }
 
 fn default_session_token_path() -> String {
@@ -456,7 +442,6 @@ mod tests {
         assert_eq!(c.breaker, BreakerConfig::default());
         assert_eq!(d.routing.mode, RoutingMode::Channel("primary".into()));
         assert_eq!(d.routing.contingency_hold_secs, 0);
-        assert_eq!(c.liveness_url(), "http://a/service/captcha/3d/liveness");
         validate(&d.channels, &d.routing).unwrap();
     }
 
