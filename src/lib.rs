@@ -32,6 +32,7 @@ pub mod proto;
 pub mod sandbox;
 pub mod server;
 pub mod telemetry;
+mod ttl;
 pub mod upstream;
 
 pub use error::Error;

@@ -305,3 +305,30 @@ async fn the_cli_helpers_drive_the_admin_service() {
     let err = cli::list(&addr, &wrong).await.unwrap_err();
     assert!(err.to_string().contains("ADMIN_TOKEN_INVALID"), "{err}");
 }
+
+#[test]
+fn a_configuration_forcing_the_alternative_with_one_channel_is_refused_at_load() {
+    let one_channel = "[routing]\nmode = \"force_alternative\"\n\
+                       [[channels]]\nname = \"primary\"\nbase_url = \"http://primary.test\"\n";
+    let err =
+        idgate::config::Config::from_toml_and_env(one_channel, std::iter::empty()).unwrap_err();
+    assert!(err.to_string().contains("force_alternative"), "{err}");
+
+    let two_channels = format!(
+        "{one_channel}[[channels]]\nname = \"alternative\"\nbase_url = \"http://alt.test\"\npriority = 1\n"
+    );
+    idgate::config::Config::from_toml_and_env(&two_channels, std::iter::empty()).unwrap();
+
+    // The router built on derived channels applies the same rule.
+    let routing = RoutingConfig {
+        mode: idgate::channels::RoutingMode::ForceAlternative,
+        ..RoutingConfig::default()
+    };
+    let err = ChannelRouter::new(
+        vec![ChannelSpec::new("primary", "http://primary.test", 0)],
+        &routing,
+        Arc::new(Granting),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("force_alternative"), "{err}");
+}

@@ -8,9 +8,6 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use secrecy::{ExposeSecret, SecretString};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tonic::{Code, Request, Response, Status, service::Interceptor};
 use tonic_types::{ErrorDetails, StatusExt};
 
@@ -22,6 +19,7 @@ use super::{
 };
 use crate::{
     Error,
+    domain::{authorization_credentials, secret_newtype, secrets_match},
     error::ERROR_DOMAIN,
     proto::v1::{
         self as pb,
@@ -29,34 +27,26 @@ use crate::{
     },
 };
 
-/// The admin bearer token. `Debug` prints a redaction.
-#[derive(Clone)]
-pub struct AdminToken(SecretString);
+secret_newtype!(
+    @without_new
+    /// The admin bearer token. `Debug` prints a redaction; `expose` is for
+    /// the one place that must send it (the CLI).
+    AdminToken
+);
 
 impl AdminToken {
     /// Wraps a token; `None` when it is empty or blank, which would let a
     /// bare `Bearer ` header in.
     pub fn new(token: impl Into<String>) -> Option<Self> {
         let token = token.into();
-        (!token.trim().is_empty()).then(|| Self(SecretString::from(token)))
-    }
-
-    /// The token itself, for the one place that must send it (the CLI).
-    pub fn expose(&self) -> &str {
-        self.0.expose_secret()
-    }
-}
-
-impl std::fmt::Debug for AdminToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AdminToken(<redacted>)")
+        (!token.trim().is_empty()).then(|| Self(token.into()))
     }
 }
 
 /// The interceptor that admits only `authorization: Bearer <token>`.
 #[derive(Clone)]
 pub struct AdminAuth {
-    digest: [u8; 32],
+    token: AdminToken,
 }
 
 impl std::fmt::Debug for AdminAuth {
@@ -65,28 +55,22 @@ impl std::fmt::Debug for AdminAuth {
     }
 }
 
-fn digest(s: &str) -> [u8; 32] {
-    Sha256::digest(s.as_bytes()).into()
-}
-
 /// An interceptor checking the admin bearer token in constant time and
 /// refusing with `UNAUTHENTICATED` (`ADMIN_TOKEN_INVALID`).
 pub fn admin_auth_interceptor(token: &AdminToken) -> AdminAuth {
     AdminAuth {
-        digest: digest(token.expose()),
+        token: token.clone(),
     }
 }
 
 impl Interceptor for AdminAuth {
     fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let presented = request
+        let ok = request
             .metadata()
             .get("authorization")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
-        let ok = presented.is_some_and(|t| bool::from(digest(t).ct_eq(&self.digest)));
+            .and_then(|v| authorization_credentials(v, "bearer"))
+            .is_some_and(|t| secrets_match(t, self.token.expose()));
         if ok {
             Ok(request)
         } else {

@@ -11,96 +11,45 @@
 //! Bounded two ways: entries expire after the TTL (the appkey's useful
 //! life), and past `max_entries` the oldest go first. Insertion order is
 //! expiry order because the TTL is the same for all, so both sweeps pop
-//! from the front of one queue.
+//! from the front of one queue (the crate's `TtlMap`, shared with the
+//! journey events).
 
-use std::{
-    collections::{HashMap, VecDeque},
-    sync::Arc,
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use tokio::time::Instant;
 
 use super::channel::Channel;
-use crate::domain::JourneyRef;
+use crate::{domain::JourneyRef, ttl::TtlMap};
 
-#[derive(Debug)]
-struct Entry {
-    channel: Arc<Channel>,
-    expires_at: Instant,
-    seq: u64,
-}
-
-/// The bounded binding table. Not synchronised: the router keeps it behind
-/// a short `std::sync::Mutex`.
+/// The bounded binding table: a `TtlMap` from journey to issuing channel.
+/// Not synchronised: the router keeps it behind a short `std::sync::Mutex`.
 #[derive(Debug)]
 pub struct SessionBindings {
-    ttl: Duration,
-    max_entries: usize,
-    map: HashMap<JourneyRef, Entry>,
-    /// Insertion order; an item whose `seq` no longer matches the map's
-    /// entry is stale (the key was re-bound or removed) and is skipped.
-    order: VecDeque<(JourneyRef, u64)>,
-    next_seq: u64,
+    map: TtlMap<JourneyRef, Arc<Channel>>,
 }
 
 impl SessionBindings {
     /// An empty table.
     pub fn new(ttl: Duration, max_entries: usize) -> Self {
         Self {
-            ttl,
-            max_entries: max_entries.max(1),
-            map: HashMap::new(),
-            order: VecDeque::new(),
-            next_seq: 0,
+            map: TtlMap::new(ttl, max_entries),
         }
     }
 
     /// Binds `key` to `channel` (a new session replaces an older one).
     pub fn insert(&mut self, key: JourneyRef, channel: Arc<Channel>, now: Instant) {
-        self.sweep(now);
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.order.push_back((key.clone(), seq));
-        self.map.insert(
-            key,
-            Entry {
-                channel,
-                expires_at: now + self.ttl,
-                seq,
-            },
-        );
-        while self.map.len() > self.max_entries {
-            if !self.pop_oldest() {
-                break;
-            }
-        }
-        // Re-binding leaves stale queue items; keep the queue proportional.
-        if self.order.len() > 2 * self.max_entries.max(self.map.len()) {
-            let map = &self.map;
-            self.order
-                .retain(|(k, s)| map.get(k).is_some_and(|e| e.seq == *s));
-        }
+        self.map.insert(key, channel, now);
     }
 
     /// The channel bound to `key`, unless expired.
     pub fn get(&self, key: &JourneyRef, now: Instant) -> Option<Arc<Channel>> {
-        self.map
-            .get(key)
-            .filter(|e| e.expires_at > now)
-            .map(|e| Arc::clone(&e.channel))
+        self.map.peek(key, now).cloned()
     }
 
     /// Removes the binding of `key` if it still points at `channel` (a newer
     /// session of the same appkey on another channel is left alone).
     pub fn remove_if(&mut self, key: &JourneyRef, channel: &Arc<Channel>) {
-        if self
-            .map
-            .get(key)
-            .is_some_and(|e| Arc::ptr_eq(&e.channel, channel))
-        {
-            self.map.remove(key);
-        }
+        self.map.remove_if(key, |bound| Arc::ptr_eq(bound, channel));
     }
 
     /// Live entries (expired ones may linger until the next insert).
@@ -111,30 +60,6 @@ impl SessionBindings {
     /// True when empty.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
-    }
-
-    fn sweep(&mut self, now: Instant) {
-        while let Some((key, seq)) = self.order.front() {
-            match self.map.get(key) {
-                Some(e) if e.seq == *seq && e.expires_at > now => break,
-                Some(e) if e.seq == *seq => {
-                    self.map.remove(key);
-                }
-                _ => {}
-            }
-            self.order.pop_front();
-        }
-    }
-
-    /// Evicts the oldest live entry; false when there is none.
-    fn pop_oldest(&mut self) -> bool {
-        while let Some((key, seq)) = self.order.pop_front() {
-            if self.map.get(&key).is_some_and(|e| e.seq == seq) {
-                self.map.remove(&key);
-                return true;
-            }
-        }
-        false
     }
 }
 
@@ -198,6 +123,6 @@ mod tests {
             b.insert(key("a"), Arc::clone(&p), t);
         }
         assert_eq!(b.len(), 1);
-        assert!(b.order.len() <= 8, "{}", b.order.len());
+        assert!(b.map.queue_len() <= 8, "{}", b.map.queue_len());
     }
 }

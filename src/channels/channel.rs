@@ -59,7 +59,34 @@ impl ChannelStats {
         last.contingency = contingency;
     }
 
-    pub(crate) fn record_error_class(&self, class: &'static str) {
+    /// A session start failed here with an error of `class`.
+    pub(crate) fn record_session_failure(&self, class: &'static str) {
+        self.session_failures.fetch_add(1, Ordering::Relaxed);
+        self.record_error_class(class);
+    }
+
+    /// A failed session start here is being tried on another channel.
+    pub(crate) fn record_failover(&self) {
+        self.failovers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A session start skipped this channel: its circuit was open.
+    pub(crate) fn record_rejected_open(&self) {
+        self.rejected_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A verification is being sent here.
+    pub(crate) fn record_verification(&self) {
+        self.verifications.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A verification failed here with an error of `class`.
+    pub(crate) fn record_verification_failure(&self, class: &'static str) {
+        self.verification_failures.fetch_add(1, Ordering::Relaxed);
+        self.record_error_class(class);
+    }
+
+    fn record_error_class(&self, class: &'static str) {
         self.last().error_class = class;
     }
 }

@@ -81,20 +81,6 @@ impl ChannelSpec {
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
     }
-
-    /// The full URL of the session-token operation.
-    pub fn session_token_url(&self) -> String {
-        join(&self.base_url, &self.session_token_path)
-    }
-
-    /// The full URL of the liveness operation.
-    pub fn liveness_url(&self) -> String {
-        join(&self.base_url, &self.liveness_path)
-    }
-}
-
-fn join(base: &str, path: &str) -> String {
-    format!("{}{}", base.trim_end_matches('/'), path)
 }
 
 fn default_session_token_path() -> String {
@@ -355,22 +341,73 @@ fn check_call_settings(timeout_ms: u64, b: &BreakerConfig) -> Result<(), &'stati
     Ok(())
 }
 
-/// Checks that `mode` can apply to `specs`.
-pub fn validate_mode(mode: &RoutingMode, specs: &[ChannelSpec]) -> Result<(), ChannelConfigError> {
+/// Why a routing mode cannot apply to a channel set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeError {
+    /// `channel:<name>` names a channel that is not in the set.
+    #[error("routing mode names channel `{0}`, which is not configured")]
+    UnknownChannel(String),
+    /// `force_primary` with no channel, or `force_alternative` with one:
+    /// every new session would fail with `NO_CHANNEL_AVAILABLE`.
+    #[error("routing mode {mode} needs at least {needed} configured channel(s)")]
+    TooFewChannels {
+        /// The mode, as written in the configuration.
+        mode: &'static str,
+        /// Channels the mode needs.
+        needed: usize,
+    },
+}
+
+impl From<ModeError> for ChannelConfigError {
+    fn from(e: ModeError) -> Self {
+        ChannelConfigError(e.to_string())
+    }
+}
+
+/// Checks that `mode` can apply to the channels named `channels`: a named
+/// channel must be among them, `force_primary` needs one channel and
+/// `force_alternative` two. The one set of rules for start-up, reloads and
+/// `SetRoutingMode`.
+pub fn validate_mode<'a>(
+    mode: &RoutingMode,
+    channels: impl IntoIterator<Item = &'a str>,
+) -> Result<(), ModeError> {
+    let mut count = 0;
+    let mut named = false;
+    for name in channels {
+        count += 1;
+        named |= mode.channel() == Some(name);
+    }
+    let too_few = |mode, needed| Err(ModeError::TooFewChannels { mode, needed });
     match mode {
-        RoutingMode::Channel(name) if !specs.iter().any(|c| &c.name == name) => {
-            Err(ChannelConfigError(format!(
-                "routing mode names channel `{name}`, which is not configured"
-            )))
-        }
+        RoutingMode::Channel(name) if !named => Err(ModeError::UnknownChannel(name.clone())),
+        RoutingMode::ForcePrimary if count < 1 => too_few("force_primary", 1),
+        RoutingMode::ForceAlternative if count < 2 => too_few("force_alternative", 2),
         _ => Ok(()),
     }
 }
 
 /// Checks `[[channels]]` and `[routing]` together.
+///
+/// With no `[[channels]]` the gateway derives its channels from
+/// `[upstream]` or the embedded sandbox at start-up, so the mode is checked
+/// only then, by [`ChannelRouter::new`](super::ChannelRouter::new) (which
+/// passes `derived = true`: the specs are the ones it runs).
 pub fn validate(specs: &[ChannelSpec], routing: &RoutingConfig) -> Result<(), ChannelConfigError> {
+    validate_set(specs, routing, false)
+}
+
+/// [`validate`], checking the mode even against an empty `specs` when
+/// `derived` (the specs are the router's, not the file's).
+pub(crate) fn validate_set(
+    specs: &[ChannelSpec],
+    routing: &RoutingConfig,
+    derived: bool,
+) -> Result<(), ChannelConfigError> {
     validate_channels(specs)?;
-    validate_mode(&routing.mode, specs)?;
+    if derived || !specs.is_empty() {
+        validate_mode(&routing.mode, specs.iter().map(|c| c.name.as_str()))?;
+    }
     if routing.max_bindings == 0 || routing.binding_ttl_secs == 0 {
         return Err(ChannelConfigError(
             "routing.max_bindings and routing.binding_ttl_secs must be positive".to_owned(),
@@ -405,7 +442,6 @@ mod tests {
         assert_eq!(c.breaker, BreakerConfig::default());
         assert_eq!(d.routing.mode, RoutingMode::Channel("primary".into()));
         assert_eq!(d.routing.contingency_hold_secs, 0);
-        assert_eq!(c.liveness_url(), "http://a/service/captcha/3d/liveness");
         validate(&d.channels, &d.routing).unwrap();
     }
 
@@ -442,6 +478,44 @@ mod tests {
         };
         let err = validate(&[ChannelSpec::new("a", "http://a", 0)], &routing).unwrap_err();
         assert!(err.0.contains("ghost"), "{err}");
+    }
+
+    #[test]
+    fn forced_modes_need_enough_channels_at_load() {
+        let one = [ChannelSpec::new("a", "http://a", 0)];
+        let routing = |mode| RoutingConfig {
+            mode,
+            ..RoutingConfig::default()
+        };
+        let err = validate(&one, &routing(RoutingMode::ForceAlternative)).unwrap_err();
+        assert!(err.0.contains("force_alternative"), "{err}");
+        validate(&one, &routing(RoutingMode::ForcePrimary)).unwrap();
+        let two = [one[0].clone(), ChannelSpec::new("b", "http://b", 1)];
+        validate(&two, &routing(RoutingMode::ForceAlternative)).unwrap();
+        // No `[[channels]]`: the channels come from `[upstream]` or the
+        // sandbox, and the router checks the mode against them.
+        validate(&[], &routing(RoutingMode::ForceAlternative)).unwrap();
+        assert!(validate_set(&[], &routing(RoutingMode::ForcePrimary), true).is_err());
+        assert!(validate_set(&one, &routing(RoutingMode::ForceAlternative), true).is_err());
+    }
+
+    #[test]
+    fn mode_rules_name_what_is_missing() {
+        let names = ["p", "q"];
+        assert_eq!(
+            validate_mode(&RoutingMode::Channel("x".into()), names),
+            Err(ModeError::UnknownChannel("x".into()))
+        );
+        assert_eq!(
+            validate_mode(&RoutingMode::ForceAlternative, ["p"]),
+            Err(ModeError::TooFewChannels {
+                mode: "force_alternative",
+                needed: 2
+            })
+        );
+        assert!(validate_mode(&RoutingMode::ForcePrimary, []).is_err());
+        assert!(validate_mode(&RoutingMode::Auto, []).is_ok());
+        assert!(validate_mode(&RoutingMode::Channel("q".into()), names).is_ok());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::{
     bindings::SessionBindings,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{
-        ChannelConfigError, ChannelSpec, RoutingConfig, RoutingMode, validate_channels,
+        ChannelConfigError, ChannelSpec, ModeError, RoutingConfig, RoutingMode, validate_channels,
         validate_mode,
     },
     transport::{Liveness3DTransport, SessionGrant},
@@ -125,7 +125,7 @@ impl ChannelRouter {
         routing: &RoutingConfig,
         transport: Arc<dyn Liveness3DTransport>,
     ) -> Result<Self, ChannelConfigError> {
-        super::config::validate(&specs, routing)?;
+        super::config::validate_set(&specs, routing, true)?;
         Ok(Self {
             transport,
             channels: RwLock::new(Arc::new(ChannelSet::build(specs, None))),
@@ -183,10 +183,7 @@ impl ChannelRouter {
                 continue;
             }
             let Ok(permit) = channel.breaker().try_acquire(Instant::now()) else {
-                channel
-                    .stats()
-                    .rejected_open
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                channel.stats().record_rejected_open();
                 notes.push(format!("{}: circuit open", channel.name()));
                 continue;
             };
@@ -196,10 +193,7 @@ impl ChannelRouter {
                 return Err(Error::DeadlineExceeded("3D session start"));
             }
             if let Some(previous) = failed_last.take() {
-                previous
-                    .stats()
-                    .failovers
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                previous.stats().record_failover();
                 tracing::warn!(
                     from = previous.name(),
                     to = channel.name(),
@@ -233,11 +227,7 @@ impl ChannelRouter {
                     });
                 }
                 Err(e) => {
-                    let stats = channel.stats();
-                    stats
-                        .session_failures
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    stats.record_error_class(e.class());
+                    channel.stats().record_session_failure(e.class());
                     tracing::warn!(
                         channel = channel.name(),
                         error_class = e.class(),
@@ -336,10 +326,7 @@ impl ChannelRouter {
             return Err(Error::DeadlineExceeded("3D liveness verification"));
         }
 
-        let stats = target.stats();
-        stats
-            .verifications
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        target.stats().record_verification();
         let (until, caller_bound) = budget(&target, deadline, now);
         let call = self
             .transport
@@ -356,10 +343,7 @@ impl ChannelRouter {
         }
         match &result {
             Err(e) => {
-                stats
-                    .verification_failures
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                stats.record_error_class(e.class());
+                target.stats().record_verification_failure(e.class());
                 tracing::warn!(
                     channel = target.name(),
                     journey = %key,
@@ -375,12 +359,16 @@ impl ChannelRouter {
         result.map_err(Error::Upstream)
     }
 
-    /// Sets the routing mode for the next session. A named channel must be
-    /// configured, and `force_alternative` needs two channels.
+    /// Sets the routing mode for the next session, under the rules of
+    /// [`validate_mode`]: a named channel must be configured,
+    /// `force_primary` needs a channel and `force_alternative` two.
     pub fn set_mode(&self, mode: RoutingMode) -> Result<RoutingMode, Error> {
         let mut current = lock(&self.mode);
         let set = self.current();
-        check_mode(&mode, &set)?;
+        validate_mode(&mode, set.iter().map(|c| c.name())).map_err(|e| match e {
+            ModeError::UnknownChannel(name) => Error::ChannelUnknown(name),
+            other => Error::invalid("mode", other.to_string()),
+        })?;
         tracing::info!(from = %current, to = %mode, "3D routing mode changed");
         *current = mode.clone();
         Ok(mode)
@@ -418,12 +406,7 @@ impl ChannelRouter {
     pub fn reload(&self, specs: Vec<ChannelSpec>) -> Result<ReloadSummary, ChannelConfigError> {
         validate_channels(&specs)?;
         let mode = lock(&self.mode);
-        validate_mode(&mode, &specs)?;
-        if matches!(*mode, RoutingMode::ForceAlternative) && specs.len() < 2 {
-            return Err(ChannelConfigError(
-                "routing mode force_alternative needs at least two channels".to_owned(),
-            ));
-        }
+        validate_mode(&mode, specs.iter().map(|c| c.name.as_str()))?;
         let mut guard = self
             .channels
             .write()
@@ -463,23 +446,6 @@ impl ChannelRouter {
             bindings: lock(&self.bindings).len(),
             channels: self.current().iter().map(|c| c.snapshot(now)).collect(),
         }
-    }
-}
-
-fn check_mode(mode: &RoutingMode, set: &ChannelSet) -> Result<(), Error> {
-    match mode {
-        RoutingMode::Channel(name) if set.get(name).is_none() => {
-            Err(Error::ChannelUnknown(name.clone()))
-        }
-        RoutingMode::ForceAlternative if set.len() < 2 => Err(Error::invalid(
-            "mode",
-            "force_alternative needs at least two configured channels",
-        )),
-        RoutingMode::ForcePrimary if set.is_empty() => Err(Error::invalid(
-            "mode",
-            "force_primary needs a configured channel",
-        )),
-        _ => Ok(()),
     }
 }
 

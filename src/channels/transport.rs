@@ -31,7 +31,10 @@ pub struct SessionGrant {
 /// One HTTP exchange with a 3D channel.
 ///
 /// Contract for implementors:
-/// - Use `channel.session_token_url()` / `channel.liveness_url()`.
+/// - Call `base_url` joined with `session_token_path` / `liveness_path` of
+///   the `channel` given (never a URL of your own): the channel may change
+///   with every call and every reload. [`super::HttpTransport`] hands the
+///   three to the REST client, which joins them.
 /// - Honour `deadline` (the router passes the earlier of the caller's
 ///   deadline and the channel's `timeout_ms`); report it as
 ///   [`UpstreamError::Timeout`]. The router also enforces it, as a backstop.

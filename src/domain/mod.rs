@@ -16,3 +16,4 @@ pub use image::{ImageKind, ImagePayload};
 pub use journey_ref::JourneyRef;
 pub use person::{BirthDate, CustomerReference, EndUser, PersonName};
 pub use secret::{Appkey, CredentialToken, Password, SessionToken};
+pub(crate) use secret::{authorization_credentials, secret_newtype, secrets_match};

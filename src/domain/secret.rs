@@ -1,22 +1,24 @@
-//! Bearer secrets: appkeys, session tokens, credential tokens, passwords.
+//! Bearer secrets: appkeys, session tokens, credential tokens, passwords;
+//! and the constant-time comparison of presented secrets.
 
-use secrecy::{ExposeSecret, SecretString};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
+/// Defines a newtype over `SecretString` whose `Debug` prints a redaction,
+/// with `expose`, `PartialEq` and `Eq` (not constant-time: check presented
+/// credentials with [`secrets_match`]) and an infallible `new`. The
+/// `@without_new` form leaves `new` to the caller, for types that refuse
+/// some values (the admin token refuses a blank one).
 macro_rules! secret_newtype {
-    ($(#[$doc:meta])* $name:ident) => {
+    (@without_new $(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Clone)]
-        pub struct $name(SecretString);
+        pub struct $name(::secrecy::SecretString);
 
         impl $name {
-            /// Wraps a secret value.
-            pub fn new(value: impl Into<String>) -> Self {
-                Self(SecretString::from(value.into()))
-            }
-
             /// The secret itself, for the one place that must send it.
             pub fn expose(&self) -> &str {
-                self.0.expose_secret()
+                ::secrecy::ExposeSecret::expose_secret(&self.0)
             }
         }
 
@@ -34,6 +36,35 @@ macro_rules! secret_newtype {
 
         impl Eq for $name {}
     };
+    ($(#[$doc:meta])* $name:ident) => {
+        secret_newtype!(@without_new $(#[$doc])* $name);
+
+        impl $name {
+            /// Wraps a secret value.
+            pub fn new(value: impl Into<String>) -> Self {
+                Self(::secrecy::SecretString::from(value.into()))
+            }
+        }
+    };
+}
+pub(crate) use secret_newtype;
+
+/// True when the secrets `a` and `b` are equal. Compares their SHA-256
+/// digests in constant time, so neither the content nor the length of the
+/// expected secret leaks through timing.
+pub(crate) fn secrets_match(a: impl AsRef<[u8]>, b: impl AsRef<[u8]>) -> bool {
+    let digest = |s: &[u8]| -> [u8; 32] { Sha256::digest(s).into() };
+    digest(a.as_ref()).ct_eq(&digest(b.as_ref())).into()
+}
+
+/// The credentials of an `Authorization` header value of `scheme`
+/// (`Basic`, `Bearer`; compared case-insensitively), trimmed. `None` when
+/// the header uses another scheme or has no credentials part.
+pub(crate) fn authorization_credentials<'a>(header: &'a str, scheme: &str) -> Option<&'a str> {
+    let (presented, credentials) = header.trim().split_once(' ')?;
+    presented
+        .eq_ignore_ascii_case(scheme)
+        .then(|| credentials.trim())
 }
 
 secret_newtype!(
@@ -64,5 +95,30 @@ mod tests {
         let key = Appkey::new("canary-appkey-123");
         assert_eq!(format!("{key:?}"), "Appkey(<redacted>)");
         assert_eq!(key.expose(), "canary-appkey-123");
+    }
+
+    #[test]
+    fn secrets_match_only_when_equal() {
+        assert!(secrets_match("s3cret", "s3cret"));
+        assert!(!secrets_match("s3cret", "s3cre"));
+        assert!(!secrets_match("s3cret", "S3cret"));
+        assert!(secrets_match(b"a:b".as_slice(), "a:b"));
+        assert!(secrets_match("", ""));
+    }
+
+    #[test]
+    fn authorization_credentials_follow_the_scheme_case_insensitively() {
+        assert_eq!(
+            authorization_credentials("Bearer abc", "bearer"),
+            Some("abc")
+        );
+        assert_eq!(
+            authorization_credentials(" bAsIc  abc ", "Basic"),
+            Some("abc")
+        );
+        assert_eq!(authorization_credentials("Basic abc", "bearer"), None);
+        assert_eq!(authorization_credentials("Bearer", "bearer"), None);
+        assert_eq!(authorization_credentials("Bearer ", "bearer"), None);
+        assert_eq!(authorization_credentials("", "bearer"), None);
     }
 }

@@ -8,10 +8,10 @@
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use http::HeaderMap;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use sha2::Sha256;
 
 use super::config::{BasicCredentials, HmacSecret};
+use crate::domain::{authorization_credentials, secrets_match};
 
 /// Standard Webhooks header: the delivery's unique id.
 pub const HEADER_ID: &str = "webhook-id";
@@ -40,24 +40,18 @@ pub enum AuthFailure {
 /// `None` when the request carries no Basic credentials at all.
 pub fn check_basic(headers: &HeaderMap, expected: &BasicCredentials) -> Option<bool> {
     let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, encoded) = value.trim().split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded.trim()) else {
+    let encoded = authorization_credentials(value, "basic")?;
+    let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
         return Some(false);
     };
     let Some(colon) = decoded.iter().position(|b| *b == b':') else {
         return Some(false);
     };
     let (user, password) = (&decoded[..colon], &decoded[colon + 1..]);
-    let user_ok = digest(user).ct_eq(&digest(expected.user.as_bytes()));
-    let password_ok = digest(password).ct_eq(&digest(expected.password.expose().as_bytes()));
-    Some(bool::from(user_ok & password_ok))
-}
-
-fn digest(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
+    // `&`, not `&&`: both are compared whatever the first says.
+    let user_ok = secrets_match(user, &expected.user);
+    let password_ok = secrets_match(password, expected.password.expose());
+    Some(user_ok & password_ok)
 }
 
 /// True when the request carries any Standard Webhooks header.
@@ -99,13 +93,7 @@ pub fn check_signature(
     let ts: i64 = timestamp
         .parse()
         .map_err(|_| AuthFailure::InvalidSignature)?;
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(secret.key()).map_err(|_| AuthFailure::InvalidSignature)?;
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.as_bytes());
-    mac.update(b".");
-    mac.update(body);
+    let mac = mac(secret, id, timestamp, body).ok_or(AuthFailure::InvalidSignature)?;
     let matched = signatures
         .split(' ')
         .filter_map(|s| s.strip_prefix("v1,"))
@@ -123,16 +111,26 @@ pub fn check_signature(
     Ok(())
 }
 
-/// Computes the `v1,<base64>` signature of a delivery: what a sender puts in
-/// `webhook-signature`. Used by the docs' example and by tests.
-pub fn sign(secret: &HmacSecret, id: &str, timestamp: i64, body: &[u8]) -> String {
-    // A key of any length is valid for HMAC, so this cannot fail.
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.key()) {
-        Ok(m) => m,
-        Err(_) => return String::new(),
-    };
-    mac.update(format!("{id}.{timestamp}.").as_bytes());
+/// The HMAC-SHA256 state over a delivery's signed content,
+/// `{id}.{timestamp}.{body}`, with `timestamp` as the header carries it.
+/// `None` never happens in practice: HMAC takes a key of any length.
+fn mac(secret: &HmacSecret, id: &str, timestamp: &str, body: &[u8]) -> Option<Hmac<Sha256>> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.key()).ok()?;
+    mac.update(id.as_bytes());
+    mac.update(b".");
+    mac.update(timestamp.as_bytes());
+    mac.update(b".");
     mac.update(body);
+    Some(mac)
+}
+
+/// Computes the `v1,<base64>` signature of a delivery: what a sender puts in
+/// `webhook-signature`. Used by the integration tests to sign deliveries
+/// (the embedded sandbox has its own signer, as an independent sender).
+pub fn sign(secret: &HmacSecret, id: &str, timestamp: i64, body: &[u8]) -> String {
+    let Some(mac) = mac(secret, id, &timestamp.to_string(), body) else {
+        return String::new();
+    };
     format!(
         "v1,{}",
         base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())

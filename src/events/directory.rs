@@ -13,8 +13,8 @@ use std::{
 
 use tokio::time::Instant;
 
-use super::ttl::TtlMap;
 use crate::domain::{Appkey, JourneyRef};
+use crate::ttl::TtlMap;
 
 /// Bounded JourneyRef -> Appkey map with a TTL. Cheap to clone (shared).
 #[derive(Clone)]

@@ -39,13 +39,13 @@ use super::{
     DynResultSource, Notice, NoticeStatus, ResultSource,
     config::WatchSettings,
     directory::JourneyDirectory,
-    ttl::TtlMap,
     watch::{self as watch_stream, WatchStream},
 };
 use crate::{
     Error,
     domain::{Appkey, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus, WatchJourneyRequest, watch_journey_request},
+    ttl::TtlMap,
 };
 
 /// Longest appkey accepted from a caller; real ones are far shorter.

@@ -25,7 +25,6 @@ pub mod directory;
 pub mod hub;
 #[cfg(test)]
 mod testing;
-mod ttl;
 pub mod watch;
 pub mod webhook;
 

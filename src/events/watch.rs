@@ -127,22 +127,12 @@ pub(crate) fn stream(
 /// does not enforce it on streams). `None` when absent or malformed.
 pub fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
     let value = metadata.get("grpc-timeout")?.to_str().ok()?;
-    let unit = value.chars().last()?;
-    let digits = &value[..value.len() - unit.len_utf8()];
-    // The gRPC spec allows at most 8 digits.
-    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    // The gRPC spec allows ASCII digits only; the shared parser's
+    // `u64::from_str` would also take a leading `+`.
+    if value.starts_with('+') {
         return None;
     }
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        'H' => Duration::from_secs(n * 3600),
-        'M' => Duration::from_secs(n * 60),
-        'S' => Duration::from_secs(n),
-        'm' => Duration::from_millis(n),
-        'u' => Duration::from_micros(n),
-        'n' => Duration::from_nanos(n),
-        _ => return None,
-    })
+    crate::api::deadline::parse_grpc_timeout(value)
 }
 
 #[cfg(test)]

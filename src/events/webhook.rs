@@ -37,12 +37,12 @@ use super::{
     auth::{self, AuthFailure},
     config::WebhookSettings,
     hub::JourneyHub,
-    ttl::TtlMap,
 };
 use crate::{
     config::ConfigError,
     domain::{Appkey, JourneyRef},
     telemetry::{ServerSpan, record_journey},
+    ttl::TtlMap,
 };
 
 /// Longest appkey accepted in a notice.

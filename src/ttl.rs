@@ -1,8 +1,9 @@
 //! A map whose entries expire after a fixed time and whose size is capped.
 //!
-//! The journey directory, the webhook dedupe set and the notice board all
-//! remember things that a sender or caller controls; each must forget them
-//! in time and never grow without bound, whatever the traffic.
+//! The journey directory, the webhook dedupe set, the notice board and the
+//! 3D session bindings all remember things that a sender or caller
+//! controls; each must forget them in time and never grow without bound,
+//! whatever the traffic.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -59,7 +60,9 @@ impl<K: Hash + Eq + Clone, V> TtlMap<K, V> {
         let was_present = self.entries.insert(key.clone(), entry).is_some();
         self.order.push_back((key, generation));
         while self.entries.len() > self.max_entries {
-            self.evict_oldest();
+            if !self.evict_oldest() {
+                break;
+            }
         }
         self.compact();
         was_present
@@ -80,9 +83,34 @@ impl<K: Hash + Eq + Clone, V> TtlMap<K, V> {
         self.entries.get(key).map(|e| &e.value)
     }
 
+    /// The unexpired value of `key`, without purging (for readers that
+    /// hold only `&self`; expired entries stay until the next purge).
+    pub(crate) fn peek(&self, key: &K, now: Instant) -> Option<&V> {
+        self.entries
+            .get(key)
+            .filter(|e| e.expires_at > now)
+            .map(|e| &e.value)
+    }
+
+    /// Removes `key` if `pred` holds for its value. Returns true when it
+    /// was removed.
+    pub(crate) fn remove_if(&mut self, key: &K, pred: impl FnOnce(&V) -> bool) -> bool {
+        let hit = self.entries.get(key).is_some_and(|e| pred(&e.value));
+        if hit {
+            // Its queue item is now stale and is skipped like any other.
+            self.entries.remove(key);
+        }
+        hit
+    }
+
     /// Entries held, expired ones included until the next purge.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// True when no entry is held.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// Drops every expired entry. Expiry follows insertion order, so this
@@ -103,7 +131,8 @@ impl<K: Hash + Eq + Clone, V> TtlMap<K, V> {
         }
     }
 
-    fn evict_oldest(&mut self) {
+    /// Evicts the oldest live entry; false when there is none.
+    fn evict_oldest(&mut self) -> bool {
         while let Some((key, generation)) = self.order.pop_front() {
             if self
                 .entries
@@ -111,15 +140,18 @@ impl<K: Hash + Eq + Clone, V> TtlMap<K, V> {
                 .is_some_and(|e| e.generation == generation)
             {
                 self.entries.remove(&key);
-                return;
+                return true;
             }
         }
+        false
     }
 
-    /// Re-insertions leave stale queue items behind; drop them once they
-    /// outnumber the live entries, so the queue stays O(max_entries).
+    /// Re-insertions and removals leave stale queue items behind; drop them
+    /// once the queue is twice the bound, so it stays O(max_entries). A
+    /// compaction leaves at most `max_entries` items, so at least
+    /// `max_entries + 1` inserts separate two of them: O(1) amortised.
     fn compact(&mut self) {
-        if self.order.len() > 2 * self.max_entries + 16 {
+        if self.order.len() > 2 * self.max_entries {
             let entries = &self.entries;
             self.order
                 .retain(|(k, g)| entries.get(k).is_some_and(|e| e.generation == *g));
@@ -186,6 +218,34 @@ mod tests {
         }
         assert_eq!(m.len(), 3);
         assert!(m.queue_len() <= 2 * 4 + 16 + 1, "{}", m.queue_len());
+    }
+
+    #[test]
+    fn remove_if_removes_only_when_the_predicate_holds() {
+        let t0 = Instant::now();
+        let mut m = TtlMap::new(Duration::from_secs(10), 2);
+        m.insert("a", 1, t0);
+        assert!(!m.remove_if(&"a", |v| *v == 2));
+        assert_eq!(m.peek(&"a", t0), Some(&1));
+        assert!(m.remove_if(&"a", |v| *v == 1));
+        assert!(m.is_empty());
+        assert!(!m.remove_if(&"a", |_| true));
+        // The removed key's stale queue item does not count against the bound.
+        m.insert("b", 2, t0);
+        m.insert("c", 3, t0);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.peek(&"b", t0), Some(&2));
+        assert_eq!(m.peek(&"c", t0), Some(&3));
+    }
+
+    #[test]
+    fn peek_hides_expired_entries_without_purging() {
+        let t0 = Instant::now();
+        let mut m = TtlMap::new(Duration::from_secs(10), 10);
+        m.insert("a", 1, t0);
+        assert_eq!(m.peek(&"a", t0 + Duration::from_secs(9)), Some(&1));
+        assert_eq!(m.peek(&"a", t0 + Duration::from_secs(10)), None);
+        assert_eq!(m.len(), 1, "peek does not purge");
     }
 
     #[test]
