@@ -18,12 +18,16 @@ pub fn context<T>(req: &tonic::Request<T>) -> CallContext {
     CallContext::from_deadline(of(req).map(Instant::into_std))
 }
 
-/// Parses the gRPC `TimeoutValue TimeoutUnit` form (`100m`, `5S`, ...).
+/// Parses the gRPC `TimeoutValue TimeoutUnit` form (`100m`, `5S`, ...):
+/// 1 to 8 ASCII digits, then one unit letter; anything else is no timeout.
 pub fn parse_grpc_timeout(raw: &str) -> Option<Duration> {
-    if raw.len() < 2 || raw.len() > 9 {
+    if raw.len() < 2 || raw.len() > 9 || !raw.is_ascii() {
         return None;
     }
     let (digits, unit) = raw.split_at(raw.len() - 1);
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let n: u64 = digits.parse().ok()?;
     Some(match unit {
         "H" => Duration::from_secs(n.checked_mul(3600)?),
@@ -51,5 +55,9 @@ mod tests {
         assert_eq!(parse_grpc_timeout("5x"), None);
         assert_eq!(parse_grpc_timeout("S"), None);
         assert_eq!(parse_grpc_timeout("1234567890S"), None);
+        assert_eq!(parse_grpc_timeout("+5S"), None);
+        assert_eq!(parse_grpc_timeout("-5S"), None);
+        assert_eq!(parse_grpc_timeout("5é"), None);
+        assert_eq!(parse_grpc_timeout("éé"), None);
     }
 }

@@ -127,11 +127,6 @@ pub(crate) fn stream(
 /// does not enforce it on streams). `None` when absent or malformed.
 pub fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
     let value = metadata.get("grpc-timeout")?.to_str().ok()?;
-    // The gRPC spec allows ASCII digits only; the shared parser's
-    // `u64::from_str` would also take a leading `+`.
-    if value.starts_with('+') {
-        return None;
-    }
     crate::api::deadline::parse_grpc_timeout(value)
 }
 
