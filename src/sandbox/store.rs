@@ -6,7 +6,7 @@
 //! evaluated lazily against `now`; [`Store::purge`] drops what can no
 //! longer be used or read, so memory stays bounded.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -124,6 +124,11 @@ struct Inner {
     appkeys: HashMap<String, AppkeyRecord>,
     challenges: HashMap<String, ChallengeRecord>,
     sessions: HashMap<String, SessionRecord>,
+    /// Completion notices not yet due, keyed by `(finishes_at, seq)` of
+    /// the submission: holds the current submission of each appkey that
+    /// has a liveness proof and was not announced yet. An entry may be
+    /// stale (appkey purged); [`Store::take_finished`] skips those.
+    pending: BTreeMap<(OffsetDateTime, u64), String>,
     serial: u64,
     last_purge: Option<OffsetDateTime>,
 }
@@ -208,6 +213,21 @@ impl Inner {
         Ok(rec)
     }
 
+    /// Queues the completion notice of `appkey`'s current submission, if
+    /// the journey has a liveness proof and was not announced yet.
+    fn schedule_notice(&mut self, appkey: &str, delay: time::Duration) {
+        let Some(rec) = self.appkeys.get(appkey) else {
+            return;
+        };
+        let (Some(_), Some(sub)) = (&rec.liveness, &rec.submission) else {
+            return;
+        };
+        if rec.notified_seq != Some(sub.seq) {
+            let key = (journey::finishes_at(sub, delay), sub.seq);
+            self.pending.insert(key, appkey.to_owned());
+        }
+    }
+
     fn drop_liveness_leftovers(&mut self, appkey: &str) {
         self.challenges.retain(|_, c| c.appkey != appkey);
         self.sessions.retain(|_, s| s.appkey != appkey);
@@ -256,6 +276,7 @@ impl Store {
         let l = self.limits;
         inner.last_purge = Some(now);
         inner.tokens.retain(|_, t| now < t.expires_at);
+        let held = inner.appkeys.len();
         inner
             .appkeys
             .retain(|_, a| now < a.expires_at.saturating_add(l.retention));
@@ -263,8 +284,12 @@ impl Store {
             appkeys,
             challenges,
             sessions,
+            pending,
             ..
         } = inner;
+        if appkeys.len() != held {
+            pending.retain(|_, key| appkeys.contains_key(key));
+        }
         let usable = |key: &str| {
             appkeys
                 .get(key)
@@ -369,6 +394,7 @@ impl Store {
         let protocol = proof.protocol;
         inner.live_appkey(appkey, now)?.liveness = Some(proof);
         inner.drop_liveness_leftovers(appkey);
+        inner.schedule_notice(appkey, self.limits.processing_delay);
         Ok(protocol)
     }
 
@@ -416,6 +442,7 @@ impl Store {
         let protocol = proof.protocol;
         inner.live_appkey(appkey, now)?.liveness = Some(proof);
         inner.drop_liveness_leftovers(appkey);
+        inner.schedule_notice(appkey, self.limits.processing_delay);
         Ok((outcome, protocol))
     }
 
@@ -445,7 +472,19 @@ impl Store {
             content,
         };
         let code = submission.codigo_documento;
-        inner.live_appkey(appkey, now)?.submission = Some(submission);
+        let delay = self.limits.processing_delay;
+        let replaced = inner
+            .live_appkey(appkey, now)?
+            .submission
+            .replace(submission);
+        // The replaced submission will never finish: its notice, if still
+        // queued, goes.
+        if let Some(old) = replaced {
+            inner
+                .pending
+                .remove(&(journey::finishes_at(&old, delay), old.seq));
+        }
+        inner.schedule_notice(appkey, delay);
         Ok(code)
     }
 
@@ -467,31 +506,41 @@ impl Store {
 
     /// Marks and returns the journeys that finished and were not yet
     /// announced, plus the next instant a pending journey finishes.
+    ///
+    /// Only the queue of pending notices is read, up to the first entry
+    /// not yet due: the cost is that of the journeys announced.
     pub(crate) fn take_finished(
         &self,
         now: OffsetDateTime,
     ) -> (Vec<(String, JourneyStatus)>, Option<OffsetDateTime>) {
         let delay = self.limits.processing_delay;
         let mut inner = self.locked(now);
+        let Inner {
+            appkeys, pending, ..
+        } = &mut *inner;
         let mut done = Vec::new();
-        let mut next: Option<OffsetDateTime> = None;
-        for (key, rec) in inner.appkeys.iter_mut() {
-            let (Some(_), Some(sub)) = (&rec.liveness, &rec.submission) else {
+        while let Some(entry) = pending.first_entry() {
+            let (at, seq) = *entry.key();
+            if at > now {
+                return (done, Some(at));
+            }
+            let key = entry.remove();
+            // Stale entries (appkey purged, submission replaced, already
+            // announced) are skipped.
+            let Some(rec) = appkeys.get_mut(&key) else {
                 continue;
             };
-            if rec.notified_seq == Some(sub.seq) {
+            let current = rec.submission.as_ref().is_some_and(|s| s.seq == seq);
+            if !current || rec.liveness.is_none() || rec.notified_seq == Some(seq) {
                 continue;
             }
             let status = journey::status(rec, now, delay);
             if status.is_final() {
-                rec.notified_seq = Some(sub.seq);
-                done.push((key.clone(), status));
-            } else {
-                let at = journey::finishes_at(sub, delay);
-                next = Some(next.map_or(at, |n| n.min(at)));
+                rec.notified_seq = Some(seq);
+                done.push((key, status));
             }
         }
-        (done, next)
+        (done, None)
     }
 
     /// What a test may see of one appkey.
@@ -548,5 +597,132 @@ fn new_proof(
         protocol: 1_000_000_000 + n,
         bureau_protocol: 2_000_000_000 + n,
         frontal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::documents::LicenceFormat;
+
+    const T0: OffsetDateTime = time::macros::datetime!(2025-01-06 12:00:00 UTC);
+
+    fn limits(max_entries: usize) -> Limits {
+        Limits {
+            credential_ttl: time::Duration::hours(3),
+            appkey_ttl: time::Duration::minutes(5),
+            challenge_window: time::Duration::minutes(1),
+            retention: time::Duration::hours(24),
+            processing_delay: time::Duration::seconds(5),
+            max_entries,
+        }
+    }
+
+    fn at(secs: i64) -> OffsetDateTime {
+        T0 + time::Duration::seconds(secs)
+    }
+
+    fn user() -> EndUser {
+        EndUser {
+            cpf: "00000000191".into(),
+            name: "TEST".into(),
+            birth: time::macros::date!(1990 - 01 - 01),
+        }
+    }
+
+    fn licence() -> SubmissionContent {
+        SubmissionContent::Licence {
+            format: LicenceFormat::Pdf,
+            bytes: Bytes::from_static(b"%PDF"),
+        }
+    }
+
+    /// An appkey created at `now`, with a token of its own.
+    fn appkey(store: &Store, now: OffsetDateTime) -> String {
+        let (token, _) = store.issue_token("op", now).expect("token");
+        store
+            .create_appkey(&token, "op", user(), "EXT".into(), now)
+            .expect("appkey")
+    }
+
+    /// An appkey with a 2D proof made at `now`.
+    fn proven(store: &Store, now: OffsetDateTime) -> String {
+        let key = appkey(store, now);
+        let ch = store.new_challenge(&key, now).expect("challenge");
+        store
+            .bind_2d(&key, &ch, LivenessOutcome::Valid, Bytes::new(), now)
+            .expect("bound");
+        key
+    }
+
+    fn announced(store: &Store, now: OffsetDateTime) -> Vec<String> {
+        store
+            .take_finished(now)
+            .0
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect()
+    }
+
+    #[test]
+    fn resubmission_while_processing_is_announced_once_when_it_finishes() {
+        let store = Store::new(limits(100));
+        let key = proven(&store, at(0));
+        store.submit(&key, licence(), at(0)).expect("first");
+        assert_eq!(store.take_finished(at(1)), (vec![], Some(at(5))));
+        store.submit(&key, licence(), at(3)).expect("second");
+        // The first submission's due time passes: nothing, the second is
+        // the one pending.
+        assert_eq!(store.take_finished(at(5)), (vec![], Some(at(8))));
+        let (done, next) = store.take_finished(at(8));
+        assert_eq!(done, vec![(key.clone(), JourneyStatus::Complete)]);
+        assert_eq!(next, None);
+        assert!(announced(&store, at(60)).is_empty());
+        assert!(store.lock_pending_is_empty());
+    }
+
+    #[test]
+    fn resubmission_after_the_notice_is_announced_again() {
+        let store = Store::new(limits(100));
+        let key = proven(&store, at(0));
+        store.submit(&key, licence(), at(0)).expect("first");
+        assert_eq!(announced(&store, at(5)), vec![key.clone()]);
+        store.submit(&key, licence(), at(6)).expect("second");
+        assert!(announced(&store, at(10)).is_empty());
+        assert_eq!(announced(&store, at(11)), vec![key.clone()]);
+        assert!(announced(&store, at(60)).is_empty());
+    }
+
+    #[test]
+    fn submission_before_the_proof_is_announced_once_the_proof_is_made() {
+        let store = Store::new(limits(100));
+        let key = appkey(&store, at(0));
+        store.submit(&key, licence(), at(0)).expect("submitted");
+        // No proof: no notice is pending, even once processing ended.
+        assert_eq!(store.take_finished(at(10)), (vec![], None));
+        let ch = store.new_challenge(&key, at(10)).expect("challenge");
+        store
+            .bind_2d(&key, &ch, LivenessOutcome::Valid, Bytes::new(), at(10))
+            .expect("bound");
+        assert_eq!(announced(&store, at(10)), vec![key]);
+        assert!(announced(&store, at(60)).is_empty());
+    }
+
+    #[test]
+    fn journeys_are_announced_in_due_order() {
+        let store = Store::new(limits(100));
+        let late = proven(&store, at(0));
+        let early = proven(&store, at(0));
+        store.submit(&late, licence(), at(2)).expect("late");
+        store.submit(&early, licence(), at(1)).expect("early");
+        assert_eq!(store.take_finished(at(0)), (vec![], Some(at(6))));
+        assert_eq!(announced(&store, at(6)), vec![early]);
+        assert_eq!(announced(&store, at(7)), vec![late]);
+    }
+
+    impl Store {
+        fn lock_pending_is_empty(&self) -> bool {
+            lock(&self.inner).pending.is_empty()
+        }
     }
 }
