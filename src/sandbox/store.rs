@@ -94,6 +94,11 @@ pub(crate) struct AppkeyRecord {
     pub(crate) submission: Option<Submission>,
     /// Submission whose completion notice was already queued.
     pub(crate) notified_seq: Option<u64>,
+    /// Keys of this appkey's 2D challenges (some may already be purged from
+    /// the table); emptied when the proof is made.
+    challenge_keys: Vec<String>,
+    /// Tokens of this appkey's 3D sessions, likewise.
+    session_keys: Vec<String>,
 }
 
 impl AppkeyRecord {
@@ -228,9 +233,18 @@ impl Inner {
         }
     }
 
+    /// Drops the challenges and sessions of `appkey` once it holds a proof:
+    /// only its own, through the keys its record keeps.
     fn drop_liveness_leftovers(&mut self, appkey: &str) {
-        self.challenges.retain(|_, c| c.appkey != appkey);
-        self.sessions.retain(|_, s| s.appkey != appkey);
+        let Some(rec) = self.appkeys.get_mut(appkey) else {
+            return;
+        };
+        for key in std::mem::take(&mut rec.challenge_keys) {
+            self.challenges.remove(&key);
+        }
+        for key in std::mem::take(&mut rec.session_keys) {
+            self.sessions.remove(&key);
+        }
     }
 }
 
@@ -299,6 +313,15 @@ impl Store {
             now < c.created_at.saturating_add(l.challenge_window) && usable(&c.appkey)
         });
         sessions.retain(|_, s| usable(&s.appkey));
+        // Keeps each appkey's key lists as short as its open entries.
+        for rec in appkeys.values_mut() {
+            if !rec.challenge_keys.is_empty() {
+                rec.challenge_keys.retain(|k| challenges.contains_key(k));
+            }
+            if !rec.session_keys.is_empty() {
+                rec.session_keys.retain(|k| sessions.contains_key(k));
+            }
+        }
     }
 
     /// `/credencial`: a token for `operator`, and when it expires.
@@ -348,6 +371,8 @@ impl Store {
                 liveness: None,
                 submission: None,
                 notified_seq: None,
+                challenge_keys: Vec::new(),
+                session_keys: Vec::new(),
             },
         );
         Ok(appkey)
@@ -363,6 +388,10 @@ impl Store {
         inner.unbound_appkey(appkey, now)?;
         self.room(&mut inner, now, |i| i.challenges.len())?;
         let chkey = secret();
+        inner
+            .unbound_appkey(appkey, now)?
+            .challenge_keys
+            .push(chkey.clone());
         inner.challenges.insert(
             chkey.clone(),
             ChallengeRecord {
@@ -411,6 +440,10 @@ impl Store {
         inner.unbound_appkey(appkey, now)?;
         self.room(&mut inner, now, |i| i.sessions.len())?;
         let token = secret();
+        inner
+            .unbound_appkey(appkey, now)?
+            .session_keys
+            .push(token.clone());
         inner.sessions.insert(
             token.clone(),
             SessionRecord {
@@ -550,15 +583,15 @@ impl Store {
         Some(AppkeyState {
             expired: rec.expired(now),
             liveness: rec.liveness.as_ref().map(|l| l.outcome),
-            open_challenges: inner
-                .challenges
-                .values()
-                .filter(|c| c.appkey == appkey)
+            open_challenges: rec
+                .challenge_keys
+                .iter()
+                .filter(|k| inner.challenges.contains_key(*k))
                 .count(),
-            open_sessions: inner
-                .sessions
-                .values()
-                .filter(|s| s.appkey == appkey)
+            open_sessions: rec
+                .session_keys
+                .iter()
+                .filter(|k| inner.sessions.contains_key(*k))
                 .count(),
             documents: rec.submission.as_ref().map_or(0, |s| match &s.content {
                 SubmissionContent::Images(images) => images.len(),
@@ -718,6 +751,37 @@ mod tests {
         assert_eq!(store.take_finished(at(0)), (vec![], Some(at(6))));
         assert_eq!(announced(&store, at(6)), vec![early]);
         assert_eq!(announced(&store, at(7)), vec![late]);
+    }
+
+    #[test]
+    fn a_proof_drops_only_its_own_appkeys_challenges_and_sessions() {
+        let store = Store::new(limits(100));
+        let (a, b) = (appkey(&store, at(0)), appkey(&store, at(0)));
+        let ch = store.new_challenge(&a, at(0)).expect("challenge");
+        for key in [&a, &b] {
+            store.new_challenge(key, at(0)).expect("challenge");
+            store
+                .new_session(key, 0, LivenessOutcome::Valid, at(0))
+                .expect("session");
+            store
+                .new_session(key, 1, LivenessOutcome::Valid, at(0))
+                .expect("session");
+        }
+        assert_eq!(store.sizes(at(0)).challenges, 3);
+        assert_eq!(store.sizes(at(0)).sessions, 4);
+        store
+            .bind_2d(&a, &ch, LivenessOutcome::Valid, Bytes::new(), at(1))
+            .expect("bound");
+        let sizes = store.sizes(at(1));
+        assert_eq!((sizes.challenges, sizes.sessions), (1, 2));
+        let state = store.appkey_state(&a, at(1)).expect("a");
+        assert_eq!((state.open_challenges, state.open_sessions), (0, 0));
+        let state = store.appkey_state(&b, at(1)).expect("b");
+        assert_eq!((state.open_challenges, state.open_sessions), (1, 2));
+        // A purged challenge leaves its appkey's key list too.
+        assert_eq!(store.sizes(at(61)).challenges, 0);
+        assert!(lock(&store.inner).appkeys[&b].challenge_keys.is_empty());
+        assert_eq!(lock(&store.inner).appkeys[&b].session_keys.len(), 2);
     }
 
     impl Store {
