@@ -136,6 +136,13 @@ struct Inner {
     pending: BTreeMap<(OffsetDateTime, u64), String>,
     serial: u64,
     last_purge: Option<OffsetDateTime>,
+    /// The earliest instant a purge can drop anything (`None`: nothing
+    /// held will ever expire). Set by the purge, lowered by inserts, so a
+    /// full table is not purged again and again for nothing.
+    next_release: Option<OffsetDateTime>,
+    /// Purges run, for tests.
+    #[cfg(test)]
+    purges: u64,
 }
 
 /// Sizes of the store's tables, for tests and the admin endpoint.
@@ -235,6 +242,11 @@ impl Inner {
 
     /// Drops the challenges and sessions of `appkey` once it holds a proof:
     /// only its own, through the keys its record keeps.
+    /// Notes an entry that a purge may drop from `at` on.
+    fn releases_at(&mut self, at: OffsetDateTime) {
+        self.next_release = Some(self.next_release.map_or(at, |n| n.min(at)));
+    }
+
     fn drop_liveness_leftovers(&mut self, appkey: &str) {
         let Some(rec) = self.appkeys.get_mut(appkey) else {
             return;
@@ -268,14 +280,15 @@ impl Store {
         inner
     }
 
-    /// Ok when a table of `len` entries may grow; purges first when full.
+    /// Ok when a table of `len` entries may grow; when full, purges first
+    /// unless no entry can have expired since the last purge.
     fn room(
         &self,
         inner: &mut Inner,
         now: OffsetDateTime,
         len: fn(&Inner) -> usize,
     ) -> Result<(), Reject> {
-        if len(inner) >= self.limits.max_entries {
+        if len(inner) >= self.limits.max_entries && inner.next_release.is_some_and(|at| now >= at) {
             self.purge_inner(inner, now);
         }
         if len(inner) >= self.limits.max_entries {
@@ -289,11 +302,31 @@ impl Store {
     fn purge_inner(&self, inner: &mut Inner, now: OffsetDateTime) {
         let l = self.limits;
         inner.last_purge = Some(now);
-        inner.tokens.retain(|_, t| now < t.expires_at);
+        #[cfg(test)]
+        {
+            inner.purges += 1;
+        }
+        // The earliest instant something kept here can be dropped.
+        let mut next: Option<OffsetDateTime> = None;
+        let mut note = |at: OffsetDateTime| next = Some(next.map_or(at, |n| n.min(at)));
+        inner.tokens.retain(|_, t| {
+            let keep = now < t.expires_at;
+            if keep {
+                note(t.expires_at);
+            }
+            keep
+        });
         let held = inner.appkeys.len();
-        inner
-            .appkeys
-            .retain(|_, a| now < a.expires_at.saturating_add(l.retention));
+        inner.appkeys.retain(|_, a| {
+            let gone = a.expires_at.saturating_add(l.retention);
+            if now < a.expires_at {
+                // Expiry voids its challenges and sessions.
+                note(a.expires_at);
+            } else if now < gone {
+                note(gone);
+            }
+            now < gone
+        });
         let Inner {
             appkeys,
             challenges,
@@ -310,8 +343,14 @@ impl Store {
                 .is_some_and(|a| !a.expired(now) && a.liveness.is_none())
         };
         challenges.retain(|_, c| {
-            now < c.created_at.saturating_add(l.challenge_window) && usable(&c.appkey)
+            let closes = c.created_at.saturating_add(l.challenge_window);
+            let keep = now < closes && usable(&c.appkey);
+            if keep {
+                note(closes);
+            }
+            keep
         });
+        // A session lasts as long as its appkey (noted above).
         sessions.retain(|_, s| usable(&s.appkey));
         // Keeps each appkey's key lists as short as its open entries.
         for rec in appkeys.values_mut() {
@@ -322,6 +361,7 @@ impl Store {
                 rec.session_keys.retain(|k| sessions.contains_key(k));
             }
         }
+        inner.next_release = next;
     }
 
     /// `/credencial`: a token for `operator`, and when it expires.
@@ -334,6 +374,7 @@ impl Store {
         self.room(&mut inner, now, |i| i.tokens.len())?;
         let token = secret();
         let expires_at = now.saturating_add(self.limits.credential_ttl);
+        inner.releases_at(expires_at);
         inner.tokens.insert(
             token.clone(),
             TokenRecord {
@@ -361,13 +402,15 @@ impl Store {
         }
         self.room(&mut inner, now, |i| i.appkeys.len())?;
         let appkey = secret();
+        let expires_at = now.saturating_add(self.limits.appkey_ttl);
+        inner.releases_at(expires_at);
         inner.appkeys.insert(
             appkey.clone(),
             AppkeyRecord {
                 user,
                 external_id,
                 created_at: now,
-                expires_at: now.saturating_add(self.limits.appkey_ttl),
+                expires_at,
                 liveness: None,
                 submission: None,
                 notified_seq: None,
@@ -392,6 +435,7 @@ impl Store {
             .unbound_appkey(appkey, now)?
             .challenge_keys
             .push(chkey.clone());
+        inner.releases_at(now.saturating_add(self.limits.challenge_window));
         inner.challenges.insert(
             chkey.clone(),
             ChallengeRecord {
@@ -782,6 +826,44 @@ mod tests {
         assert_eq!(store.sizes(at(61)).challenges, 0);
         assert!(lock(&store.inner).appkeys[&b].challenge_keys.is_empty());
         assert_eq!(lock(&store.inner).appkeys[&b].session_keys.len(), 2);
+    }
+
+    fn purges(store: &Store) -> u64 {
+        lock(&store.inner).purges
+    }
+
+    fn ms(ms: i64) -> OffsetDateTime {
+        T0 + time::Duration::milliseconds(ms)
+    }
+
+    #[test]
+    fn a_full_table_is_not_purged_again_before_anything_can_expire() {
+        let store = Store::new(limits(2));
+        store.issue_token("op", at(0)).expect("first");
+        store.issue_token("op", at(0)).expect("second");
+        let before = purges(&store);
+        for i in 0..100 {
+            let refused = store.issue_token("op", ms(i * 5)).expect_err("full");
+            assert_eq!(refused, FULL);
+        }
+        assert_eq!(purges(&store), before);
+        // Once the tokens expire, the insert purges and succeeds.
+        store.issue_token("op", at(3 * 3600)).expect("room again");
+    }
+
+    #[test]
+    fn a_full_table_is_purged_as_soon_as_an_entry_expires() {
+        let store = Store::new(Limits {
+            credential_ttl: time::Duration::milliseconds(500),
+            ..limits(1)
+        });
+        store.issue_token("op", ms(0)).expect("first");
+        let before = purges(&store);
+        assert_eq!(store.issue_token("op", ms(200)).expect_err("full"), FULL);
+        assert_eq!(purges(&store), before);
+        // Less than a second after the last purge, but the token expired.
+        store.issue_token("op", ms(600)).expect("room again");
+        assert_eq!(purges(&store), before + 1);
     }
 
     impl Store {
