@@ -23,9 +23,16 @@ pub(super) fn classify(input: Option<&Input>) -> Operation {
     }
 }
 
+/// Decodes Base64 text, ignoring ASCII whitespace (line-wrapped Base64);
+/// the text is copied only when it holds some.
 fn decode(text: &str) -> Option<Vec<u8>> {
-    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    STANDARD.decode(compact).ok().filter(|b| !b.is_empty())
+    let decoded = if text.bytes().any(|b| b.is_ascii_whitespace()) {
+        let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        STANDARD.decode(compact)
+    } else {
+        STANDARD.decode(text)
+    };
+    decoded.ok().filter(|b| !b.is_empty())
 }
 
 fn accepted(appkey: &str, code: u64) -> Response {
@@ -81,4 +88,24 @@ pub(super) fn digital_licence(app: &App, input: &Input, bad: Reject) -> Result<R
     let code = app.store.submit(appkey, content, app.clock.now())?;
     app.activity.notify_one();
     Ok(accepted(appkey, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode;
+
+    #[test]
+    fn decode_accepts_plain_and_wrapped_base64() {
+        assert_eq!(
+            decode("aGVsbG8gd29ybGQ=").as_deref(),
+            Some(&b"hello world"[..])
+        );
+        assert_eq!(
+            decode("aGVs\r\nbG8g d29y\tbGQ=\n").as_deref(),
+            Some(&b"hello world"[..])
+        );
+        assert_eq!(decode(""), None);
+        assert_eq!(decode(" \n"), None);
+        assert_eq!(decode("not base64!"), None);
+    }
 }
