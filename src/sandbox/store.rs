@@ -7,9 +7,10 @@
 //! longer be used or read, so memory stays bounded.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use time::{Date, OffsetDateTime};
 
 use super::documents::{LicenceFormat, Recognised};
@@ -44,6 +45,22 @@ pub(crate) enum LivenessMode {
     ThreeD,
 }
 
+/// An image kept for the result's `fotos`, held as the Base64 text it is
+/// returned in: encoded once, when stored, not on every result read.
+#[derive(Clone)]
+pub(crate) struct Base64Image(Arc<str>);
+
+impl Base64Image {
+    pub(crate) fn encode(bytes: &[u8]) -> Self {
+        Self(STANDARD.encode(bytes).into())
+    }
+
+    /// The standard Base64 text of the image.
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The one liveness proof an appkey can hold.
 #[derive(Clone)]
 pub(crate) struct LivenessProof {
@@ -52,21 +69,24 @@ pub(crate) struct LivenessProof {
     pub(crate) protocol: u64,
     pub(crate) bureau_protocol: u64,
     /// The frontal photo returned in `fotos`.
-    pub(crate) frontal: Bytes,
+    pub(crate) frontal: Base64Image,
 }
 
 /// One recognised document image.
 #[derive(Clone)]
 pub(crate) struct DocumentImage {
     pub(crate) recognised: Recognised,
-    pub(crate) bytes: Bytes,
+    pub(crate) image: Base64Image,
 }
 
 /// What a document submission carried.
 #[derive(Clone)]
 pub(crate) enum SubmissionContent {
     Images(Vec<DocumentImage>),
-    Licence { format: LicenceFormat, bytes: Bytes },
+    Licence {
+        format: LicenceFormat,
+        image: Base64Image,
+    },
 }
 
 /// The latest accepted document submission of an appkey; a new one
@@ -453,7 +473,7 @@ impl Store {
         appkey: &str,
         chkey: &str,
         outcome: LivenessOutcome,
-        frontal: Bytes,
+        frontal: Base64Image,
         now: OffsetDateTime,
     ) -> Result<u64, Reject> {
         let mut inner = self.locked(now);
@@ -506,7 +526,7 @@ impl Store {
         appkey: &str,
         session: &str,
         channel: usize,
-        frontal: Bytes,
+        frontal: Base64Image,
         now: OffsetDateTime,
     ) -> Result<(LivenessOutcome, u64), Reject> {
         let mut inner = self.locked(now);
@@ -665,7 +685,7 @@ fn new_proof(
     inner: &mut Inner,
     mode: LivenessMode,
     outcome: LivenessOutcome,
-    frontal: Bytes,
+    frontal: Base64Image,
 ) -> LivenessProof {
     let n = inner.next_serial();
     LivenessProof {
@@ -710,7 +730,7 @@ mod tests {
     fn licence() -> SubmissionContent {
         SubmissionContent::Licence {
             format: LicenceFormat::Pdf,
-            bytes: Bytes::from_static(b"%PDF"),
+            image: Base64Image::encode(b"%PDF"),
         }
     }
 
@@ -727,7 +747,13 @@ mod tests {
         let key = appkey(store, now);
         let ch = store.new_challenge(&key, now).expect("challenge");
         store
-            .bind_2d(&key, &ch, LivenessOutcome::Valid, Bytes::new(), now)
+            .bind_2d(
+                &key,
+                &ch,
+                LivenessOutcome::Valid,
+                Base64Image::encode(b""),
+                now,
+            )
             .expect("bound");
         key
     }
@@ -779,7 +805,13 @@ mod tests {
         assert_eq!(store.take_finished(at(10)), (vec![], None));
         let ch = store.new_challenge(&key, at(10)).expect("challenge");
         store
-            .bind_2d(&key, &ch, LivenessOutcome::Valid, Bytes::new(), at(10))
+            .bind_2d(
+                &key,
+                &ch,
+                LivenessOutcome::Valid,
+                Base64Image::encode(b""),
+                at(10),
+            )
             .expect("bound");
         assert_eq!(announced(&store, at(10)), vec![key]);
         assert!(announced(&store, at(60)).is_empty());
@@ -814,7 +846,13 @@ mod tests {
         assert_eq!(store.sizes(at(0)).challenges, 3);
         assert_eq!(store.sizes(at(0)).sessions, 4);
         store
-            .bind_2d(&a, &ch, LivenessOutcome::Valid, Bytes::new(), at(1))
+            .bind_2d(
+                &a,
+                &ch,
+                LivenessOutcome::Valid,
+                Base64Image::encode(b""),
+                at(1),
+            )
             .expect("bound");
         let sizes = store.sizes(at(1));
         assert_eq!((sizes.challenges, sizes.sessions), (1, 2));

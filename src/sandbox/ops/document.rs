@@ -4,14 +4,13 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::sandbox::app::App;
 use crate::sandbox::documents::{LicenceFormat, recognise};
 use crate::sandbox::error::Reject;
 use crate::sandbox::input::{Input, json_str};
-use crate::sandbox::store::{DocumentImage, SubmissionContent};
+use crate::sandbox::store::{Base64Image, DocumentImage, SubmissionContent};
 use crate::upstream::Operation;
 
 /// A body with a `qrcode` field is a digital licence; anything else
@@ -60,7 +59,7 @@ pub(super) fn images(app: &App, input: &Input, bad: Reject) -> Result<Response, 
         .filter_map(|bytes| {
             recognise(&bytes).map(|recognised| DocumentImage {
                 recognised,
-                bytes: Bytes::from(bytes),
+                image: Base64Image::encode(&bytes),
             })
         })
         .collect();
@@ -83,7 +82,7 @@ pub(super) fn digital_licence(app: &App, input: &Input, bad: Reject) -> Result<R
     let format = LicenceFormat::detect(&bytes).ok_or(bad)?;
     let content = SubmissionContent::Licence {
         format,
-        bytes: Bytes::from(bytes),
+        image: Base64Image::encode(&bytes),
     };
     let code = app.store.submit(appkey, content, app.clock.now())?;
     app.activity.notify_one();
