@@ -14,7 +14,10 @@ use super::faults::FaultRule;
 /// `Default` is what `idgate serve` embeds when no upstream is configured:
 /// every listener on an ephemeral loopback port, operator `sandbox` /
 /// `sandbox`, a primary and an alternative 3D channel, the spec's expiries.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+///
+/// Read only: not `Serialize`, since it holds secrets (operator passwords,
+/// webhook credentials), and its `Debug` redacts them.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
     /// Addresses of the core and result listeners.
@@ -114,8 +117,9 @@ impl Default for ListenConfig {
     }
 }
 
-/// One operator login for `/credencial`.
-#[derive(Clone, Deserialize, Serialize)]
+/// One operator login for `/credencial`. Not `Serialize`, and `Debug`
+/// redacts the password.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperatorConfig {
     /// Form field `user`.
@@ -181,8 +185,9 @@ impl Default for CustomerConfig {
     }
 }
 
-/// Where and how completion notices are delivered.
-#[derive(Clone, Deserialize, Serialize)]
+/// Where and how completion notices are delivered. Not `Serialize`, and
+/// `Debug` redacts the password and the signing secret.
+#[derive(Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebhookConfig {
     /// Master switch; with no `url` nothing is sent either.
@@ -236,5 +241,32 @@ impl fmt::Debug for WebhookConfig {
             .field("max_backoff_ms", &self.max_backoff_ms)
             .field("timeout_ms", &self.timeout_ms)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_every_secret() {
+        let config = SandboxConfig {
+            operators: vec![OperatorConfig {
+                login: "op-login".into(),
+                password: "op-secret-pass".into(),
+            }],
+            webhook: WebhookConfig {
+                basic_user: Some("hook-user".into()),
+                basic_password: Some("hook-secret-pass".into()),
+                signing_secret: Some("whsec_c2VjcmV0LWtleQ==".into()),
+                ..WebhookConfig::default()
+            },
+            ..SandboxConfig::default()
+        };
+        let shown = format!("{config:?} {config:#?}");
+        for secret in ["op-secret-pass", "hook-secret-pass", "whsec_", "c2VjcmV0"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("op-login") && shown.contains("hook-user"));
     }
 }

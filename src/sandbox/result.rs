@@ -12,7 +12,6 @@ use super::documents::{LOW_FORENSICS_SCORE, NORMAL_FORENSICS_SCORE};
 use super::journey::{self, Stage};
 use super::ocr;
 use super::outcomes::{self, CheckResult};
-use super::samples::base64;
 use super::store::{AppkeyRecord, LivenessMode, LivenessProof, Submission, SubmissionContent};
 use super::wire_time::WireTime;
 
@@ -258,15 +257,15 @@ fn photos(rec: &AppkeyRecord, liveness: &LivenessProof) -> Value {
         None => Vec::new(),
         Some(SubmissionContent::Images(images)) => images
             .iter()
-            .map(|i| json!({ "descricao": i.recognised.kind.description(), "imagem": base64(&i.bytes) }))
+            .map(|i| json!({ "descricao": i.recognised.kind.description(), "imagem": i.image.as_str() }))
             .collect(),
-        Some(SubmissionContent::Licence { format, bytes }) => vec![json!({
+        Some(SubmissionContent::Licence { format, image }) => vec![json!({
             "descricao": format!("CNH Digital ({})", format.extensao()),
-            "imagem": base64(bytes),
+            "imagem": image.as_str(),
         })],
     };
     json!({
-        "livenessResult": { "frontal": base64(&liveness.frontal) },
+        "livenessResult": { "frontal": liveness.frontal.as_str() },
         "documento": documents,
     })
 }

@@ -470,3 +470,27 @@ async fn same_input_gives_the_same_outcome() {
     };
     assert_eq!(strip(a), strip(b));
 }
+
+#[tokio::test]
+async fn frontal_photo_is_the_proofs_image_on_every_read() {
+    let env = start().await;
+    let two_d = env.appkey(HAPPY_PERSON).await;
+    env.liveness_2d(&two_d, LivenessOutcome::Valid).await;
+    let three_d = env.appkey(HAPPY_PERSON).await;
+    let root = standard(&env.sandbox.base_url());
+    let token = env.session_token(&root, &three_d, None).await.str("token");
+    assert_eq!(env.liveness_3d(&root, &three_d, &token).await.status, 200);
+    let expected = [
+        (
+            &two_d,
+            samples::base64(&samples::snapshot(LivenessOutcome::Valid)),
+        ),
+        (&three_d, samples::base64(&samples::selfie())),
+    ];
+    for (appkey, frontal) in expected {
+        for _ in 0..2 {
+            let body = env.result(appkey).await.body;
+            assert_eq!(body["fotos"]["livenessResult"]["frontal"], frontal.as_str());
+        }
+    }
+}

@@ -144,6 +144,29 @@ async fn webhook_is_not_sent_before_the_journey_finishes() {
 }
 
 #[tokio::test]
+async fn journey_resubmitted_while_processing_is_announced_once() {
+    let (url, mut rx) = receiver(0).await;
+    let env = start_with(webhook_config(url)).await;
+    let appkey = env.appkey(HAPPY_PERSON).await;
+    env.liveness_2d(&appkey, LivenessOutcome::Valid).await;
+    assert_eq!(env.upload(&appkey, &[rg()]).await.status, 200);
+    env.advance(3);
+    // New images restart processing: the first submission never finishes.
+    assert_eq!(env.upload(&appkey, &[rg()]).await.status, 200);
+    env.advance(2);
+    env.advance(3);
+    let seen = next(&mut rx).await;
+    assert_eq!(seen.body["Appkey"], appkey.as_str());
+    assert_eq!(seen.body["Status"], "Completo");
+    let mut stats = env.sandbox.watch_webhook_stats();
+    stats.wait_for(|s| s.delivered == 1).await.expect("stats");
+    env.advance(60);
+    assert_eq!(env.result(&appkey).await.body["status"], "Completo");
+    assert_eq!(env.sandbox.webhook_stats().queued, 1);
+    assert!(rx.try_recv().is_err());
+}
+
+#[tokio::test]
 async fn webhook_reports_erro_when_processing_fails() {
     let (url, mut rx) = receiver(0).await;
     let env = start_with(webhook_config(url)).await;

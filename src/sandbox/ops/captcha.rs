@@ -1,13 +1,13 @@
 //! `POST /captcha`: the 2D liveness proof; binds the appkey to it.
 
 use axum::response::Response;
-use bytes::Bytes;
 use serde::Deserialize;
 
 use crate::sandbox::app::App;
 use crate::sandbox::error::Reject;
 use crate::sandbox::input::{Input, required};
 use crate::sandbox::liveness::{LivenessOutcome, parse_snapshots};
+use crate::sandbox::store::Base64Image;
 
 #[derive(Deserialize)]
 struct Form {
@@ -24,11 +24,7 @@ pub(super) fn handle(app: &App, input: &Input, bad: Reject) -> Result<Response, 
         .and_then(parse_snapshots)
         .ok_or(bad)?;
     let outcome = LivenessOutcome::from_snapshots(&snapshots);
-    let frontal = snapshots
-        .into_iter()
-        .next()
-        .map(|s| Bytes::from(s.image))
-        .unwrap_or_default();
+    let frontal = Base64Image::encode(snapshots.first().map_or(&[][..], |s| &s.image));
     let protocol = app
         .store
         .bind_2d(appkey, chkey, outcome, frontal, app.clock.now())?;

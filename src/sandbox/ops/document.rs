@@ -4,14 +4,13 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::sandbox::app::App;
 use crate::sandbox::documents::{LicenceFormat, recognise};
 use crate::sandbox::error::Reject;
 use crate::sandbox::input::{Input, json_str};
-use crate::sandbox::store::{DocumentImage, SubmissionContent};
+use crate::sandbox::store::{Base64Image, DocumentImage, SubmissionContent};
 use crate::upstream::Operation;
 
 /// A body with a `qrcode` field is a digital licence; anything else
@@ -23,9 +22,16 @@ pub(super) fn classify(input: Option<&Input>) -> Operation {
     }
 }
 
+/// Decodes Base64 text, ignoring ASCII whitespace (line-wrapped Base64);
+/// the text is copied only when it holds some.
 fn decode(text: &str) -> Option<Vec<u8>> {
-    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    STANDARD.decode(compact).ok().filter(|b| !b.is_empty())
+    let decoded = if text.bytes().any(|b| b.is_ascii_whitespace()) {
+        let compact: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        STANDARD.decode(compact)
+    } else {
+        STANDARD.decode(text)
+    };
+    decoded.ok().filter(|b| !b.is_empty())
 }
 
 fn accepted(appkey: &str, code: u64) -> Response {
@@ -53,7 +59,7 @@ pub(super) fn images(app: &App, input: &Input, bad: Reject) -> Result<Response, 
         .filter_map(|bytes| {
             recognise(&bytes).map(|recognised| DocumentImage {
                 recognised,
-                bytes: Bytes::from(bytes),
+                image: Base64Image::encode(&bytes),
             })
         })
         .collect();
@@ -76,9 +82,29 @@ pub(super) fn digital_licence(app: &App, input: &Input, bad: Reject) -> Result<R
     let format = LicenceFormat::detect(&bytes).ok_or(bad)?;
     let content = SubmissionContent::Licence {
         format,
-        bytes: Bytes::from(bytes),
+        image: Base64Image::encode(&bytes),
     };
     let code = app.store.submit(appkey, content, app.clock.now())?;
     app.activity.notify_one();
     Ok(accepted(appkey, code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode;
+
+    #[test]
+    fn decode_accepts_plain_and_wrapped_base64() {
+        assert_eq!(
+            decode("aGVsbG8gd29ybGQ=").as_deref(),
+            Some(&b"hello world"[..])
+        );
+        assert_eq!(
+            decode("aGVs\r\nbG8g d29y\tbGQ=\n").as_deref(),
+            Some(&b"hello world"[..])
+        );
+        assert_eq!(decode(""), None);
+        assert_eq!(decode(" \n"), None);
+        assert_eq!(decode("not base64!"), None);
+    }
 }
