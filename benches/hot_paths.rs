@@ -11,7 +11,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use idgate::{
-    config::LimitsConfig,
+    api::LimitsConfig,
     domain::{ImageKind, ImagePayload},
     proto::v1,
     upstream::{body, convert, wire},
@@ -90,7 +90,12 @@ fn document_body(c: &mut Criterion) {
     let mut g = c.benchmark_group("document_upload_body");
     g.throughput(Throughput::Bytes(2_000_000));
     g.bench_function("json_with_two_1MB_images", |b| {
-        b.iter(|| black_box(body::json_images(black_box("appkey"), "images", &images)))
+        b.iter(|| {
+            let mut json = body::JsonBody::with_capacity(body::json_base64_capacity(&images) + 32);
+            json.string("appkey", black_box("appkey"))
+                .base64_list("images", &images);
+            black_box(json.finish())
+        })
     });
     g.finish();
 }

@@ -1,48 +1,27 @@
-//! Typed configuration: a TOML file, then `IDGATE_*` environment overrides.
+//! The whole configuration: each module's section, composed.
 //!
-//! Overrides name a key path with `__` between segments and numbers for
-//! array items: `IDGATE_UPSTREAM__BASE_URL`, `IDGATE_CHANNELS__1__PRIORITY`.
-//! Values parse as TOML scalars when they can (`10000`, `true`) and are
-//! strings otherwise; a value wrapped in double quotes is always a string.
-//! The gateway's secrets are never read from the TOML itself: a profile
-//! names the environment variable or file that holds its password. Load
+//! Every section type lives with the module it configures (`[upstream]` in
+//! `upstream`, `[[channels]]` in `channels`, ...) and is re-exported here;
+//! loading (a TOML file, then `IDGATE_*` overrides) is `config_source`'s.
+//! The gateway's secrets are never read from the TOML itself: a section
+//! names the environment variable or file that holds each one. Load
 //! errors name keys, lines and columns, never the text or the value.
+//! Reference: `docs/configuration.md`.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::net::SocketAddr;
 
 use serde::Deserialize;
 
-use crate::{
-    channels::{AdminConfig, ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
-    domain::Password,
+pub use crate::{
+    api::{AdminConfig, LimitsConfig},
+    channels::{ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
+    config_source::{ConfigError, ENV_PREFIX, read_secret},
+    events::{WatchConfig, WebhookConfig},
+    journey::{OperatorConfig, OperatorProfile},
+    sandbox::SandboxConfig,
+    telemetry::TelemetryConfig,
+    upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
 };
-
-/// Prefix of environment overrides.
-pub const ENV_PREFIX: &str = "IDGATE_";
-
-/// A configuration that cannot be loaded; messages name keys, never values.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read configuration file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The TOML is malformed or a key has the wrong type.
-    #[error("invalid configuration: {0}")]
-    Invalid(String),
-    /// A secret named by the configuration is missing.
-    #[error("secret for {what} not found: {why}")]
-    MissingSecret {
-        /// Which secret (a key path, never the value).
-        what: String,
-        /// Where it was looked for.
-        why: String,
-    },
-}
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -69,12 +48,12 @@ pub struct Config {
     /// Where the admin bearer token comes from (`[admin]`).
     pub admin: AdminConfig,
     /// The completion-notice receiver.
-    pub webhook: crate::events::WebhookConfig,
+    pub webhook: WebhookConfig,
     /// `WatchJourney` streams and their result reads.
-    pub watch: crate::events::WatchConfig,
+    pub watch: WatchConfig,
     /// The sandbox: started in process when no `[upstream]` is configured,
     /// and by `idgate sandbox`.
-    pub sandbox: crate::sandbox::SandboxConfig,
+    pub sandbox: SandboxConfig,
 }
 
 /// Where the gateway listens.
@@ -99,250 +78,6 @@ impl Default for ListenConfig {
     }
 }
 
-/// The upstream REST service.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct UpstreamConfig {
-    /// `{base_url}`: host plus service root path.
-    pub base_url: String,
-    /// `{result_base_url}`: the result operation's own address.
-    pub result_base_url: String,
-    /// Timeout of one upstream call, in milliseconds.
-    pub timeout_ms: u64,
-    /// Timeout of establishing a connection, in milliseconds.
-    pub connect_timeout_ms: u64,
-    /// Largest upstream response body read, in bytes (the result carries
-    /// every photo of the journey, so this is generous).
-    pub max_response_bytes: usize,
-    /// Validity of an appkey, for the `expire_time` the gateway reports.
-    pub appkey_ttl_secs: u64,
-    /// Validity of a credential token when `/credencial` gives no expiry.
-    pub credential_ttl_secs: u64,
-    /// Attempts of an operation that consumes nothing (credential,
-    /// challenge, session token, result), within the caller's deadline.
-    pub safe_attempts: u32,
-    /// Idle pooled connections kept per host.
-    pub pool_max_idle_per_host: usize,
-    /// Operation paths, relative to the base URLs.
-    pub paths: PathsConfig,
-    /// Form and JSON field names that the spec does not show.
-    pub fields: FieldsConfig,
-}
-
-impl Default for UpstreamConfig {
-    fn default() -> Self {
-        Self {
-            base_url: String::new(),
-            result_base_url: String::new(),
-            timeout_ms: 10_000,
-            connect_timeout_ms: 2_000,
-            max_response_bytes: 32 * 1024 * 1024,
-            appkey_ttl_secs: 300,
-            credential_ttl_secs: 3 * 3600,
-            safe_attempts: 2,
-            pool_max_idle_per_host: 32,
-            paths: PathsConfig::default(),
-            fields: FieldsConfig::default(),
-        }
-    }
-}
-
-impl UpstreamConfig {
-    /// The per-call timeout.
-    pub fn timeout(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms)
-    }
-
-    /// The connect timeout.
-    pub fn connect_timeout(&self) -> Duration {
-        Duration::from_millis(self.connect_timeout_ms)
-    }
-}
-
-/// Operation paths (DESIGN.md wire contract defaults).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PathsConfig {
-    /// `/credencial`.
-    pub credential: String,
-    /// `/appkey`.
-    pub appkey: String,
-    /// `/challenge`.
-    pub challenge: String,
-    /// `/captcha` (2D submit).
-    pub captcha: String,
-    /// `/3d/session-token`, for the default channel.
-    pub session_token_3d: String,
-    /// `/3d/liveness`, for the default channel.
-    pub liveness_3d: String,
-    /// `/document` (images and digital licence).
-    pub document: String,
-    /// `/document/result`, relative to `result_base_url`.
-    pub result: String,
-}
-
-impl Default for PathsConfig {
-    fn default() -> Self {
-        Self {
-            credential: "/service/captcha/credencial".into(),
-            appkey: "/service/captcha/appkey".into(),
-            challenge: "/service/captcha/challenge".into(),
-            captcha: "/service/captcha/captcha".into(),
-            session_token_3d: "/service/captcha/3d/session-token".into(),
-            liveness_3d: "/service/captcha/3d/liveness".into(),
-            document: "/service/captcha/document".into(),
-            result: "/service/captcha/document/result".into(),
-        }
-    }
-}
-
-/// Field names of the requests whose shape the spec does not show.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FieldsConfig {
-    /// `/credencial` form: the login.
-    pub credential_user: String,
-    /// `/credencial` form: the password.
-    pub credential_password: String,
-    /// `/captcha` form: the challenge key.
-    pub captcha_challenge_key: String,
-    /// `/captcha` form: the concatenated snapshots.
-    pub captcha_images: String,
-    /// `/document` JSON: the image list.
-    pub document_images: String,
-    /// `/document` JSON: the digital licence.
-    pub document_qrcode: String,
-}
-
-impl Default for FieldsConfig {
-    fn default() -> Self {
-        Self {
-            credential_user: "user".into(),
-            credential_password: "pass".into(),
-            captcha_challenge_key: "chkey".into(),
-            captcha_images: "images".into(),
-            document_images: "images".into(),
-            document_qrcode: "qrcode".into(),
-        }
-    }
-}
-
-/// An operator profile as configured: the password lives elsewhere.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OperatorConfig {
-    /// Profile name callers select in `CreateJourney.operator_profile`.
-    pub name: String,
-    /// Operator login (`user`).
-    pub login: String,
-    /// Environment variable holding the password.
-    #[serde(default)]
-    pub password_env: Option<String>,
-    /// File holding the password (trailing newline ignored).
-    #[serde(default)]
-    pub password_file: Option<PathBuf>,
-}
-
-/// An operator profile with its password resolved.
-#[derive(Debug, Clone)]
-pub struct OperatorProfile {
-    /// Profile name.
-    pub name: String,
-    /// Operator login.
-    pub login: String,
-    /// Operator password.
-    pub password: Password,
-}
-
-impl OperatorConfig {
-    /// Reads the password from the environment or the file.
-    pub fn resolve(&self) -> Result<OperatorProfile, ConfigError> {
-        let what = format!("operators.{}", self.name);
-        let password = read_secret(
-            &what,
-            self.password_env.as_deref(),
-            self.password_file.as_deref(),
-        )?;
-        Ok(OperatorProfile {
-            name: self.name.clone(),
-            login: self.login.clone(),
-            password: Password::new(password),
-        })
-    }
-}
-
-/// Reads a secret from an environment variable or a file, whichever is
-/// named (the variable first).
-pub fn read_secret(
-    what: &str,
-    env: Option<&str>,
-    file: Option<&std::path::Path>,
-) -> Result<String, ConfigError> {
-    if let Some(var) = env {
-        return std::env::var(var).map_err(|_| ConfigError::MissingSecret {
-            what: what.to_owned(),
-            why: format!("environment variable {var} is not set"),
-        });
-    }
-    if let Some(path) = file {
-        let s = std::fs::read_to_string(path).map_err(|e| ConfigError::MissingSecret {
-            what: what.to_owned(),
-            why: format!("cannot read {}: {e}", path.display()),
-        })?;
-        return Ok(s.trim_end_matches(['\r', '\n']).to_owned());
-    }
-    Err(ConfigError::MissingSecret {
-        what: what.to_owned(),
-        why: "neither an environment variable nor a file is configured".to_owned(),
-    })
-}
-
-/// Limits on what callers send.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// Largest image or PDF accepted, in bytes.
-    pub max_image_bytes: usize,
-    /// Most images in one request.
-    pub max_images: usize,
-    /// Largest gRPC message accepted, in bytes.
-    pub max_grpc_message_bytes: usize,
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        Self {
-            max_image_bytes: 8 * 1024 * 1024,
-            max_images: 16,
-            max_grpc_message_bytes: 64 * 1024 * 1024,
-        }
-    }
-}
-
-/// Traces, logs and metrics. Where spans go is not configured here: the
-/// standard `OTEL_EXPORTER_OTLP_*` variables say it, so the gateway behaves
-/// like every other OpenTelemetry-instrumented process of a deployment.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TelemetryConfig {
-    /// `service.name` of the exported spans; `OTEL_SERVICE_NAME` (or
-    /// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`) wins over it.
-    pub service_name: String,
-    /// Puts the caller's customer reference (`idExternoCliente`) on spans as
-    /// `idgate.customer_reference`. Off by default: it is the caller's own
-    /// identifier of the end user, which some callers treat as personal data.
-    pub record_customer_reference: bool,
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        Self {
-            service_name: "idgate".to_owned(),
-            record_customer_reference: false,
-        }
-    }
-}
-
 impl Config {
     /// Loads the file (if any), then applies `IDGATE_*` overrides from the
     /// process environment.
@@ -362,22 +97,7 @@ impl Config {
         text: &str,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigError> {
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| invalid(&e, Some(text)))?;
-        for (key, value) in env {
-            let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
-                continue;
-            };
-            if !rest.contains("__") {
-                // Single-segment IDGATE_* names are secrets and flags
-                // (IDGATE_ADMIN_TOKEN, ...), not overrides.
-                continue;
-            }
-            let path: Vec<String> = rest.split("__").map(|s| s.to_ascii_lowercase()).collect();
-            apply_override(&mut table, &path, &value)
-                .map_err(|e| ConfigError::Invalid(format!("{key}: {e}")))?;
-        }
-        let config =
-            Config::deserialize(toml::Value::Table(table)).map_err(|e| invalid(&e, None))?;
+        let config: Config = crate::config_source::from_toml_and_env(text, env)?;
         config.validate()?;
         Ok(config)
     }
@@ -388,109 +108,6 @@ impl Config {
         crate::channels::config::validate(&self.channels, &self.routing)
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))
-    }
-}
-
-/// A TOML or type error, told without the offending text: toml's
-/// `Display` quotes the source line and serde's messages quote the value,
-/// and either may be a secret (the sandbox's test operators keep their
-/// passwords in `[sandbox]`).
-fn invalid(e: &toml::de::Error, text: Option<&str>) -> ConfigError {
-    let mut message = value_free(e.message());
-    if let (Some(text), Some(span)) = (text, e.span()) {
-        let before = &text[..span.start.min(text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-        message = format!("line {line}, column {column}: {message}");
-    }
-    ConfigError::Invalid(message)
-}
-
-/// `message` with quoted values replaced, unless it quotes names: serde's
-/// field and variant errors quote keys, which a reader needs.
-fn value_free(message: &str) -> String {
-    let names_keys = [
-        "unknown field",
-        "missing field",
-        "duplicate field",
-        "unknown variant",
-    ]
-    .iter()
-    .any(|p| message.contains(p));
-    if names_keys {
-        return message.to_owned();
-    }
-    let mut out = String::with_capacity(message.len());
-    let mut quote: Option<char> = None;
-    for c in message.chars() {
-        match quote {
-            Some(q) if c == q => {
-                out.push_str("<redacted>");
-                out.push(c);
-                quote = None;
-            }
-            Some(_) => {}
-            None => {
-                out.push(c);
-                if c == '`' || c == '"' {
-                    quote = Some(c);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// An override value: a number or boolean when it reads as one, else a
-/// string; wrapped in double quotes, always a string (`"123456"` for a
-/// numeric password).
-fn scalar(value: &str) -> toml::Value {
-    if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-        return toml::Value::String(inner.to_owned());
-    }
-    if let Ok(i) = value.parse::<i64>() {
-        return toml::Value::Integer(i);
-    }
-    if let Ok(b) = value.parse::<bool>() {
-        return toml::Value::Boolean(b);
-    }
-    if let Ok(f) = value.parse::<f64>() {
-        return toml::Value::Float(f);
-    }
-    toml::Value::String(value.to_owned())
-}
-
-fn apply_override(table: &mut toml::Table, path: &[String], value: &str) -> Result<(), String> {
-    let (first, rest) = path.split_first().ok_or("empty key")?;
-    if rest.is_empty() {
-        table.insert(first.clone(), scalar(value));
-        return Ok(());
-    }
-    let entry = table
-        .entry(first.clone())
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    apply_value(entry, rest, value)
-}
-
-fn apply_value(node: &mut toml::Value, path: &[String], value: &str) -> Result<(), String> {
-    match node {
-        toml::Value::Table(t) => apply_override(t, path, value),
-        toml::Value::Array(items) => {
-            let (index, rest) = path.split_first().ok_or("empty key")?;
-            let i: usize = index
-                .parse()
-                .map_err(|_| format!("`{index}` is not an array index"))?;
-            while items.len() <= i {
-                items.push(toml::Value::Table(toml::Table::new()));
-            }
-            if rest.is_empty() {
-                items[i] = scalar(value);
-                Ok(())
-            } else {
-                apply_value(&mut items[i], rest, value)
-            }
-        }
-        _ => Err("overrides a key inside a value that is not a table".to_owned()),
     }
 }
 
@@ -594,22 +211,34 @@ mod tests {
         assert!(err.contains("operators.default"), "{err}");
     }
 
-    #[test]
-    fn the_readme_configuration_example_loads() {
-        let readme = include_str!("../README.md");
-        let section = readme
+    /// The first TOML block after `## Configuration` in `doc`.
+    fn configuration_example(doc: &str) -> &str {
+        let section = doc
             .split("\n## Configuration\n")
             .nth(1)
-            .expect("README has a Configuration section");
-        let toml = section
+            .expect("the document has a Configuration section");
+        section
             .split("```toml\n")
             .nth(1)
             .and_then(|s| s.split("```").next())
-            .expect("the section has a TOML example");
-        let c = Config::from_toml_and_env(toml, env(&[])).expect("the README example loads");
-        assert_eq!(c.channels.len(), 2);
-        assert!(c.upstream.is_some());
-        assert_eq!(c.operators.len(), 1);
+            .expect("the section has a TOML example")
+    }
+
+    #[test]
+    fn the_documented_configuration_examples_load() {
+        for (name, doc) in [
+            ("README.md", include_str!("../README.md")),
+            (
+                "docs/configuration.md",
+                include_str!("../docs/configuration.md"),
+            ),
+        ] {
+            let c = Config::from_toml_and_env(configuration_example(doc), env(&[]))
+                .unwrap_or_else(|e| panic!("the example of {name} loads: {e}"));
+            assert_eq!(c.channels.len(), 2, "{name}");
+            assert!(c.upstream.is_some(), "{name}");
+            assert_eq!(c.operators.len(), 1, "{name}");
+        }
     }
 
     #[test]

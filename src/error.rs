@@ -10,13 +10,159 @@ use std::time::Duration;
 use tonic::Code;
 use tonic_types::{ErrorDetails, StatusExt};
 
-use crate::upstream::{Operation, UpstreamError};
+use crate::{domain::Operation, upstream::UpstreamError};
 
 /// The `ErrorInfo.domain` of every idgate error.
 pub const ERROR_DOMAIN: &str = "idgate";
 
 /// How long a caller should wait before retrying a retry-safe failure.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// The `ErrorInfo.reason` of an error: a stable name a caller may branch
+/// on, compared as this enum inside the crate and sent as its string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The request is invalid; `BadRequest` names the fields.
+    InvalidRequest,
+    /// A 3D verification this gateway cannot route.
+    SessionUnknown,
+    /// A channel name that is not configured.
+    ChannelUnknown,
+    /// The named channel did not issue the session.
+    ChannelMismatch,
+    /// Every 3D channel was drained, open or failed.
+    NoChannelAvailable,
+    /// An operator profile that is not configured.
+    OperatorProfileUnknown,
+    /// A journey reference this gateway did not issue.
+    JourneyUnknown,
+    /// The admin bearer token is missing or wrong.
+    AdminTokenInvalid,
+    /// The caller's deadline passed first.
+    DeadlineExceeded,
+    /// A fault inside the gateway.
+    Internal,
+    /// Too many watchers.
+    WatchLimitReached,
+    /// The result still said processing after the notice.
+    ResultNotSettled,
+    /// The gateway is shutting down.
+    ShuttingDown,
+    /// A call that consumes the appkey failed ambiguously; not retried.
+    OutcomeUnknown,
+    /// `/document` found no usable document.
+    DocumentUnusable,
+    /// The service answered 400.
+    UpstreamRejectedRequest,
+    /// The service refused the operator's login or credential.
+    OperatorCredentialsRejected,
+    /// 401 on the digital licence: an expired appkey or a licence out of pattern.
+    AppkeyExpiredOrLicenceRejected,
+    /// The appkey is expired, finished or unknown.
+    AppkeyExpired,
+    /// The service answered 403.
+    UpstreamPermissionDenied,
+    /// The service answered 404.
+    ResultNotAvailable,
+    /// The service answered 409.
+    UpstreamConflict,
+    /// The service answered 429.
+    UpstreamRateLimited,
+    /// The service could not be reached, or answered 502-504.
+    UpstreamUnavailable,
+    /// The service answered another 5xx.
+    UpstreamInternal,
+    /// The service answered a status the contract does not use.
+    UpstreamUnexpectedStatus,
+    /// The service did not answer in time.
+    UpstreamTimeout,
+    /// The service's answer could not be read.
+    UpstreamMalformedResponse,
+    /// The service's answer exceeded `max_response_bytes`.
+    UpstreamResponseTooLarge,
+}
+
+impl Reason {
+    /// Every reason, in the order of the error table.
+    pub const ALL: [Reason; 29] = [
+        Reason::InvalidRequest,
+        Reason::SessionUnknown,
+        Reason::ChannelUnknown,
+        Reason::ChannelMismatch,
+        Reason::NoChannelAvailable,
+        Reason::OperatorProfileUnknown,
+        Reason::JourneyUnknown,
+        Reason::AdminTokenInvalid,
+        Reason::DeadlineExceeded,
+        Reason::Internal,
+        Reason::WatchLimitReached,
+        Reason::ResultNotSettled,
+        Reason::ShuttingDown,
+        Reason::OutcomeUnknown,
+        Reason::DocumentUnusable,
+        Reason::UpstreamRejectedRequest,
+        Reason::OperatorCredentialsRejected,
+        Reason::AppkeyExpiredOrLicenceRejected,
+        Reason::AppkeyExpired,
+        Reason::UpstreamPermissionDenied,
+        Reason::ResultNotAvailable,
+        Reason::UpstreamConflict,
+        Reason::UpstreamRateLimited,
+        Reason::UpstreamUnavailable,
+        Reason::UpstreamInternal,
+        Reason::UpstreamUnexpectedStatus,
+        Reason::UpstreamTimeout,
+        Reason::UpstreamMalformedResponse,
+        Reason::UpstreamResponseTooLarge,
+    ];
+
+    /// The wire form (`UPPER_SNAKE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::InvalidRequest => "INVALID_REQUEST",
+            Reason::SessionUnknown => "SESSION_UNKNOWN",
+            Reason::ChannelUnknown => "CHANNEL_UNKNOWN",
+            Reason::ChannelMismatch => "CHANNEL_MISMATCH",
+            Reason::NoChannelAvailable => "NO_CHANNEL_AVAILABLE",
+            Reason::OperatorProfileUnknown => "OPERATOR_PROFILE_UNKNOWN",
+            Reason::JourneyUnknown => "JOURNEY_UNKNOWN",
+            Reason::AdminTokenInvalid => "ADMIN_TOKEN_INVALID",
+            Reason::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Reason::Internal => "INTERNAL",
+            Reason::WatchLimitReached => "WATCH_LIMIT_REACHED",
+            Reason::ResultNotSettled => "RESULT_NOT_SETTLED",
+            Reason::ShuttingDown => "SHUTTING_DOWN",
+            Reason::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            Reason::DocumentUnusable => "DOCUMENT_UNUSABLE",
+            Reason::UpstreamRejectedRequest => "UPSTREAM_REJECTED_REQUEST",
+            Reason::OperatorCredentialsRejected => "OPERATOR_CREDENTIALS_REJECTED",
+            Reason::AppkeyExpiredOrLicenceRejected => "APPKEY_EXPIRED_OR_LICENCE_REJECTED",
+            Reason::AppkeyExpired => "APPKEY_EXPIRED",
+            Reason::UpstreamPermissionDenied => "UPSTREAM_PERMISSION_DENIED",
+            Reason::ResultNotAvailable => "RESULT_NOT_AVAILABLE",
+            Reason::UpstreamConflict => "UPSTREAM_CONFLICT",
+            Reason::UpstreamRateLimited => "UPSTREAM_RATE_LIMITED",
+            Reason::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+            Reason::UpstreamInternal => "UPSTREAM_INTERNAL",
+            Reason::UpstreamUnexpectedStatus => "UPSTREAM_UNEXPECTED_STATUS",
+            Reason::UpstreamTimeout => "UPSTREAM_TIMEOUT",
+            Reason::UpstreamMalformedResponse => "UPSTREAM_MALFORMED_RESPONSE",
+            Reason::UpstreamResponseTooLarge => "UPSTREAM_RESPONSE_TOO_LARGE",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for Reason {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
 
 /// One invalid request field: its path and what is wrong, never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,29 +261,33 @@ impl Error {
     }
 
     /// The gRPC code, the `ErrorInfo` reason and whether a retry is safe.
-    pub fn classify(&self) -> (Code, &'static str, bool) {
+    pub fn classify(&self) -> (Code, Reason, bool) {
         match self {
-            Error::InvalidArgument(_) => (Code::InvalidArgument, "INVALID_REQUEST", false),
+            Error::InvalidArgument(_) => (Code::InvalidArgument, Reason::InvalidRequest, false),
             Error::Upstream(e) => classify_upstream(e),
-            Error::SessionUnknown => (Code::FailedPrecondition, "SESSION_UNKNOWN", false),
-            Error::ChannelUnknown(_) => (Code::InvalidArgument, "CHANNEL_UNKNOWN", false),
-            Error::ChannelMismatch { .. } => (Code::FailedPrecondition, "CHANNEL_MISMATCH", false),
-            Error::NoChannelAvailable(_) => (Code::Unavailable, "NO_CHANNEL_AVAILABLE", true),
-            Error::OperatorProfileUnknown(_) => {
-                (Code::InvalidArgument, "OPERATOR_PROFILE_UNKNOWN", false)
+            Error::SessionUnknown => (Code::FailedPrecondition, Reason::SessionUnknown, false),
+            Error::ChannelUnknown(_) => (Code::InvalidArgument, Reason::ChannelUnknown, false),
+            Error::ChannelMismatch { .. } => {
+                (Code::FailedPrecondition, Reason::ChannelMismatch, false)
             }
-            Error::JourneyUnknown => (Code::NotFound, "JOURNEY_UNKNOWN", false),
-            Error::AdminUnauthenticated => (Code::Unauthenticated, "ADMIN_TOKEN_INVALID", false),
-            Error::DeadlineExceeded(_) => (Code::DeadlineExceeded, "DEADLINE_EXCEEDED", false),
-            Error::Internal(_) => (Code::Internal, "INTERNAL", false),
-            Error::WatchLimit(_) => (Code::ResourceExhausted, "WATCH_LIMIT_REACHED", true),
-            Error::ResultNotSettled(_) => (Code::Unavailable, "RESULT_NOT_SETTLED", true),
-            Error::ShuttingDown => (Code::Unavailable, "SHUTTING_DOWN", true),
+            Error::NoChannelAvailable(_) => (Code::Unavailable, Reason::NoChannelAvailable, true),
+            Error::OperatorProfileUnknown(_) => {
+                (Code::InvalidArgument, Reason::OperatorProfileUnknown, false)
+            }
+            Error::JourneyUnknown => (Code::NotFound, Reason::JourneyUnknown, false),
+            Error::AdminUnauthenticated => {
+                (Code::Unauthenticated, Reason::AdminTokenInvalid, false)
+            }
+            Error::DeadlineExceeded(_) => (Code::DeadlineExceeded, Reason::DeadlineExceeded, false),
+            Error::Internal(_) => (Code::Internal, Reason::Internal, false),
+            Error::WatchLimit(_) => (Code::ResourceExhausted, Reason::WatchLimitReached, true),
+            Error::ResultNotSettled(_) => (Code::Unavailable, Reason::ResultNotSettled, true),
+            Error::ShuttingDown => (Code::Unavailable, Reason::ShuttingDown, true),
         }
     }
 
     /// The `ErrorInfo.reason`.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> Reason {
         self.classify().1
     }
 }
@@ -146,59 +296,77 @@ impl Error {
 /// INVALID_ARGUMENT, 401 UNAUTHENTICATED, 404 NOT_FOUND, 500 INTERNAL,
 /// timeout DEADLINE_EXCEEDED, connect or 502/503/504 UNAVAILABLE; an
 /// ambiguous failure of a call that consumes the appkey is OUTCOME_UNKNOWN.
-fn classify_upstream(e: &UpstreamError) -> (Code, &'static str, bool) {
+fn classify_upstream(e: &UpstreamError) -> (Code, Reason, bool) {
     let op = e.operation();
     if e.outcome_unknown() {
         let code = match e {
             UpstreamError::Timeout { .. } => Code::DeadlineExceeded,
             _ => Code::Unknown,
         };
-        return (code, "OUTCOME_UNKNOWN", false);
+        return (code, Reason::OutcomeUnknown, false);
     }
     // Nothing consumed: a retry by the caller is safe for transient faults.
     let transient_retry = !op.outcome_matters_to_caller() || e.request_not_sent();
     match e {
         UpstreamError::Status { status, .. } => match *status {
             400 if matches!(op, Operation::DocumentImages) => {
-                (Code::InvalidArgument, "DOCUMENT_UNUSABLE", false)
+                (Code::InvalidArgument, Reason::DocumentUnusable, false)
             }
-            400 => (Code::InvalidArgument, "UPSTREAM_REJECTED_REQUEST", false),
+            400 => (
+                Code::InvalidArgument,
+                Reason::UpstreamRejectedRequest,
+                false,
+            ),
             401 => match op {
                 Operation::Credential | Operation::Appkey => (
                     Code::Unauthenticated,
-                    "OPERATOR_CREDENTIALS_REJECTED",
+                    Reason::OperatorCredentialsRejected,
                     false,
                 ),
                 Operation::DigitalLicence => (
                     Code::Unauthenticated,
-                    "APPKEY_EXPIRED_OR_LICENCE_REJECTED",
+                    Reason::AppkeyExpiredOrLicenceRejected,
                     false,
                 ),
-                _ => (Code::Unauthenticated, "APPKEY_EXPIRED", false),
+                _ => (Code::Unauthenticated, Reason::AppkeyExpired, false),
             },
-            403 => (Code::PermissionDenied, "UPSTREAM_PERMISSION_DENIED", false),
-            404 => (Code::NotFound, "RESULT_NOT_AVAILABLE", false),
-            409 => (Code::Aborted, "UPSTREAM_CONFLICT", false),
+            403 => (
+                Code::PermissionDenied,
+                Reason::UpstreamPermissionDenied,
+                false,
+            ),
+            404 => (Code::NotFound, Reason::ResultNotAvailable, false),
+            409 => (Code::Aborted, Reason::UpstreamConflict, false),
             429 => (
                 Code::ResourceExhausted,
-                "UPSTREAM_RATE_LIMITED",
+                Reason::UpstreamRateLimited,
                 transient_retry,
             ),
-            502..=504 => (Code::Unavailable, "UPSTREAM_UNAVAILABLE", transient_retry),
-            s if s >= 500 => (Code::Internal, "UPSTREAM_INTERNAL", false),
-            _ => (Code::Internal, "UPSTREAM_UNEXPECTED_STATUS", false),
+            502..=504 => (
+                Code::Unavailable,
+                Reason::UpstreamUnavailable,
+                transient_retry,
+            ),
+            s if s >= 500 => (Code::Internal, Reason::UpstreamInternal, false),
+            _ => (Code::Internal, Reason::UpstreamUnexpectedStatus, false),
         },
-        UpstreamError::Connect { .. } => (Code::Unavailable, "UPSTREAM_UNAVAILABLE", true),
-        UpstreamError::Timeout { .. } => {
-            (Code::DeadlineExceeded, "UPSTREAM_TIMEOUT", transient_retry)
+        UpstreamError::Connect { .. } => (Code::Unavailable, Reason::UpstreamUnavailable, true),
+        UpstreamError::Timeout { .. } => (
+            Code::DeadlineExceeded,
+            Reason::UpstreamTimeout,
+            transient_retry,
+        ),
+        UpstreamError::Transport { .. } => (
+            Code::Unavailable,
+            Reason::UpstreamUnavailable,
+            transient_retry,
+        ),
+        UpstreamError::Malformed { .. } => {
+            (Code::Internal, Reason::UpstreamMalformedResponse, false)
         }
-        UpstreamError::Transport { .. } => {
-            (Code::Unavailable, "UPSTREAM_UNAVAILABLE", transient_retry)
-        }
-        UpstreamError::Malformed { .. } => (Code::Internal, "UPSTREAM_MALFORMED_RESPONSE", false),
-        UpstreamError::Oversize { .. } => (Code::Internal, "UPSTREAM_RESPONSE_TOO_LARGE", false),
+        UpstreamError::Oversize { .. } => (Code::Internal, Reason::UpstreamResponseTooLarge, false),
         UpstreamError::DeadlineExceeded { .. } => {
-            (Code::DeadlineExceeded, "DEADLINE_EXCEEDED", false)
+            (Code::DeadlineExceeded, Reason::DeadlineExceeded, false)
         }
     }
 }
@@ -229,16 +397,16 @@ impl From<Error> for tonic::Status {
             }
             _ => {}
         }
-        details.set_error_info(reason, ERROR_DOMAIN, metadata);
+        details.set_error_info(reason.as_str(), ERROR_DOMAIN, metadata);
         if retry_safe {
             details.set_retry_info(Some(RETRY_DELAY));
         }
         let message = match &err {
-            Error::Upstream(e) if reason == "OUTCOME_UNKNOWN" => format!(
+            Error::Upstream(e) if reason == Reason::OutcomeUnknown => format!(
                 "{e}; the {} may or may not have taken effect and was not retried",
                 e.operation()
             ),
-            Error::Upstream(e) if reason == "APPKEY_EXPIRED" => {
+            Error::Upstream(e) if reason == Reason::AppkeyExpired => {
                 format!("{e}: the appkey is expired, finished or unknown")
             }
             _ => err.to_string(),

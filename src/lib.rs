@@ -2,27 +2,46 @@
 //!
 //! # Layout
 //!
-//! - [`proto`]: the generated `idgate.v1` API (tonic + prost).
-//! - [`config`]: typed configuration, TOML file plus `IDGATE_*` overrides.
-//! - [`domain`]: validated values parsed at the edge (CPF, names, dates,
-//!   images) and the secret-holding newtypes (appkeys, tokens).
-//! - [`upstream`]: the REST client of the identity-verification service:
-//!   wire types with the spec's field names, status mapping, credentials.
-//! - [`channels`]: 3D liveness vendor channels: routing, circuit breakers,
-//!   session bindings, run-time control.
-//! - [`api`]: the tonic services, thin shims over plain async functions.
-//! - [`events`]: the completion webhook receiver and `WatchJourney` streams.
-//! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics.
-//! - [`sandbox`]: the reference implementation of the REST service.
-//! - [`server`]: assembles listeners and services into a running gateway;
-//!   [`net`]: the socket options of its accepted connections.
-//! - [`error`]: the crate's error type and its mapping to `tonic::Status`.
+//! Imports flow one way, from the modules that compose down to the leaves
+//! that know nothing of the crate (`python3 ../shared/tools/layers.py src`
+//! prints any cycle):
+//!
+//! ```text
+//! cli -> server -> config -> sandbox, api -> events -> journey, channels
+//!     -> error -> upstream -> telemetry -> leaves
+//! leaves: domain, context, config_source, proto, ttl, sync, net
+//! ```
+//!
+//! - Leaves: [`domain`] (validated values, secret newtypes, the REST
+//!   [`Operation`](domain::Operation)s), [`context`] (the caller's deadline,
+//!   one [`CallContext`](context::CallContext)), [`config_source`] (TOML,
+//!   `IDGATE_*` overrides, secrets from env or files), [`proto`] (the
+//!   generated `idgate.v1` API), `ttl` (expiring maps), [`sync`]
+//!   (poison-tolerant locks), [`net`] (accepted sockets' options).
+//! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
+//!   takes labels, and knows no upstream or channel type.
+//! - [`upstream`]: the REST client, its wire types and its client spans.
+//! - [`error`]: the crate's error and its mapping to `tonic::Status`.
+//! - [`journey`]: the journey's operations over domain types, operator
+//!   credentials; [`channels`]: 3D vendor channels, routing, breakers.
+//! - [`events`]: the completion webhook receiver and `WatchJourney`.
+//! - [`api`]: every tonic service (the channel admin one included) and all
+//!   request validation.
+//! - [`sandbox`]: the reference implementation of the REST service; it
+//!   depends on leaves and telemetry only.
+//! - [`config`]: the whole configuration, composed of each module's
+//!   section.
+//! - [`server`]: listeners and services assembled into a running gateway
+//!   (the embedded sandbox wired in its own file).
+//! - [`cli`]: every subcommand that talks to a running gateway.
 #![forbid(unsafe_code)]
 
 pub mod api;
 pub mod channels;
 pub mod cli;
 pub mod config;
+pub mod config_source;
+pub mod context;
 pub mod domain;
 pub mod error;
 pub mod events;
@@ -31,6 +50,7 @@ pub mod net;
 pub mod proto;
 pub mod sandbox;
 pub mod server;
+pub mod sync;
 pub mod telemetry;
 mod ttl;
 pub mod upstream;

@@ -211,9 +211,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Channels(args) => {
-            use idgate::channels::cli;
-            let token = idgate::channels::AdminToken::new(args.token)
-                .context("the admin token is empty")?;
+            use idgate::cli::channels as cli;
+            let token =
+                idgate::domain::AdminToken::new(args.token).context("the admin token is empty")?;
             let admin = args.admin.as_str();
             let text = match args.command {
                 ChannelsCommand::List => cli::list(admin, &token).await,

@@ -2,8 +2,9 @@
 
 use tonic::{Request, Response, Status};
 
-use super::{deadline, validate};
+use super::{LimitsConfig, validate};
 use crate::{
+    context::CallContext,
     journey::JourneyCore,
     proto::v1::{self, document_service_server::DocumentService},
 };
@@ -11,12 +12,13 @@ use crate::{
 /// The `DocumentService` implementation.
 pub struct DocumentApi {
     core: JourneyCore,
+    limits: LimitsConfig,
 }
 
 impl DocumentApi {
-    /// A service over the journey core.
-    pub fn new(core: JourneyCore) -> Self {
-        Self { core }
+    /// A service over the journey core, refusing requests past `limits`.
+    pub fn new(core: JourneyCore, limits: LimitsConfig) -> Self {
+        Self { core, limits }
     }
 }
 
@@ -27,13 +29,13 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
     ) -> Result<Response<v1::SubmitDocumentImagesResponse>, Status> {
-        let ctx = deadline::context(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
-        let (appkey, images) = validate::document_images(request.into_inner(), self.core.limits())?;
-        super::record_journey(&span, &appkey);
+        let req = validate::document_images(request.into_inner(), &self.limits)?;
+        super::record_journey(&span, &req.appkey);
         let document_code = self
             .core
-            .submit_document_images(&ctx, &appkey, &images)
+            .submit_document_images(&ctx, &req.appkey, &req.images)
             .await?;
         Ok(Response::new(v1::SubmitDocumentImagesResponse {
             document_code,
@@ -45,14 +47,13 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,
     ) -> Result<Response<v1::SubmitDigitalLicenceResponse>, Status> {
-        let ctx = deadline::context(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
-        let (appkey, licence) =
-            validate::digital_licence(request.into_inner(), self.core.limits())?;
-        super::record_journey(&span, &appkey);
+        let req = validate::digital_licence(request.into_inner(), &self.limits)?;
+        super::record_journey(&span, &req.appkey);
         let document_code = self
             .core
-            .submit_digital_licence(&ctx, &appkey, &licence)
+            .submit_digital_licence(&ctx, &req.appkey, &req.licence)
             .await?;
         Ok(Response::new(v1::SubmitDigitalLicenceResponse {
             document_code,

@@ -2,13 +2,13 @@
 
 use tonic::{Request, Response, Status};
 
-use super::{deadline, validate};
+use super::validate;
 use crate::{
-    config::TelemetryConfig,
-    events::{JourneyHub, WatchStream},
+    context::CallContext,
+    events::{JourneyHub, WatchStream, WatchTarget},
     journey::JourneyCore,
     proto::v1::{self, journey_service_server::JourneyService},
-    telemetry,
+    telemetry::{self, TelemetryConfig},
 };
 
 /// The `JourneyService` implementation.
@@ -42,15 +42,19 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::CreateJourneyRequest>,
     ) -> Result<Response<v1::CreateJourneyResponse>, Status> {
-        let ctx = deadline::context(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
-        let (user, profile) = validate::create_journey(request.get_ref())?;
+        let req = validate::create_journey(request.get_ref())?;
         if let Some(span) = &span {
-            telemetry::record_customer_reference(span, &user.customer_reference, &self.telemetry);
+            telemetry::record_customer_reference(
+                span,
+                &req.user.customer_reference,
+                &self.telemetry,
+            );
         }
         let journey = self
             .core
-            .create_journey(&ctx, &user, profile.as_deref())
+            .create_journey(&ctx, &req.user, req.operator_profile.as_deref())
             .await?;
         super::record_journey(&span, &journey.appkey);
         // Lets callers watch by reference instead of by appkey.
@@ -70,7 +74,7 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::GetJourneyResultRequest>,
     ) -> Result<Response<v1::GetJourneyResultResponse>, Status> {
-        let ctx = deadline::context(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
         super::record_journey(&span, &appkey);
@@ -87,11 +91,14 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::WatchJourneyRequest>,
     ) -> Result<Response<Self::WatchJourneyStream>, Status> {
+        // tonic does not enforce the caller's deadline on streams: the
+        // stream ends itself with DEADLINE_EXCEEDED when it passes.
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
-        if let Some(v1::watch_journey_request::Journey::Appkey(key)) = &request.get_ref().journey {
-            let appkey = validate::appkey_only(key)?;
-            super::record_journey(&span, &appkey);
+        let target = validate::watch_journey(request.get_ref())?;
+        if let WatchTarget::Appkey(appkey) = &target {
+            super::record_journey(&span, appkey);
         }
-        Ok(Response::new(self.hub.watch_request(request)?))
+        Ok(Response::new(self.hub.watch_until(target, &ctx)?))
     }
 }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::{deadline, validate};
+use super::{LimitsConfig, validate};
 use crate::{
     channels::ChannelRouter,
+    context::CallContext,
     journey::JourneyCore,
     proto::v1::{self, liveness_service_server::LivenessService},
 };
@@ -16,12 +17,18 @@ use crate::{
 pub struct LivenessApi {
     core: JourneyCore,
     router: Arc<ChannelRouter>,
+    limits: LimitsConfig,
 }
 
 impl LivenessApi {
-    /// A service over the journey core and the 3D channel router.
-    pub fn new(core: JourneyCore, router: Arc<ChannelRouter>) -> Self {
-        Self { core, router }
+    /// A service over the journey core and the 3D channel router,
+    /// refusing requests past `limits`.
+    pub fn new(core: JourneyCore, router: Arc<ChannelRouter>, limits: LimitsConfig) -> Self {
+        Self {
+            core,
+            router,
+            limits,
+        }
     }
 }
 
@@ -32,7 +39,7 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::CreateChallengesRequest>,
     ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
-        let ctx = deadline::context(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
         super::record_journey(&span, &appkey);
@@ -45,14 +52,13 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
     ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
-        let ctx = deadline::context(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
-        let (appkey, chkey, snapshots) =
-            validate::challenge_response(request.into_inner(), self.core.limits())?;
-        super::record_journey(&span, &appkey);
+        let req = validate::challenge_response(request.into_inner(), &self.limits)?;
+        super::record_journey(&span, &req.appkey);
         let verdict = self
             .core
-            .submit_challenge_response(&ctx, &appkey, &chkey, &snapshots)
+            .submit_challenge_response(&ctx, &req.appkey, &req.challenge_key, &req.snapshots)
             .await?;
         Ok(Response::new(v1::SubmitChallengeResponseResponse {
             verdict: Some(verdict),
@@ -64,13 +70,13 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::StartSession3DRequest>,
     ) -> Result<Response<v1::StartSession3DResponse>, Status> {
-        let deadline = deadline::of(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
-        let (appkey, user_agent) = validate::start_session(request.get_ref())?;
-        super::record_journey(&span, &appkey);
+        let req = validate::start_session(request.get_ref())?;
+        super::record_journey(&span, &req.appkey);
         let started = self
             .router
-            .start_session(&appkey, &user_agent, deadline)
+            .start_session(&ctx, &req.appkey, &req.user_agent)
             .await?;
         tracing::Span::current().record("idgate.channel", started.channel.as_str());
         Ok(Response::new(v1::StartSession3DResponse {
@@ -87,13 +93,18 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::VerifyLiveness3DRequest>,
     ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
-        let deadline = deadline::of(&request);
+        let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
-        let (appkey, token, channel) = validate::verify_liveness(request.get_ref())?;
-        super::record_journey(&span, &appkey);
+        let req = validate::verify_liveness(request.get_ref())?;
+        super::record_journey(&span, &req.appkey);
         let verdict = self
             .router
-            .verify(&appkey, &token, channel.as_deref(), deadline)
+            .verify(
+                &ctx,
+                &req.appkey,
+                &req.session_token,
+                req.channel.as_deref(),
+            )
             .await?;
         Ok(Response::new(v1::VerifyLiveness3DResponse {
             verdict: Some(verdict),

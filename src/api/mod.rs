@@ -1,15 +1,24 @@
-//! The tonic services: thin shims that validate, call the journey core or
-//! the channel router, and convert. The work lives in plain async
-//! functions that tests can call directly.
+//! The tonic services: thin shims that validate, call the journey core,
+//! the channel router or the event hub, and convert. The work lives in
+//! plain async functions that tests can call directly.
+//!
+//! - [`validate`]: every request -> a validated, named type, before any
+//!   upstream call; `[limits]` ([`LimitsConfig`]) bounds what it accepts.
+//! - [`JourneyApi`], [`LivenessApi`], [`DocumentApi`]: the public API.
+//! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
+//!   the admin listener only; `[admin]` ([`AdminConfig`]).
 
-pub mod deadline;
+pub mod admin;
 mod document;
 mod journey;
+mod limits;
 mod liveness;
 pub mod validate;
 
+pub use admin::{AdminConfig, AdminServer, admin_auth_interceptor, admin_service};
 pub use document::DocumentApi;
 pub use journey::JourneyApi;
+pub use limits::LimitsConfig;
 pub use liveness::LivenessApi;
 
 use crate::{

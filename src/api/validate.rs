@@ -4,19 +4,78 @@
 
 use bytes::Bytes;
 
+use super::LimitsConfig;
 use crate::{
-    config::LimitsConfig,
     domain::{
-        Appkey, BirthDate, Cpf, CustomerReference, EndUser, ImageKind, ImagePayload, PersonName,
-        SessionToken,
+        Appkey, BirthDate, Cpf, CustomerReference, EndUser, ImageKind, ImagePayload, JourneyRef,
+        PersonName, SessionToken, Snapshot,
     },
     error::{Error, FieldViolation},
+    events::WatchTarget,
     proto::v1,
 };
 
 /// Longest appkey or session token accepted: far above real ones, low
 /// enough to refuse junk before it reaches a log-free but costly path.
 const MAX_KEY_CHARS: usize = 512;
+
+/// A validated `CreateJourney`.
+#[derive(Debug)]
+pub struct NewJourneyRequest {
+    /// The end user the appkey is created for.
+    pub user: EndUser,
+    /// The operator profile to use; `None`: the first configured one.
+    pub operator_profile: Option<String>,
+}
+
+/// A validated `SubmitChallengeResponse`.
+#[derive(Debug)]
+pub struct ChallengeResponse {
+    /// The journey's appkey.
+    pub appkey: Appkey,
+    /// The challenge key from `CreateChallenges`.
+    pub challenge_key: String,
+    /// Each snapshot with the face type code of its challenge.
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// A validated `StartSession3D`.
+#[derive(Debug)]
+pub struct SessionStart {
+    /// The journey's appkey.
+    pub appkey: Appkey,
+    /// The end user's SDK user agent, possibly empty.
+    pub user_agent: String,
+}
+
+/// A validated `VerifyLiveness3D`.
+#[derive(Debug)]
+pub struct LivenessCheck {
+    /// The journey's appkey.
+    pub appkey: Appkey,
+    /// The session token `StartSession3D` returned.
+    pub session_token: SessionToken,
+    /// The channel `StartSession3D` returned, if the caller passes it.
+    pub channel: Option<String>,
+}
+
+/// A validated `SubmitDocumentImages`.
+#[derive(Debug)]
+pub struct DocumentSubmission {
+    /// The journey's appkey.
+    pub appkey: Appkey,
+    /// The images (JPEG, PNG or PDF), in request order.
+    pub images: Vec<ImagePayload>,
+}
+
+/// A validated `SubmitDigitalLicence`.
+#[derive(Debug)]
+pub struct LicenceSubmission {
+    /// The journey's appkey.
+    pub appkey: Appkey,
+    /// The licence in its declared form.
+    pub licence: ImagePayload,
+}
 
 const IMAGES: &[ImageKind] = &[ImageKind::Jpeg, ImageKind::Png];
 const IMAGES_AND_PDF: &[ImageKind] = &[ImageKind::Jpeg, ImageKind::Png, ImageKind::Pdf];
@@ -73,7 +132,7 @@ pub fn appkey(v: &mut Violations, field: &str, input: &str) -> Option<Appkey> {
 }
 
 /// `CreateJourney` -> the end user and the operator profile name.
-pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<(EndUser, Option<String>), Error> {
+pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<NewJourneyRequest, Error> {
     let mut v = Violations::default();
     let cpf = v.check("cpf", Cpf::parse(&req.cpf));
     let name = v.check("name", PersonName::parse(&req.name));
@@ -85,15 +144,15 @@ pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<(EndUser, Option
     let profile = req.operator_profile.trim();
     let profile = (!profile.is_empty()).then(|| profile.to_owned());
     v.finish(|| {
-        Some((
-            EndUser {
+        Some(NewJourneyRequest {
+            user: EndUser {
                 cpf: cpf?,
                 name: name?,
                 birth_date: birth_date?,
                 customer_reference: customer_reference?,
             },
-            profile,
-        ))
+            operator_profile: profile,
+        })
     })
 }
 
@@ -104,9 +163,28 @@ pub fn appkey_only(input: &str) -> Result<Appkey, Error> {
     v.finish(|| key)
 }
 
-/// A validated `SubmitChallengeResponse`: appkey, challenge key, and each
-/// snapshot with its face type code.
-pub type ChallengeResponse = (Appkey, String, Vec<(ImagePayload, String)>);
+/// `WatchJourney` -> the journey to watch, by appkey or by the reference
+/// `CreateJourney` returned (resolved by the hub).
+pub fn watch_journey(req: &v1::WatchJourneyRequest) -> Result<WatchTarget, Error> {
+    use v1::watch_journey_request::Journey;
+    let mut v = Violations::default();
+    let target = match &req.journey {
+        Some(Journey::Appkey(key)) => appkey(&mut v, "appkey", key).map(WatchTarget::Appkey),
+        Some(Journey::JourneyRef(text)) => v
+            .check(
+                "journey_ref",
+                JourneyRef::parse(text.trim()).ok_or(
+                    "must be a journey reference returned by CreateJourney (`j-` and 16 hex digits)",
+                ),
+            )
+            .map(WatchTarget::Journey),
+        None => {
+            v.add("journey", "set either appkey or journey_ref");
+            None
+        }
+    };
+    v.finish(|| target)
+}
 
 /// `SubmitChallengeResponse` -> appkey, challenge key and the snapshots.
 pub fn challenge_response(
@@ -136,10 +214,19 @@ pub fn challenge_response(
             ImagePayload::parse(s.image, IMAGES, limits.max_image_bytes),
         );
         if let (Some(img), Some(code)) = (img, code) {
-            snapshots.push((img, code));
+            snapshots.push(Snapshot {
+                image: img,
+                face_type_code: code,
+            });
         }
     }
-    v.finish(|| Some((key_?, chkey?, snapshots)))
+    v.finish(|| {
+        Some(ChallengeResponse {
+            appkey: key_?,
+            challenge_key: chkey?,
+            snapshots,
+        })
+    })
 }
 
 /// A face type code travels inside the snapshot's data URL
@@ -160,7 +247,7 @@ fn face_type_code(code: &str) -> Result<String, &'static str> {
 }
 
 /// `StartSession3D` -> appkey and user agent.
-pub fn start_session(req: &v1::StartSession3DRequest) -> Result<(Appkey, String), Error> {
+pub fn start_session(req: &v1::StartSession3DRequest) -> Result<SessionStart, Error> {
     let mut v = Violations::default();
     let key_ = appkey(&mut v, "appkey", &req.appkey);
     if req.user_agent.len() > 1024 || req.user_agent.chars().any(char::is_control) {
@@ -169,13 +256,16 @@ pub fn start_session(req: &v1::StartSession3DRequest) -> Result<(Appkey, String)
             "must be at most 1024 bytes without control characters",
         );
     }
-    v.finish(|| Some((key_?, req.user_agent.clone())))
+    v.finish(|| {
+        Some(SessionStart {
+            appkey: key_?,
+            user_agent: req.user_agent.clone(),
+        })
+    })
 }
 
 /// `VerifyLiveness3D` -> appkey, session token, optional channel.
-pub fn verify_liveness(
-    req: &v1::VerifyLiveness3DRequest,
-) -> Result<(Appkey, SessionToken, Option<String>), Error> {
+pub fn verify_liveness(req: &v1::VerifyLiveness3DRequest) -> Result<LivenessCheck, Error> {
     let mut v = Violations::default();
     let key_ = appkey(&mut v, "appkey", &req.appkey);
     let token = v.check("session_token", key(&req.session_token));
@@ -187,14 +277,20 @@ pub fn verify_liveness(
         );
     }
     let channel = (!channel.is_empty()).then(|| channel.to_owned());
-    v.finish(|| Some((key_?, SessionToken::new(token?), channel)))
+    v.finish(|| {
+        Some(LivenessCheck {
+            appkey: key_?,
+            session_token: SessionToken::new(token?),
+            channel,
+        })
+    })
 }
 
 /// `SubmitDocumentImages` -> appkey and the images.
 pub fn document_images(
     req: v1::SubmitDocumentImagesRequest,
     limits: &LimitsConfig,
-) -> Result<(Appkey, Vec<ImagePayload>), Error> {
+) -> Result<DocumentSubmission, Error> {
     let mut v = Violations::default();
     let key_ = appkey(&mut v, "appkey", &req.appkey);
     if req.images.is_empty() {
@@ -217,14 +313,19 @@ pub fn document_images(
             )
         })
         .collect();
-    v.finish(|| Some((key_?, images)))
+    v.finish(|| {
+        Some(DocumentSubmission {
+            appkey: key_?,
+            images,
+        })
+    })
 }
 
 /// `SubmitDigitalLicence` -> appkey and the licence in its declared form.
 pub fn digital_licence(
     req: v1::SubmitDigitalLicenceRequest,
     limits: &LimitsConfig,
-) -> Result<(Appkey, ImagePayload), Error> {
+) -> Result<LicenceSubmission, Error> {
     use v1::submit_digital_licence_request::Licence;
     let mut v = Violations::default();
     let key_ = appkey(&mut v, "appkey", &req.appkey);
@@ -238,7 +339,12 @@ pub fn digital_licence(
         Some(Licence::Pdf(b)) => v.check("pdf", ImagePayload::parse(b, &[ImageKind::Pdf], max)),
         Some(Licence::QrBinary(b)) => v.check("qr_binary", qr_binary(b, max)),
     };
-    v.finish(|| Some((key_?, licence?)))
+    v.finish(|| {
+        Some(LicenceSubmission {
+            appkey: key_?,
+            licence: licence?,
+        })
+    })
 }
 
 /// The QR binary is opaque, but an image or a PDF in that slot is a
@@ -327,6 +433,33 @@ mod tests {
         assert_eq!(
             fields(digital_licence(pdf_as_image, &limits).unwrap_err()),
             ["qr_image"]
+        );
+    }
+
+    #[test]
+    fn watch_journey_takes_one_of_appkey_or_reference_and_checks_it() {
+        use v1::watch_journey_request::Journey;
+        let by = |journey| v1::WatchJourneyRequest { journey };
+        assert!(matches!(
+            watch_journey(&by(Some(Journey::Appkey(" k ".into())))),
+            Ok(WatchTarget::Appkey(_))
+        ));
+        assert!(matches!(
+            watch_journey(&by(Some(Journey::JourneyRef("j-0123456789abcdef".into())))),
+            Ok(WatchTarget::Journey(_))
+        ));
+        assert_eq!(fields(watch_journey(&by(None)).unwrap_err()), ["journey"]);
+        assert_eq!(
+            fields(watch_journey(&by(Some(Journey::JourneyRef("j-x".into())))).unwrap_err()),
+            ["journey_ref"]
+        );
+        // The same rule as every other appkey: 512 characters, not bytes.
+        let long = "é".repeat(300);
+        assert!(watch_journey(&by(Some(Journey::Appkey(long)))).is_ok());
+        let too_long = "a".repeat(513);
+        assert_eq!(
+            fields(watch_journey(&by(Some(Journey::Appkey(too_long)))).unwrap_err()),
+            ["appkey"]
         );
     }
 

@@ -16,10 +16,7 @@
 //! Time is passed in (`tokio::time::Instant`) so that tests drive it with
 //! `tokio::time::pause()` and the state machine stays pure.
 
-use std::{
-    sync::{Mutex, PoisonError},
-    time::Duration,
-};
+use std::{sync::Mutex, time::Duration};
 
 use tokio::time::Instant;
 
@@ -43,6 +40,16 @@ impl CircuitState {
             CircuitState::Closed => "closed",
             CircuitState::Open => "open",
             CircuitState::HalfOpen => "half_open",
+        }
+    }
+
+    /// The value of the `idgate_channel_circuit_state` gauge: 0 closed,
+    /// 1 half-open, 2 open (higher is worse, for alerts).
+    pub fn gauge_value(self) -> i64 {
+        match self {
+            CircuitState::Closed => 0,
+            CircuitState::HalfOpen => 1,
+            CircuitState::Open => 2,
         }
     }
 }
@@ -125,7 +132,7 @@ impl Breaker {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic elsewhere cannot leave `Inner` half-updated in a way that
         // matters more than refusing all traffic would, so recover.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 
     /// Asks to make a call at `now`: granted while closed, refused while

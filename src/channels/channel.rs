@@ -2,7 +2,7 @@
 //! counters, and the ordered set of channels the router chooses from.
 
 use std::sync::{
-    Arc, Mutex, PoisonError,
+    Arc, Mutex,
     atomic::{AtomicBool, AtomicU64, Ordering},
 };
 
@@ -12,6 +12,7 @@ use super::{
     breaker::{Breaker, CircuitState},
     config::ChannelSpec,
 };
+use crate::upstream::ChannelEndpoint;
 
 /// Counters of one channel. Shared (`Arc`) between the generations of a
 /// channel across reloads, so that exported counters stay monotonic when
@@ -44,7 +45,7 @@ struct LastSeen {
 
 impl ChannelStats {
     fn last(&self) -> std::sync::MutexGuard<'_, LastSeen> {
-        self.last.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.last)
     }
 
     pub(crate) fn record_grant(&self, vendor: &str, contingency: bool) {
@@ -97,6 +98,8 @@ impl ChannelStats {
 #[derive(Debug)]
 pub struct Channel {
     spec: ChannelSpec,
+    /// Where calls go, built from the spec once per generation.
+    endpoint: ChannelEndpoint,
     breaker: Breaker,
     drained: AtomicBool,
     stats: Arc<ChannelStats>,
@@ -111,6 +114,7 @@ impl Channel {
     pub(crate) fn with_state(spec: ChannelSpec, drained: bool, stats: Arc<ChannelStats>) -> Self {
         Self {
             breaker: Breaker::new(spec.breaker.clone()),
+            endpoint: spec.endpoint(),
             spec,
             drained: AtomicBool::new(drained),
             stats,
@@ -125,6 +129,11 @@ impl Channel {
     /// The configuration this generation runs with.
     pub fn spec(&self) -> &ChannelSpec {
         &self.spec
+    }
+
+    /// Where this channel's calls go.
+    pub fn endpoint(&self) -> &ChannelEndpoint {
+        &self.endpoint
     }
 
     /// The breaker.

@@ -1,14 +1,12 @@
 //! Configuration of the 3D liveness vendor channels: `[[channels]]`,
-//! `[routing]` and `[admin]`.
+//! `[routing]` and `[embedded_channels]` (the admin API's `[admin]` lives
+//! with that API).
 //!
 //! ```toml
 //! [routing]
 //! mode = "auto"                 # force_primary | force_alternative | channel:<name>
 //! contingency_hold_secs = 0     # > 0: after the primary answers isContingency,
 //!                               # prefer the alternative for this long
-//!
-//! [admin]
-//! token_env = "IDGATE_ADMIN_TOKEN"   # or token_file = "/run/secrets/admin"
 //!
 //! [[channels]]
 //! name     = "primary"
@@ -18,9 +16,11 @@
 //! breaker = { failure_threshold = 5, base_ejection_ms = 1000, max_ejection_ms = 60000 }
 //! ```
 
-use std::{collections::HashSet, fmt, path::PathBuf, str::FromStr, time::Duration};
+use std::{collections::HashSet, fmt, str::FromStr, time::Duration};
 
 use serde::Deserialize;
+
+use crate::upstream::ChannelEndpoint;
 
 /// Default path of the session-token operation (spec 4.5).
 pub const DEFAULT_SESSION_TOKEN_PATH: &str = "/service/captcha/3d/session-token";
@@ -80,6 +80,17 @@ impl ChannelSpec {
     /// The per-call budget.
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
+    }
+
+    /// Where this channel's calls go, URLs parsed once.
+    pub fn endpoint(&self) -> ChannelEndpoint {
+        ChannelEndpoint::new(
+            self.base_url.clone(),
+            &self.session_token_path,
+            &self.liveness_path,
+            self.timeout(),
+        )
+        .named(self.name.clone())
     }
 }
 
@@ -252,41 +263,6 @@ impl Default for RoutingConfig {
             binding_ttl_secs: 600,
             max_bindings: 100_000,
         }
-    }
-}
-
-/// `[admin]`: where the bearer token of `ChannelAdminService` comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AdminConfig {
-    /// Environment variable holding the token (used when no file is set).
-    pub token_env: String,
-    /// File holding the token (trailing newline ignored); wins over the
-    /// variable.
-    pub token_file: Option<PathBuf>,
-}
-
-impl Default for AdminConfig {
-    fn default() -> Self {
-        Self {
-            token_env: "IDGATE_ADMIN_TOKEN".to_owned(),
-            token_file: None,
-        }
-    }
-}
-
-impl AdminConfig {
-    /// Reads the admin token. An empty token is refused: it would let
-    /// anyone who sends `Bearer ` in.
-    pub fn resolve_token(&self) -> Result<super::AdminToken, crate::config::ConfigError> {
-        let secret = match &self.token_file {
-            Some(file) => crate::config::read_secret("admin.token", None, Some(file))?,
-            None => crate::config::read_secret("admin.token", Some(&self.token_env), None)?,
-        };
-        super::AdminToken::new(secret).ok_or_else(|| crate::config::ConfigError::MissingSecret {
-            what: "admin.token".to_owned(),
-            why: "the token is empty".to_owned(),
-        })
     }
 }
 

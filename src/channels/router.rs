@@ -14,7 +14,7 @@
 //! is never failed over — `/3d/liveness` finishes the appkey.
 
 use std::{
-    sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock},
+    sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
 
@@ -31,9 +31,11 @@ use super::{
 };
 use crate::{
     Error,
-    domain::{Appkey, JourneyRef, SessionToken},
+    context::CallContext,
+    domain::{Appkey, JourneyRef, Operation, SessionToken},
     proto::v1::LivenessVerdict,
-    upstream::{Operation, UpstreamError},
+    sync::{lock, read, write},
+    upstream::UpstreamError,
 };
 
 /// A session started on a channel.
@@ -91,18 +93,12 @@ impl std::fmt::Debug for ChannelRouter {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section here is a few assignments; a poisoned lock
-    // holds consistent data, and refusing all traffic would be worse.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// The per-call budget: the earlier of the caller's deadline and the
 /// channel's timeout, and whether the caller's deadline is the binding one
 /// (then a timeout says nothing about the channel's health).
-fn budget(channel: &Channel, deadline: Option<Instant>, now: Instant) -> (Instant, bool) {
-    let own = now + channel.spec().timeout();
-    match deadline {
+fn budget(channel: &Channel, ctx: &CallContext, now: Instant) -> (Instant, bool) {
+    let own = now + channel.endpoint().timeout();
+    match ctx.deadline() {
         Some(d) if d <= own => (d, true),
         _ => (own, false),
     }
@@ -141,7 +137,7 @@ impl ChannelRouter {
 
     /// The channel set in force.
     fn current(&self) -> Arc<ChannelSet> {
-        Arc::clone(&self.channels.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&read(&self.channels))
     }
 
     /// The routing mode in force.
@@ -153,9 +149,9 @@ impl ChannelRouter {
     /// appkey to it for the verification.
     pub async fn start_session(
         &self,
+        ctx: &CallContext,
         appkey: &Appkey,
         user_agent: &str,
-        deadline: Option<Instant>,
     ) -> Result<StartedSession, Error> {
         let set = self.current();
         let mode = self.mode();
@@ -188,7 +184,7 @@ impl ChannelRouter {
                 continue;
             };
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            if ctx.is_expired() {
                 permit.neutral(now);
                 return Err(Error::DeadlineExceeded("3D session start"));
             }
@@ -201,10 +197,11 @@ impl ChannelRouter {
                 );
             }
 
-            let (until, caller_bound) = budget(&channel, deadline, now);
+            let (until, caller_bound) = budget(&channel, ctx, now);
+            let attempt = CallContext::with_deadline(until);
             let call =
                 self.transport
-                    .session_token(channel.spec(), appkey, user_agent, Some(until));
+                    .session_token(channel.endpoint(), appkey, user_agent, &attempt);
             let result =
                 tokio::time::timeout_at(until, call)
                     .await
@@ -242,7 +239,7 @@ impl ChannelRouter {
                 }
             }
         }
-        if last_error.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
+        if last_error.is_some() && ctx.is_expired() {
             return Err(Error::DeadlineExceeded("3D session start"));
         }
         Err(Error::NoChannelAvailable(notes.join(", ")))
@@ -298,10 +295,10 @@ impl ChannelRouter {
     /// channel.
     pub async fn verify(
         &self,
+        ctx: &CallContext,
         appkey: &Appkey,
         token: &SessionToken,
         channel: Option<&str>,
-        deadline: Option<Instant>,
     ) -> Result<LivenessVerdict, Error> {
         let key = JourneyRef::from_appkey(appkey);
         let now = Instant::now();
@@ -322,15 +319,16 @@ impl ChannelRouter {
                 .ok_or_else(|| Error::ChannelUnknown(name.to_owned()))?,
             (None, None) => return Err(Error::SessionUnknown),
         };
-        if deadline.is_some_and(|d| now >= d) {
+        if ctx.is_expired() {
             return Err(Error::DeadlineExceeded("3D liveness verification"));
         }
 
         target.stats().record_verification();
-        let (until, caller_bound) = budget(&target, deadline, now);
+        let (until, caller_bound) = budget(&target, ctx, now);
+        let attempt = CallContext::with_deadline(until);
         let call = self
             .transport
-            .liveness(target.spec(), appkey, token, Some(until));
+            .liveness(target.endpoint(), appkey, token, &attempt);
         let result =
             tokio::time::timeout_at(until, call)
                 .await
@@ -407,10 +405,7 @@ impl ChannelRouter {
         validate_channels(&specs)?;
         let mode = lock(&self.mode);
         validate_mode(&mode, specs.iter().map(|c| c.name.as_str()))?;
-        let mut guard = self
-            .channels
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut guard = write(&self.channels);
         let old = Arc::clone(&guard);
         let mut summary = ReloadSummary::default();
         for spec in &specs {

@@ -11,7 +11,10 @@ use std::{
 use tokio::{sync::Notify, time::Instant};
 
 use super::*;
-use crate::channels::{BreakerConfig, CircuitState};
+use crate::{
+    channels::{BreakerConfig, CircuitState},
+    upstream::ChannelEndpoint,
+};
 
 /// How a channel answers `/3d/session-token`.
 #[derive(Clone)]
@@ -73,11 +76,11 @@ impl Double {
         self.calls.lock().unwrap().clear();
     }
 
-    fn record(&self, op: &'static str, spec: &ChannelSpec) {
+    fn record(&self, op: &'static str, channel: &ChannelEndpoint) {
         self.calls.lock().unwrap().push(Call {
             op,
-            channel: spec.name.clone(),
-            base_url: spec.base_url.clone(),
+            channel: channel.name().to_owned(),
+            base_url: channel.base_url().to_owned(),
         });
         self.entered.notify_one();
     }
@@ -87,17 +90,17 @@ impl Double {
 impl Liveness3DTransport for Double {
     async fn session_token(
         &self,
-        channel: &ChannelSpec,
+        channel: &ChannelEndpoint,
         _appkey: &Appkey,
         _user_agent: &str,
-        _deadline: Option<Instant>,
+        _ctx: &CallContext,
     ) -> Result<SessionGrant, UpstreamError> {
         self.record("session", channel);
         let behaviour = self
             .start
             .lock()
             .unwrap()
-            .get(&channel.name)
+            .get(channel.name())
             .cloned()
             .unwrap_or(Start::Grant { contingency: false });
         let op = Operation::SessionToken3D;
@@ -112,26 +115,26 @@ impl Liveness3DTransport for Double {
             }
         };
         Ok(SessionGrant {
-            token: SessionToken::new(format!("token-{}", channel.name)),
-            vendor: format!("vendor-{}", channel.name),
-            vendor_url: format!("{}/sdk", channel.base_url),
+            token: SessionToken::new(format!("token-{}", channel.name())),
+            vendor: format!("vendor-{}", channel.name()),
+            vendor_url: format!("{}/sdk", channel.base_url()),
             contingency,
         })
     }
 
     async fn liveness(
         &self,
-        channel: &ChannelSpec,
+        channel: &ChannelEndpoint,
         _appkey: &Appkey,
         _token: &SessionToken,
-        _deadline: Option<Instant>,
+        _ctx: &CallContext,
     ) -> Result<LivenessVerdict, UpstreamError> {
         self.record("liveness", channel);
         let behaviour = self
             .verify
             .lock()
             .unwrap()
-            .get(&channel.name)
+            .get(channel.name())
             .cloned()
             .unwrap_or(Verify::Verdict);
         let op = Operation::Liveness3D;
@@ -185,7 +188,9 @@ fn token() -> SessionToken {
 }
 
 async fn start(router: &ChannelRouter, n: u32) -> Result<StartedSession, Error> {
-    router.start_session(&key(n), "ua", None).await
+    router
+        .start_session(&CallContext::unbounded(), &key(n), "ua")
+        .await
 }
 
 fn channel<'a>(s: &'a RouterSnapshot, name: &str) -> &'a ChannelSnapshot {
@@ -264,7 +269,7 @@ async fn failover_stops_at_the_callers_deadline_without_blaming_the_channel() {
     double.on_start("primary", Start::Hang);
     let deadline = Instant::now() + Duration::from_secs(3);
     let err = router
-        .start_session(&key(1), "ua", Some(deadline))
+        .start_session(&CallContext::from_deadline(Some(deadline)), &key(1), "ua")
         .await
         .unwrap_err();
     assert_eq!(err.reason(), "DEADLINE_EXCEEDED");
@@ -351,11 +356,17 @@ async fn forced_modes_apply_to_the_next_call_and_verification_stays_with_the_iss
 
     router.set_mode(RoutingMode::ForceAlternative).unwrap();
     assert_eq!(start(&router, 2).await.unwrap().channel, "alternative");
-    router.verify(&key(1), &token(), None, None).await.unwrap();
+    router
+        .verify(&CallContext::unbounded(), &key(1), &token(), None)
+        .await
+        .unwrap();
 
     router.set_mode(RoutingMode::ForcePrimary).unwrap();
     assert_eq!(start(&router, 3).await.unwrap().channel, "primary");
-    router.verify(&key(2), &token(), None, None).await.unwrap();
+    router
+        .verify(&CallContext::unbounded(), &key(2), &token(), None)
+        .await
+        .unwrap();
 
     router
         .set_mode(RoutingMode::Channel("alternative".into()))
@@ -465,7 +476,7 @@ async fn a_failed_verification_is_sent_once_and_never_elsewhere() {
         double.on_verify("primary", fault);
         double.clear();
         let err = router
-            .verify(&key(1), &token(), None, None)
+            .verify(&CallContext::unbounded(), &key(1), &token(), None)
             .await
             .unwrap_err();
         assert_eq!(err.reason(), reason);
@@ -478,7 +489,9 @@ async fn a_failed_verification_is_sent_once_and_never_elsewhere() {
         );
         // The binding survives an ambiguous failure: a retry goes to the same channel.
         double.clear();
-        let _ = router.verify(&key(1), &token(), None, None).await;
+        let _ = router
+            .verify(&CallContext::unbounded(), &key(1), &token(), None)
+            .await;
         assert_eq!(double.calls(), vec![liveness("primary")]);
     }
 }
@@ -487,10 +500,13 @@ async fn a_failed_verification_is_sent_once_and_never_elsewhere() {
 async fn a_definite_verdict_or_4xx_ends_the_binding() {
     let (router, double) = router();
     start(&router, 1).await.unwrap();
-    let verdict = router.verify(&key(1), &token(), None, None).await.unwrap();
+    let verdict = router
+        .verify(&CallContext::unbounded(), &key(1), &token(), None)
+        .await
+        .unwrap();
     assert!(verdict.valid);
     let err = router
-        .verify(&key(1), &token(), None, None)
+        .verify(&CallContext::unbounded(), &key(1), &token(), None)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SessionUnknown));
@@ -498,12 +514,14 @@ async fn a_definite_verdict_or_4xx_ends_the_binding() {
     start(&router, 2).await.unwrap();
     double.on_verify("primary", Verify::Status(401));
     let err = router
-        .verify(&key(2), &token(), None, None)
+        .verify(&CallContext::unbounded(), &key(2), &token(), None)
         .await
         .unwrap_err();
     assert_eq!(err.reason(), "APPKEY_EXPIRED");
     assert!(matches!(
-        router.verify(&key(2), &token(), None, None).await,
+        router
+            .verify(&CallContext::unbounded(), &key(2), &token(), None)
+            .await,
         Err(Error::SessionUnknown)
     ));
     assert_eq!(router.snapshot().bindings, 0);
@@ -513,17 +531,17 @@ async fn a_definite_verdict_or_4xx_ends_the_binding() {
 async fn an_unknown_session_without_a_channel_is_refused_before_sending() {
     let (router, double) = router();
     let err = router
-        .verify(&key(9), &token(), None, None)
+        .verify(&CallContext::unbounded(), &key(9), &token(), None)
         .await
         .unwrap_err();
     assert_eq!(err.reason(), "SESSION_UNKNOWN");
     let err = router
-        .verify(&key(9), &token(), Some(""), None)
+        .verify(&CallContext::unbounded(), &key(9), &token(), Some(""))
         .await
         .unwrap_err();
     assert_eq!(err.reason(), "SESSION_UNKNOWN", "an empty name is no name");
     let err = router
-        .verify(&key(9), &token(), Some("ghost"), None)
+        .verify(&CallContext::unbounded(), &key(9), &token(), Some("ghost"))
         .await
         .unwrap_err();
     assert_eq!(err.reason(), "CHANNEL_UNKNOWN");
@@ -534,7 +552,12 @@ async fn an_unknown_session_without_a_channel_is_refused_before_sending() {
 async fn a_named_channel_routes_a_verification_this_instance_did_not_start() {
     let (router, double) = router();
     router
-        .verify(&key(1), &token(), Some("alternative"), None)
+        .verify(
+            &CallContext::unbounded(),
+            &key(1),
+            &token(),
+            Some("alternative"),
+        )
         .await
         .unwrap();
     assert_eq!(double.calls(), vec![liveness("alternative")]);
@@ -546,14 +569,24 @@ async fn a_channel_name_contradicting_the_binding_is_refused_before_sending() {
     start(&router, 1).await.unwrap();
     double.clear();
     let err = router
-        .verify(&key(1), &token(), Some("alternative"), None)
+        .verify(
+            &CallContext::unbounded(),
+            &key(1),
+            &token(),
+            Some("alternative"),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.reason(), "CHANNEL_MISMATCH");
     assert!(double.calls().is_empty());
     // The matching name is fine.
     router
-        .verify(&key(1), &token(), Some("primary"), None)
+        .verify(
+            &CallContext::unbounded(),
+            &key(1),
+            &token(),
+            Some("primary"),
+        )
         .await
         .unwrap();
 }
@@ -573,7 +606,10 @@ async fn verification_ignores_drain_and_open_circuit_of_the_issuer() {
         CircuitState::Open
     );
     double.clear();
-    router.verify(&key(1), &token(), None, None).await.unwrap();
+    router
+        .verify(&CallContext::unbounded(), &key(1), &token(), None)
+        .await
+        .unwrap();
     assert_eq!(double.calls(), vec![liveness("primary")]);
 }
 
@@ -583,7 +619,12 @@ async fn an_expired_deadline_sends_no_verification() {
     start(&router, 1).await.unwrap();
     double.clear();
     let err = router
-        .verify(&key(1), &token(), None, Some(Instant::now()))
+        .verify(
+            &CallContext::from_deadline(Some(Instant::now())),
+            &key(1),
+            &token(),
+            None,
+        )
         .await
         .unwrap_err();
     assert_eq!(err.reason(), "DEADLINE_EXCEEDED");
@@ -623,7 +664,10 @@ async fn a_reload_adds_a_channel_and_a_drain_keeps_the_call_in_flight() {
 
     router.drain("alternative").unwrap();
     assert_eq!(start(&router, 2).await.unwrap().channel, "third");
-    router.verify(&key(1), &token(), None, None).await.unwrap();
+    router
+        .verify(&CallContext::unbounded(), &key(1), &token(), None)
+        .await
+        .unwrap();
     assert_eq!(double.calls().last().unwrap(), &liveness("primary"));
 }
 
@@ -645,10 +689,18 @@ async fn a_reload_that_removes_or_moves_a_channel_keeps_its_bound_verifications(
     assert_eq!(summary.changed, vec!["alternative".to_owned()]);
 
     double.clear();
-    router.verify(&key(1), &token(), None, None).await.unwrap();
+    router
+        .verify(&CallContext::unbounded(), &key(1), &token(), None)
+        .await
+        .unwrap();
     // Named or not, the binding pins the generation that issued the session.
     router
-        .verify(&key(2), &token(), Some("alternative"), None)
+        .verify(
+            &CallContext::unbounded(),
+            &key(2),
+            &token(),
+            Some("alternative"),
+        )
         .await
         .unwrap();
     let urls: Vec<_> = double
@@ -739,9 +791,10 @@ async fn router_futures_are_send_so_tonic_handlers_can_await_them() {
     fn is_send<T: Send>(_: &T) {}
     let (router, double) = router();
     let (k, t) = (key(1), token());
-    let start = router.start_session(&k, "ua", None);
+    let ctx = CallContext::unbounded();
+    let start = router.start_session(&ctx, &k, "ua");
     is_send(&start);
-    let verify = router.verify(&k, &t, None, None);
+    let verify = router.verify(&ctx, &k, &t, None);
     is_send(&verify);
     // Dropping a session start before it is polled sends nothing.
     drop((start, verify));

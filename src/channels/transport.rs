@@ -6,13 +6,11 @@
 //! binding logic be tested with an in-memory transport, and lets the REST
 //! client own wire types, redaction and status mapping.
 
-use tokio::time::Instant;
-
-use super::config::ChannelSpec;
 use crate::{
+    context::CallContext,
     domain::{Appkey, SessionToken},
     proto::v1::LivenessVerdict,
-    upstream::UpstreamError,
+    upstream::{ChannelEndpoint, UpstreamError},
 };
 
 /// A 3D session as the channel granted it (spec 2.3).
@@ -31,38 +29,37 @@ pub struct SessionGrant {
 /// One HTTP exchange with a 3D channel.
 ///
 /// Contract for implementors:
-/// - Call `base_url` joined with `session_token_path` / `liveness_path` of
-///   the `channel` given (never a URL of your own): the channel may change
-///   with every call and every reload. [`super::HttpTransport`] hands the
-///   three to the REST client, which joins them.
-/// - Honour `deadline` (the router passes the earlier of the caller's
-///   deadline and the channel's `timeout_ms`); report it as
+/// - Call the `channel` given (never a URL of your own): the channel may
+///   change with every call and every reload. [`super::HttpTransport`]
+///   hands it to the REST client, whose URLs it carries, parsed once.
+/// - Honour the deadline of `ctx` (the router passes the earlier of the
+///   caller's deadline and the channel's `timeout_ms`); report it as
 ///   [`UpstreamError::Timeout`]. The router also enforces it, as a backstop.
 /// - Send `/3d/liveness` at most once: never retry it inside the transport.
 ///   `/3d/session-token` may be retried inside the transport only when the
 ///   request certainly was not sent (connect errors); failover between
 ///   channels is the router's job.
-/// - Errors carry [`crate::upstream::Operation::SessionToken3D`] or
-///   [`crate::upstream::Operation::Liveness3D`].
+/// - Errors carry [`crate::domain::Operation::SessionToken3D`] or
+///   [`crate::domain::Operation::Liveness3D`].
 /// - Never log the appkey or the token.
 #[tonic::async_trait]
 pub trait Liveness3DTransport: Send + Sync + 'static {
     /// `POST {base_url}{session_token_path}` with JSON `{appkey, userAgent}`.
     async fn session_token(
         &self,
-        channel: &ChannelSpec,
+        channel: &ChannelEndpoint,
         appkey: &Appkey,
         user_agent: &str,
-        deadline: Option<Instant>,
+        ctx: &CallContext,
     ) -> Result<SessionGrant, UpstreamError>;
 
     /// `POST {base_url}{liveness_path}` with JSON `{appkey, sessionToken}`;
     /// sent at most once.
     async fn liveness(
         &self,
-        channel: &ChannelSpec,
+        channel: &ChannelEndpoint,
         appkey: &Appkey,
         token: &SessionToken,
-        deadline: Option<Instant>,
+        ctx: &CallContext,
     ) -> Result<LivenessVerdict, UpstreamError>;
 }

@@ -1,5 +1,9 @@
-//! Command-line front ends that talk to a running gateway.
+//! Command-line front ends that talk to a running gateway: `idgate
+//! journey` (a whole journey through the public API) and `idgate channels`
+//! (run-time control through the admin API). Argument parsing (clap)
+//! lives in `main.rs`.
 
+pub mod channels;
 pub mod inputs;
 pub mod journey;
 pub mod summary;

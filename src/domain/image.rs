@@ -102,6 +102,16 @@ impl fmt::Debug for ImagePayload {
     }
 }
 
+/// One 2D liveness snapshot: the image, and the face type code of the
+/// challenge it answers (it travels inside the snapshot's data URL).
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The JPEG or PNG image.
+    pub image: ImagePayload,
+    /// The face type code of the challenge (`tipoFace.codigo`).
+    pub face_type_code: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

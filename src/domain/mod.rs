@@ -4,16 +4,21 @@
 //! Every type here that holds an appkey, a token, a password, a CPF, a
 //! name, a birth date or an image has a `Debug` that prints a redaction, so
 //! a careless `?value` in a log line cannot leak it.
+//!
+//! [`Operation`] names the REST operations of the spec: vocabulary shared
+//! by the client, the sandbox, errors, spans and metrics.
 
 mod cpf;
 mod image;
 mod journey_ref;
+mod operation;
 mod person;
 mod secret;
 
 pub use cpf::Cpf;
-pub use image::{ImageKind, ImagePayload};
+pub use image::{ImageKind, ImagePayload, Snapshot};
 pub use journey_ref::JourneyRef;
+pub use operation::Operation;
 pub use person::{BirthDate, CustomerReference, EndUser, PersonName};
-pub use secret::{Appkey, CredentialToken, Password, SessionToken};
-pub(crate) use secret::{authorization_credentials, secret_newtype, secrets_match};
+pub use secret::{AdminToken, Appkey, CredentialToken, Password, SessionToken};
+pub(crate) use secret::{authorization_credentials, secrets_match};

@@ -47,7 +47,6 @@ macro_rules! secret_newtype {
         }
     };
 }
-pub(crate) use secret_newtype;
 
 /// True when the secrets `a` and `b` are equal. Compares their SHA-256
 /// digests in constant time, so neither the content nor the length of the
@@ -85,6 +84,21 @@ secret_newtype!(
     /// An operator password.
     Password
 );
+secret_newtype!(
+    @without_new
+    /// The bearer token of the channel admin API. `expose` is for the one
+    /// place that must send it (the CLI).
+    AdminToken
+);
+
+impl AdminToken {
+    /// Wraps a token; `None` when it is empty or blank, which would let a
+    /// bare `Bearer ` header in.
+    pub fn new(token: impl Into<String>) -> Option<Self> {
+        let token = token.into();
+        (!token.trim().is_empty()).then(|| Self(token.into()))
+    }
+}
 
 #[cfg(test)]
 mod tests {

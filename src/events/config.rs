@@ -11,7 +11,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::{
-    config::{ConfigError, read_secret},
+    config_source::{ConfigError, read_secret},
     domain::Password,
 };
 

@@ -7,7 +7,7 @@
 //! has forgotten) is `JOURNEY_UNKNOWN`: the caller watches by appkey.
 
 use std::{
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -59,7 +59,7 @@ impl JourneyDirectory {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, TtlMap<JourneyRef, Appkey>> {
         // The map holds no invariant a panicking holder could break.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 }
 

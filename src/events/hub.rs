@@ -19,7 +19,7 @@
 use std::{
     collections::HashMap,
     sync::{
-        Arc, Mutex, MutexGuard, PoisonError,
+        Arc, Mutex, MutexGuard,
         atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
@@ -43,13 +43,22 @@ use super::{
 };
 use crate::{
     Error,
+    context::CallContext,
     domain::{Appkey, JourneyRef},
-    proto::v1::{JourneyResult, JourneyStatus, WatchJourneyRequest, watch_journey_request},
+    proto::v1::{JourneyResult, JourneyStatus},
     ttl::TtlMap,
 };
 
-/// Longest appkey accepted from a caller; real ones are far shorter.
-const MAX_APPKEY_LEN: usize = 512;
+/// The journey a `WatchJourney` caller names, validated by the API layer:
+/// by its appkey, or by the reference `CreateJourney` returned (which the
+/// hub resolves through its directory).
+#[derive(Debug, Clone)]
+pub enum WatchTarget {
+    /// The journey's appkey.
+    Appkey(Appkey),
+    /// A journey reference issued by this gateway.
+    Journey(JourneyRef),
+}
 
 /// What a journey's task has published: its latest status and, once known,
 /// how the journey ended. Cloned cheaply (the result is shared).
@@ -169,35 +178,23 @@ impl JourneyHub {
         self.inner.directory.register(appkey)
     }
 
-    /// Starts watching the journey named by `request`, without a deadline.
-    pub fn watch(&self, request: WatchJourneyRequest) -> Result<WatchStream, Error> {
-        self.watch_with_deadline(request, None)
+    /// Starts watching `target`, without a deadline.
+    pub fn watch(&self, target: WatchTarget) -> Result<WatchStream, Error> {
+        self.watch_until(target, &CallContext::unbounded())
     }
 
-    /// Starts watching; the stream ends with `DEADLINE_EXCEEDED` after
-    /// `timeout` (the caller's gRPC deadline) unless the journey ends first.
-    /// Must be called inside a Tokio runtime.
-    pub fn watch_with_deadline(
+    /// Starts watching; the stream ends with `DEADLINE_EXCEEDED` at the
+    /// caller's deadline unless the journey ends first. Must be called
+    /// inside a Tokio runtime.
+    pub fn watch_until(
         &self,
-        request: WatchJourneyRequest,
-        timeout: Option<Duration>,
+        target: WatchTarget,
+        ctx: &CallContext,
     ) -> Result<WatchStream, Error> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let appkey = self.resolve(request)?;
+        let appkey = self.resolve(target)?;
         let journey = JourneyRef::from_appkey(&appkey);
         let (events, guard) = self.subscribe(&journey, appkey)?;
-        Ok(watch_stream::stream(journey, events, guard, deadline))
-    }
-
-    /// The tonic entry point: honours the request's `grpc-timeout` and maps
-    /// errors to `tonic::Status`.
-    pub fn watch_request(
-        &self,
-        request: tonic::Request<WatchJourneyRequest>,
-    ) -> Result<WatchStream, tonic::Status> {
-        let timeout = watch_stream::grpc_timeout(request.metadata());
-        self.watch_with_deadline(request.into_inner(), timeout)
-            .map_err(tonic::Status::from)
+        Ok(watch_stream::stream(journey, events, guard, ctx.deadline()))
     }
 
     /// Takes an authenticated completion notice. Never blocks: it wakes the
@@ -281,38 +278,15 @@ impl JourneyHub {
         }
     }
 
-    /// The appkey a request names, by appkey or by directory reference.
-    fn resolve(&self, request: WatchJourneyRequest) -> Result<Appkey, Error> {
-        match request.journey {
-            Some(watch_journey_request::Journey::Appkey(key)) => {
-                let key = key.trim();
-                if key.is_empty() {
-                    return Err(Error::invalid("appkey", "is required"));
-                }
-                if key.len() > MAX_APPKEY_LEN {
-                    return Err(Error::invalid(
-                        "appkey",
-                        format!("is longer than {MAX_APPKEY_LEN} characters"),
-                    ));
-                }
-                Ok(Appkey::new(key))
-            }
-            Some(watch_journey_request::Journey::JourneyRef(text)) => {
-                let journey = JourneyRef::parse(text.trim()).ok_or_else(|| {
-                    Error::invalid(
-                        "journey_ref",
-                        "must be a journey reference returned by CreateJourney (`j-` and 16 hex digits)",
-                    )
-                })?;
-                self.inner
-                    .directory
-                    .resolve(&journey)
-                    .ok_or(Error::JourneyUnknown)
-            }
-            None => Err(Error::invalid(
-                "journey",
-                "set either appkey or journey_ref",
-            )),
+    /// The appkey of `target`, resolving a reference through the directory.
+    fn resolve(&self, target: WatchTarget) -> Result<Appkey, Error> {
+        match target {
+            WatchTarget::Appkey(appkey) => Ok(appkey),
+            WatchTarget::Journey(journey) => self
+                .inner
+                .directory
+                .resolve(&journey)
+                .ok_or(Error::JourneyUnknown),
         }
     }
 
@@ -395,7 +369,7 @@ impl HubInner {
     fn lock(&self) -> MutexGuard<'_, HubState> {
         // Every critical section leaves the state consistent before it can
         // panic, so a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.state)
     }
 }
 
@@ -598,11 +572,11 @@ impl Reader {
                 Continue(())
             }
             Err(e) if is_transient(&e) => {
-                tracing::debug!(journey = %self.journey, reason = e.reason(), "result read failed; will retry");
+                tracing::debug!(journey = %self.journey, reason = e.reason().as_str(), "result read failed; will retry");
                 Continue(())
             }
             Err(e) => {
-                tracing::warn!(journey = %self.journey, reason = e.reason(), "result read failed permanently");
+                tracing::warn!(journey = %self.journey, reason = e.reason().as_str(), "result read failed permanently");
                 self.publisher.end(End::Failed(e.into()));
                 Break(())
             }

@@ -34,8 +34,8 @@ pub use config::{
     BasicCredentials, HmacSecret, WatchConfig, WatchSettings, WebhookConfig, WebhookSettings,
 };
 pub use directory::JourneyDirectory;
-pub use hub::{HubStats, JourneyHub};
-pub use watch::{WatchStream, grpc_timeout};
+pub use hub::{HubStats, JourneyHub, WatchTarget};
+pub use watch::WatchStream;
 pub use webhook::{RejectReason, WebhookReceiver, WebhookStats};
 
 use crate::{domain::Appkey, proto::v1::JourneyResult};

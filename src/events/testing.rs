@@ -15,8 +15,9 @@ use super::{ResultSource, WatchSettings, WatchStream};
 use crate::{
     Error,
     domain::Appkey,
+    domain::Operation,
     proto::v1::{JourneyResult, JourneyStatus, WatchJourneyResponse},
-    upstream::{Operation, UpstreamError},
+    upstream::UpstreamError,
 };
 
 /// One answer of the double.

@@ -6,7 +6,7 @@
 //! [`WatcherGuard`](super::hub::WatcherGuard), so dropping the stream, for
 //! whatever reason, releases the watcher.
 
-use std::{pin::Pin, time::Duration};
+use std::pin::Pin;
 
 use futures_util::Stream;
 use tokio::{sync::watch, time::Instant};
@@ -121,40 +121,4 @@ pub(crate) fn stream(
             Some((item, state))
         },
     ))
-}
-
-/// The caller's deadline from the `grpc-timeout` request header (tonic
-/// does not enforce it on streams). `None` when absent or malformed.
-pub fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
-    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
-    crate::api::deadline::parse_grpc_timeout(value)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn meta(v: &str) -> tonic::metadata::MetadataMap {
-        let mut m = tonic::metadata::MetadataMap::new();
-        m.insert("grpc-timeout", v.parse().unwrap());
-        m
-    }
-
-    #[test]
-    fn grpc_timeout_parses_every_unit_and_rejects_malformed_values() {
-        assert_eq!(grpc_timeout(&meta("2S")), Some(Duration::from_secs(2)));
-        assert_eq!(
-            grpc_timeout(&meta("150m")),
-            Some(Duration::from_millis(150))
-        );
-        assert_eq!(grpc_timeout(&meta("1H")), Some(Duration::from_secs(3600)));
-        assert_eq!(grpc_timeout(&meta("3M")), Some(Duration::from_secs(180)));
-        assert_eq!(grpc_timeout(&meta("7u")), Some(Duration::from_micros(7)));
-        assert_eq!(grpc_timeout(&meta("9n")), Some(Duration::from_nanos(9)));
-        assert_eq!(grpc_timeout(&meta("123456789S")), None);
-        assert_eq!(grpc_timeout(&meta("S")), None);
-        assert_eq!(grpc_timeout(&meta("5x")), None);
-        assert_eq!(grpc_timeout(&meta("+5S")), None);
-        assert_eq!(grpc_timeout(&tonic::metadata::MetadataMap::new()), None);
-    }
 }

@@ -10,7 +10,7 @@
 
 use std::{
     sync::{
-        Arc, Mutex, PoisonError,
+        Arc, Mutex,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -39,7 +39,7 @@ use super::{
     hub::JourneyHub,
 };
 use crate::{
-    config::ConfigError,
+    config_source::ConfigError,
     domain::{Appkey, JourneyRef},
     telemetry::{ServerSpan, record_journey},
     ttl::TtlMap,
@@ -311,11 +311,7 @@ impl WebhookReceiver {
 
     /// True the first time a delivery is seen within the dedupe TTL.
     fn first_delivery(&self, key: DeliveryKey) -> bool {
-        self.inner
-            .dedupe
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert_if_absent(key, (), Instant::now())
+        crate::sync::lock(&self.inner.dedupe).insert_if_absent(key, (), Instant::now())
     }
 }
 

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::error::{SandboxError, message_response};
-use crate::upstream::Operation;
+use crate::domain::Operation;
 
 /// Default size of an oversize body: 8 MiB.
 pub const DEFAULT_OVERSIZE_BYTES: usize = 8 * 1024 * 1024;
@@ -269,11 +269,7 @@ impl Faults {
     }
 }
 
-/// Locks a mutex, recovering from poisoning: the guarded data holds no
-/// invariant a panicking holder could have broken halfway.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+pub(crate) use crate::sync::lock;
 
 /// The response a fault gives; `None` for [`FaultAction::Delay`].
 pub(crate) fn response(action: FaultAction) -> Option<Response> {

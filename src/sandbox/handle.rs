@@ -13,7 +13,7 @@ use super::error::SandboxError;
 use super::faults::{self, ActiveFault, CallCount, FaultRule};
 use super::store::{AppkeyState, StoreSizes};
 use super::webhook::WebhookStats;
-use crate::upstream::Operation;
+use crate::domain::Operation;
 
 /// One 3D channel as a client sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -28,8 +28,8 @@ use super::faults;
 use super::handle::{SandboxChannelInfo, SandboxHandle, Server};
 use super::ops::{Route, serve};
 use super::webhook;
+use crate::domain::Operation;
 use crate::telemetry::HttpServerLayer;
-use crate::upstream::Operation;
 
 /// The service root path of every operation.
 pub const SERVICE_ROOT: &str = "/service/captcha";

@@ -24,10 +24,7 @@ use super::{
     metrics::Metrics,
     propagation::inject_into_http,
 };
-use crate::{
-    domain::JourneyRef,
-    upstream::{Operation, UpstreamError},
-};
+use crate::domain::{JourneyRef, Operation};
 
 /// What is about to be called.
 #[derive(Debug, Clone)]
@@ -177,10 +174,11 @@ impl UpstreamCall {
     }
 
     /// Ends a call that got no response, labelled with the class the
-    /// client gave the failure (`connect`, `timeout`, `transport`), so
-    /// metrics, spans, errors and breakers agree on what happened.
-    pub fn fail(mut self, error: &UpstreamError) {
-        self.fail_inner(error.class());
+    /// client gave the failure (`connect`, `timeout`, `transport`, from a
+    /// fixed set), so metrics, spans, errors and breakers agree on what
+    /// happened.
+    pub fn fail(mut self, class: &'static str) {
+        self.fail_inner(class);
     }
 
     fn fail_inner(&mut self, class: &'static str) {

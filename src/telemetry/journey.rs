@@ -24,10 +24,8 @@ use opentelemetry::{Context, KeyValue, baggage::BaggageExt};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::{
-    config::TelemetryConfig,
-    domain::{CustomerReference, JourneyRef},
-};
+use super::TelemetryConfig;
+use crate::domain::{CustomerReference, JourneyRef};
 
 /// Span field and baggage key of the journey reference.
 pub const JOURNEY_REF_FIELD: &str = "idgate.journey_ref";

@@ -3,7 +3,7 @@
 //! Label values come only from fixed sets: RPC names of the served API (an
 //! unknown path is `_OTHER`), gRPC code names, [`Operation`] names, channel
 //! names from the configuration, HTTP status codes and the error classes of
-//! [`super::UpstreamErrorClass`]. Nothing a caller or an end user types ever
+//! the REST client (`connect`, `timeout`, ...). Nothing a caller or an end user types ever
 //! becomes a label, so neither personal data nor unbounded cardinality can.
 
 use std::{borrow::Cow, fmt, sync::Arc, time::Duration};
@@ -19,7 +19,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-use crate::{channels::CircuitState, upstream::Operation};
+use crate::domain::Operation;
 
 /// Content type of the OpenMetrics text exposition.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -295,14 +295,9 @@ impl Metrics {
         catch_up(&counter, total);
     }
 
-    /// Sets the circuit breaker gauge of `channel`.
-    pub fn set_channel_circuit_state(&self, channel: &str, state: CircuitState) {
-        // 0 closed, 1 half-open, 2 open: higher is worse, for alerts.
-        let value = match state {
-            CircuitState::Closed => 0,
-            CircuitState::HalfOpen => 1,
-            CircuitState::Open => 2,
-        };
+    /// Sets the circuit breaker gauge of `channel`: 0 closed, 1 half-open,
+    /// 2 open (higher is worse, for alerts).
+    pub fn set_channel_circuit_state(&self, channel: &str, value: i64) {
         self.inner
             .channel_circuit_state
             .get_or_create(&ChannelLabels {
@@ -393,7 +388,7 @@ mod tests {
             Duration::from_millis(7),
         );
         m.sync_channel_failovers("primary", 1);
-        m.set_channel_circuit_state("primary", CircuitState::Open);
+        m.set_channel_circuit_state("primary", 2);
         m.sync_webhooks("rejected_signature_invalid", 1);
         let guard = m.http_in_flight();
         let text = m.encode().unwrap();

@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //!
+//! - [`TelemetryConfig`] (`config`): `[telemetry]`.
 //! - [`setup`]: installs `tracing` with the OpenTelemetry layer (OTLP/gRPC
 //!   export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set) and text or JSON logs.
 //! - [`propagation`]: the W3C TraceContext + Baggage propagator and the
@@ -27,9 +28,10 @@
 //! when [`TelemetryConfig::record_customer_reference`] is true.
 //!
 //! [`TelemetryConfig::record_customer_reference`]:
-//!     crate::config::TelemetryConfig::record_customer_reference
+//!     TelemetryConfig::record_customer_reference
 
 pub mod client;
+mod config;
 pub mod grpc;
 pub mod http;
 pub mod journey;
@@ -39,6 +41,7 @@ pub mod redact;
 pub mod setup;
 
 pub use client::{UpstreamCall, UpstreamRequest};
+pub use config::TelemetryConfig;
 pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};

@@ -59,8 +59,8 @@ mod tests {
 
     use super::*;
     use crate::{
+        domain::Operation,
         telemetry::{Metrics, UpstreamCall, UpstreamRequest},
-        upstream::Operation,
     };
 
     #[test]

@@ -24,8 +24,8 @@ use tracing_subscriber::{
     layer::SubscriberExt,
 };
 
+use super::TelemetryConfig;
 use super::propagation::install_propagator;
-use crate::config::TelemetryConfig;
 
 /// Instrumentation scope of every idgate span.
 const TRACER_NAME: &str = "idgate";

@@ -7,7 +7,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::domain::{ImageKind, ImagePayload};
+use crate::domain::{ImageKind, ImagePayload, Snapshot};
 
 /// `application/x-www-form-urlencoded`.
 pub const FORM: &str = "application/x-www-form-urlencoded";
@@ -75,6 +75,17 @@ impl FormBody {
         self
     }
 
+    /// Appends one 2D snapshot to the current value, as the data URL the
+    /// service expects: `data:<mime>;base64,type:<face type code>,<base64>`.
+    pub fn snapshot(&mut self, snapshot: &Snapshot) -> &mut Self {
+        self.text("data:")
+            .text(snapshot_mime(&snapshot.image))
+            .text(";base64,type:")
+            .text(&snapshot.face_type_code)
+            .text(",")
+            .base64(snapshot.image.bytes())
+    }
+
     /// The body.
     pub fn finish(self) -> String {
         self.buf
@@ -108,7 +119,7 @@ pub fn form_base64_capacity(n: usize) -> usize {
 }
 
 /// The MIME type of a 2D snapshot in its data URL.
-pub fn snapshot_mime(image: &ImagePayload) -> &'static str {
+fn snapshot_mime(image: &ImagePayload) -> &'static str {
     match image.kind() {
         Some(ImageKind::Png) => "image/png",
         _ => "image/jpeg",
@@ -124,40 +135,71 @@ pub fn json_string_into(out: &mut String, s: &str) {
     }
 }
 
-/// `{"<appkey_field>": appkey, "<name>": [base64, ...]}` for the document
-/// images, Base64 written straight into the body.
-pub fn json_images(appkey: &str, name: &str, images: &[ImagePayload]) -> String {
-    let payload: usize = images.iter().map(|i| base64_len(i.bytes().len()) + 3).sum();
-    let mut out = String::with_capacity(payload + appkey.len() + name.len() + 32);
-    out.push_str("{\"appkey\":");
-    json_string_into(&mut out, appkey);
-    out.push(',');
-    json_string_into(&mut out, name);
-    out.push_str(":[");
-    for (i, image) in images.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        STANDARD.encode_string(image.bytes(), &mut out);
-        out.push('"');
-    }
-    out.push_str("]}");
-    out
+/// Builds an `application/json` object, field by field, with Base64
+/// images written straight into the body.
+pub struct JsonBody {
+    buf: String,
 }
 
-/// `{"appkey": appkey, "<name>": base64}` for the digital licence.
-pub fn json_licence(appkey: &str, name: &str, licence: &ImagePayload) -> String {
-    let mut out =
-        String::with_capacity(base64_len(licence.bytes().len()) + appkey.len() + name.len() + 32);
-    out.push_str("{\"appkey\":");
-    json_string_into(&mut out, appkey);
-    out.push(',');
-    json_string_into(&mut out, name);
-    out.push_str(":\"");
-    STANDARD.encode_string(licence.bytes(), &mut out);
-    out.push_str("\"}");
-    out
+impl JsonBody {
+    /// An empty object with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        let mut buf = String::with_capacity(capacity + 2);
+        buf.push('{');
+        JsonBody { buf }
+    }
+
+    fn name(&mut self, name: &str) {
+        if self.buf.len() > 1 {
+            self.buf.push(',');
+        }
+        json_string_into(&mut self.buf, name);
+        self.buf.push(':');
+    }
+
+    /// Appends `"name": "value"`.
+    pub fn string(&mut self, name: &str, value: &str) -> &mut Self {
+        self.name(name);
+        json_string_into(&mut self.buf, value);
+        self
+    }
+
+    /// Appends `"name": "<base64 of bytes>"`.
+    pub fn base64(&mut self, name: &str, bytes: &[u8]) -> &mut Self {
+        self.name(name);
+        self.buf.push('"');
+        STANDARD.encode_string(bytes, &mut self.buf);
+        self.buf.push('"');
+        self
+    }
+
+    /// Appends `"name": ["<base64>", ...]`, one item per image.
+    pub fn base64_list(&mut self, name: &str, images: &[ImagePayload]) -> &mut Self {
+        self.name(name);
+        self.buf.push('[');
+        for (i, image) in images.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(',');
+            }
+            self.buf.push('"');
+            STANDARD.encode_string(image.bytes(), &mut self.buf);
+            self.buf.push('"');
+        }
+        self.buf.push(']');
+        self
+    }
+
+    /// The body.
+    pub fn finish(mut self) -> String {
+        self.buf.push('}');
+        self.buf
+    }
+}
+
+/// Room for the Base64 of `images` in a JSON list, quotes and commas
+/// included.
+pub fn json_base64_capacity(images: &[ImagePayload]) -> usize {
+    images.iter().map(|i| base64_len(i.bytes().len()) + 3).sum()
 }
 
 #[cfg(test)]
@@ -198,12 +240,16 @@ mod tests {
     #[test]
     fn json_bodies_are_valid_json_with_plain_base64() {
         let img = ImagePayload::parse_opaque(Bytes::from_static(b"\xff\xd8\xffabc"), 100).unwrap();
-        let body = json_images("k\"1", "images", &[img.clone(), img.clone()]);
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let images = [img.clone(), img.clone()];
+        let mut body = JsonBody::with_capacity(json_base64_capacity(&images));
+        body.string("appkey", "k\"1").base64_list("images", &images);
+        let v: serde_json::Value = serde_json::from_str(&body.finish()).unwrap();
         assert_eq!(v["appkey"], "k\"1");
         assert_eq!(v["images"][1], STANDARD.encode(b"\xff\xd8\xffabc"));
-        let body = json_licence("k", "qrcode", &img);
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let mut body = JsonBody::with_capacity(0);
+        body.string("appkey", "k").base64("qrcode", img.bytes());
+        let v: serde_json::Value = serde_json::from_str(&body.finish()).unwrap();
         assert_eq!(v["qrcode"], STANDARD.encode(b"\xff\xd8\xffabc"));
+        assert_eq!(JsonBody::with_capacity(0).finish(), "{}");
     }
 }

@@ -1,144 +1,40 @@
 //! [`UpstreamClient`]: one method per REST operation of the wire contract,
 //! on a shared pool of keep-alive connections.
 //!
-//! Every call is bounded three ways: the connect timeout, the per-call
-//! timeout (the client's, or a 3D channel's), and the caller's remaining
-//! deadline ([`CallContext`]). Response bodies are read chunk by chunk and
-//! abandoned past `max_response_bytes`.
-//!
-//! Retries follow [`Operation::consumes_appkey`]: operations that consume
-//! nothing are retried on transient failures up to `safe_attempts`, with a
-//! short jittered backoff that never runs past the deadline; operations
-//! that bind or spend the appkey are retried only after a connect failure,
-//! which proves the request never left.
+//! Each method builds its request body (field names from [`wire::field`]
+//! and the configured [`FieldsConfig`]), hands a [`Prepared`] request to
+//! the send loop, and parses the answer. Every call is bounded three
+//! ways: the connect timeout, the per-call timeout (the client's, or a 3D
+//! channel's), and the caller's remaining deadline ([`CallContext`]).
+//! Response bodies are read chunk by chunk and abandoned past
+//! `max_response_bytes`.
 
 use std::fmt;
-use std::hash::BuildHasher as _;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use bytes::{Bytes, BytesMut};
 use reqwest::Url;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use time::PrimitiveDateTime;
-use tracing::Instrument as _;
 
-use crate::telemetry::{Metrics, UpstreamCall, UpstreamRequest};
-use http::Method;
-
-use crate::config::{FieldsConfig, OperatorProfile, UpstreamConfig};
-use crate::domain::{Appkey, CredentialToken, EndUser, ImagePayload, JourneyRef, SessionToken};
-use crate::proto::v1 as pb;
-
-use super::body::{self, FormBody};
-use super::convert::{self, Session3D};
-use super::wire::{self, WireError};
-use super::{Operation, UpstreamError};
-
-/// Shortest time worth starting an attempt with: below it, a retry would
-/// only turn into a timeout.
-const MIN_ATTEMPT_BUDGET: Duration = Duration::from_millis(20);
-/// First retry backoff; doubled per attempt, capped, then jittered down to
-/// half.
-const BACKOFF_BASE: Duration = Duration::from_millis(50);
-const BACKOFF_CAP: Duration = Duration::from_millis(800);
-
-/// What the caller allows one upstream operation: its remaining deadline
-/// (from the gRPC deadline), if any. Retries and each attempt's timeout
-/// are capped by it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CallContext {
-    deadline: Option<Instant>,
-}
-
-impl CallContext {
-    /// No caller deadline: only the configured timeouts apply.
-    pub fn unbounded() -> Self {
-        CallContext { deadline: None }
-    }
-
-    /// The caller must have an answer by `deadline`.
-    pub fn with_deadline(deadline: Instant) -> Self {
-        CallContext {
-            deadline: Some(deadline),
-        }
-    }
-
-    /// The caller must have an answer within `timeout` from now.
-    pub fn with_timeout(timeout: Duration) -> Self {
-        CallContext {
-            deadline: Instant::now().checked_add(timeout),
-        }
-    }
-
-    /// An optional deadline (e.g. from the gRPC `grpc-timeout`).
-    pub fn from_deadline(deadline: Option<Instant>) -> Self {
-        CallContext { deadline }
-    }
-
-    /// The deadline, if any.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-
-    /// Time left before the deadline; `None` without a deadline.
-    pub fn remaining(&self) -> Option<Duration> {
-        self.deadline
-            .map(|d| d.saturating_duration_since(Instant::now()))
-    }
-}
-
-/// A 3D liveness vendor channel's address: where `/3d/session-token` and
-/// `/3d/liveness` go. The channel router picks one; the client sends on it
-/// with the shared connection pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelEndpoint {
-    /// Base URL of the channel (host plus service root path).
-    pub base_url: String,
-    /// Path of `/3d/session-token`, relative to `base_url`.
-    pub session_token_path: String,
-    /// Path of `/3d/liveness`, relative to `base_url`.
-    pub liveness_path: String,
-    /// Timeout of one call on this channel.
-    pub timeout: Duration,
-    /// Attempts of `/3d/session-token` on this channel (at least 1). A
-    /// router that fails over between channels sets 1 and owns retrying;
-    /// `/3d/liveness` is never retried once it may have been sent.
-    pub session_attempts: u32,
-    /// The channel's name, for spans and metrics (`core` when unnamed).
-    pub name: String,
-}
-
-impl ChannelEndpoint {
-    /// A channel with one session-token attempt (the router owns failover).
-    pub fn new(
-        base_url: impl Into<String>,
-        session_token_path: impl Into<String>,
-        liveness_path: impl Into<String>,
-        timeout: Duration,
-    ) -> Self {
-        ChannelEndpoint {
-            base_url: base_url.into(),
-            session_token_path: session_token_path.into(),
-            liveness_path: liveness_path.into(),
-            timeout,
-            session_attempts: 1,
-            name: "core".to_owned(),
-        }
-    }
-
-    /// Names the channel in spans and metrics.
-    pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// Sets the session-token attempts on this channel.
-    pub fn with_session_attempts(mut self, attempts: u32) -> Self {
-        self.session_attempts = attempts.max(1);
-        self
-    }
-}
+use super::{
+    UpstreamError,
+    body::{self, FormBody, JsonBody},
+    config::{FieldsConfig, UpstreamConfig},
+    convert::{self, Session3D},
+    endpoint::{ChannelEndpoint, join},
+    request::{Prepared, RequestDefaults},
+    send::Sender,
+    wire::{self, WireError, field},
+};
+use crate::{
+    context::CallContext,
+    domain::{
+        Appkey, CredentialToken, EndUser, ImagePayload, JourneyRef, Operation, Password,
+        SessionToken, Snapshot,
+    },
+    proto::v1 as pb,
+    telemetry::Metrics,
+};
 
 /// An operator credential from `/credencial`.
 #[derive(Clone)]
@@ -194,16 +90,14 @@ impl fmt::Debug for UpstreamClient {
 }
 
 struct Inner {
-    http: reqwest::Client,
+    sender: Sender,
     urls: Urls,
     default_channel: ChannelEndpoint,
     fields: FieldsConfig,
-    timeout: Duration,
-    max_response_bytes: usize,
-    safe_attempts: u32,
-    metrics: Metrics,
+    defaults: RequestDefaults,
 }
 
+/// The core service's operation URLs, parsed once.
 struct Urls {
     credential: Url,
     appkey: Url,
@@ -211,44 +105,6 @@ struct Urls {
     captcha: Url,
     document: Url,
     result: Url,
-}
-
-/// `base` + `path`, keeping the base's own path (`Url::join` would
-/// replace it).
-fn join(base: &str, path: &str) -> Option<Url> {
-    let base = base.trim_end_matches('/');
-    let path = path.trim_start_matches('/');
-    Url::parse(&format!("{base}/{path}"))
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https"))
-}
-
-/// Reads the journey a call created from its answer body.
-type JourneyOfAnswer = fn(&[u8]) -> Option<JourneyRef>;
-
-impl Prepared {
-    /// Tags the call with the journey of `appkey` (its reference only).
-    fn for_appkey(mut self, appkey: &Appkey) -> Self {
-        self.journey = Some(JourneyRef::from_appkey(appkey));
-        self
-    }
-}
-
-/// One request, ready to send (again).
-struct Prepared {
-    op: Operation,
-    url: Url,
-    content_type: &'static str,
-    body: Bytes,
-    timeout: Duration,
-    attempts: u32,
-    /// The 3D channel, for spans and metrics.
-    channel: Option<String>,
-    /// The journey, for spans (derived from the appkey, never the appkey).
-    journey: Option<JourneyRef>,
-    /// For a call that creates the journey (`/appkey`): how its span
-    /// learns the journey from the answer.
-    journey_from_answer: Option<JourneyOfAnswer>,
 }
 
 impl UpstreamClient {
@@ -286,25 +142,25 @@ impl UpstreamClient {
             document: url("paths.document", base, &p.document)?,
             result: url("result_base_url", &config.result_base_url, &p.result)?,
         };
-        let default_channel = ChannelEndpoint::new(
-            base,
-            p.session_token_3d.clone(),
-            p.liveness_3d.clone(),
-            config.timeout(),
-        )
-        .with_session_attempts(config.safe_attempts);
         url("paths.session_token_3d", base, &p.session_token_3d)?;
         url("paths.liveness_3d", base, &p.liveness_3d)?;
+        let default_channel =
+            ChannelEndpoint::new(base, &p.session_token_3d, &p.liveness_3d, config.timeout())
+                .with_session_attempts(config.safe_attempts);
         Ok(UpstreamClient {
             inner: Arc::new(Inner {
-                http,
+                sender: Sender {
+                    http,
+                    max_response_bytes: config.max_response_bytes,
+                    metrics,
+                },
                 urls,
                 default_channel,
                 fields: config.fields.clone(),
-                timeout: config.timeout(),
-                max_response_bytes: config.max_response_bytes,
-                safe_attempts: config.safe_attempts.max(1),
-                metrics,
+                defaults: RequestDefaults {
+                    timeout: config.timeout(),
+                    safe_attempts: config.safe_attempts.max(1),
+                },
             }),
         })
     }
@@ -320,15 +176,16 @@ impl UpstreamClient {
     pub async fn credential(
         &self,
         ctx: &CallContext,
-        profile: &OperatorProfile,
+        login: &str,
+        password: &Password,
     ) -> Result<CredentialGrant, UpstreamError> {
         let op = Operation::Credential;
         let f = &self.inner.fields;
         let mut form = FormBody::with_capacity(64);
-        form.pair(&f.credential_user, &profile.login)
-            .pair(&f.credential_password, profile.password.expose());
+        form.pair(&f.credential_user, login)
+            .pair(&f.credential_password, password.expose());
         let body = self
-            .execute(ctx, self.form(op, &self.inner.urls.credential, form))
+            .send(ctx, self.form(op, &self.inner.urls.credential, form))
             .await?;
         let answer = wire::parse_credential(&body).map_err(|e| malformed(op, e))?;
         Ok(CredentialGrant {
@@ -349,21 +206,16 @@ impl UpstreamClient {
     ) -> Result<Appkey, UpstreamError> {
         let op = Operation::Appkey;
         let mut form = FormBody::with_capacity(256 + token.expose().len());
-        form.pair("user", login)
-            .pair("token", token.expose())
-            .pair("cpf", user.cpf.digits())
-            .pair("nome", user.name.as_str())
-            .pair("nascimento", &user.birth_date.to_wire())
-            .pair("idExternoCliente", user.customer_reference.as_str());
-        let body = self
-            .execute(
-                ctx,
-                Prepared {
-                    journey_from_answer: Some(journey_of_appkey_answer),
-                    ..self.form(op, &self.inner.urls.appkey, form)
-                },
-            )
-            .await?;
+        form.pair(field::OPERATOR_LOGIN, login)
+            .pair(field::CREDENTIAL_TOKEN, token.expose())
+            .pair(field::CPF, user.cpf.digits())
+            .pair(field::NAME, user.name.as_str())
+            .pair(field::BIRTH_DATE, &user.birth_date.to_wire())
+            .pair(field::CUSTOMER_REFERENCE, user.customer_reference.as_str());
+        let req = self
+            .form(op, &self.inner.urls.appkey, form)
+            .learning_journey(journey_of_appkey_answer);
+        let body = self.send(ctx, req).await?;
         let key = wire::parse_appkey(&body).map_err(|e| malformed(op, e))?;
         Ok(Appkey::new(key))
     }
@@ -376,16 +228,9 @@ impl UpstreamClient {
         appkey: &Appkey,
     ) -> Result<pb::CreateChallengesResponse, UpstreamError> {
         let op = Operation::Challenge;
-        let mut form = FormBody::with_capacity(16 + appkey.expose().len());
-        form.pair("appkey", appkey.expose());
         let requested_at = SystemTime::now();
-        let body = self
-            .execute(
-                ctx,
-                self.form(op, &self.inner.urls.challenge, form)
-                    .for_appkey(appkey),
-            )
-            .await?;
+        let req = self.form(op, &self.inner.urls.challenge, appkey_form(appkey));
+        let body = self.send(ctx, req.for_appkey(appkey)).await?;
         let parsed: wire::ChallengesWire<'_> =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         convert::challenges(parsed, requested_at).map_err(|e| malformed(op, e))
@@ -399,39 +244,29 @@ impl UpstreamClient {
         ctx: &CallContext,
         appkey: &Appkey,
         challenge_key: &str,
-        snapshots: &[(ImagePayload, String)],
+        snapshots: &[Snapshot],
     ) -> Result<pb::LivenessVerdict, UpstreamError> {
         let op = Operation::Captcha;
         let f = &self.inner.fields;
         let images: usize = snapshots
             .iter()
-            .map(|(i, _)| body::form_base64_capacity(i.bytes().len()) + 64)
+            .map(|s| body::form_base64_capacity(s.image.bytes().len()) + 64)
             .sum();
         let mut form = FormBody::with_capacity(images + 64 + appkey.expose().len());
-        form.pair("appkey", appkey.expose())
+        form.pair(field::APPKEY, appkey.expose())
             .pair(&f.captcha_challenge_key, challenge_key)
             .start(&f.captcha_images);
-        for (image, code) in snapshots {
-            form.text("data:")
-                .text(body::snapshot_mime(image))
-                .text(";base64,type:")
-                .text(code)
-                .text(",")
-                .base64(image.bytes());
+        for snapshot in snapshots {
+            form.snapshot(snapshot);
         }
-        let body = self
-            .execute(
-                ctx,
-                self.form(op, &self.inner.urls.captcha, form)
-                    .for_appkey(appkey),
-            )
-            .await?;
+        let req = self.form(op, &self.inner.urls.captcha, form);
+        let body = self.send(ctx, req.for_appkey(appkey)).await?;
         let parsed: wire::VerdictWire = wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         Ok(convert::verdict(parsed))
     }
 
     /// `POST /3d/session-token` on `channel`: a 3D liveness session.
-    /// Consumes nothing; attempted up to `channel.session_attempts` times.
+    /// Consumes nothing; attempted up to the channel's session attempts.
     pub async fn session_token_3d(
         &self,
         ctx: &CallContext,
@@ -440,20 +275,17 @@ impl UpstreamClient {
         user_agent: Option<&str>,
     ) -> Result<Session3D, UpstreamError> {
         let op = Operation::SessionToken3D;
-        let url = channel_url(op, channel, &channel.session_token_path)?;
-        let mut json = String::with_capacity(64 + appkey.expose().len());
-        json.push_str("{\"appkey\":");
-        body::json_string_into(&mut json, appkey.expose());
+        let url = channel_url(op, channel)?;
+        let mut json = JsonBody::with_capacity(64 + appkey.expose().len());
+        json.string(field::APPKEY, appkey.expose());
         if let Some(ua) = user_agent.filter(|ua| !ua.is_empty()) {
-            json.push_str(",\"userAgent\":");
-            body::json_string_into(&mut json, ua);
+            json.string(field::USER_AGENT, ua);
         }
-        json.push('}');
-        let mut prepared = self.json(op, &url, json).for_appkey(appkey);
-        prepared.channel = Some(channel.name.clone());
-        prepared.timeout = channel.timeout;
-        prepared.attempts = channel.session_attempts.max(1);
-        let body = self.execute(ctx, prepared).await?;
+        let req = self
+            .json(op, url, json)
+            .for_appkey(appkey)
+            .on_channel(channel);
+        let body = self.send(ctx, req).await?;
         let parsed: wire::Session3DWire = wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         convert::session_3d(parsed).map_err(|e| malformed(op, e))
     }
@@ -468,18 +300,16 @@ impl UpstreamClient {
         session_token: &SessionToken,
     ) -> Result<pb::LivenessVerdict, UpstreamError> {
         let op = Operation::Liveness3D;
-        let url = channel_url(op, channel, &channel.liveness_path)?;
+        let url = channel_url(op, channel)?;
         let mut json =
-            String::with_capacity(64 + appkey.expose().len() + session_token.expose().len());
-        json.push_str("{\"appkey\":");
-        body::json_string_into(&mut json, appkey.expose());
-        json.push_str(",\"sessionToken\":");
-        body::json_string_into(&mut json, session_token.expose());
-        json.push('}');
-        let mut prepared = self.json(op, &url, json).for_appkey(appkey);
-        prepared.channel = Some(channel.name.clone());
-        prepared.timeout = channel.timeout;
-        let body = self.execute(ctx, prepared).await?;
+            JsonBody::with_capacity(64 + appkey.expose().len() + session_token.expose().len());
+        json.string(field::APPKEY, appkey.expose())
+            .string(field::SESSION_TOKEN, session_token.expose());
+        let req = self
+            .json(op, url, json)
+            .for_appkey(appkey)
+            .on_channel(channel);
+        let body = self.send(ctx, req).await?;
         let parsed: wire::VerdictWire = wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         Ok(convert::verdict(parsed))
     }
@@ -493,9 +323,13 @@ impl UpstreamClient {
         appkey: &Appkey,
         images: &[ImagePayload],
     ) -> Result<DocumentReceipt, UpstreamError> {
-        let op = Operation::DocumentImages;
-        let json = body::json_images(appkey.expose(), &self.inner.fields.document_images, images);
-        self.document(ctx, op, appkey, json).await
+        let mut json = JsonBody::with_capacity(
+            body::json_base64_capacity(images) + appkey.expose().len() + 32,
+        );
+        json.string(field::APPKEY, appkey.expose())
+            .base64_list(&self.inner.fields.document_images, images);
+        self.document(ctx, Operation::DocumentImages, appkey, json)
+            .await
     }
 
     /// `POST /document` with the digital driver licence (QR image, PDF or
@@ -506,9 +340,13 @@ impl UpstreamClient {
         appkey: &Appkey,
         licence: &ImagePayload,
     ) -> Result<DocumentReceipt, UpstreamError> {
-        let op = Operation::DigitalLicence;
-        let json = body::json_licence(appkey.expose(), &self.inner.fields.document_qrcode, licence);
-        self.document(ctx, op, appkey, json).await
+        let mut json = JsonBody::with_capacity(
+            body::json_base64_capacity(std::slice::from_ref(licence)) + appkey.expose().len() + 32,
+        );
+        json.string(field::APPKEY, appkey.expose())
+            .base64(&self.inner.fields.document_qrcode, licence.bytes());
+        self.document(ctx, Operation::DigitalLicence, appkey, json)
+            .await
     }
 
     async fn document(
@@ -516,15 +354,10 @@ impl UpstreamClient {
         ctx: &CallContext,
         op: Operation,
         appkey: &Appkey,
-        json: String,
+        json: JsonBody,
     ) -> Result<DocumentReceipt, UpstreamError> {
-        let body = self
-            .execute(
-                ctx,
-                self.json(op, &self.inner.urls.document, json)
-                    .for_appkey(appkey),
-            )
-            .await?;
+        let req = self.json(op, &self.inner.urls.document, json);
+        let body = self.send(ctx, req.for_appkey(appkey)).await?;
         let parsed: wire::DocumentAcceptedWire =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         let document_code = parsed
@@ -542,151 +375,31 @@ impl UpstreamClient {
         appkey: &Appkey,
     ) -> Result<pb::JourneyResult, UpstreamError> {
         let op = Operation::Result;
-        let mut form = FormBody::with_capacity(16 + appkey.expose().len());
-        form.pair("appkey", appkey.expose());
-        let body = self
-            .execute(
-                ctx,
-                self.form(op, &self.inner.urls.result, form)
-                    .for_appkey(appkey),
-            )
-            .await?;
+        let req = self.form(op, &self.inner.urls.result, appkey_form(appkey));
+        let body = self.send(ctx, req.for_appkey(appkey)).await?;
         let parsed: wire::JourneyResultWire<'_> =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
         convert::journey_result(parsed).map_err(|e| malformed(op, e))
     }
 
     fn form(&self, op: Operation, url: &Url, form: FormBody) -> Prepared {
-        self.prepared(op, url, body::FORM, form.finish())
+        Prepared::form(op, url, form, self.inner.defaults)
     }
 
-    fn json(&self, op: Operation, url: &Url, json: String) -> Prepared {
-        self.prepared(op, url, body::JSON, json)
+    fn json(&self, op: Operation, url: &Url, json: JsonBody) -> Prepared {
+        Prepared::json(op, url, json.finish(), self.inner.defaults)
     }
 
-    fn prepared(
-        &self,
-        op: Operation,
-        url: &Url,
-        content_type: &'static str,
-        body: String,
-    ) -> Prepared {
-        Prepared {
-            op,
-            url: url.clone(),
-            content_type,
-            body: Bytes::from(body),
-            timeout: self.inner.timeout,
-            attempts: if op.consumes_appkey() {
-                // One retry, and only after a connect failure.
-                2
-            } else {
-                self.inner.safe_attempts
-            },
-            channel: None,
-            journey: None,
-            journey_from_answer: None,
-        }
+    async fn send(&self, ctx: &CallContext, req: Prepared) -> Result<bytes::Bytes, UpstreamError> {
+        self.inner.sender.execute(ctx, req).await
     }
+}
 
-    /// Sends `req`, retrying as its operation allows, within the caller's
-    /// deadline. Returns the 2xx body.
-    async fn execute(&self, ctx: &CallContext, req: Prepared) -> Result<Bytes, UpstreamError> {
-        let op = req.op;
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let timeout = match ctx.remaining() {
-                Some(left) if left < MIN_ATTEMPT_BUDGET.min(req.timeout) || left.is_zero() => {
-                    return Err(UpstreamError::DeadlineExceeded { op });
-                }
-                Some(left) => left.min(req.timeout),
-                None => req.timeout,
-            };
-            let err = match self.attempt(&req, timeout).await {
-                Ok(body) => return Ok(body),
-                Err(e) => e,
-            };
-            if attempt >= req.attempts || !may_retry(op, &err) {
-                return Err(err);
-            }
-            let pause = backoff(attempt);
-            if let Some(left) = ctx.remaining() {
-                if left <= pause + MIN_ATTEMPT_BUDGET {
-                    return Err(err);
-                }
-            }
-            tracing::debug!(
-                operation = op.as_str(),
-                attempt,
-                error_class = err.class(),
-                "retrying upstream call"
-            );
-            tokio::time::sleep(pause).await;
-        }
-    }
-
-    /// One attempt: send, check the status, read the body within bounds,
-    /// under a client span whose context travels in the request headers.
-    async fn attempt(&self, req: &Prepared, timeout: Duration) -> Result<Bytes, UpstreamError> {
-        let op = req.op;
-        let limit = self.inner.max_response_bytes;
-        let mut request = UpstreamRequest::new(op, &Method::POST, req.url.as_str());
-        if let Some(channel) = req.channel.as_deref() {
-            request = request.channel(channel);
-        }
-        if let Some(journey) = req.journey.as_ref() {
-            request = request.journey(journey);
-        }
-        let mut call = UpstreamCall::start(&self.inner.metrics, request);
-        let headers = call.headers();
-        let exchange = async {
-            let response = self
-                .inner
-                .http
-                .post(req.url.clone())
-                .headers(headers)
-                .header(CONTENT_TYPE, req.content_type)
-                .header(ACCEPT, "application/json, text/plain, */*")
-                .body(req.body.clone())
-                .timeout(timeout)
-                .send()
-                .await
-                .map_err(|e| send_error(op, &e))?;
-            let status = response.status();
-            if !status.is_success() {
-                return Ok((
-                    status,
-                    Err(UpstreamError::Status {
-                        op,
-                        status: status.as_u16(),
-                    }),
-                ));
-            }
-            Ok((status, read_bounded(op, response, limit).await))
-        }
-        .instrument(call.span().clone());
-        match tokio::time::timeout(timeout, exchange).await {
-            Ok(Ok((status, body))) => {
-                if let (Some(learn), Ok(b)) = (req.journey_from_answer, &body) {
-                    if let Some(journey) = learn(b) {
-                        call.record_journey(&journey);
-                    }
-                }
-                call.finish(status);
-                body
-            }
-            Ok(Err(err)) => {
-                call.fail(&err);
-                Err(err)
-            }
-            Err(_) => {
-                let err = UpstreamError::Timeout { op };
-                call.fail(&err);
-                Err(err)
-            }
-        }
-    }
+/// The form of an operation that takes the appkey alone.
+fn appkey_form(appkey: &Appkey) -> FormBody {
+    let mut form = FormBody::with_capacity(16 + appkey.expose().len());
+    form.pair(field::APPKEY, appkey.expose());
+    form
 }
 
 /// The journey reference of an `/appkey` answer, for its client span.
@@ -697,96 +410,14 @@ fn journey_of_appkey_answer(body: &[u8]) -> Option<JourneyRef> {
 
 /// The URL of a 3D operation on a channel; a channel whose URL does not
 /// parse fails without sending anything.
-fn channel_url(op: Operation, channel: &ChannelEndpoint, path: &str) -> Result<Url, UpstreamError> {
-    join(&channel.base_url, path).ok_or_else(|| {
-        tracing::error!(operation = op.as_str(), "3D channel URL does not parse");
+fn channel_url(op: Operation, channel: &ChannelEndpoint) -> Result<&Url, UpstreamError> {
+    channel.url(op).ok_or_else(|| {
+        tracing::error!(
+            operation = op.as_str(),
+            channel = channel.name(),
+            "3D channel URL does not parse"
+        );
         UpstreamError::Connect { op }
-    })
-}
-
-/// Whether a failed attempt may be repeated. Operations that consume the
-/// appkey: only when the request provably never left (connect failure).
-fn may_retry(op: Operation, err: &UpstreamError) -> bool {
-    if op.consumes_appkey() {
-        return err.request_not_sent() && matches!(err, UpstreamError::Connect { .. });
-    }
-    match err {
-        UpstreamError::Connect { .. }
-        | UpstreamError::Timeout { .. }
-        | UpstreamError::Transport { .. } => true,
-        UpstreamError::Status { status, .. } => matches!(status, 502..=504),
-        UpstreamError::Malformed { .. }
-        | UpstreamError::Oversize { .. }
-        | UpstreamError::DeadlineExceeded { .. } => false,
-    }
-}
-
-/// Exponential backoff with jitter: 50 ms, 100 ms, ... capped at 800 ms,
-/// each scaled by a random factor in [0.5, 1.0).
-fn backoff(attempt: u32) -> Duration {
-    let exp = BACKOFF_BASE
-        .saturating_mul(1u32 << attempt.saturating_sub(1).min(8))
-        .min(BACKOFF_CAP);
-    let random = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
-    let factor = 0.5 + (random % 500) as f64 / 1000.0;
-    exp.mul_f64(factor)
-}
-
-/// Classifies a failure to get response headers. A connect failure proves
-/// the request was not sent; anything else may have reached the upstream.
-fn send_error(op: Operation, e: &reqwest::Error) -> UpstreamError {
-    if e.is_connect() || e.is_builder() {
-        UpstreamError::Connect { op }
-    } else if e.is_timeout() {
-        UpstreamError::Timeout { op }
-    } else {
-        UpstreamError::Transport { op }
-    }
-}
-
-/// Reads the body chunk by chunk, failing as soon as it would exceed
-/// `limit`. A body that arrives in one chunk is returned without a copy.
-async fn read_bounded(
-    op: Operation,
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Bytes, UpstreamError> {
-    let oversize = UpstreamError::Oversize { op, limit };
-    let declared = response.content_length();
-    if declared.is_some_and(|len| len > limit as u64) {
-        return Err(oversize);
-    }
-    let mut first: Option<Bytes> = None;
-    let mut buf: Option<BytesMut> = None;
-    let mut total = 0usize;
-    loop {
-        let chunk = match response.chunk().await {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break,
-            Err(e) if e.is_timeout() => return Err(UpstreamError::Timeout { op }),
-            Err(_) => return Err(UpstreamError::Transport { op }),
-        };
-        total = total.saturating_add(chunk.len());
-        if total > limit {
-            return Err(oversize);
-        }
-        match (&mut first, &mut buf) {
-            (None, None) => first = Some(chunk),
-            (Some(head), None) => {
-                let hint = declared.map_or(total * 2, |d| d as usize).min(limit);
-                let mut b = BytesMut::with_capacity(hint.max(total));
-                b.extend_from_slice(head);
-                b.extend_from_slice(&chunk);
-                buf = Some(b);
-                first = None;
-            }
-            (_, Some(b)) => b.extend_from_slice(&chunk),
-        }
-    }
-    Ok(match (first, buf) {
-        (_, Some(b)) => b.freeze(),
-        (Some(head), None) => head,
-        (None, None) => Bytes::new(),
     })
 }
 
@@ -806,48 +437,6 @@ pub fn parse_expires(text: &str) -> Option<PrimitiveDateTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn join_keeps_the_base_path() {
-        let u = join("http://h:1/facecaptcha/", "/service/captcha/appkey").unwrap();
-        assert_eq!(u.as_str(), "http://h:1/facecaptcha/service/captcha/appkey");
-        assert!(join("", "/x").is_none());
-        assert!(join("ftp://h", "/x").is_none());
-    }
-
-    #[test]
-    fn consuming_operations_retry_only_after_connect_failures() {
-        for op in [
-            Operation::Captcha,
-            Operation::Liveness3D,
-            Operation::DocumentImages,
-        ] {
-            assert!(may_retry(op, &UpstreamError::Connect { op }));
-            assert!(!may_retry(op, &UpstreamError::Timeout { op }));
-            assert!(!may_retry(op, &UpstreamError::Transport { op }));
-            assert!(!may_retry(op, &UpstreamError::Status { op, status: 503 }));
-        }
-        let op = Operation::Result;
-        assert!(may_retry(op, &UpstreamError::Timeout { op }));
-        assert!(may_retry(op, &UpstreamError::Status { op, status: 502 }));
-        assert!(!may_retry(op, &UpstreamError::Status { op, status: 500 }));
-        assert!(!may_retry(
-            op,
-            &UpstreamError::Malformed {
-                op,
-                detail: String::new()
-            }
-        ));
-    }
-
-    #[test]
-    fn backoff_grows_is_capped_and_jittered_within_bounds() {
-        for attempt in 1..12 {
-            let b = backoff(attempt);
-            assert!(b <= BACKOFF_CAP, "{b:?}");
-            assert!(b >= BACKOFF_BASE / 2, "{b:?}");
-        }
-    }
 
     #[test]
     fn expires_parses_the_wire_format_only() {

@@ -4,7 +4,7 @@
 //! body, a URL query, a header or a field value, because upstream bodies
 //! and serde messages can quote personal data.
 
-use super::Operation;
+use crate::domain::Operation;
 
 /// A failed upstream call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

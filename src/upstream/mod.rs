@@ -2,35 +2,42 @@
 //!
 //! # Layout
 //!
-//! - [`operation`](Operation): the REST operations, and which ones consume
-//!   the appkey (never retried once sent).
-//! - [`error`](UpstreamError): how a call failed, classified for the gRPC
-//!   mapping in [`crate::error`]; messages carry no values.
-//! - [`wire`]: serde mirrors of the answers with the spec's field names;
-//!   lenient scalars, Base64 images, value-free parse errors.
+//! - [`UpstreamConfig`] (`config`): `[upstream]`, its paths and the field
+//!   names the spec does not show.
+//! - [`wire`]: serde mirrors of the answers with the spec's field names,
+//!   and [`wire::field`], the request field names the spec fixes; lenient
+//!   scalars, Base64 images, value-free parse errors.
 //! - [`convert`]: wire answers -> `idgate.v1` messages (codes typed and
 //!   raw, omitted objects unset, images decoded once).
-//! - `body`: request bodies written into one pre-sized buffer, Base64
+//! - [`body`]: request bodies written into one pre-sized buffer, Base64
 //!   included.
+//! - `endpoint`: URLs joined and parsed once; [`ChannelEndpoint`], where a
+//!   3D channel's two operations go.
+//! - `request`: one request built once, ready to send again.
+//! - `send`: the retry loop within the caller's deadline
+//!   ([`CallContext`](crate::context::CallContext)) and one attempt under
+//!   its client span; `read`: the bounded body read.
 //! - [`UpstreamClient`] (`client`): one method per operation on a shared
-//!   connection pool, bounded by timeouts, the caller's deadline
-//!   ([`CallContext`]) and `max_response_bytes`; retries per operation.
-//! - [`Credentials`] (`credentials`): the per-profile credential cache
-//!   with single-flight refresh and the one-refresh retry of `/appkey`.
+//!   connection pool.
+//! - [`UpstreamError`] (`error`): how a call failed, classified once for
+//!   the gRPC mapping, retries, breakers, spans and metrics; messages carry
+//!   no values.
 
 pub mod body;
 mod client;
+mod config;
 pub mod convert;
-mod credentials;
+mod endpoint;
 mod error;
-mod operation;
+mod read;
+mod request;
+mod send;
 pub mod wire;
 
 pub use client::{
-    CallContext, ChannelEndpoint, ClientSetupError, CredentialGrant, DocumentReceipt,
-    UpstreamClient, parse_expires,
+    ClientSetupError, CredentialGrant, DocumentReceipt, UpstreamClient, parse_expires,
 };
+pub use config::{FieldsConfig, PathsConfig, UpstreamConfig};
 pub use convert::Session3D;
-pub use credentials::{CredentialPolicy, Credentials};
+pub use endpoint::ChannelEndpoint;
 pub use error::UpstreamError;
-pub use operation::Operation;

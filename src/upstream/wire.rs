@@ -9,6 +9,7 @@
 //! only: serde's messages quote the offending values, which can be
 //! personal data.
 
+pub mod field;
 mod image;
 mod result;
 mod scalar;

@@ -6,12 +6,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
+use crate::domain::Operation;
 use crate::sandbox::app::App;
 use crate::sandbox::documents::{LicenceFormat, recognise};
 use crate::sandbox::error::Reject;
 use crate::sandbox::input::{Input, json_str};
 use crate::sandbox::store::{Base64Image, DocumentImage, SubmissionContent};
-use crate::upstream::Operation;
 
 /// A body with a `qrcode` field is a digital licence; anything else
 /// (malformed bodies included) is an image upload.

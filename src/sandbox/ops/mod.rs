@@ -23,10 +23,10 @@ use super::error::Reject;
 use super::faults::{self, FaultPhase};
 use super::input::Input;
 use crate::domain::JourneyRef;
+use crate::domain::Operation;
 use crate::telemetry::journey::journey_from_context;
 use crate::telemetry::propagation::extract_from_http;
 use crate::telemetry::{ServerSpan, record_journey};
-use crate::upstream::Operation;
 
 /// Which handler a path leads to. `/document` serves two operations,
 /// told apart by the body.

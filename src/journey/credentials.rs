@@ -10,17 +10,19 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
-use crate::config::{OperatorProfile, UpstreamConfig};
-use crate::domain::{Appkey, CredentialToken, EndUser};
-use crate::error::Error;
-
-use super::client::{CallContext, CredentialGrant, UpstreamClient};
-use super::{Operation, UpstreamError};
+use super::operators::OperatorProfile;
+use crate::{
+    context::CallContext,
+    domain::{Appkey, CredentialToken, EndUser, Operation},
+    error::Error,
+    sync::lock,
+    upstream::{CredentialGrant, UpstreamClient, UpstreamConfig, UpstreamError},
+};
 
 /// How the cache reads and ages credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,7 +208,7 @@ impl Credentials {
         };
         let op = Operation::Credential;
         let _guard = match ctx.deadline() {
-            Some(deadline) => tokio::time::timeout_at(deadline.into(), slot.refresh.lock())
+            Some(deadline) => tokio::time::timeout_at(deadline, slot.refresh.lock())
                 .await
                 .map_err(|_| UpstreamError::DeadlineExceeded { op })?,
             None => slot.refresh.lock().await,
@@ -225,7 +227,12 @@ impl Credentials {
             }
         }
         self.inner.exchanges.fetch_add(1, Ordering::Relaxed);
-        let outcome = self.inner.client.credential(ctx, &slot.profile).await;
+        let profile = &slot.profile;
+        let outcome = self
+            .inner
+            .client
+            .credential(ctx, &profile.login, &profile.password)
+            .await;
         let mut state = lock(&slot.state);
         state.epoch += 1;
         match outcome {
@@ -293,12 +300,6 @@ fn fresh(state: &SlotState) -> Option<CredentialToken> {
         .as_ref()
         .filter(|c| OffsetDateTime::now_utc() < c.refresh_at)
         .map(|c| c.token.clone())
-}
-
-/// Locks a slot's state; the state stays consistent even if a holder
-/// panicked (every write is a single assignment), so poison is ignored.
-fn lock(m: &Mutex<SlotState>) -> std::sync::MutexGuard<'_, SlotState> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

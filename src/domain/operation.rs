@@ -1,4 +1,5 @@
-//! The upstream operations, named once for errors, metrics and spans.
+//! The REST operations of the identity-verification service, named once
+//! for the client, the sandbox, errors, metrics and spans.
 
 use std::fmt;
 

@@ -6,20 +6,17 @@
 //! SHA-256 digests, so neither the content nor the length of the expected
 //! token leaks through timing.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
+use serde::Deserialize;
 use tonic::{Code, Request, Response, Status, service::Interceptor};
 use tonic_types::{ErrorDetails, StatusExt};
 
-use super::{
-    breaker::CircuitState,
-    channel::ChannelSnapshot,
-    config::{RoutingMode, valid_name},
-    router::ChannelRouter,
-};
 use crate::{
     Error,
-    domain::{authorization_credentials, secret_newtype, secrets_match},
+    channels::{ChannelRouter, ChannelSnapshot, CircuitState, RoutingMode, valid_name},
+    config_source::{ConfigError, read_secret},
+    domain::{AdminToken, authorization_credentials, secrets_match},
     error::ERROR_DOMAIN,
     proto::v1::{
         self as pb,
@@ -27,19 +24,38 @@ use crate::{
     },
 };
 
-secret_newtype!(
-    @without_new
-    /// The admin bearer token. `Debug` prints a redaction; `expose` is for
-    /// the one place that must send it (the CLI).
-    AdminToken
-);
+/// `[admin]`: where the bearer token of `ChannelAdminService` comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Environment variable holding the token (used when no file is set).
+    pub token_env: String,
+    /// File holding the token (trailing newline ignored); wins over the
+    /// variable.
+    pub token_file: Option<PathBuf>,
+}
 
-impl AdminToken {
-    /// Wraps a token; `None` when it is empty or blank, which would let a
-    /// bare `Bearer ` header in.
-    pub fn new(token: impl Into<String>) -> Option<Self> {
-        let token = token.into();
-        (!token.trim().is_empty()).then(|| Self(token.into()))
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            token_env: "IDGATE_ADMIN_TOKEN".to_owned(),
+            token_file: None,
+        }
+    }
+}
+
+impl AdminConfig {
+    /// Reads the admin token. An empty token is refused: it would let
+    /// anyone who sends `Bearer ` in.
+    pub fn resolve_token(&self) -> Result<AdminToken, ConfigError> {
+        let secret = match &self.token_file {
+            Some(file) => read_secret("admin.token", None, Some(file))?,
+            None => read_secret("admin.token", Some(&self.token_env), None)?,
+        };
+        AdminToken::new(secret).ok_or_else(|| ConfigError::MissingSecret {
+            what: "admin.token".to_owned(),
+            why: "the token is empty".to_owned(),
+        })
     }
 }
 

@@ -1,18 +1,31 @@
 //! The journey core: what each gRPC operation does, over domain types.
 //!
-//! The tonic services in [`crate::api`] validate and convert; the work
-//! happens here, in plain async functions that tests can call directly.
+//! The tonic services validate and convert; the work happens here, in
+//! plain async functions that tests can call directly.
+//!
+//! - [`JourneyCore`]: appkeys, 2D liveness, documents and the result, on
+//!   the core REST service (3D liveness goes through the channel router).
+//! - [`Credentials`] (`credentials`): the per-profile credential cache
+//!   with single-flight refresh and the one-refresh retry of `/appkey`.
+//! - [`OperatorConfig`] (`operators`): `[[operators]]`, whose passwords
+//!   live outside the TOML.
+
+mod credentials;
+mod operators;
+
+pub use credentials::{CredentialPolicy, Credentials};
+pub use operators::{OperatorConfig, OperatorProfile};
 
 use std::time::Duration;
 
 use time::OffsetDateTime;
 
 use crate::{
-    config::LimitsConfig,
-    domain::{Appkey, EndUser, ImagePayload, JourneyRef},
+    context::CallContext,
+    domain::{Appkey, EndUser, ImagePayload, JourneyRef, Snapshot},
     error::Error,
     proto::v1,
-    upstream::{CallContext, Credentials, UpstreamClient},
+    upstream::UpstreamClient,
 };
 
 /// A journey just created.
@@ -27,34 +40,22 @@ pub struct NewJourney {
 }
 
 /// The operations of a journey that go to the core REST service (3D
-/// liveness goes through [`crate::channels`]).
+/// liveness goes through the channel router).
 #[derive(Clone)]
 pub struct JourneyCore {
     upstream: UpstreamClient,
     credentials: Credentials,
-    limits: LimitsConfig,
     appkey_ttl: Duration,
 }
 
 impl JourneyCore {
     /// A core over `upstream` and the operator `credentials`.
-    pub fn new(
-        upstream: UpstreamClient,
-        credentials: Credentials,
-        limits: LimitsConfig,
-        appkey_ttl: Duration,
-    ) -> Self {
+    pub fn new(upstream: UpstreamClient, credentials: Credentials, appkey_ttl: Duration) -> Self {
         Self {
             upstream,
             credentials,
-            limits,
             appkey_ttl,
         }
-    }
-
-    /// The limits on what callers send.
-    pub fn limits(&self) -> &LimitsConfig {
-        &self.limits
     }
 
     /// The REST client (shared connection pool).
@@ -111,7 +112,7 @@ impl JourneyCore {
         ctx: &CallContext,
         appkey: &Appkey,
         challenge_key: &str,
-        snapshots: &[(ImagePayload, String)],
+        snapshots: &[Snapshot],
     ) -> Result<v1::LivenessVerdict, Error> {
         Ok(self
             .upstream

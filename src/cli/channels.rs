@@ -12,11 +12,11 @@ use tonic::{
 };
 use tonic_types::StatusExt;
 
-use super::{
-    admin::AdminToken,
-    config::{ChannelConfigError, RoutingMode},
+use crate::{
+    channels::{ChannelConfigError, RoutingMode},
+    domain::AdminToken,
+    proto::v1::{self as pb, channel_admin_service_client::ChannelAdminServiceClient},
 };
-use crate::proto::v1::{self as pb, channel_admin_service_client::ChannelAdminServiceClient};
 
 /// Default admin address of `idgate serve`.
 pub const DEFAULT_ADMIN_ADDR: &str = "http://127.0.0.1:50052";
@@ -126,7 +126,7 @@ pub async fn list(addr: &str, token: &AdminToken) -> Result<String, CliError> {
 /// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME>`.
 pub async fn set_mode(addr: &str, token: &AdminToken, mode: &str) -> Result<String, CliError> {
     let mode: RoutingMode = mode.parse()?;
-    let (pb_mode, channel) = super::admin::mode_to_proto(&mode);
+    let (pb_mode, channel) = crate::api::admin::mode_to_proto(&mode);
     let mut client = connect(addr, token).await?;
     let resp = client
         .set_routing_mode(pb::SetRoutingModeRequest {

@@ -1,0 +1,307 @@
+//! Assembles listeners and services into a running gateway.
+//!
+//! - `listeners`: the public gRPC API (with health and reflection), the
+//!   HTTP listener (webhook receiver, `/metrics`, `/healthz`) and the
+//!   admin gRPC listener (`ChannelAdminService`, behind a bearer token).
+//! - `upstream`: the configured REST service and its operators, or
+//! - `embedded`: with no `[upstream]` configured, the sandbox started in
+//!   process on loopback, the gateway pointed at it.
+
+mod embedded;
+mod listeners;
+mod upstream;
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use tokio::{sync::watch, task::JoinHandle};
+
+use crate::{
+    api::{DocumentApi, JourneyApi, LivenessApi},
+    channels::{self, ChannelRouter, ChannelSpec, HttpTransport},
+    config::{Config, ConfigError},
+    context::CallContext,
+    domain::Appkey,
+    events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver},
+    journey::{CredentialPolicy, Credentials, JourneyCore},
+    sandbox::{self, Clock, SandboxHandle},
+    telemetry::{self, Metrics},
+    upstream::UpstreamClient,
+};
+
+/// A gateway that could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The configuration is invalid or a secret is missing.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        /// Which listener.
+        what: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The embedded sandbox did not start.
+    #[error("the embedded sandbox did not start: {0}")]
+    Sandbox(#[from] sandbox::SandboxError),
+    /// The REST client could not be built.
+    #[error("the upstream client could not be built: {0}")]
+    Client(#[from] crate::upstream::ClientSetupError),
+    /// The channel configuration is invalid.
+    #[error("invalid channel configuration: {0}")]
+    Channels(#[from] channels::config::ChannelConfigError),
+    /// Reflection could not load the descriptors.
+    #[error("server reflection: {0}")]
+    Reflection(String),
+}
+
+/// What tests and embedders may set beyond the configuration.
+#[derive(Default)]
+pub struct StartOptions {
+    /// The configuration file, re-read on [`Gateway::reload`].
+    pub config_path: Option<PathBuf>,
+    /// The embedded sandbox's clock (tests pass a `ManualClock`).
+    pub sandbox_clock: Option<Arc<dyn Clock>>,
+}
+
+/// A running gateway. Dropping it does not stop it: call
+/// [`Gateway::shutdown`].
+pub struct Gateway {
+    grpc_addr: SocketAddr,
+    http_addr: SocketAddr,
+    admin_addr: Option<SocketAddr>,
+    sandbox: Option<SandboxHandle>,
+    router: Arc<ChannelRouter>,
+    hub: JourneyHub,
+    core: JourneyCore,
+    metrics: Metrics,
+    config_path: Option<PathBuf>,
+    embedded_channels: Vec<ChannelSpec>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Gateway {
+    /// The public gRPC API's address.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.grpc_addr
+    }
+
+    /// `http://` URL of the public gRPC API, for tonic clients.
+    pub fn grpc_url(&self) -> String {
+        format!("http://{}", self.grpc_addr)
+    }
+
+    /// The HTTP listener's address (webhook, metrics, health).
+    pub fn http_addr(&self) -> SocketAddr {
+        self.http_addr
+    }
+
+    /// The admin listener's address, when an admin token is configured.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
+    }
+
+    /// The embedded sandbox, when no upstream is configured.
+    pub fn sandbox(&self) -> Option<&SandboxHandle> {
+        self.sandbox.as_ref()
+    }
+
+    /// The embedded sandbox, mutably (to stop one of its channels).
+    pub fn sandbox_mut(&mut self) -> Option<&mut SandboxHandle> {
+        self.sandbox.as_mut()
+    }
+
+    /// The 3D channel router.
+    pub fn router(&self) -> &Arc<ChannelRouter> {
+        &self.router
+    }
+
+    /// The journey event hub (watchers, directory).
+    pub fn hub(&self) -> &JourneyHub {
+        &self.hub
+    }
+
+    /// The journey core (credentials, REST client).
+    pub fn core(&self) -> &JourneyCore {
+        &self.core
+    }
+
+    /// The metrics registry.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Re-reads the configuration file and applies what can change at run
+    /// time: the channel set. Bindings and calls in flight are kept.
+    pub async fn reload(&self) -> Result<(), StartError> {
+        let config = Config::load(self.config_path.as_deref())?;
+        self.reload_from(&config)
+    }
+
+    /// Applies `config`'s channels, as [`Gateway::reload`] does. With no
+    /// `[[channels]]`, the channels the gateway started with come back
+    /// (on the embedded sandbox, with `config`'s `[embedded_channels]`).
+    pub fn reload_from(&self, config: &Config) -> Result<(), StartError> {
+        let specs = match (&self.sandbox, config.channels.is_empty()) {
+            (_, false) => config.channels.clone(),
+            (Some(sandbox), true) => embedded::channels(sandbox, config),
+            (None, true) => self.embedded_channels.clone(),
+        };
+        let summary = self.router.reload(specs)?;
+        tracing::info!(?summary, "channels reloaded");
+        Ok(())
+    }
+
+    /// Stops accepting calls, ends open `WatchJourney` streams with
+    /// `UNAVAILABLE` / `SHUTTING_DOWN`, lets other calls in flight finish,
+    /// and stops the embedded sandbox.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        // Open WatchJourney streams would hold up the graceful shutdown.
+        self.hub.close();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        self.hub.tasks_finished().await;
+        if let Some(sandbox) = self.sandbox {
+            sandbox.shutdown().await;
+        }
+    }
+}
+
+/// Starts the gateway described by `config`.
+pub async fn start(config: Config) -> Result<Gateway, StartError> {
+    start_with(config, StartOptions::default()).await
+}
+
+/// Reads journey results for the watchers, through the core.
+struct CoreResults {
+    core: JourneyCore,
+    timeout: Duration,
+}
+
+impl ResultSource for CoreResults {
+    async fn fetch(
+        &self,
+        appkey: &Appkey,
+    ) -> Result<crate::proto::v1::JourneyResult, crate::Error> {
+        self.core
+            .journey_result(&CallContext::with_timeout(self.timeout), appkey)
+            .await
+    }
+}
+
+/// Starts the gateway with `options`.
+pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway, StartError> {
+    telemetry::propagation::install_propagator();
+    let grpc_listener = listeners::bind("grpc", config.listen.grpc).await?;
+    let http_listener = listeners::bind("http", config.listen.http).await?;
+    let grpc_addr = listeners::local("grpc", &grpc_listener, config.listen.grpc)?;
+    let http_addr = listeners::local("http", &http_listener, config.listen.http)?;
+
+    let mut webhook = config.webhook.resolve_unchecked()?;
+    let webhook_url = format!("http://{http_addr}{}", webhook.path);
+    let up = upstream::resolve(&config, &mut webhook, webhook_url, options.sandbox_clock).await?;
+
+    let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
+    let client = UpstreamClient::with_metrics(&up.config, metrics.clone())?;
+    let credentials = Credentials::new(
+        client.clone(),
+        up.operators,
+        CredentialPolicy::from_config(&up.config),
+    );
+    let core = JourneyCore::new(
+        client.clone(),
+        credentials,
+        Duration::from_secs(up.config.appkey_ttl_secs),
+    );
+    let router = Arc::new(ChannelRouter::new(
+        up.channels,
+        &config.routing,
+        Arc::new(HttpTransport::new(client)),
+    )?);
+    let hub = JourneyHub::new(
+        CoreResults {
+            core: core.clone(),
+            timeout: up.config.timeout(),
+        },
+        WatchSettings::from(&config.watch),
+    );
+
+    let (stop, stopped) = watch::channel(false);
+    let mut tasks = Vec::new();
+
+    let api = listeners::PublicApi {
+        journeys: JourneyApi::new(core.clone(), hub.clone())
+            .with_telemetry(config.telemetry.clone()),
+        liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone()),
+        documents: DocumentApi::new(core.clone(), config.limits.clone()),
+        max_message_bytes: config.limits.max_grpc_message_bytes,
+    };
+    tasks
+        .push(listeners::serve_public(grpc_listener, api, metrics.clone(), stopped.clone()).await?);
+
+    let receiver = if webhook.basic.is_some()
+        || webhook.hmac.is_some()
+        || webhook.allow_unauthenticated
+    {
+        Some(WebhookReceiver::new(webhook, hub.clone())?)
+    } else {
+        tracing::warn!(
+            "webhook receiver disabled: configure [webhook] basic_user/basic_password_env or hmac_secret_env; WatchJourney falls back to reading the result"
+        );
+        None
+    };
+    tasks.push(listeners::serve_http(
+        http_listener,
+        receiver,
+        router.clone(),
+        metrics.clone(),
+        stopped.clone(),
+    ));
+
+    // Admin listener, only with a token.
+    let admin_addr = match config.admin.resolve_token() {
+        Ok(token) => {
+            let listener = listeners::bind("admin", config.listen.admin).await?;
+            let addr = listeners::local("admin", &listener, config.listen.admin)?;
+            tasks.push(listeners::serve_admin(
+                listener,
+                router.clone(),
+                &token,
+                metrics.clone(),
+                stopped,
+            ));
+            Some(addr)
+        }
+        Err(e) => {
+            tracing::warn!(reason = %e, "admin listener disabled: no admin token");
+            None
+        }
+    };
+
+    tracing::info!(
+        grpc = %grpc_addr,
+        http = %http_addr,
+        admin = ?admin_addr,
+        "idgate listening"
+    );
+    Ok(Gateway {
+        grpc_addr,
+        http_addr,
+        admin_addr,
+        sandbox: up.sandbox,
+        router,
+        hub,
+        core,
+        metrics,
+        config_path: options.config_path,
+        embedded_channels: up.embedded_channels,
+        stop,
+        tasks,
+    })
+}

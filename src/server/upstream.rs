@@ -1,0 +1,64 @@
+//! The upstream side of the gateway: where the REST service is, who logs
+//! in to it, and which 3D channels serve it.
+
+use std::sync::Arc;
+
+use super::{StartError, embedded};
+use crate::{
+    config::{ChannelSpec, Config, ConfigError, OperatorProfile, UpstreamConfig},
+    events::WebhookSettings,
+    sandbox::{Clock, SandboxHandle},
+};
+
+/// The upstream side, resolved.
+pub(super) struct Upstream {
+    pub(super) config: UpstreamConfig,
+    pub(super) operators: Vec<OperatorProfile>,
+    /// The channels to route 3D liveness over.
+    pub(super) channels: Vec<ChannelSpec>,
+    /// What a reload with no `[[channels]]` returns to.
+    pub(super) embedded_channels: Vec<ChannelSpec>,
+    pub(super) sandbox: Option<SandboxHandle>,
+}
+
+/// The configured `[upstream]` with its operators' passwords read, or the
+/// embedded sandbox when none is configured.
+pub(super) async fn resolve(
+    config: &Config,
+    webhook: &mut WebhookSettings,
+    webhook_url: String,
+    clock: Option<Arc<dyn Clock>>,
+) -> Result<Upstream, StartError> {
+    let Some(up) = &config.upstream else {
+        return embedded::start(config, webhook, webhook_url, clock).await;
+    };
+    let operators = config
+        .operators
+        .iter()
+        .map(|o| o.resolve())
+        .collect::<Result<Vec<_>, _>>()?;
+    if operators.is_empty() {
+        return Err(ConfigError::Invalid(
+            "[upstream] is configured but no [[operators]] profile is".to_owned(),
+        )
+        .into());
+    }
+    let channels = if config.channels.is_empty() {
+        // The core service's own 3D paths, as the one channel.
+        vec![ChannelSpec {
+            session_token_path: up.paths.session_token_3d.clone(),
+            liveness_path: up.paths.liveness_3d.clone(),
+            timeout_ms: up.timeout_ms,
+            ..ChannelSpec::new("primary", up.base_url.clone(), 0)
+        }]
+    } else {
+        config.channels.clone()
+    };
+    Ok(Upstream {
+        config: up.clone(),
+        operators,
+        channels: channels.clone(),
+        embedded_channels: channels,
+        sandbox: None,
+    })
+}

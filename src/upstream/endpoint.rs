@@ -1,0 +1,129 @@
+//! Where REST operations go: URLs joined and parsed once, when the client
+//! or a channel is built, never per call.
+
+use std::time::Duration;
+
+use reqwest::Url;
+
+use crate::domain::Operation;
+
+/// `base` + `path`, keeping the base's own path (`Url::join` would replace
+/// it); `None` unless the result is an `http` or `https` URL.
+pub(crate) fn join(base: &str, path: &str) -> Option<Url> {
+    let base = base.trim_end_matches('/');
+    let path = path.trim_start_matches('/');
+    Url::parse(&format!("{base}/{path}"))
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+}
+
+/// A 3D liveness vendor channel's address: where `/3d/session-token` and
+/// `/3d/liveness` go, with the channel's timeout and session-token
+/// attempts. The channel router builds one per configured channel (and
+/// rebuilds it on reload); the client sends on it with the shared pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelEndpoint {
+    name: String,
+    base_url: String,
+    /// `None` when the configured URL does not parse: calls then fail as
+    /// a connect failure, without sending anything.
+    session_token_url: Option<Url>,
+    liveness_url: Option<Url>,
+    timeout: Duration,
+    session_attempts: u32,
+}
+
+impl ChannelEndpoint {
+    /// A channel at `base_url` with its two operation paths, one
+    /// session-token attempt (a router owns failover) and the name `core`.
+    pub fn new(
+        base_url: impl Into<String>,
+        session_token_path: impl AsRef<str>,
+        liveness_path: impl AsRef<str>,
+        timeout: Duration,
+    ) -> Self {
+        let base_url = base_url.into();
+        ChannelEndpoint {
+            session_token_url: join(&base_url, session_token_path.as_ref()),
+            liveness_url: join(&base_url, liveness_path.as_ref()),
+            base_url,
+            timeout,
+            session_attempts: 1,
+            name: "core".to_owned(),
+        }
+    }
+
+    /// Names the channel in spans and metrics.
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the session-token attempts on this channel (at least 1).
+    /// `/3d/liveness` is never retried once it may have been sent.
+    pub fn with_session_attempts(mut self, attempts: u32) -> Self {
+        self.session_attempts = attempts.max(1);
+        self
+    }
+
+    /// The channel's name, for spans and metrics.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The base URL as configured.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Timeout of one call on this channel.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Attempts of `/3d/session-token` on this channel.
+    pub fn session_attempts(&self) -> u32 {
+        self.session_attempts
+    }
+
+    /// True when both operation URLs parse.
+    pub fn is_valid(&self) -> bool {
+        self.session_token_url.is_some() && self.liveness_url.is_some()
+    }
+
+    /// The URL of `op` (a 3D operation) on this channel.
+    pub(crate) fn url(&self, op: Operation) -> Option<&Url> {
+        match op {
+            Operation::SessionToken3D => self.session_token_url.as_ref(),
+            Operation::Liveness3D => self.liveness_url.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_keeps_the_base_path() {
+        let u = join("http://h:1/facecaptcha/", "/service/captcha/appkey").unwrap();
+        assert_eq!(u.as_str(), "http://h:1/facecaptcha/service/captcha/appkey");
+        assert!(join("", "/x").is_none());
+        assert!(join("ftp://h", "/x").is_none());
+    }
+
+    #[test]
+    fn a_channel_parses_its_urls_once_and_reports_a_bad_one() {
+        let ok = ChannelEndpoint::new("http://v/alt", "/s", "/l", Duration::from_secs(1));
+        assert!(ok.is_valid());
+        assert_eq!(
+            ok.url(Operation::Liveness3D).map(Url::as_str),
+            Some("http://v/alt/l")
+        );
+        assert!(ok.url(Operation::Result).is_none());
+        let bad = ChannelEndpoint::new("not a url", "/s", "/l", Duration::from_secs(1));
+        assert!(!bad.is_valid());
+        assert!(bad.url(Operation::SessionToken3D).is_none());
+    }
+}

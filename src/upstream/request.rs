@@ -1,0 +1,103 @@
+//! One upstream request, built once and ready to send again: its
+//! operation, URL, body, per-attempt timeout, attempts allowed, and what
+//! its client span should say (channel, journey).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::Url;
+
+use super::{
+    body::{self, FormBody},
+    endpoint::ChannelEndpoint,
+};
+use crate::domain::{Appkey, JourneyRef, Operation};
+
+/// Reads the journey a call created from its answer body.
+pub(super) type JourneyOfAnswer = fn(&[u8]) -> Option<JourneyRef>;
+
+/// The client-wide defaults a request starts from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RequestDefaults {
+    /// Timeout of one attempt.
+    pub(super) timeout: Duration,
+    /// Attempts of an operation that consumes nothing.
+    pub(super) safe_attempts: u32,
+}
+
+/// One request, ready to send (again).
+pub(super) struct Prepared {
+    pub(super) op: Operation,
+    pub(super) url: Url,
+    pub(super) content_type: &'static str,
+    pub(super) body: Bytes,
+    pub(super) timeout: Duration,
+    pub(super) attempts: u32,
+    /// The 3D channel, for spans and metrics.
+    pub(super) channel: Option<String>,
+    /// The journey, for spans (derived from the appkey, never the appkey).
+    pub(super) journey: Option<JourneyRef>,
+    /// For a call that creates the journey (`/appkey`): how its span
+    /// learns the journey from the answer.
+    pub(super) journey_from_answer: Option<JourneyOfAnswer>,
+}
+
+impl Prepared {
+    /// A form-encoded request of `op` to `url`.
+    pub(super) fn form(op: Operation, url: &Url, form: FormBody, d: RequestDefaults) -> Self {
+        Self::new(op, url, body::FORM, form.finish(), d)
+    }
+
+    /// A JSON request of `op` to `url`.
+    pub(super) fn json(op: Operation, url: &Url, json: String, d: RequestDefaults) -> Self {
+        Self::new(op, url, body::JSON, json, d)
+    }
+
+    fn new(
+        op: Operation,
+        url: &Url,
+        content_type: &'static str,
+        body: String,
+        d: RequestDefaults,
+    ) -> Self {
+        Prepared {
+            op,
+            url: url.clone(),
+            content_type,
+            body: Bytes::from(body),
+            timeout: d.timeout,
+            attempts: if op.consumes_appkey() {
+                // One retry, and only after a connect failure.
+                2
+            } else {
+                d.safe_attempts.max(1)
+            },
+            channel: None,
+            journey: None,
+            journey_from_answer: None,
+        }
+    }
+
+    /// Tags the call with the journey of `appkey` (its reference only).
+    pub(super) fn for_appkey(mut self, appkey: &Appkey) -> Self {
+        self.journey = Some(JourneyRef::from_appkey(appkey));
+        self
+    }
+
+    /// Sends on `channel`: its name on spans and metrics, its timeout, and
+    /// for the session token its attempts.
+    pub(super) fn on_channel(mut self, channel: &ChannelEndpoint) -> Self {
+        self.channel = Some(channel.name().to_owned());
+        self.timeout = channel.timeout();
+        if !self.op.consumes_appkey() {
+            self.attempts = channel.session_attempts();
+        }
+        self
+    }
+
+    /// Lets the call's span learn its journey from the answer.
+    pub(super) fn learning_journey(mut self, learn: JourneyOfAnswer) -> Self {
+        self.journey_from_answer = Some(learn);
+        self
+    }
+}

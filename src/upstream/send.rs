@@ -1,0 +1,224 @@
+//! Sending a [`Prepared`] request: the retry loop within the caller's
+//! deadline, and one attempt under its client span.
+//!
+//! Retries follow [`Operation::consumes_appkey`]: operations that consume
+//! nothing are retried on transient failures up to their attempts, with a
+//! short jittered backoff that never runs past the deadline; operations
+//! that bind or spend the appkey are retried only after a connect failure,
+//! which proves the request never left.
+
+use std::hash::BuildHasher as _;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Method;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use tracing::Instrument as _;
+
+use super::{UpstreamError, read::read_bounded, request::Prepared};
+use crate::{
+    context::CallContext,
+    domain::Operation,
+    telemetry::{Metrics, UpstreamCall, UpstreamRequest},
+};
+
+/// Shortest time worth starting an attempt with: below it, a retry would
+/// only turn into a timeout.
+const MIN_ATTEMPT_BUDGET: Duration = Duration::from_millis(20);
+/// First retry backoff; doubled per attempt, capped, then jittered down to
+/// half.
+const BACKOFF_BASE: Duration = Duration::from_millis(50);
+const BACKOFF_CAP: Duration = Duration::from_millis(800);
+/// What the gateway accepts back.
+const ACCEPTED: &str = "application/json, text/plain, */*";
+
+/// The HTTP side of the client: the pool, the body bound, the metrics.
+pub(super) struct Sender {
+    pub(super) http: reqwest::Client,
+    pub(super) max_response_bytes: usize,
+    pub(super) metrics: Metrics,
+}
+
+impl Sender {
+    /// Sends `req`, retrying as its operation allows, within the caller's
+    /// deadline. Returns the 2xx body.
+    pub(super) async fn execute(
+        &self,
+        ctx: &CallContext,
+        req: Prepared,
+    ) -> Result<Bytes, UpstreamError> {
+        let op = req.op;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let timeout = match ctx.remaining() {
+                Some(left) if left < MIN_ATTEMPT_BUDGET.min(req.timeout) || left.is_zero() => {
+                    return Err(UpstreamError::DeadlineExceeded { op });
+                }
+                Some(left) => left.min(req.timeout),
+                None => req.timeout,
+            };
+            let err = match self.attempt(&req, timeout).await {
+                Ok(body) => return Ok(body),
+                Err(e) => e,
+            };
+            if attempt >= req.attempts || !may_retry(op, &err) {
+                return Err(err);
+            }
+            let pause = backoff(attempt);
+            if ctx
+                .remaining()
+                .is_some_and(|left| left <= pause + MIN_ATTEMPT_BUDGET)
+            {
+                return Err(err);
+            }
+            tracing::debug!(
+                operation = op.as_str(),
+                attempt,
+                error_class = err.class(),
+                "retrying upstream call"
+            );
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// One attempt: send, check the status, read the body within bounds,
+    /// under a client span whose context travels in the request headers.
+    async fn attempt(&self, req: &Prepared, timeout: Duration) -> Result<Bytes, UpstreamError> {
+        let op = req.op;
+        let limit = self.max_response_bytes;
+        let mut request = UpstreamRequest::new(op, &Method::POST, req.url.as_str());
+        if let Some(channel) = req.channel.as_deref() {
+            request = request.channel(channel);
+        }
+        if let Some(journey) = req.journey.as_ref() {
+            request = request.journey(journey);
+        }
+        let mut call = UpstreamCall::start(&self.metrics, request);
+        let headers = call.headers();
+        let exchange = async {
+            let response = self
+                .http
+                .post(req.url.clone())
+                .headers(headers)
+                .header(CONTENT_TYPE, req.content_type)
+                .header(ACCEPT, ACCEPTED)
+                .body(req.body.clone())
+                .timeout(timeout)
+                .send()
+                .await
+                .map_err(|e| send_error(op, &e))?;
+            let status = response.status();
+            if !status.is_success() {
+                return Ok::<_, UpstreamError>((
+                    status,
+                    Err(UpstreamError::Status {
+                        op,
+                        status: status.as_u16(),
+                    }),
+                ));
+            }
+            Ok((status, read_bounded(op, response, limit).await))
+        }
+        .instrument(call.span().clone());
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(Ok((status, body))) => {
+                if let (Some(learn), Ok(b)) = (req.journey_from_answer, &body) {
+                    if let Some(journey) = learn(b) {
+                        call.record_journey(&journey);
+                    }
+                }
+                call.finish(status);
+                body
+            }
+            Ok(Err(err)) => {
+                call.fail(err.class());
+                Err(err)
+            }
+            Err(_) => {
+                let err = UpstreamError::Timeout { op };
+                call.fail(err.class());
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Whether a failed attempt may be repeated. Operations that consume the
+/// appkey: only when the request provably never left (connect failure).
+fn may_retry(op: Operation, err: &UpstreamError) -> bool {
+    if op.consumes_appkey() {
+        return err.request_not_sent() && matches!(err, UpstreamError::Connect { .. });
+    }
+    match err {
+        UpstreamError::Connect { .. }
+        | UpstreamError::Timeout { .. }
+        | UpstreamError::Transport { .. } => true,
+        UpstreamError::Status { status, .. } => matches!(status, 502..=504),
+        UpstreamError::Malformed { .. }
+        | UpstreamError::Oversize { .. }
+        | UpstreamError::DeadlineExceeded { .. } => false,
+    }
+}
+
+/// Exponential backoff with jitter: 50 ms, 100 ms, ... capped at 800 ms,
+/// each scaled by a random factor in [0.5, 1.0).
+fn backoff(attempt: u32) -> Duration {
+    let exp = BACKOFF_BASE
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(8))
+        .min(BACKOFF_CAP);
+    let random = std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now());
+    let factor = 0.5 + (random % 500) as f64 / 1000.0;
+    exp.mul_f64(factor)
+}
+
+/// Classifies a failure to get response headers. A connect failure proves
+/// the request was not sent; anything else may have reached the upstream.
+fn send_error(op: Operation, e: &reqwest::Error) -> UpstreamError {
+    if e.is_connect() || e.is_builder() {
+        UpstreamError::Connect { op }
+    } else if e.is_timeout() {
+        UpstreamError::Timeout { op }
+    } else {
+        UpstreamError::Transport { op }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consuming_operations_retry_only_after_connect_failures() {
+        for op in [
+            Operation::Captcha,
+            Operation::Liveness3D,
+            Operation::DocumentImages,
+        ] {
+            assert!(may_retry(op, &UpstreamError::Connect { op }));
+            assert!(!may_retry(op, &UpstreamError::Timeout { op }));
+            assert!(!may_retry(op, &UpstreamError::Transport { op }));
+            assert!(!may_retry(op, &UpstreamError::Status { op, status: 503 }));
+        }
+        let op = Operation::Result;
+        assert!(may_retry(op, &UpstreamError::Timeout { op }));
+        assert!(may_retry(op, &UpstreamError::Status { op, status: 502 }));
+        assert!(!may_retry(op, &UpstreamError::Status { op, status: 500 }));
+        assert!(!may_retry(
+            op,
+            &UpstreamError::Malformed {
+                op,
+                detail: String::new()
+            }
+        ));
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_jittered_within_bounds() {
+        for attempt in 1..12 {
+            let b = backoff(attempt);
+            assert!(b <= BACKOFF_CAP, "{b:?}");
+            assert!(b >= BACKOFF_BASE / 2, "{b:?}");
+        }
+    }
+}
