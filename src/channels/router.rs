@@ -445,5 +445,4 @@ impl ChannelRouter {
 }
 
 #[cfg(test)]
-#[path = "router_tests.rs"]
 mod tests;

@@ -1,0 +1,101 @@
+use std::collections::HashMap;
+
+use opentelemetry::Key;
+
+use super::*;
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k| map.get(k).cloned()
+}
+
+#[test]
+fn export_needs_an_endpoint_and_can_be_switched_off() {
+    assert!(!export_requested(&env_of(&[])));
+    assert!(export_requested(&env_of(&[(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "http://c:4317"
+    )])));
+    assert!(export_requested(&env_of(&[(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "http://c:4317"
+    )])));
+    assert!(!export_requested(&env_of(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+        ("OTEL_SDK_DISABLED", "true"),
+    ])));
+    assert!(!export_requested(&env_of(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+        ("OTEL_TRACES_EXPORTER", "none"),
+    ])));
+}
+
+#[test]
+fn an_http_protocol_is_refused_by_name() {
+    assert_eq!(unsupported_protocol(&env_of(&[])), None);
+    assert_eq!(
+        unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])),
+        None
+    );
+    assert_eq!(
+        unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")])),
+        Some("http/protobuf".to_owned())
+    );
+}
+
+#[test]
+fn service_name_comes_from_config_unless_the_environment_names_it() {
+    let r = resource("idgate-test", &env_of(&[]));
+    assert_eq!(
+        r.get(&Key::new("service.name")).map(|v| v.to_string()),
+        Some("idgate-test".to_owned())
+    );
+    assert_eq!(
+        r.get(&Key::new("service.version")).map(|v| v.to_string()),
+        Some(env!("CARGO_PKG_VERSION").to_owned())
+    );
+    assert!(env_names_service(&env_of(&[("OTEL_SERVICE_NAME", "x")])));
+    assert!(env_names_service(&env_of(&[(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "deployment.environment=prod, service.name=x"
+    )])));
+    assert!(!env_names_service(&env_of(&[(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "service.namespace=x"
+    )])));
+}
+
+#[test]
+fn a_bad_filter_is_an_error_not_a_panic() {
+    let err = TelemetryBuilder::new(&TelemetryConfig::default())
+        .without_export()
+        .log_filter("idgate=notalevel")
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, TelemetryError::Filter(_)), "{err}");
+}
+
+#[test]
+fn json_logs_carry_the_event_and_its_span_fields() {
+    let logs = CapturedLogs::new();
+    let telemetry = TelemetryBuilder::new(&TelemetryConfig::default())
+        .without_export()
+        .log_format(LogFormat::Json)
+        .log_filter("info")
+        .log_writer(logs.clone())
+        .build()
+        .unwrap();
+    tracing::dispatcher::with_default(telemetry.dispatch(), || {
+        let span = tracing::info_span!("rpc", rpc.method = "CreateJourney");
+        let _e = span.enter();
+        tracing::info!(answer = 42, "done");
+    });
+    let line = logs.contents();
+    let v: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON line");
+    assert_eq!(v["message"], "done");
+    assert_eq!(v["answer"], 42);
+    assert_eq!(v["span"]["rpc.method"], "CreateJourney");
+}
