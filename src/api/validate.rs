@@ -8,16 +8,12 @@ use super::LimitsConfig;
 use crate::{
     domain::{
         Appkey, BirthDate, Cpf, CustomerReference, EndUser, ImageKind, ImagePayload, JourneyRef,
-        PersonName, SessionToken, Snapshot,
+        PersonName, SessionToken, Snapshot, parse_key,
     },
     error::{Error, FieldViolation},
     events::WatchTarget,
     proto::v1,
 };
-
-/// Longest appkey or session token accepted: far above real ones, low
-/// enough to refuse junk before it reaches a log-free but costly path.
-const MAX_KEY_CHARS: usize = 512;
 
 /// A validated `CreateJourney`.
 #[derive(Debug)]
@@ -111,24 +107,14 @@ impl Violations {
     }
 }
 
-/// Checks an opaque bearer key (appkey, session token, challenge key).
+/// Checks an opaque bearer key (session token, challenge key).
 fn key(input: &str) -> Result<String, &'static str> {
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err("is required");
-    }
-    if trimmed.chars().count() > MAX_KEY_CHARS {
-        return Err("is longer than 512 characters");
-    }
-    if trimmed.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("must not contain white space or control characters");
-    }
-    Ok(trimmed.to_owned())
+    parse_key(input).map(str::to_owned)
 }
 
 /// Parses an appkey field.
 pub fn appkey(v: &mut Violations, field: &str, input: &str) -> Option<Appkey> {
-    v.check(field, key(input)).map(Appkey::new)
+    v.check(field, Appkey::parse(input))
 }
 
 /// `CreateJourney` -> the end user and the operator profile name.

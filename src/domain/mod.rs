@@ -20,5 +20,7 @@ pub use image::{ImageKind, ImagePayload, Snapshot};
 pub use journey_ref::JourneyRef;
 pub use operation::Operation;
 pub use person::{BirthDate, CustomerReference, EndUser, PersonName};
-pub use secret::{AdminToken, Appkey, CredentialToken, Password, SessionToken};
+pub use secret::{
+    AdminToken, Appkey, CredentialToken, MAX_KEY_CHARS, Password, SessionToken, parse_key,
+};
 pub(crate) use secret::{authorization_credentials, secrets_match};

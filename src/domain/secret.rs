@@ -71,6 +71,35 @@ secret_newtype!(
     /// can act on the journey and read its result.
     Appkey
 );
+/// Longest appkey or other opaque key accepted from outside (a caller or a
+/// notice): far above real ones, low enough to refuse junk at the edge.
+pub const MAX_KEY_CHARS: usize = 512;
+
+/// Checks an opaque bearer key (appkey, session token, challenge key):
+/// present, at most [`MAX_KEY_CHARS`] characters, no white space or
+/// control character inside. Returns it trimmed; the error names the rule,
+/// never the value.
+pub fn parse_key(input: &str) -> Result<&str, &'static str> {
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err("is required");
+    }
+    if trimmed.chars().count() > MAX_KEY_CHARS {
+        return Err("is longer than 512 characters");
+    }
+    if trimmed.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("must not contain white space or control characters");
+    }
+    Ok(trimmed)
+}
+
+impl Appkey {
+    /// An appkey from outside, checked by [`parse_key`].
+    pub fn parse(input: &str) -> Result<Self, &'static str> {
+        parse_key(input).map(Appkey::new)
+    }
+}
+
 secret_newtype!(
     /// A 3D liveness session token, tied to one appkey.
     SessionToken

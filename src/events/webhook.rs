@@ -45,8 +45,6 @@ use crate::{
     ttl::TtlMap,
 };
 
-/// Longest appkey accepted in a notice.
-const MAX_APPKEY_LEN: usize = 512;
 /// How long a sender may take to send its (small) body.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -344,15 +342,9 @@ fn parse_notice(body: &[u8]) -> Result<Notice, RejectReason> {
         return Err(RejectReason::MalformedBody);
     }
     let wire = WireNotice::deserialize(value).map_err(|_| RejectReason::MalformedBody)?;
-    let appkey = wire.appkey.trim();
-    if appkey.is_empty() || appkey.len() > MAX_APPKEY_LEN {
-        return Err(RejectReason::MalformedBody);
-    }
+    let appkey = Appkey::parse(&wire.appkey).map_err(|_| RejectReason::MalformedBody)?;
     let status = NoticeStatus::parse(&wire.status).ok_or(RejectReason::UnknownStatus)?;
-    Ok(Notice {
-        appkey: Appkey::new(appkey),
-        status,
-    })
+    Ok(Notice { appkey, status })
 }
 
 async fn read_body(
