@@ -4,17 +4,16 @@
 use std::{net::SocketAddr, sync::Arc};
 
 use idgate::{
-    channels::{
-        AdminToken, ChannelRouter, ChannelSpec, Liveness3DTransport, RoutingConfig, SessionGrant,
-        admin_service, cli,
-    },
-    domain::{Appkey, SessionToken},
+    api::admin_service,
+    channels::{ChannelRouter, ChannelSpec, Liveness3DTransport, RoutingConfig, SessionGrant},
+    cli::channels as cli,
+    context::CallContext,
+    domain::{AdminToken, Appkey, Operation, SessionToken},
     proto::v1::{
         self as pb, LivenessVerdict, channel_admin_service_client::ChannelAdminServiceClient,
     },
-    upstream::{Operation, UpstreamError},
+    upstream::{ChannelEndpoint, UpstreamError},
 };
-use tokio::time::Instant;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Code, Request, transport::Channel};
 use tonic_types::StatusExt;
@@ -28,25 +27,25 @@ struct Granting;
 impl Liveness3DTransport for Granting {
     async fn session_token(
         &self,
-        channel: &ChannelSpec,
+        channel: &ChannelEndpoint,
         _appkey: &Appkey,
         _user_agent: &str,
-        _deadline: Option<Instant>,
+        _ctx: &CallContext,
     ) -> Result<SessionGrant, UpstreamError> {
         Ok(SessionGrant {
             token: SessionToken::new("t"),
-            vendor: format!("vendor-{}", channel.name),
-            vendor_url: channel.base_url.clone(),
+            vendor: format!("vendor-{}", channel.name()),
+            vendor_url: channel.base_url().to_owned(),
             contingency: true,
         })
     }
 
     async fn liveness(
         &self,
-        _channel: &ChannelSpec,
+        _channel: &ChannelEndpoint,
         _appkey: &Appkey,
         _token: &SessionToken,
-        _deadline: Option<Instant>,
+        _ctx: &CallContext,
     ) -> Result<LivenessVerdict, UpstreamError> {
         Err(UpstreamError::Status {
             op: Operation::Liveness3D,
@@ -139,7 +138,7 @@ async fn the_admin_service_lists_steers_and_drains_channels() {
     let bearer = format!("Bearer {TOKEN}");
 
     router
-        .start_session(&Appkey::new("k1"), "ua", None)
+        .start_session(&CallContext::unbounded(), &Appkey::new("k1"), "ua")
         .await
         .unwrap();
     let list = c
@@ -171,7 +170,7 @@ async fn the_admin_service_lists_steers_and_drains_channels() {
         (pb::RoutingMode::NamedChannel as i32, "alternative")
     );
     let started = router
-        .start_session(&Appkey::new("k2"), "ua", None)
+        .start_session(&CallContext::unbounded(), &Appkey::new("k2"), "ua")
         .await
         .unwrap();
     assert_eq!(started.channel, "alternative");

@@ -20,12 +20,9 @@ use idgate::{
     domain::{Appkey, Password},
     events::{
         BasicCredentials, HmacSecret, JourneyHub, RejectReason, ResultSource, WatchSettings,
-        WatchStream, WebhookReceiver, WebhookSettings, auth,
+        WatchStream, WatchTarget, WebhookReceiver, WebhookSettings, auth,
     },
-    proto::v1::{
-        JourneyResult, JourneyStatus, WatchJourneyRequest, WatchJourneyResponse,
-        watch_journey_request::Journey,
-    },
+    proto::v1::{JourneyResult, JourneyStatus, WatchJourneyResponse},
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -143,9 +140,7 @@ fn now() -> i64 {
 impl Gateway {
     fn watch(&self, appkey: &str) -> WatchStream {
         self.hub
-            .watch(WatchJourneyRequest {
-                journey: Some(Journey::Appkey(appkey.to_owned())),
-            })
+            .watch(WatchTarget::Appkey(Appkey::new(appkey)))
             .unwrap()
     }
 
@@ -560,12 +555,7 @@ async fn a_journey_reference_from_create_journey_can_be_watched() {
     )
     .await;
     let journey = gw.hub.register(&Appkey::new("key-1"));
-    let stream = gw
-        .hub
-        .watch(WatchJourneyRequest {
-            journey: Some(Journey::JourneyRef(journey.to_string())),
-        })
-        .unwrap();
+    let stream = gw.hub.watch(WatchTarget::Journey(journey.clone())).unwrap();
     assert_eq!(send(gw.post_basic(body("Completo", "key-1"))).await.0, 202);
     let items = collect(stream).await;
     assert_complete(&items);

@@ -21,6 +21,7 @@ use axum::{
 use http::Method;
 use idgate::{
     config::TelemetryConfig,
+    domain::Operation,
     domain::{Appkey, JourneyRef},
     proto::v1::{
         CreateJourneyRequest, CreateJourneyResponse, GetJourneyResultRequest,
@@ -33,7 +34,7 @@ use idgate::{
         TelemetryBuilder, UpstreamCall, UpstreamRequest, metrics::metrics_router, record_journey,
         setup::CapturedLogs,
     },
-    upstream::{Operation, UpstreamError},
+    upstream::UpstreamError,
 };
 use otlp_collector::{CollectedSpan, Collector, STATUS_ERROR, kind};
 use tokio::net::TcpListener;
@@ -102,11 +103,12 @@ impl JourneyService for Gateway {
             }
             Err(e) => {
                 let op = Operation::Liveness3D;
-                call.fail(&if e.is_connect() {
+                let err = if e.is_connect() {
                     UpstreamError::Connect { op }
                 } else {
                     UpstreamError::Transport { op }
-                });
+                };
+                call.fail(err.class());
                 Err(tonic::Status::unavailable("upstream unreachable"))
             }
         }

@@ -7,16 +7,14 @@
 use std::time::Duration;
 
 use idgate::{
-    channels::{
-        BreakerConfig, ChannelSpec,
-        cli::{self, CliError},
-    },
+    channels::{BreakerConfig, ChannelSpec},
+    cli::channels::{self as cli, CliError},
     config::Config,
+    domain::Operation,
     proto::v1::{
         self, CircuitState, RoutingMode, channel_admin_service_client::ChannelAdminServiceClient,
     },
     sandbox::{FaultAction, FaultRule},
-    upstream::Operation,
 };
 use tonic::{Code, Request};
 
@@ -669,7 +667,7 @@ async fn the_channels_commands_report_errors_clearly() {
         "{err:?}"
     );
 
-    let wrong = idgate::channels::AdminToken::new("wrong-token-1234").unwrap();
+    let wrong = idgate::domain::AdminToken::new("wrong-token-1234").unwrap();
     let err = cli::list(&addr, &wrong).await.unwrap_err();
     assert!(
         matches!(

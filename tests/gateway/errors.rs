@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use crate::helpers::*;
 use idgate::{
+    domain::Operation,
     proto::v1::{self, submit_digital_licence_request::Licence},
     sandbox::{
         FaultAction, FaultRule, SandboxHandle,
         samples::{self, DocumentType, LivenessOutcome},
     },
-    upstream::Operation,
 };
 use tonic::Code;
 use tonic_types::StatusExt;

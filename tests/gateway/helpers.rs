@@ -233,11 +233,11 @@ pub fn retryable(status: &tonic::Status) -> bool {
 
 use idgate::{
     config::{OperatorConfig, UpstreamConfig},
+    domain::Operation,
     sandbox::{
         Sandbox, SandboxConfig,
         samples::{DocumentKind, DocumentType, LivenessOutcome, Side},
     },
-    upstream::Operation,
 };
 
 impl TestGateway {
@@ -461,7 +461,9 @@ impl ExternalGateway {
 // channel tests
 
 use idgate::{
-    channels::{AdminToken, ChannelSpec, cli::AdminClient},
+    channels::ChannelSpec,
+    cli::channels::AdminClient,
+    domain::AdminToken,
     proto::v1::{ChannelStatus, ListChannelsResponse, RoutingMode, SetRoutingModeRequest},
 };
 
@@ -495,7 +497,7 @@ impl TestGateway {
 
     /// A `ChannelAdminService` client sending the right bearer token.
     pub async fn admin(&self) -> AdminClient {
-        idgate::channels::cli::connect(&self.admin_addr(), &admin_token())
+        idgate::cli::channels::connect(&self.admin_addr(), &admin_token())
             .await
             .expect("connect to the admin listener")
     }
@@ -727,7 +729,7 @@ impl TestGateway {
     /// `/document/result` calls the sandbox has received.
     pub fn result_reads(&self) -> u64 {
         self.sandbox()
-            .calls(idgate::upstream::Operation::Result, None)
+            .calls(idgate::domain::Operation::Result, None)
     }
 
     /// Waits until the sandbox's webhook counters satisfy `check`.

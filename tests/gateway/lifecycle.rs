@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use crate::helpers::*;
 use idgate::{
+    domain::Operation,
     proto::v1,
     sandbox::samples::{self, DocumentType, LivenessOutcome},
-    upstream::Operation,
 };
 use tonic::Code;
 

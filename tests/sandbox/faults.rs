@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
+use idgate::domain::Operation;
 use idgate::sandbox::samples::HAPPY_PERSON;
 use idgate::sandbox::{FaultAction, FaultRule, SandboxConfig};
-use idgate::upstream::Operation;
 use serde_json::{Value, json};
 
 use crate::helpers::{config, into_resp, standard, start, start_with};

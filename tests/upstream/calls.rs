@@ -8,9 +8,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use idgate::domain::{Appkey, SessionToken};
+use idgate::domain::{Appkey, SessionToken, Snapshot};
 use idgate::proto::v1 as pb;
-use idgate::upstream::{CallContext, ChannelEndpoint};
+use idgate::{context::CallContext, upstream::ChannelEndpoint};
 
 use super::support::*;
 
@@ -49,7 +49,16 @@ async fn captcha_sends_appkey_chkey_and_tagged_data_url_snapshots() {
             &CallContext::unbounded(),
             &Appkey::new("ak-1"),
             "ch-9",
-            &[(a.clone(), "2".to_owned()), (b.clone(), "1".to_owned())],
+            &[
+                Snapshot {
+                    image: a.clone(),
+                    face_type_code: "2".to_owned(),
+                },
+                Snapshot {
+                    image: b.clone(),
+                    face_type_code: "1".to_owned(),
+                },
+            ],
         )
         .await
         .expect("verdict");
@@ -98,7 +107,10 @@ async fn credential_and_appkey_send_the_wire_forms_and_the_credential_verbatim()
     .await;
     let c = client(addr);
     let ctx = CallContext::unbounded();
-    let grant = c.credential(&ctx, &profile()).await.expect("credential");
+    let grant = c
+        .credential(&ctx, &profile().login, &profile().password)
+        .await
+        .expect("credential");
     assert_eq!(grant.token.expose(), credential_body);
     assert!(grant.expires.is_some());
     let key = c

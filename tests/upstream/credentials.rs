@@ -7,7 +7,11 @@ use std::time::Duration;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::post;
-use idgate::upstream::{CallContext, CredentialPolicy, Credentials, UpstreamError};
+use idgate::{
+    context::CallContext,
+    journey::{CredentialPolicy, Credentials},
+    upstream::UpstreamError,
+};
 use tonic::Code;
 
 use super::support::*;

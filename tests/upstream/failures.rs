@@ -8,8 +8,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::routing::post;
-use idgate::domain::{Appkey, SessionToken};
-use idgate::upstream::{CallContext, ChannelEndpoint, Operation, UpstreamError};
+use idgate::domain::{Appkey, SessionToken, Snapshot};
+use idgate::{
+    context::CallContext,
+    domain::Operation,
+    upstream::{ChannelEndpoint, UpstreamError},
+};
 use tonic::Code;
 
 use super::support::*;
@@ -200,7 +204,10 @@ async fn upstream_statuses_map_to_grpc_codes_and_reasons() {
                 .document_images(&ctx(), &ak(), &[jpeg(b"x")])
                 .await
                 .unwrap_err(),
-            _ => c.credential(&ctx(), &profile()).await.unwrap_err(),
+            _ => c
+                .credential(&ctx(), &profile().login, &profile().password)
+                .await
+                .unwrap_err(),
         };
         assert!(
             matches!(err, UpstreamError::Status { status: s, .. } if s == status),
@@ -284,7 +291,15 @@ async fn consuming_operations_are_sent_once_on_500_and_the_outcome_is_unknown() 
         let c = client_with(addr, |c| c.safe_attempts = 5);
         let err = match path {
             CAPTCHA => c
-                .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
+                .captcha(
+                    &ctx(),
+                    &ak(),
+                    "ch",
+                    &[Snapshot {
+                        image: jpeg(b"s"),
+                        face_type_code: "1".to_owned(),
+                    }],
+                )
                 .await
                 .unwrap_err(),
             LIVENESS_3D => c
@@ -324,8 +339,16 @@ async fn consuming_operations_are_sent_once_on_a_dropped_connection() {
         let c = client_with(addr, |c| c.safe_attempts = 5);
         let err = match op {
             Operation::Captcha => {
-                c.captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
-                    .await
+                c.captcha(
+                    &ctx(),
+                    &ak(),
+                    "ch",
+                    &[Snapshot {
+                        image: jpeg(b"s"),
+                        face_type_code: "1".to_owned(),
+                    }],
+                )
+                .await
             }
             Operation::Liveness3D => {
                 c.liveness_3d(
@@ -381,7 +404,15 @@ async fn a_dropped_connection_on_a_safe_operation_is_retried() {
 async fn a_refused_connection_is_connect_and_safe_to_retry_even_for_captcha() {
     let addr = refused_addr().await;
     let err = client(addr)
-        .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
+        .captcha(
+            &ctx(),
+            &ak(),
+            "ch",
+            &[Snapshot {
+                image: jpeg(b"s"),
+                face_type_code: "1".to_owned(),
+            }],
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -416,7 +447,15 @@ async fn a_slow_captcha_times_out_once_with_an_unknown_outcome() {
     let addr = serve(slow(CAPTCHA, count.clone())).await;
     let c = client_with(addr, |c| c.timeout_ms = 200);
     let err = c
-        .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
+        .captcha(
+            &ctx(),
+            &ak(),
+            "ch",
+            &[Snapshot {
+                image: jpeg(b"s"),
+                face_type_code: "1".to_owned(),
+            }],
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -470,9 +509,17 @@ async fn the_callers_deadline_caps_a_slow_safe_call_and_its_retries() {
 async fn a_passed_deadline_sends_nothing() {
     let count = Counter::default();
     let addr = serve(answering(CAPTCHA, 200, "{}", count.clone())).await;
-    let past = CallContext::with_deadline(Instant::now());
+    let past = CallContext::with_deadline(tokio::time::Instant::now());
     let err = client(addr)
-        .captcha(&past, &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
+        .captcha(
+            &past,
+            &ak(),
+            "ch",
+            &[Snapshot {
+                image: jpeg(b"s"),
+                face_type_code: "1".to_owned(),
+            }],
+        )
         .await
         .unwrap_err();
     assert_eq!(
