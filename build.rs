@@ -56,6 +56,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Messages that carry personal data or bearer secrets get a
         // redacting `Debug` in src/proto.rs instead of the derived one.
         .skip_debug(REDACTED_DEBUG.iter().map(|m| format!(".idgate.v1.{m}")))
+        // Undecodable bytes are the caller's fault (INVALID_ARGUMENT), not
+        // the server's (INTERNAL, prost's codec).
+        .codec_path("crate::proto::codec::GatewayCodec")
         .build_client(true)
         .build_server(true)
         .compile_fds(fds)?;

@@ -13,7 +13,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 use crate::{domain::Operation, upstream::UpstreamError};
 
 /// The `ErrorInfo.domain` of every idgate error.
-pub const ERROR_DOMAIN: &str = "idgate";
+pub use crate::proto::codec::ERROR_DOMAIN;
 
 /// How long a caller should wait before retrying a retry-safe failure.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
@@ -48,6 +48,14 @@ pub enum Reason {
     ResultNotSettled,
     /// The gateway is shutting down.
     ShuttingDown,
+    /// The request's bytes are not a valid protobuf message.
+    MalformedRequest,
+    /// A message over `max_grpc_message_bytes`.
+    MessageTooLarge,
+    /// A concurrency limit of the gateway is reached; retry after the delay.
+    Overloaded,
+    /// The request body did not arrive in time.
+    RequestBodyTimeout,
     /// A call that consumes the appkey failed ambiguously; not retried.
     OutcomeUnknown,
     /// `/document` found no usable document.
@@ -84,7 +92,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 29] = [
+    pub const ALL: [Reason; 33] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -98,6 +106,10 @@ impl Reason {
         Reason::WatchLimitReached,
         Reason::ResultNotSettled,
         Reason::ShuttingDown,
+        Reason::MalformedRequest,
+        Reason::MessageTooLarge,
+        Reason::Overloaded,
+        Reason::RequestBodyTimeout,
         Reason::OutcomeUnknown,
         Reason::DocumentUnusable,
         Reason::UpstreamRejectedRequest,
@@ -132,6 +144,10 @@ impl Reason {
             Reason::WatchLimitReached => "WATCH_LIMIT_REACHED",
             Reason::ResultNotSettled => "RESULT_NOT_SETTLED",
             Reason::ShuttingDown => "SHUTTING_DOWN",
+            Reason::MalformedRequest => "MALFORMED_REQUEST",
+            Reason::MessageTooLarge => "MESSAGE_TOO_LARGE",
+            Reason::Overloaded => "OVERLOADED",
+            Reason::RequestBodyTimeout => "REQUEST_BODY_TIMEOUT",
             Reason::OutcomeUnknown => "OUTCOME_UNKNOWN",
             Reason::DocumentUnusable => "DOCUMENT_UNUSABLE",
             Reason::UpstreamRejectedRequest => "UPSTREAM_REJECTED_REQUEST",
@@ -245,6 +261,16 @@ pub enum Error {
     /// instance or after the restart.
     #[error("the gateway is shutting down")]
     ShuttingDown,
+    /// A concurrency limit is reached (what: which one); nothing was
+    /// queued or sent, so a retry after the delay is safe.
+    #[error("the gateway is at its limit of {0}; retry later")]
+    Overloaded(&'static str),
+    /// A request message is over the configured size.
+    #[error("the request message is over the {0} bytes this gateway accepts")]
+    MessageTooLarge(usize),
+    /// The request body did not arrive within the body timeout.
+    #[error("the request body did not arrive within {0} ms")]
+    RequestBodyTimeout(u64),
 }
 
 fn fields(v: &[FieldViolation]) -> String {
@@ -283,6 +309,11 @@ impl Error {
             Error::WatchLimit(_) => (Code::ResourceExhausted, Reason::WatchLimitReached, true),
             Error::ResultNotSettled(_) => (Code::Unavailable, Reason::ResultNotSettled, true),
             Error::ShuttingDown => (Code::Unavailable, Reason::ShuttingDown, true),
+            Error::Overloaded(_) => (Code::ResourceExhausted, Reason::Overloaded, true),
+            Error::MessageTooLarge(_) => (Code::ResourceExhausted, Reason::MessageTooLarge, false),
+            Error::RequestBodyTimeout(_) => {
+                (Code::DeadlineExceeded, Reason::RequestBodyTimeout, false)
+            }
         }
     }
 
@@ -368,6 +399,7 @@ fn classify_upstream(e: &UpstreamError) -> (Code, Reason, bool) {
         UpstreamError::DeadlineExceeded { .. } => {
             (Code::DeadlineExceeded, Reason::DeadlineExceeded, false)
         }
+        UpstreamError::Saturated { .. } => (Code::ResourceExhausted, Reason::Overloaded, true),
     }
 }
 

@@ -1,9 +1,12 @@
-//! The generated `idgate.v1` protobuf API.
+//! The generated `idgate.v1` protobuf API, and [`codec`], the protobuf
+//! codec every generated service and client uses.
 #![allow(
     missing_docs,
     clippy::doc_lazy_continuation,
     clippy::large_enum_variant
 )]
+
+pub mod codec;
 
 /// `idgate.v1`: services and messages generated from `proto/idgate/v1`.
 pub mod v1 {

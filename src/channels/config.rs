@@ -61,6 +61,19 @@ pub struct ChannelSpec {
     /// Circuit breaker settings.
     #[serde(default)]
     pub breaker: BreakerConfig,
+    /// Most requests in flight to this channel at once (a bulkhead: one
+    /// slow vendor cannot take every slot). Past it a session start fails
+    /// over like an open circuit, a verification answers
+    /// `RESOURCE_EXHAUSTED` / `OVERLOADED`; nothing queues.
+    #[serde(default = "default_max_concurrent_requests")]
+    pub max_concurrent_requests: usize,
+}
+
+/// Default bulkhead of one upstream or channel.
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = crate::upstream::DEFAULT_MAX_CONCURRENT_REQUESTS;
+
+fn default_max_concurrent_requests() -> usize {
+    DEFAULT_MAX_CONCURRENT_REQUESTS
 }
 
 impl ChannelSpec {
@@ -74,6 +87,7 @@ impl ChannelSpec {
             priority,
             timeout_ms: default_timeout_ms(),
             breaker: BreakerConfig::default(),
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
         }
     }
 
@@ -91,6 +105,7 @@ impl ChannelSpec {
             self.timeout(),
         )
         .named(self.name.clone())
+        .with_max_concurrent_requests(self.max_concurrent_requests)
     }
 }
 
@@ -143,6 +158,9 @@ pub struct EmbeddedChannelsConfig {
     pub timeout_ms: u64,
     /// Circuit breaker settings of each embedded channel.
     pub breaker: BreakerConfig,
+    /// Bulkhead of each embedded channel (see
+    /// [`ChannelSpec::max_concurrent_requests`]).
+    pub max_concurrent_requests: usize,
 }
 
 impl Default for EmbeddedChannelsConfig {
@@ -150,6 +168,7 @@ impl Default for EmbeddedChannelsConfig {
         Self {
             timeout_ms: default_timeout_ms(),
             breaker: BreakerConfig::default(),
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
         }
     }
 }
@@ -157,7 +176,7 @@ impl Default for EmbeddedChannelsConfig {
 impl EmbeddedChannelsConfig {
     /// Checks the timeout and breaker settings.
     pub fn validate(&self) -> Result<(), ChannelConfigError> {
-        check_call_settings(self.timeout_ms, &self.breaker)
+        check_call_settings(self.timeout_ms, self.max_concurrent_requests, &self.breaker)
             .map_err(|what| ChannelConfigError(format!("embedded_channels: {what}")))
     }
 
@@ -171,6 +190,7 @@ impl EmbeddedChannelsConfig {
         ChannelSpec {
             timeout_ms: self.timeout_ms,
             breaker: self.breaker.clone(),
+            max_concurrent_requests: self.max_concurrent_requests,
             ..ChannelSpec::new(name, base_url, priority)
         }
     }
@@ -253,6 +273,11 @@ pub struct RoutingConfig {
     pub binding_ttl_secs: u64,
     /// Most session bindings kept; the oldest go first.
     pub max_bindings: usize,
+    /// Attempts of `/3d/session-token` on the one channel a forced mode
+    /// names (`force_*`, `channel:<name>`), within the caller's deadline:
+    /// it consumes nothing, so a transient fault is retried there (a
+    /// forced mode never fails over). `auto` fails over instead.
+    pub forced_session_attempts: u32,
 }
 
 impl Default for RoutingConfig {
@@ -262,6 +287,7 @@ impl Default for RoutingConfig {
             contingency_hold_secs: 0,
             binding_ttl_secs: 600,
             max_bindings: 100_000,
+            forced_session_attempts: 2,
         }
     }
 }
@@ -298,13 +324,20 @@ pub fn validate_channels(specs: &[ChannelSpec]) -> Result<(), ChannelConfigError
                 return Err(at(&format!("{key} must start with `/`")));
             }
         }
-        check_call_settings(c.timeout_ms, &c.breaker).map_err(at)?;
+        check_call_settings(c.timeout_ms, c.max_concurrent_requests, &c.breaker).map_err(at)?;
     }
     Ok(())
 }
 
 /// The timeout and breaker settings every channel needs to be usable.
-fn check_call_settings(timeout_ms: u64, b: &BreakerConfig) -> Result<(), &'static str> {
+fn check_call_settings(
+    timeout_ms: u64,
+    max_concurrent_requests: usize,
+    b: &BreakerConfig,
+) -> Result<(), &'static str> {
+    if max_concurrent_requests == 0 {
+        return Err("max_concurrent_requests must be at least 1");
+    }
     if timeout_ms == 0 {
         return Err("timeout_ms must be positive");
     }

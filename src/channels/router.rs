@@ -82,6 +82,8 @@ pub struct ChannelRouter {
     contingency_hold: Duration,
     hold_until: Mutex<Option<Instant>>,
     bindings: Mutex<SessionBindings>,
+    /// Session-token attempts on the channel of a forced mode.
+    forced_session_attempts: u32,
 }
 
 impl std::fmt::Debug for ChannelRouter {
@@ -104,12 +106,25 @@ fn budget(channel: &Channel, ctx: &CallContext, now: Instant) -> (Instant, bool)
     }
 }
 
+/// Pause before a forced mode tries its channel's session token again.
+const FORCED_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// How one channel's session start ended.
+enum Attempt {
+    Granted(StartedSession),
+    /// Not tried: the circuit was open.
+    Skipped(&'static str),
+    Failed(UpstreamError),
+}
+
 /// The breaker's view of an outcome: `Some(true)` fault, `Some(false)` the
-/// channel answered, `None` no verdict (cut short by the caller's deadline).
+/// channel answered, `None` no verdict (cut short by the caller's deadline,
+/// or refused by this gateway's own bulkhead before anything was sent).
 fn health<T>(result: &Result<T, UpstreamError>, caller_bound: bool) -> Option<bool> {
     match result {
         Ok(_) => Some(false),
         Err(UpstreamError::Timeout { .. }) if caller_bound => None,
+        Err(UpstreamError::Saturated { .. }) => None,
         Err(e) => Some(e.is_upstream_fault()),
     }
 }
@@ -132,6 +147,7 @@ impl ChannelRouter {
                 Duration::from_secs(routing.binding_ttl_secs),
                 routing.max_bindings,
             )),
+            forced_session_attempts: routing.forced_session_attempts.max(1),
         })
     }
 
@@ -170,38 +186,100 @@ impl ChannelRouter {
             )));
         }
 
+        let attempts = if failover {
+            1
+        } else {
+            self.forced_session_attempts
+        };
         let mut notes: Vec<String> = Vec::new();
         let mut failed_last: Option<Arc<Channel>> = None;
         let mut last_error: Option<UpstreamError> = None;
+        let mut saturated = false;
         for channel in candidates {
             if channel.is_drained() {
                 notes.push(format!("{}: drained", channel.name()));
                 continue;
             }
+            let outcome = self
+                .start_on(ctx, &set, &channel, appkey, user_agent, attempts)
+                .await;
+            if !matches!(outcome, Attempt::Skipped(_)) {
+                if let Some(previous) = failed_last.take() {
+                    previous.stats().record_failover();
+                    tracing::warn!(
+                        from = previous.name(),
+                        to = channel.name(),
+                        "3D session start failed over"
+                    );
+                }
+            }
+            let error = match outcome {
+                Attempt::Granted(started) => return Ok(started),
+                Attempt::Skipped(note) => {
+                    notes.push(format!("{}: {note}", channel.name()));
+                    continue;
+                }
+                Attempt::Failed(e) => e,
+            };
+            if let UpstreamError::Saturated { .. } = error {
+                // This gateway's own bulkhead, not the vendor: no failover
+                // count, no breaker verdict; the next channel may have room.
+                notes.push(format!("{}: at capacity", channel.name()));
+                saturated = true;
+                if failover {
+                    continue;
+                }
+                return Err(Error::Upstream(error));
+            }
+            if !failover || !error.is_upstream_fault() {
+                return Err(Error::Upstream(error));
+            }
+            notes.push(format!("{}: {}", channel.name(), error.class()));
+            failed_last = Some(channel);
+            last_error = Some(error);
+        }
+        if last_error.is_some() && ctx.is_expired() {
+            return Err(Error::DeadlineExceeded("3D session start"));
+        }
+        if saturated && last_error.is_none() {
+            return Err(Error::Upstream(UpstreamError::Saturated {
+                op: Operation::SessionToken3D,
+            }));
+        }
+        Err(Error::NoChannelAvailable(notes.join(", ")))
+    }
+
+    /// Starts a session on `channel`, trying up to `attempts` times while
+    /// the failure is a transient vendor fault, the circuit admits the
+    /// call and the caller's deadline leaves room.
+    async fn start_on(
+        &self,
+        ctx: &CallContext,
+        set: &ChannelSet,
+        channel: &Arc<Channel>,
+        appkey: &Appkey,
+        user_agent: &str,
+        attempts: u32,
+    ) -> Attempt {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let Ok(permit) = channel.breaker().try_acquire(Instant::now()) else {
                 channel.stats().record_rejected_open();
-                notes.push(format!("{}: circuit open", channel.name()));
-                continue;
+                return Attempt::Skipped("circuit open");
             };
             let now = Instant::now();
             if ctx.is_expired() {
                 permit.neutral(now);
-                return Err(Error::DeadlineExceeded("3D session start"));
+                return Attempt::Failed(UpstreamError::DeadlineExceeded {
+                    op: Operation::SessionToken3D,
+                });
             }
-            if let Some(previous) = failed_last.take() {
-                previous.stats().record_failover();
-                tracing::warn!(
-                    from = previous.name(),
-                    to = channel.name(),
-                    "3D session start failing over"
-                );
-            }
-
-            let (until, caller_bound) = budget(&channel, ctx, now);
-            let attempt = CallContext::with_deadline(until);
+            let (until, caller_bound) = budget(channel, ctx, now);
+            let bounded = CallContext::with_deadline(until);
             let call =
                 self.transport
-                    .session_token(channel.endpoint(), appkey, user_agent, &attempt);
+                    .session_token(channel.endpoint(), appkey, user_agent, &bounded);
             let result =
                 tokio::time::timeout_at(until, call)
                     .await
@@ -214,35 +292,34 @@ impl ChannelRouter {
                 Some(false) => permit.success(now),
                 None => permit.neutral(now),
             }
-
-            match result {
+            let e = match result {
                 Ok(grant) => {
-                    self.on_granted(&set, &channel, appkey, &grant, now);
-                    return Ok(StartedSession {
+                    self.on_granted(set, channel, appkey, &grant, now);
+                    return Attempt::Granted(StartedSession {
                         grant,
                         channel: channel.name().to_owned(),
                     });
                 }
-                Err(e) => {
-                    channel.stats().record_session_failure(e.class());
-                    tracing::warn!(
-                        channel = channel.name(),
-                        error_class = e.class(),
-                        "3D session start failed"
-                    );
-                    if !failover || !e.is_upstream_fault() {
-                        return Err(Error::Upstream(e));
-                    }
-                    notes.push(format!("{}: {}", channel.name(), e.class()));
-                    failed_last = Some(channel);
-                    last_error = Some(e);
-                }
+                Err(e) => e,
+            };
+            if !matches!(e, UpstreamError::Saturated { .. }) {
+                channel.stats().record_session_failure(e.class());
+                tracing::warn!(
+                    channel = channel.name(),
+                    error_class = e.class(),
+                    attempt,
+                    "3D session start failed"
+                );
             }
+            let pause = FORCED_RETRY_PAUSE;
+            let room = ctx
+                .remaining()
+                .is_none_or(|left| left > pause + FORCED_RETRY_PAUSE);
+            if attempt >= attempts || !e.is_upstream_fault() || !room {
+                return Attempt::Failed(e);
+            }
+            tokio::time::sleep(pause).await;
         }
-        if last_error.is_some() && ctx.is_expired() {
-            return Err(Error::DeadlineExceeded("3D session start"));
-        }
-        Err(Error::NoChannelAvailable(notes.join(", ")))
     }
 
     /// Auto mode: all channels by priority, the primary last while a

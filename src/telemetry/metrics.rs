@@ -69,6 +69,22 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RejectedLabels {
+    operation: &'static str,
+    channel: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabels {
+    limit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerLabels {
+    listener: &'static str,
+}
+
 /// The name of a gRPC code as the `code` label shows it (`OK`,
 /// `INVALID_ARGUMENT`, ...): the names of `google.rpc.Code`.
 pub fn grpc_code_name(code: tonic::Code) -> &'static str {
@@ -105,6 +121,11 @@ struct Inner {
     channel_circuit_state: Family<ChannelLabels, Gauge>,
     webhooks: Family<OutcomeLabels, Counter>,
     http_in_flight: Gauge,
+    upstream_rejected: Family<RejectedLabels, Counter>,
+    rpc_shed: Family<LimitLabels, Counter>,
+    connections_open: Family<ListenerLabels, Gauge>,
+    connections_rejected: Family<ListenerLabels, Counter>,
+    draining: Gauge,
 }
 
 /// The gateway's metrics. Cloning is cheap and every clone updates the same
@@ -146,6 +167,11 @@ impl Metrics {
         let channel_circuit_state = Family::<ChannelLabels, Gauge>::default();
         let webhooks = Family::<OutcomeLabels, Counter>::default();
         let http_in_flight = Gauge::default();
+        let upstream_rejected = Family::<RejectedLabels, Counter>::default();
+        let rpc_shed = Family::<LimitLabels, Counter>::default();
+        let connections_open = Family::<ListenerLabels, Gauge>::default();
+        let connections_rejected = Family::<ListenerLabels, Counter>::default();
+        let draining = Gauge::default();
 
         registry.register(
             "idgate_rpc_requests",
@@ -194,6 +220,38 @@ impl Metrics {
             "HTTP requests being served by the gateway's HTTP listener",
             http_in_flight.clone(),
         );
+        registry.register(
+            "idgate_upstream_rejected",
+            "Upstream calls refused before sending because the upstream's or channel's bulkhead was full",
+            upstream_rejected.clone(),
+        );
+        registry.register(
+            "idgate_rpc_shed",
+            "gRPC calls answered RESOURCE_EXHAUSTED/OVERLOADED at once, by the limit reached (in_flight, streams)",
+            rpc_shed.clone(),
+        );
+        registry.register(
+            "idgate_connections_open",
+            "Open connections, by listener (grpc, http, admin)",
+            connections_open.clone(),
+        );
+        registry.register(
+            "idgate_connections_rejected",
+            "Connections closed at accept because the listener's connection cap was reached, by listener",
+            connections_rejected.clone(),
+        );
+        registry.register(
+            "idgate_draining",
+            "1 from the stop signal until exit: health says NOT_SERVING",
+            draining.clone(),
+        );
+        for limit in ["in_flight", "streams"] {
+            drop(rpc_shed.get_or_create(&LimitLabels { limit }));
+        }
+        for listener in ["grpc", "http", "admin"] {
+            drop(connections_open.get_or_create(&ListenerLabels { listener }));
+            drop(connections_rejected.get_or_create(&ListenerLabels { listener }));
+        }
 
         for channel in channels {
             let labels = ChannelLabels {
@@ -215,6 +273,11 @@ impl Metrics {
                 channel_circuit_state,
                 webhooks,
                 http_in_flight,
+                upstream_rejected,
+                rpc_shed,
+                connections_open,
+                connections_rejected,
+                draining,
             }),
         }
     }
@@ -304,6 +367,48 @@ impl Metrics {
                 channel: channel.to_owned(),
             })
             .set(value);
+    }
+
+    /// Counts an upstream call refused by a full bulkhead.
+    pub fn record_upstream_rejected(&self, operation: Operation, channel: Option<&str>) {
+        self.inner
+            .upstream_rejected
+            .get_or_create(&RejectedLabels {
+                operation: operation.as_str(),
+                channel: channel.unwrap_or(CORE_CHANNEL).to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts a call shed at admission; `limit` is `in_flight` or `streams`.
+    pub fn record_rpc_shed(&self, limit: &'static str) {
+        self.inner
+            .rpc_shed
+            .get_or_create(&LimitLabels { limit })
+            .inc();
+    }
+
+    /// Counts one open connection of `listener` until the guard drops.
+    pub fn connection_open(&self, listener: &'static str) -> InFlight {
+        InFlight::start(
+            self.inner
+                .connections_open
+                .get_or_create(&ListenerLabels { listener })
+                .clone(),
+        )
+    }
+
+    /// Counts a connection refused by `listener`'s cap.
+    pub fn record_connection_rejected(&self, listener: &'static str) {
+        self.inner
+            .connections_rejected
+            .get_or_create(&ListenerLabels { listener })
+            .inc();
+    }
+
+    /// Sets the draining gauge.
+    pub fn set_draining(&self, draining: bool) {
+        self.inner.draining.set(i64::from(draining));
     }
 
     /// Counts one HTTP request of the gateway's listener as in flight until

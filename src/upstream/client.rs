@@ -21,7 +21,7 @@ use super::{
     body::{self, FormBody, JsonBody},
     config::{FieldsConfig, UpstreamConfig},
     convert::{self, Session3D},
-    endpoint::{ChannelEndpoint, join},
+    endpoint::{Bulkhead, ChannelEndpoint, join},
     request::{Prepared, RequestDefaults},
     send::Sender,
     wire::{self, WireError, field},
@@ -160,6 +160,7 @@ impl UpstreamClient {
                 defaults: RequestDefaults {
                     timeout: config.timeout(),
                     safe_attempts: config.safe_attempts.max(1),
+                    bulkhead: Bulkhead::new(config.max_concurrent_requests),
                 },
             }),
         })
@@ -383,11 +384,11 @@ impl UpstreamClient {
     }
 
     fn form(&self, op: Operation, url: &Url, form: FormBody) -> Prepared {
-        Prepared::form(op, url, form, self.inner.defaults)
+        Prepared::form(op, url, form, &self.inner.defaults)
     }
 
     fn json(&self, op: Operation, url: &Url, json: JsonBody) -> Prepared {
-        Prepared::json(op, url, json.finish(), self.inner.defaults)
+        Prepared::json(op, url, json.finish(), &self.inner.defaults)
     }
 
     async fn send(&self, ctx: &CallContext, req: Prepared) -> Result<bytes::Bytes, UpstreamError> {

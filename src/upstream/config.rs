@@ -4,6 +4,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+/// Default bulkhead of the core service (and of a channel built without
+/// a configured one).
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
+
 /// The upstream REST service.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -28,6 +32,11 @@ pub struct UpstreamConfig {
     pub safe_attempts: u32,
     /// Idle pooled connections kept per host.
     pub pool_max_idle_per_host: usize,
+    /// Most requests in flight to the core service at once (a bulkhead;
+    /// 3D channels have their own). It also bounds the connections the
+    /// pool opens. Past it a call answers `RESOURCE_EXHAUSTED` /
+    /// `OVERLOADED` at once; nothing queues.
+    pub max_concurrent_requests: usize,
     /// Operation paths, relative to the base URLs.
     pub paths: PathsConfig,
     /// Form and JSON field names that the spec does not show.
@@ -46,6 +55,7 @@ impl Default for UpstreamConfig {
             credential_ttl_secs: 3 * 3600,
             safe_attempts: 2,
             pool_max_idle_per_host: 32,
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             paths: PathsConfig::default(),
             fields: FieldsConfig::default(),
         }

@@ -1,9 +1,10 @@
 //! Where REST operations go: URLs joined and parsed once, when the client
 //! or a channel is built, never per call.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use reqwest::Url;
+use tokio::sync::Semaphore;
 
 use crate::domain::Operation;
 
@@ -17,11 +18,51 @@ pub(crate) fn join(base: &str, path: &str) -> Option<Url> {
         .filter(|u| matches!(u.scheme(), "http" | "https"))
 }
 
+/// A bulkhead: at most its size of requests in flight to one upstream or
+/// channel. Acquired without waiting: a full bulkhead refuses at once.
+#[derive(Debug, Clone)]
+pub struct Bulkhead {
+    permits: Arc<Semaphore>,
+    size: usize,
+}
+
+impl Bulkhead {
+    /// Room for `size` requests in flight (at least 1).
+    pub fn new(size: usize) -> Self {
+        let size = size.clamp(1, Semaphore::MAX_PERMITS);
+        Self {
+            permits: Arc::new(Semaphore::new(size)),
+            size,
+        }
+    }
+
+    /// A slot, or `None` when every slot is taken.
+    pub fn try_enter(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        Arc::clone(&self.permits).try_acquire_owned().ok()
+    }
+
+    /// Requests in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.size - self.permits.available_permits()
+    }
+
+    /// The most requests in flight at once.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+}
+
+impl Default for Bulkhead {
+    fn default() -> Self {
+        Self::new(crate::upstream::DEFAULT_MAX_CONCURRENT_REQUESTS)
+    }
+}
+
 /// A 3D liveness vendor channel's address: where `/3d/session-token` and
-/// `/3d/liveness` go, with the channel's timeout and session-token
-/// attempts. The channel router builds one per configured channel (and
+/// `/3d/liveness` go, with the channel's timeout, session-token attempts
+/// and bulkhead. The channel router builds one per configured channel (and
 /// rebuilds it on reload); the client sends on it with the shared pool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ChannelEndpoint {
     name: String,
     base_url: String,
@@ -31,7 +72,24 @@ pub struct ChannelEndpoint {
     liveness_url: Option<Url>,
     timeout: Duration,
     session_attempts: u32,
+    bulkhead: Bulkhead,
 }
+
+/// Equal when they send to the same place with the same settings (each
+/// keeps its own bulkhead).
+impl PartialEq for ChannelEndpoint {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.base_url == other.base_url
+            && self.session_token_url == other.session_token_url
+            && self.liveness_url == other.liveness_url
+            && self.timeout == other.timeout
+            && self.session_attempts == other.session_attempts
+            && self.bulkhead.size() == other.bulkhead.size()
+    }
+}
+
+impl Eq for ChannelEndpoint {}
 
 impl ChannelEndpoint {
     /// A channel at `base_url` with its two operation paths, one
@@ -50,7 +108,19 @@ impl ChannelEndpoint {
             timeout,
             session_attempts: 1,
             name: "core".to_owned(),
+            bulkhead: Bulkhead::default(),
         }
+    }
+
+    /// Sets the channel's bulkhead size.
+    pub fn with_max_concurrent_requests(mut self, max: usize) -> Self {
+        self.bulkhead = Bulkhead::new(max);
+        self
+    }
+
+    /// The channel's bulkhead.
+    pub fn bulkhead(&self) -> &Bulkhead {
+        &self.bulkhead
     }
 
     /// Names the channel in spans and metrics.

@@ -51,6 +51,13 @@ pub enum UpstreamError {
         /// The operation.
         op: Operation,
     },
+    /// The upstream (or the 3D channel) already has as many requests in
+    /// flight as its bulkhead allows: nothing was sent, and nothing queued.
+    #[error("upstream {op} is at its concurrency limit; nothing was sent")]
+    Saturated {
+        /// The operation.
+        op: Operation,
+    },
     /// The upstream body exceeded the configured bound.
     #[error("upstream {op} sent a body over {limit} bytes")]
     Oversize {
@@ -71,6 +78,7 @@ impl UpstreamError {
             | UpstreamError::Transport { op }
             | UpstreamError::Malformed { op, .. }
             | UpstreamError::Oversize { op, .. }
+            | UpstreamError::Saturated { op }
             | UpstreamError::DeadlineExceeded { op } => *op,
         }
     }
@@ -87,6 +95,7 @@ impl UpstreamError {
             UpstreamError::Malformed { .. } => "malformed",
             UpstreamError::Oversize { .. } => "oversize",
             UpstreamError::DeadlineExceeded { .. } => "deadline",
+            UpstreamError::Saturated { .. } => "saturated",
         }
     }
 
@@ -100,8 +109,9 @@ impl UpstreamError {
             | UpstreamError::Transport { .. }
             | UpstreamError::Malformed { .. }
             | UpstreamError::Oversize { .. } => true,
-            // The caller ran out of time; the upstream did nothing wrong.
-            UpstreamError::DeadlineExceeded { .. } => false,
+            // The caller ran out of time, or this gateway's own bulkhead
+            // refused: the upstream did nothing wrong.
+            UpstreamError::DeadlineExceeded { .. } | UpstreamError::Saturated { .. } => false,
         }
     }
 
@@ -109,7 +119,9 @@ impl UpstreamError {
     pub fn request_not_sent(&self) -> bool {
         matches!(
             self,
-            UpstreamError::Connect { .. } | UpstreamError::DeadlineExceeded { .. }
+            UpstreamError::Connect { .. }
+                | UpstreamError::DeadlineExceeded { .. }
+                | UpstreamError::Saturated { .. }
         )
     }
 
@@ -121,7 +133,9 @@ impl UpstreamError {
         }
         match self {
             UpstreamError::Status { status, .. } => *status >= 500,
-            UpstreamError::Connect { .. } | UpstreamError::DeadlineExceeded { .. } => false,
+            UpstreamError::Connect { .. }
+            | UpstreamError::DeadlineExceeded { .. }
+            | UpstreamError::Saturated { .. } => false,
             UpstreamError::Timeout { .. }
             | UpstreamError::Transport { .. }
             | UpstreamError::Malformed { .. }

@@ -37,7 +37,7 @@ pub mod wire;
 pub use client::{
     ClientSetupError, CredentialGrant, DocumentReceipt, UpstreamClient, parse_expires,
 };
-pub use config::{FieldsConfig, PathsConfig, UpstreamConfig};
+pub use config::{DEFAULT_MAX_CONCURRENT_REQUESTS, FieldsConfig, PathsConfig, UpstreamConfig};
 pub use convert::Session3D;
-pub use endpoint::ChannelEndpoint;
+pub use endpoint::{Bulkhead, ChannelEndpoint};
 pub use error::UpstreamError;

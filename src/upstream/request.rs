@@ -9,7 +9,7 @@ use reqwest::Url;
 
 use super::{
     body::{self, FormBody},
-    endpoint::ChannelEndpoint,
+    endpoint::{Bulkhead, ChannelEndpoint},
 };
 use crate::domain::{Appkey, JourneyRef, Operation};
 
@@ -17,12 +17,14 @@ use crate::domain::{Appkey, JourneyRef, Operation};
 pub(super) type JourneyOfAnswer = fn(&[u8]) -> Option<JourneyRef>;
 
 /// The client-wide defaults a request starts from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct RequestDefaults {
     /// Timeout of one attempt.
     pub(super) timeout: Duration,
     /// Attempts of an operation that consumes nothing.
     pub(super) safe_attempts: u32,
+    /// The core service's bulkhead.
+    pub(super) bulkhead: Bulkhead,
 }
 
 /// One request, ready to send (again).
@@ -33,6 +35,8 @@ pub(super) struct Prepared {
     pub(super) body: Bytes,
     pub(super) timeout: Duration,
     pub(super) attempts: u32,
+    /// The bulkhead of where it goes: one slot for all its attempts.
+    pub(super) bulkhead: Bulkhead,
     /// The 3D channel, for spans and metrics.
     pub(super) channel: Option<String>,
     /// The journey, for spans (derived from the appkey, never the appkey).
@@ -44,12 +48,12 @@ pub(super) struct Prepared {
 
 impl Prepared {
     /// A form-encoded request of `op` to `url`.
-    pub(super) fn form(op: Operation, url: &Url, form: FormBody, d: RequestDefaults) -> Self {
+    pub(super) fn form(op: Operation, url: &Url, form: FormBody, d: &RequestDefaults) -> Self {
         Self::new(op, url, body::FORM, form.finish(), d)
     }
 
     /// A JSON request of `op` to `url`.
-    pub(super) fn json(op: Operation, url: &Url, json: String, d: RequestDefaults) -> Self {
+    pub(super) fn json(op: Operation, url: &Url, json: String, d: &RequestDefaults) -> Self {
         Self::new(op, url, body::JSON, json, d)
     }
 
@@ -58,7 +62,7 @@ impl Prepared {
         url: &Url,
         content_type: &'static str,
         body: String,
-        d: RequestDefaults,
+        d: &RequestDefaults,
     ) -> Self {
         Prepared {
             op,
@@ -72,6 +76,7 @@ impl Prepared {
             } else {
                 d.safe_attempts.max(1)
             },
+            bulkhead: d.bulkhead.clone(),
             channel: None,
             journey: None,
             journey_from_answer: None,
@@ -89,6 +94,7 @@ impl Prepared {
     pub(super) fn on_channel(mut self, channel: &ChannelEndpoint) -> Self {
         self.channel = Some(channel.name().to_owned());
         self.timeout = channel.timeout();
+        self.bulkhead = channel.bulkhead().clone();
         if !self.op.consumes_appkey() {
             self.attempts = channel.session_attempts();
         }

@@ -48,6 +48,13 @@ impl Sender {
         req: Prepared,
     ) -> Result<Bytes, UpstreamError> {
         let op = req.op;
+        // One slot for every attempt; a full bulkhead refuses at once,
+        // before anything is sent (never a queue).
+        let Some(_slot) = req.bulkhead.try_enter() else {
+            self.metrics
+                .record_upstream_rejected(op, req.channel.as_deref());
+            return Err(UpstreamError::Saturated { op });
+        };
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -157,6 +164,7 @@ fn may_retry(op: Operation, err: &UpstreamError) -> bool {
         UpstreamError::Status { status, .. } => matches!(status, 502..=504),
         UpstreamError::Malformed { .. }
         | UpstreamError::Oversize { .. }
+        | UpstreamError::Saturated { .. }
         | UpstreamError::DeadlineExceeded { .. } => false,
     }
 }

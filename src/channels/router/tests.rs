@@ -23,6 +23,8 @@ enum Start {
         contingency: bool,
     },
     Status(u16),
+    /// Answers the status once, then grants.
+    StatusOnce(u16),
     Connect,
     /// Never answers: the router's timeout must cut it.
     Hang,
@@ -96,17 +98,26 @@ impl Liveness3DTransport for Double {
         _ctx: &CallContext,
     ) -> Result<SessionGrant, UpstreamError> {
         self.record("session", channel);
-        let behaviour = self
-            .start
-            .lock()
-            .unwrap()
-            .get(channel.name())
-            .cloned()
-            .unwrap_or(Start::Grant { contingency: false });
+        let behaviour = {
+            let mut start = self.start.lock().unwrap();
+            let behaviour = start
+                .get(channel.name())
+                .cloned()
+                .unwrap_or(Start::Grant { contingency: false });
+            if let Start::StatusOnce(_) = behaviour {
+                start.insert(
+                    channel.name().to_owned(),
+                    Start::Grant { contingency: false },
+                );
+            }
+            behaviour
+        };
         let op = Operation::SessionToken3D;
         let contingency = match behaviour {
             Start::Grant { contingency } => contingency,
-            Start::Status(status) => return Err(UpstreamError::Status { op, status }),
+            Start::Status(status) | Start::StatusOnce(status) => {
+                return Err(UpstreamError::Status { op, status });
+            }
             Start::Connect => return Err(UpstreamError::Connect { op }),
             Start::Hang => std::future::pending().await,
             Start::Hold(release) => {
@@ -387,24 +398,48 @@ async fn forced_modes_apply_to_the_next_call_and_verification_stays_with_the_iss
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_forced_channel_is_not_failed_over_even_when_it_fails() {
+async fn a_forced_channel_is_retried_in_place_and_never_failed_over() {
     let (router, double) = router();
     router.set_mode(RoutingMode::ForceAlternative).unwrap();
     double.on_start("alternative", Start::Status(503));
     let err = start(&router, 1).await.unwrap_err();
     assert_eq!(err.reason(), "UPSTREAM_UNAVAILABLE");
-    assert_eq!(double.calls(), vec![session("alternative")]);
+    assert_eq!(
+        double.calls(),
+        vec![session("alternative"), session("alternative")],
+        "session-token consumes nothing: retried on the forced channel, never elsewhere"
+    );
+    double.clear();
 
     router.set_mode(RoutingMode::ForcePrimary).unwrap();
     router.drain("primary").unwrap();
     let err = start(&router, 2).await.unwrap_err();
     assert_eq!(err.reason(), "NO_CHANNEL_AVAILABLE");
     assert!(err.to_string().contains("primary: drained"), "{err}");
-    assert_eq!(
-        double.calls().len(),
-        1,
+    assert!(
+        double.calls().is_empty(),
         "nothing sent to a drained forced channel"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transient_fault_on_a_forced_channel_is_absorbed_by_the_retry() {
+    let (router, double) = router();
+    router.set_mode(RoutingMode::ForcePrimary).unwrap();
+    double.on_start("primary", Start::StatusOnce(503));
+    let started = start(&router, 1).await.expect("the retry succeeds");
+    assert_eq!(started.channel, "primary");
+    assert_eq!(double.calls(), vec![session("primary"), session("primary")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_forced_channel_is_not_retried_on_a_client_error() {
+    let (router, double) = router();
+    router.set_mode(RoutingMode::ForcePrimary).unwrap();
+    double.on_start("primary", Start::Status(401));
+    let err = start(&router, 1).await.unwrap_err();
+    assert_eq!(err.reason(), "APPKEY_EXPIRED");
+    assert_eq!(double.calls(), vec![session("primary")]);
 }
 
 #[tokio::test(start_paused = true)]
