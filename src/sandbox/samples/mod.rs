@@ -2,7 +2,7 @@
 //!
 //! The gateway's `idgate journey` command and the integration tests build
 //! their requests from these. Same input, same outcome, always. The marker
-//! scheme is described in the README's "The sandbox" section.
+//! scheme is described in `docs/sandbox.md` ("Choosing outcomes").
 
 mod images;
 mod persons;
