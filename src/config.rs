@@ -29,6 +29,9 @@ pub use crate::{
 pub struct Config {
     /// Listen addresses.
     pub listen: ListenConfig,
+    /// What the listeners accept, for how long, and how they drain
+    /// (`[serving]`).
+    pub serving: ServingConfig,
     /// The upstream REST service; absent: the sandbox is started in process.
     pub upstream: Option<UpstreamConfig>,
     /// Operator profiles whose credentials create appkeys.
@@ -78,6 +81,91 @@ impl Default for ListenConfig {
     }
 }
 
+/// How the listeners bound what they accept, and how the gateway drains.
+/// Every bound answers promptly when reached (a closed connection, or
+/// `RESOURCE_EXHAUSTED` / `OVERLOADED`); nothing queues without bound.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServingConfig {
+    /// Unary calls in flight at once on the public listener.
+    pub max_in_flight: usize,
+    /// `WatchJourney` streams open at once (their own cap: long-lived,
+    /// cheap, and never counted against unary calls).
+    pub max_streams: usize,
+    /// Open connections per listener; also bounded, across listeners, by
+    /// the process's descriptor limit less a reserve for upstream sockets.
+    pub max_connections: usize,
+    /// HTTP/2 streams per connection (`SETTINGS_MAX_CONCURRENT_STREAMS`).
+    pub max_concurrent_streams: u32,
+    /// HTTP/2 keepalive pings on idle connections, every this many seconds
+    /// (0: off).
+    pub http2_keepalive_interval_secs: u64,
+    /// A keepalive ping unanswered this long closes the connection.
+    pub http2_keepalive_timeout_secs: u64,
+    /// A connection with no request in flight this long is closed (0: off).
+    pub idle_timeout_secs: u64,
+    /// Largest header list accepted (HTTP/2 `SETTINGS_MAX_HEADER_LIST_SIZE`).
+    pub max_header_list_bytes: u32,
+    /// TCP keepalive probes after this much silence (0: off).
+    pub tcp_keepalive_secs: u64,
+    /// HTTP/1 (the webhook and metrics listener): the request head must
+    /// arrive within this many milliseconds.
+    pub header_read_timeout_ms: u64,
+    /// gRPC: the request body must arrive within this many milliseconds (or
+    /// the caller's deadline, when sooner).
+    pub request_body_timeout_ms: u64,
+    /// After the stop signal, health says NOT_SERVING while calls are still
+    /// served for this long, so load balancers move traffic away first.
+    pub drain_delay_secs: u64,
+    /// Then calls in flight get this long to finish; what is left is
+    /// closed and the process exits.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServingConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 1024,
+            max_streams: 10_000,
+            max_connections: 10_000,
+            max_concurrent_streams: 256,
+            http2_keepalive_interval_secs: 30,
+            http2_keepalive_timeout_secs: 10,
+            idle_timeout_secs: 300,
+            max_header_list_bytes: 16 * 1024,
+            tcp_keepalive_secs: 60,
+            header_read_timeout_ms: 10_000,
+            request_body_timeout_ms: 30_000,
+            drain_delay_secs: 5,
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+impl ServingConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("serving.max_in_flight", self.max_in_flight as u64),
+            ("serving.max_streams", self.max_streams as u64),
+            ("serving.max_connections", self.max_connections as u64),
+            (
+                "serving.max_concurrent_streams",
+                u64::from(self.max_concurrent_streams),
+            ),
+            (
+                "serving.max_header_list_bytes",
+                u64::from(self.max_header_list_bytes),
+            ),
+            ("serving.header_read_timeout_ms", self.header_read_timeout_ms),
+            ("serving.request_body_timeout_ms", self.request_body_timeout_ms),
+        ];
+        match positive.iter().find(|(_, v)| *v == 0) {
+            Some((key, _)) => Err(ConfigError::Invalid(format!("{key} must be at least 1"))),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Config {
     /// Loads the file (if any), then applies `IDGATE_*` overrides from the
     /// process environment.
@@ -107,7 +195,8 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         crate::channels::config::validate(&self.channels, &self.routing)
             .and_then(|()| self.embedded_channels.validate())
-            .map_err(|e| ConfigError::Invalid(e.to_string()))
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        self.serving.validate()
     }
 }
 

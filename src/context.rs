@@ -49,16 +49,22 @@ impl CallContext {
     /// The caller's deadline from the `grpc-timeout` of `metadata`; no
     /// deadline when the header is absent or malformed.
     pub fn from_metadata(metadata: &tonic::metadata::MetadataMap) -> Self {
-        let timeout = metadata
-            .get(GRPC_TIMEOUT_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_grpc_timeout);
-        Self::from_deadline(timeout.and_then(|t| Instant::now().checked_add(t)))
+        Self::from_headers(metadata.as_ref())
     }
 
     /// The caller's deadline of a gRPC request.
     pub fn of<T>(request: &tonic::Request<T>) -> Self {
         Self::from_metadata(request.metadata())
+    }
+
+    /// The caller's deadline from the `grpc-timeout` of raw HTTP/2
+    /// headers (for layers below tonic).
+    pub fn from_headers(headers: &http::HeaderMap) -> Self {
+        let timeout = headers
+            .get(GRPC_TIMEOUT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_grpc_timeout);
+        Self::from_deadline(timeout.and_then(|t| Instant::now().checked_add(t)))
     }
 
     /// The deadline, if any.

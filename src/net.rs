@@ -1,18 +1,17 @@
 //! Socket options of the servers' accepted connections.
 
-use tokio::net::{TcpListener, TcpStream};
-use tonic::transport::server::TcpIncoming;
+use tokio::net::TcpStream;
 
-/// Accepted gRPC connections with `TCP_NODELAY`: without it, Nagle's
+/// Sets `TCP_NODELAY` on an accepted connection: without it, Nagle's
 /// algorithm and the peer's delayed ACK stall small writes by ~40 ms.
-pub fn incoming(listener: TcpListener) -> TcpIncoming {
-    TcpIncoming::from(listener).with_nodelay(Some(true))
-}
-
-/// Sets `TCP_NODELAY` on an accepted HTTP connection (see [`incoming`]),
-/// for `axum::serve(listener.tap_io(no_delay), ..)`.
-pub fn no_delay(tcp: &mut TcpStream) {
+pub fn no_delay_on(tcp: &TcpStream) {
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(error = %e, "cannot set TCP_NODELAY");
     }
+}
+
+/// [`no_delay_on`] in the shape `axum::serve(listener.tap_io(no_delay), ..)`
+/// takes.
+pub fn no_delay(tcp: &mut TcpStream) {
+    no_delay_on(tcp);
 }

@@ -180,6 +180,8 @@ impl Channel {
             rejected_open: n(&s.rejected_open),
             verifications: n(&s.verifications),
             verification_failures: n(&s.verification_failures),
+            in_flight: self.endpoint.bulkhead().in_flight(),
+            max_concurrent_requests: self.endpoint.bulkhead().size(),
         }
     }
 }
@@ -224,6 +226,10 @@ pub struct ChannelSnapshot {
     pub verifications: u64,
     /// Counter: verifications that failed.
     pub verification_failures: u64,
+    /// Requests in flight to this channel now.
+    pub in_flight: usize,
+    /// Its bulkhead: the most requests in flight at once.
+    pub max_concurrent_requests: usize,
 }
 
 /// The channels of one configuration generation, by priority (ties in

@@ -3,22 +3,34 @@
 //! admin gRPC listener (`ChannelAdminService`, behind a bearer token).
 //! Each is served on an already bound socket until `stopped` turns true.
 
-use std::{net::SocketAddr, sync::Arc};
+use std::{convert::Infallible, net::SocketAddr, sync::Arc, time::Duration};
 
-use axum::{Router, extract::State, response::Response, routing::get, serve::ListenerExt as _};
+use axum::{Router, extract::State, response::Response, routing::get};
+use futures_util::StreamExt as _;
+use http::StatusCode;
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo, TokioTimer},
+    server::{conn::auto, graceful::GracefulShutdown},
+};
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
-use tonic::transport::Server;
+use tonic::transport::{Server, server::Router as TonicRouter};
+use tower::{Layer, ServiceExt as _};
 
-use super::StartError;
+use super::{
+    StartError,
+    admission::{AdmissionLayer, EdgeLimits, holding},
+    connections::ConnectionGate,
+};
 use crate::{
     api::{DocumentApi, JourneyApi, LivenessApi, admin_service},
     channels::ChannelRouter,
+    config::ServingConfig,
     domain::AdminToken,
     events::{RejectReason, WebhookReceiver},
-    net::{incoming, no_delay},
     proto::{
         FILE_DESCRIPTOR_SET,
         v1::{
+            channel_admin_service_server::ChannelAdminServiceServer,
             document_service_server::{DocumentService, DocumentServiceServer},
             journey_service_server::{JourneyService, JourneyServiceServer},
             liveness_service_server::{LivenessService, LivenessServiceServer},
@@ -54,13 +66,26 @@ pub(super) struct PublicApi {
     pub(super) max_message_bytes: usize,
 }
 
-/// Serves the public API, health and reflection on `listener`.
+/// A tonic server with the per-connection limits of `serving`.
+fn grpc_server(serving: &ServingConfig) -> Server {
+    let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
+    Server::builder()
+        .max_concurrent_streams(serving.max_concurrent_streams)
+        .http2_keepalive_interval(secs(serving.http2_keepalive_interval_secs))
+        .http2_keepalive_timeout(secs(serving.http2_keepalive_timeout_secs))
+        .http2_max_header_list_size(serving.max_header_list_bytes)
+}
+
+/// Serves the public API, health and reflection on `listener` through
+/// `gate`; `health` is the reporter the drain flips to NOT_SERVING.
 pub(super) async fn serve_public(
     listener: TcpListener,
+    gate: ConnectionGate,
     api: PublicApi,
+    serving: &ServingConfig,
     metrics: Metrics,
     stopped: watch::Receiver<bool>,
-) -> Result<JoinHandle<()>, StartError> {
+) -> Result<(JoinHandle<()>, tonic_health::server::HealthReporter), StartError> {
     let (health_reporter, health) = tonic_health::server::health_reporter();
     health_reporter
         .set_serving::<JourneyServiceServer<JourneyApi>>()
@@ -71,37 +96,112 @@ pub(super) async fn serve_public(
     health_reporter
         .set_serving::<DocumentServiceServer<DocumentApi>>()
         .await;
+    // Reflection lists what this listener serves, and nothing else.
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name("idgate.v1.JourneyService")
+        .with_service_name("idgate.v1.LivenessService")
+        .with_service_name("idgate.v1.DocumentService")
+        .with_service_name("grpc.health.v1.Health")
         .build_v1()
         .map_err(|e| StartError::Reflection(e.to_string()))?;
     let max = api.max_message_bytes;
-    let grpc = Server::builder()
+    let edge = AdmissionLayer::new(
+        EdgeLimits {
+            max_in_flight: serving.max_in_flight,
+            max_streams: serving.max_streams,
+            request_body_timeout: Duration::from_millis(serving.request_body_timeout_ms),
+            max_message_bytes: max,
+        },
+        metrics.clone(),
+    );
+    let router = grpc_server(serving)
         .layer(GrpcServerLayer::new(metrics))
+        .layer(edge)
         .add_service(health)
         .add_service(reflection)
         .add_service(JourneyServiceServer::new(api.journeys).limits(max))
         .add_service(LivenessServiceServer::new(api.liveness).limits(max))
-        .add_service(DocumentServiceServer::new(api.documents).limits(max))
-        .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
-    Ok(tokio::spawn(async move {
-        if let Err(e) = grpc.await {
-            tracing::error!(error = %e, "gRPC listener failed");
-        }
-    }))
+        .add_service(DocumentServiceServer::new(api.documents).limits(max));
+    Ok((serve_grpc("gRPC", router, listener, gate, stopped), health_reporter))
 }
 
+/// Serves `ChannelAdminService` behind `token` on `listener` through `gate`.
+pub(super) fn serve_admin(
+    listener: TcpListener,
+    gate: ConnectionGate,
+    router: Arc<ChannelRouter>,
+    token: &AdminToken,
+    serving: &ServingConfig,
+    metrics: Metrics,
+    stopped: watch::Receiver<bool>,
+) -> Result<JoinHandle<()>, StartError> {
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .with_service_name(
+            <ChannelAdminServiceServer<crate::api::admin::ChannelAdmin> as tonic::server::NamedService>::NAME,
+        )
+        .build_v1()
+        .map_err(|e| StartError::Reflection(e.to_string()))?;
+    let router = grpc_server(serving)
+        .layer(GrpcServerLayer::new(metrics))
+        .add_service(reflection)
+        .add_service(admin_service(router, token));
+    Ok(serve_grpc("admin", router, listener, gate, stopped))
+}
+
+/// Runs a tonic router on the connections `gate` admits until `stopped`,
+/// then drains: no new connections, GOAWAY on open ones, and the task ends
+/// when they have closed (the caller bounds that wait).
+fn serve_grpc<L, ResBody>(
+    what: &'static str,
+    router: TonicRouter<L>,
+    listener: TcpListener,
+    gate: ConnectionGate,
+    stopped: watch::Receiver<bool>,
+) -> JoinHandle<()>
+where
+    L: Layer<tonic::service::Routes> + Send + 'static,
+    L::Service: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Error:
+        Into<tonic::codegen::StdError> + Send,
+    ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    ResBody::Error: Into<tonic::codegen::StdError>,
+{
+    let serve = router.serve_with_incoming_shutdown(gate.incoming(listener), wait(stopped));
+    tokio::spawn(async move {
+        if let Err(e) = serve.await {
+            tracing::error!(listener = what, error = %e, "listener failed");
+        }
+    })
+}
+
+/// Whether the HTTP listener reports healthy: false from the stop signal.
+pub(super) type Readiness = watch::Receiver<bool>;
+
 /// Serves `/healthz`, `/metrics` and, when configured, the webhook
-/// receiver on `listener`.
+/// receiver on the connections `gate` admits, with HTTP/1's head read
+/// bounded by `header_read_timeout`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn serve_http(
     listener: TcpListener,
+    gate: ConnectionGate,
     receiver: Option<WebhookReceiver>,
     router: Arc<ChannelRouter>,
+    serving: &ServingConfig,
     metrics: Metrics,
+    ready: Readiness,
     mut stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let mut http = Router::new().route("/healthz", get(|| async { "ok" }));
+    let mut http = Router::new().route(
+        "/healthz",
+        get(healthz).with_state(ready),
+    );
     if let Some(receiver) = &receiver {
         http = http.merge(receiver.router());
     }
@@ -110,38 +210,60 @@ pub(super) fn serve_http(
         router,
         receiver,
     };
-    let http = http
+    let app = http
         .route("/metrics", get(scrape_metrics).with_state(scrape))
         .layer(HttpServerLayer::with_metrics(metrics));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_millis(serving.header_read_timeout_ms));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(serving.max_concurrent_streams)
+        .max_header_list_size(serving.max_header_list_bytes);
     tokio::spawn(async move {
-        let served = axum::serve(listener.tap_io(no_delay), http)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.wait_for(|s| *s).await;
-            })
-            .await;
-        if let Err(e) = served {
-            tracing::error!(error = %e, "HTTP listener failed");
+        let graceful = GracefulShutdown::new();
+        let mut incoming = std::pin::pin!(gate.incoming(listener));
+        loop {
+            let conn = tokio::select! {
+                conn = incoming.next() => conn,
+                _ = stopped.wait_for(|s| *s) => break,
+            };
+            let Some(Ok(conn)) = conn else { break };
+            let activity = conn.info().activity;
+            let app = app.clone();
+            let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let active = activity.start();
+                let call = app.clone().oneshot(request.map(axum::body::Body::new));
+                async move {
+                    let response = call.await?;
+                    Ok::<_, Infallible>(response.map(|b| axum::body::Body::new(holding(b, active))))
+                }
+            });
+            let connection = builder.serve_connection(TokioIo::new(conn), service).into_owned();
+            let watched = graceful.watch(connection);
+            tokio::spawn(async move {
+                if let Err(e) = watched.await {
+                    tracing::debug!(error = %e, "HTTP connection ended with an error");
+                }
+            });
         }
+        // Stop accepting (the listener is dropped with `incoming`), ask
+        // open connections to finish, and wait for them.
+        drop(incoming);
+        graceful.shutdown().await;
     })
 }
 
-/// Serves `ChannelAdminService` behind `token` on `listener`.
-pub(super) fn serve_admin(
-    listener: TcpListener,
-    router: Arc<ChannelRouter>,
-    token: &AdminToken,
-    metrics: Metrics,
-    stopped: watch::Receiver<bool>,
-) -> JoinHandle<()> {
-    let admin = Server::builder()
-        .layer(GrpcServerLayer::new(metrics))
-        .add_service(admin_service(router, token))
-        .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
-    tokio::spawn(async move {
-        if let Err(e) = admin.await {
-            tracing::error!(error = %e, "admin listener failed");
-        }
-    })
+/// `GET /healthz`: 200 while serving, 503 once draining.
+async fn healthz(State(ready): State<Readiness>) -> (StatusCode, &'static str) {
+    if *ready.borrow() {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining")
+    }
 }
 
 /// The generated servers' size setters, behind one name.

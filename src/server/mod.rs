@@ -6,7 +6,17 @@
 //! - `upstream`: the configured REST service and its operators, or
 //! - `embedded`: with no `[upstream]` configured, the sandbox started in
 //!   process on loopback, the gateway pointed at it.
+//! - `connections`: every accepted connection, bounded (caps, descriptor
+//!   budget, idle timeout, kill switch); `admission`: the public gRPC
+//!   edge (in-flight caps, request-body timeout, caller-fault statuses).
+//!
+//! Stopping ([`Gateway::shutdown`]) drains: health says NOT_SERVING at
+//! once while calls are still served for `drain_delay_secs`, then the
+//! listeners stop accepting and send GOAWAY, calls in flight get
+//! `shutdown_grace_secs` to finish, and whatever is left is closed.
 
+mod admission;
+mod connections;
 mod embedded;
 mod listeners;
 mod upstream;
@@ -82,6 +92,12 @@ pub struct Gateway {
     embedded_channels: Vec<ChannelSpec>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// Flips `/healthz` and gRPC health to NOT_SERVING.
+    ready: watch::Sender<bool>,
+    health: tonic_health::server::HealthReporter,
+    kill_switches: Vec<Arc<connections::KillSwitch>>,
+    drain_delay: Duration,
+    shutdown_grace: Duration,
 }
 
 impl Gateway {
@@ -156,17 +172,59 @@ impl Gateway {
         Ok(())
     }
 
-    /// Stops accepting calls, ends open `WatchJourney` streams with
-    /// `UNAVAILABLE` / `SHUTTING_DOWN`, lets other calls in flight finish,
-    /// and stops the embedded sandbox.
+    /// Reports NOT_SERVING on gRPC health and `/healthz` while still
+    /// serving: the first step of [`Gateway::shutdown`], for load balancers
+    /// to move traffic away. Idempotent.
+    pub async fn begin_drain(&self) {
+        if !self.ready.send_replace(false) {
+            return;
+        }
+        self.metrics.set_draining(true);
+        for service in [
+            "",
+            "idgate.v1.JourneyService",
+            "idgate.v1.LivenessService",
+            "idgate.v1.DocumentService",
+        ] {
+            self.health
+                .set_service_status(service, tonic_health::ServingStatus::NotServing)
+                .await;
+        }
+        tracing::info!(
+            drain_delay_secs = self.drain_delay.as_secs(),
+            "draining: health reports NOT_SERVING"
+        );
+    }
+
+    /// Drains and stops: NOT_SERVING at once, calls still served for the
+    /// drain delay; then no new connections, GOAWAY on open ones, open
+    /// `WatchJourney` streams ended with `UNAVAILABLE` / `SHUTTING_DOWN`;
+    /// calls in flight get the shutdown grace to finish, then every
+    /// connection left is closed. Returns within drain delay + grace (plus
+    /// the embedded sandbox's own stop).
     pub async fn shutdown(self) {
+        self.begin_drain().await;
+        tokio::time::sleep(self.drain_delay).await;
         let _ = self.stop.send(true);
         // Open WatchJourney streams would hold up the graceful shutdown.
         self.hub.close();
-        for task in self.tasks {
-            let _ = task.await;
+        let listeners = futures_util::future::join_all(self.tasks);
+        tokio::pin!(listeners);
+        if tokio::time::timeout(self.shutdown_grace, &mut listeners)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                grace_secs = self.shutdown_grace.as_secs(),
+                "shutdown grace over: closing the connections still open"
+            );
+            for kill in &self.kill_switches {
+                kill.kill();
+            }
+            // Closed connections end their tasks at once; never hang on one.
+            let _ = tokio::time::timeout(Duration::from_secs(1), listeners).await;
         }
-        self.hub.tasks_finished().await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.hub.tasks_finished()).await;
         if let Some(sandbox) = self.sandbox {
             sandbox.shutdown().await;
         }
@@ -233,7 +291,25 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     );
 
     let (stop, stopped) = watch::channel(false);
+    let (ready, readiness) = watch::channel(true);
     let mut tasks = Vec::new();
+    let serving = &config.serving;
+    let budget = connection_budget(&config, &router, &up.config);
+    let gate = |listener: &'static str| {
+        connections::ConnectionGate::new(
+            listener,
+            connections::ConnectionLimits {
+                max_connections: serving.max_connections,
+                idle_timeout: (serving.idle_timeout_secs > 0)
+                    .then(|| Duration::from_secs(serving.idle_timeout_secs)),
+                tcp_keepalive: (serving.tcp_keepalive_secs > 0)
+                    .then(|| Duration::from_secs(serving.tcp_keepalive_secs)),
+            },
+            budget.clone(),
+            metrics.clone(),
+        )
+    };
+    let mut kill_switches = Vec::new();
 
     let api = listeners::PublicApi {
         journeys: JourneyApi::new(core.clone(), hub.clone())
@@ -242,8 +318,18 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         documents: DocumentApi::new(core.clone(), config.limits.clone()),
         max_message_bytes: config.limits.max_grpc_message_bytes,
     };
-    tasks
-        .push(listeners::serve_public(grpc_listener, api, metrics.clone(), stopped.clone()).await?);
+    let grpc_gate = gate("grpc");
+    kill_switches.push(grpc_gate.kill_switch());
+    let (public, health) = listeners::serve_public(
+        grpc_listener,
+        grpc_gate,
+        api,
+        serving,
+        metrics.clone(),
+        stopped.clone(),
+    )
+    .await?;
+    tasks.push(public);
 
     let receiver = if webhook.basic.is_some()
         || webhook.hmac.is_some()
@@ -256,11 +342,16 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         );
         None
     };
+    let http_gate = gate("http");
+    kill_switches.push(http_gate.kill_switch());
     tasks.push(listeners::serve_http(
         http_listener,
+        http_gate,
         receiver,
         router.clone(),
+        serving,
         metrics.clone(),
+        readiness,
         stopped.clone(),
     ));
 
@@ -269,13 +360,17 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         Ok(token) => {
             let listener = listeners::bind("admin", config.listen.admin).await?;
             let addr = listeners::local("admin", &listener, config.listen.admin)?;
+            let admin_gate = gate("admin");
+            kill_switches.push(admin_gate.kill_switch());
             tasks.push(listeners::serve_admin(
                 listener,
+                admin_gate,
                 router.clone(),
                 &token,
+                serving,
                 metrics.clone(),
                 stopped,
-            ));
+            )?);
             Some(addr)
         }
         Err(e) => {
@@ -303,5 +398,47 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         embedded_channels: up.embedded_channels,
         stop,
         tasks,
+        ready,
+        health,
+        kill_switches,
+        drain_delay: Duration::from_secs(config.serving.drain_delay_secs),
+        shutdown_grace: Duration::from_secs(config.serving.shutdown_grace_secs),
     })
+}
+
+/// The process-wide connection budget: the descriptor limit less a reserve
+/// for the sockets the bulkheads may open upstream. Logged once.
+fn connection_budget(
+    config: &Config,
+    router: &ChannelRouter,
+    upstream: &crate::config::UpstreamConfig,
+) -> Option<Arc<tokio::sync::Semaphore>> {
+    let upstream_sockets = router
+        .snapshot()
+        .channels
+        .iter()
+        .map(|c| c.max_concurrent_requests)
+        .sum::<usize>()
+        .saturating_add(upstream.max_concurrent_requests);
+    match connections::connection_budget(upstream_sockets) {
+        Some((limit, budget)) => {
+            tracing::info!(
+                open_files_limit = limit,
+                connection_budget = budget,
+                reserved_for_upstream = upstream_sockets,
+                max_connections_per_listener = config.serving.max_connections,
+                "connection limits"
+            );
+            Some(Arc::new(tokio::sync::Semaphore::new(
+                budget.min(tokio::sync::Semaphore::MAX_PERMITS),
+            )))
+        }
+        None => {
+            tracing::warn!(
+                max_connections_per_listener = config.serving.max_connections,
+                "cannot read the open-files limit: only the per-listener connection caps apply"
+            );
+            None
+        }
+    }
 }

@@ -46,6 +46,8 @@ pub fn test_config() -> Config {
     std::fs::write(&token_file, ADMIN_TOKEN).expect("write admin token file");
     config.admin.token_file = Some(token_file);
     config.sandbox.processing_delay_ms = 2_000;
+    // Tests stop at once: no load balancer to tell.
+    config.serving.drain_delay_secs = 0;
     // Fallback polling quickly, so tests that lose the webhook finish fast.
     config.watch.webhook_grace_secs = 1;
     config.watch.poll_initial_ms = 50;

@@ -1,0 +1,279 @@
+//! The edge of the public gRPC listener: what is admitted, for how long a
+//! request body may take, and which statuses blame the caller.
+//!
+//! - Admission: unary calls share one cap (`max_in_flight`), `WatchJourney`
+//!   streams another (`max_streams`: long-lived and cheap, they must not
+//!   starve unary calls nor be starved by them); health and reflection are
+//!   never refused, so a load balancer still sees the truth under load.
+//!   Past a cap the call is answered at once with `RESOURCE_EXHAUSTED` /
+//!   `OVERLOADED` and a `RetryInfo`: no queue, bounded or not.
+//! - The request body must arrive within `request_body_timeout`, or the
+//!   caller's deadline when sooner; a stalled upload is answered
+//!   `DEADLINE_EXCEEDED` / `REQUEST_BODY_TIMEOUT` and frees its slot.
+//! - A message over the size limit is `RESOURCE_EXHAUSTED` /
+//!   `MESSAGE_TOO_LARGE` (tonic says `OUT_OF_RANGE`, which no handler of
+//!   this API returns).
+//!
+//! Each admitted request also counts on its connection's [`Activity`], for
+//! the connection's idle timeout.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll, ready},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use tokio::{
+    sync::{OwnedSemaphorePermit, Semaphore},
+    time::{Instant, Sleep},
+};
+use tonic::Code;
+use tower::{Layer, Service};
+
+use super::connections::{ActiveRequest, ConnInfo};
+use crate::{Error, context::CallContext, telemetry::Metrics};
+
+/// The long-lived streaming method, admitted under its own cap.
+const STREAMING: &str = "/idgate.v1.JourneyService/WatchJourney";
+/// Prefixes of what is never refused.
+const ALWAYS_ADMITTED: [&str; 3] = [
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+];
+
+/// The limits the edge enforces.
+#[derive(Debug, Clone)]
+pub(super) struct EdgeLimits {
+    /// Unary calls in flight at once.
+    pub(super) max_in_flight: usize,
+    /// `WatchJourney` streams open at once.
+    pub(super) max_streams: usize,
+    /// Longest a request body may take to arrive.
+    pub(super) request_body_timeout: Duration,
+    /// Largest message, for the `MESSAGE_TOO_LARGE` answer.
+    pub(super) max_message_bytes: usize,
+}
+
+/// The edge as a tower layer (inside the telemetry layer, so that what it
+/// answers is counted and traced like any answer).
+#[derive(Clone)]
+pub(super) struct AdmissionLayer {
+    unary: Arc<Semaphore>,
+    streams: Arc<Semaphore>,
+    limits: Arc<EdgeLimits>,
+    metrics: Metrics,
+}
+
+impl AdmissionLayer {
+    pub(super) fn new(limits: EdgeLimits, metrics: Metrics) -> Self {
+        Self {
+            unary: Arc::new(Semaphore::new(
+                limits.max_in_flight.clamp(1, Semaphore::MAX_PERMITS),
+            )),
+            streams: Arc::new(Semaphore::new(
+                limits.max_streams.clamp(1, Semaphore::MAX_PERMITS),
+            )),
+            limits: Arc::new(limits),
+            metrics,
+        }
+    }
+}
+
+impl<S> Layer<S> for AdmissionLayer {
+    type Service = Admission<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Admission {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service of [`AdmissionLayer`].
+#[derive(Clone)]
+pub(super) struct Admission<S> {
+    inner: S,
+    layer: AdmissionLayer,
+}
+
+/// What an admitted call holds until its response body ends.
+struct Held {
+    _slot: Option<OwnedSemaphorePermit>,
+    _active: Option<ActiveRequest>,
+}
+
+/// Wraps `body` so that it holds `held` until it ends or is dropped.
+pub(super) fn holding<B, H>(body: B, held: H) -> HoldingBody<B, H> {
+    HoldingBody { inner: body, _held: held }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, ResBody> Service<Request<tonic::body::Body>> for Admission<S>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<ResBody>> + Send + 'static,
+    S::Future: Send + 'static,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<tonic::codegen::StdError>,
+{
+    type Response = Response<tonic::body::Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<tonic::body::Body>) -> Self::Future {
+        let layer = &self.layer;
+        let path = request.uri().path();
+        let slot = if ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p)) {
+            None
+        } else {
+            let (pool, limit, what) = if path == STREAMING {
+                (&layer.streams, "streams", "WatchJourney streams")
+            } else {
+                (&layer.unary, "in_flight", "calls in flight")
+            };
+            match Arc::clone(pool).try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    layer.metrics.record_rpc_shed(limit);
+                    let status: tonic::Status = Error::Overloaded(what).into();
+                    return Box::pin(async move { Ok(status.into_http()) });
+                }
+            }
+        };
+        let active = request
+            .extensions()
+            .get::<ConnInfo>()
+            .map(|c| c.activity.start());
+        let now = Instant::now();
+        let own = now + layer.limits.request_body_timeout;
+        let deadline = CallContext::from_headers(request.headers())
+            .deadline()
+            .map_or(own, |d| d.min(own));
+        let timeout_ms = u64::try_from(deadline.saturating_duration_since(now).as_millis())
+            .unwrap_or(u64::MAX);
+        let request = request.map(|body| {
+            tonic::body::Body::new(DeadlineBody {
+                inner: body,
+                deadline: Box::pin(tokio::time::sleep_until(deadline)),
+                timeout_ms,
+                done: false,
+            })
+        });
+        let max_message_bytes = layer.limits.max_message_bytes;
+        let call = self.inner.call(request);
+        Box::pin(async move {
+            let response = call.await?;
+            let held = Held {
+                _slot: slot,
+                _active: active,
+            };
+            if grpc_status(&response) == Some(Code::OutOfRange) {
+                // Trailers-only: tonic refused the request message's size.
+                let status: tonic::Status = Error::MessageTooLarge(max_message_bytes).into();
+                return Ok(status.into_http());
+            }
+            Ok(response.map(|body| tonic::body::Body::new(holding(body, held))))
+        })
+    }
+}
+
+/// The `grpc-status` of a trailers-only response.
+fn grpc_status<B>(response: &Response<B>) -> Option<Code> {
+    let raw = response.headers().get("grpc-status")?.to_str().ok()?;
+    raw.parse::<i32>().ok().map(Code::from)
+}
+
+pin_project! {
+    /// A response body that holds what its call holds (the admission slot,
+    /// the connection's activity) until it ends or is dropped.
+    pub(super) struct HoldingBody<B, H> {
+        #[pin]
+        inner: B,
+        _held: H,
+    }
+}
+
+impl<B, H> Body for HoldingBody<B, H>
+where
+    B: Body<Data = Bytes>,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.project().inner.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+pin_project! {
+    /// A request body that must end by a deadline; past it, it fails with
+    /// `DEADLINE_EXCEEDED` / `REQUEST_BODY_TIMEOUT` (tonic hands a `Status`
+    /// body error to the caller as it is).
+    struct DeadlineBody<B> {
+        #[pin]
+        inner: B,
+        deadline: Pin<Box<Sleep>>,
+        timeout_ms: u64,
+        done: bool,
+    }
+}
+
+impl<B> Body for DeadlineBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<tonic::codegen::StdError>,
+{
+    type Data = Bytes;
+    type Error = tonic::codegen::StdError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.project();
+        if !*this.done {
+            if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+                if frame.is_none() {
+                    *this.done = true;
+                }
+                return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+            }
+            ready!(this.deadline.as_mut().poll(cx));
+            *this.done = true;
+            let status: tonic::Status = Error::RequestBodyTimeout(*this.timeout_ms).into();
+            return Poll::Ready(Some(Err(Box::new(status))));
+        }
+        Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
