@@ -20,7 +20,11 @@ use idgate::{
 };
 use tonic::{Code, Request};
 
-use crate::support::{gateway::*, wait::eventually};
+use crate::support::{
+    gateway::*,
+    net::{RefusingPort, addr_of},
+    wait::eventually,
+};
 
 const VENDOR_A: &str = "sandbox-vendor-a";
 const VENDOR_B: &str = "sandbox-vendor-b";
@@ -95,6 +99,8 @@ async fn a_primary_refusing_connections_fails_over_to_the_alternative() {
         .stop_channel("primary")
         .await
         .expect("stop the primary's listener");
+    // Hold the freed port, so that no parallel test's server answers there.
+    let _held = RefusingPort::take_over(addr_of(&gw.sandbox().channels()[0].base_url)).await;
     let appkey = gw.create_journey().await;
     let s = gw
         .start_3d(&appkey)
@@ -700,6 +706,8 @@ async fn the_channels_commands_report_errors_clearly() {
         "{err:?}"
     );
     gw.stop().await;
+    // Hold the freed port, so that no parallel test's server answers there.
+    let _held = RefusingPort::take_over(addr.parse().expect("admin address")).await;
 
     // A stopped gateway: the address is named, the token is not.
     let err = cli::list(&addr, &token).await.unwrap_err();

@@ -5,7 +5,10 @@ use idgate::sandbox::samples::{
 };
 use idgate::sandbox::{ChannelConfig, SandboxConfig};
 
-use crate::support::sandbox::{config, standard, start, start_with};
+use crate::support::{
+    net::{RefusingPort, addr_of},
+    sandbox::{config, standard, start, start_with},
+};
 
 #[tokio::test]
 async fn each_channel_listener_names_its_own_vendor_and_address() {
@@ -180,6 +183,8 @@ async fn a_stopped_channel_refuses_connections_while_others_serve() {
         .stop_channel("primary")
         .await
         .expect("known channel");
+    // Hold the freed port, so that no parallel test's server answers there.
+    let _held = RefusingPort::take_over(addr_of(&env.channel_base("primary"))).await;
     let err = env
         .http
         .post(format!("{primary}/3d/session-token"))
@@ -234,6 +239,11 @@ async fn shutdown_closes_every_listener_even_after_a_channel_stopped() {
         .expect("known channel");
     let crate::support::sandbox::Env { sandbox, http, .. } = env;
     sandbox.shutdown().await;
+    // Hold the freed ports, so that no parallel test's server answers there.
+    let _held = [
+        RefusingPort::take_over(addr_of(&core)).await,
+        RefusingPort::take_over(addr_of(&result)).await,
+    ];
     for url in [core, result] {
         let err = http.post(&url).send().await.expect_err("closed");
         assert!(err.is_connect(), "{err:?}");

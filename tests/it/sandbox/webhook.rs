@@ -16,7 +16,7 @@ use idgate::sandbox::{SandboxConfig, WebhookConfig, sign_webhook};
 use tokio::sync::mpsc;
 
 use crate::support::{
-    net::{http_client, serve},
+    net::{RefusingPort, http_client, serve},
     sandbox::{Env, config, start_on, start_with},
 };
 
@@ -222,14 +222,9 @@ async fn webhook_gives_up_after_the_configured_attempts() {
 
 #[tokio::test]
 async fn webhook_retries_when_the_endpoint_refuses_connections() {
-    // A port that was bound then released: connections are refused.
-    let url = {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        format!("http://{}/hook", l.local_addr().expect("addr"))
-    };
-    let mut cfg = webhook_config(url);
+    // A port held bound but never listening: connections are refused.
+    let refusing = RefusingPort::bind();
+    let mut cfg = webhook_config(format!("http://{}/hook", refusing.addr()));
     cfg.webhook.max_attempts = 2;
     let env = start_with(cfg).await;
     finish_journey(&env, rg()).await;

@@ -42,10 +42,45 @@ impl RefusingPort {
         }
     }
 
+    /// Takes over `addr`, a loopback port its listener just released,
+    /// and holds it bound without listening: without this, a port freed
+    /// by a stopped server can be taken by a parallel test, and a
+    /// connection meant to be refused would reach that test's server.
+    /// Retries for a moment while the old listener finishes closing.
+    pub async fn take_over(addr: SocketAddr) -> Self {
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let socket = TcpSocket::new_v4().expect("socket");
+            socket.set_reuseaddr(true).expect("SO_REUSEADDR");
+            match socket.bind(addr) {
+                Ok(()) => {
+                    return RefusingPort {
+                        _socket: socket,
+                        addr,
+                    };
+                }
+                Err(e) => assert!(
+                    tokio::time::Instant::now() < give_up,
+                    "{addr} was not released, or another test took it: {e}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// The refusing address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+}
+
+/// The `host:port` of an `http://host:port[/...]` URL.
+pub fn addr_of(url: &str) -> SocketAddr {
+    url.trim_start_matches("http://")
+        .split('/')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no socket address in {url}"))
 }
 
 /// The HTTP client of the tests (ring as the TLS provider, as the crate

@@ -17,7 +17,6 @@ use idgate::domain::{
 };
 use idgate::upstream::{UpstreamClient, UpstreamError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 /// The default paths of the wire contract.
 pub const CREDENTIAL: &str = "/service/captcha/credencial";
@@ -74,14 +73,6 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> bool {
             }
         }
     }
-}
-
-/// An address where nothing listens (connection refused).
-pub async fn refused_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    drop(listener);
-    addr
 }
 
 /// Counts requests a server received.

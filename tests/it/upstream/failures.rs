@@ -12,7 +12,7 @@ use idgate::domain::{Appkey, SessionToken};
 use idgate::upstream::{CallContext, ChannelEndpoint, Operation, UpstreamError};
 use tonic::Code;
 
-use crate::support::upstream::*;
+use crate::support::{net::RefusingPort, upstream::*};
 
 /// A route answering `status` with `body`, counting hits.
 fn answering(path: &'static str, status: u16, body: &'static str, count: Counter) -> Router {
@@ -379,8 +379,8 @@ async fn a_dropped_connection_on_a_safe_operation_is_retried() {
 
 #[tokio::test]
 async fn a_refused_connection_is_connect_and_safe_to_retry_even_for_captcha() {
-    let addr = refused_addr().await;
-    let err = client(addr)
+    let refusing = RefusingPort::bind();
+    let err = client(refusing.addr())
         .captcha(&ctx(), &ak(), "ch", &[(jpeg(b"s"), "1".to_owned())])
         .await
         .unwrap_err();
