@@ -6,6 +6,7 @@ use crate::support::gateway::*;
 use idgate::{
     proto::v1::{self, submit_digital_licence_request::Licence},
     sandbox::samples::{self, DocumentType, LivenessOutcome},
+    upstream::Operation,
 };
 use tonic::Code;
 use tonic_types::StatusExt;
@@ -251,9 +252,21 @@ async fn document_images_are_checked_for_presence_format_size_and_count() {
             .unwrap_err();
         assert_invalid(&err, &fields, &["an-appkey"]);
     }
-    // A PDF is a document image too: it passes validation (and then the
-    // sandbox, which finds no document in it, answers 400).
-    assert_eq!(gw.total_calls(), 0);
+    assert_eq!(gw.total_calls(), 0, "no upstream call");
+
+    // A PDF is a document image too: it passes validation and is sent
+    // once; the sandbox finds no document in it and answers 400.
+    let appkey = gw.create_journey().await;
+    gw.pass_3d(&appkey).await;
+    let pdf = samples::digital_licence_pdf();
+    assert!(pdf.len() <= 1024, "the sample fits the test cap");
+    let err = gw.submit_images(&appkey, &[pdf]).await.unwrap_err();
+    assert_error(&err, Code::InvalidArgument, "DOCUMENT_UNUSABLE");
+    assert!(
+        bad_fields(&err).is_empty(),
+        "not a validation error: {err:?}"
+    );
+    assert_eq!(gw.calls(Operation::DocumentImages), 1);
     gw.stop().await;
 }
 
