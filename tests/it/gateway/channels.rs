@@ -22,8 +22,8 @@ use tonic::{Code, Request};
 
 use crate::support::{
     gateway::*,
-    net::{RefusingPort, addr_of},
-    wait::eventually,
+    net::{RefusingPort, addr_of, gated_proxy},
+    wait::{Gate, eventually},
 };
 
 const VENDOR_A: &str = "sandbox-vendor-a";
@@ -475,14 +475,13 @@ async fn a_reload_adds_and_removes_channels_without_dropping_a_call_in_flight() 
     let held = gw.create_journey().await;
     let later = gw.create_journey().await;
 
-    // A session start held on the primary by a slow answer.
-    gw.sandbox()
-        .add_fault(
-            session_fault(FaultAction::Delay, "primary")
-                .latency_ms(1_500)
-                .times(1),
-        )
-        .expect("fault");
+    // The primary's listener behind a gate: a session start sent there
+    // stays in flight until the test opens it.
+    let gate = Gate::closed();
+    let mut gated = test_config();
+    gated.channels = gw.sandbox_channel_specs();
+    gated.channels[0].base_url = gated_proxy(&gated.channels[0].base_url, gate.clone()).await;
+    gw.gateway.reload_from(&gated).expect("gate the primary");
     let mut liveness = gw.liveness();
     let held_key = held.clone();
     let in_flight = tokio::spawn(async move {
@@ -493,12 +492,7 @@ async fn a_reload_adds_and_removes_channels_without_dropping_a_call_in_flight() 
             })
             .await
     });
-    eventually(
-        "the held session start reaches the primary",
-        Duration::from_secs(10),
-        async || gw.sandbox_calls(Operation::SessionToken3D, "primary") == 1,
-    )
-    .await;
+    gate.arrivals(1).await;
 
     gw.gateway
         .reload_from(&reloaded_channels(&gw))
@@ -526,8 +520,11 @@ async fn a_reload_adds_and_removes_channels_without_dropping_a_call_in_flight() 
     assert!(drained.drained);
     let s = gw.start_3d(&later).await.expect("session");
     assert_eq!((s.channel.as_str(), s.vendor.as_str()), ("third", VENDOR_B));
+    assert!(!in_flight.is_finished(), "the held call is still in flight");
+    assert_eq!(gw.sandbox_calls(Operation::SessionToken3D, "primary"), 0);
 
     // The call in flight on the removed channel completes.
+    gate.open();
     let h = in_flight
         .await
         .expect("task")
@@ -537,6 +534,7 @@ async fn a_reload_adds_and_removes_channels_without_dropping_a_call_in_flight() 
         (h.channel.as_str(), h.vendor.as_str()),
         ("primary", VENDOR_A)
     );
+    assert_eq!(gw.sandbox_calls(Operation::SessionToken3D, "primary"), 1);
     // Its verification still reaches the channel that issued it.
     assert!(
         gw.verify_3d(&held, &h.session_token, "")

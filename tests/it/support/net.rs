@@ -3,7 +3,15 @@
 
 use std::{net::SocketAddr, time::Duration};
 
+use axum::{
+    body::Bytes,
+    extract::State,
+    http::{HeaderMap, Method, StatusCode, Uri, header::CONTENT_TYPE},
+    response::IntoResponse,
+};
 use tokio::net::{TcpListener, TcpSocket};
+
+use super::wait::Gate;
 
 /// A listener on an ephemeral loopback port, and its address.
 pub async fn bind_loopback() -> (TcpListener, SocketAddr) {
@@ -19,6 +27,47 @@ pub async fn serve(router: axum::Router) -> SocketAddr {
         let _ = axum::serve(listener, router).await;
     });
     addr
+}
+
+/// Serves, on an ephemeral loopback port, a proxy to `target` (an
+/// `http://host:port` root) that holds every request at `gate` before
+/// forwarding it; returns the proxy's root URL. Put in front of a channel
+/// or an upstream, it keeps a call in flight for exactly as long as the
+/// test wants.
+pub async fn gated_proxy(target: &str, gate: Gate) -> String {
+    async fn forward(
+        State((target, gate, client)): State<(String, Gate, reqwest::Client)>,
+        method: Method,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> impl IntoResponse {
+        gate.pass().await;
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut request = client.request(method, format!("{target}{path}")).body(body);
+        if let Some(content_type) = headers.get(CONTENT_TYPE) {
+            request = request.header(CONTENT_TYPE, content_type);
+        }
+        match request.send().await {
+            Ok(answer) => {
+                let status = answer.status();
+                let content_type = answer.headers().get(CONTENT_TYPE).cloned();
+                let body = answer.bytes().await.unwrap_or_default();
+                let mut headers = HeaderMap::new();
+                if let Some(c) = content_type {
+                    headers.insert(CONTENT_TYPE, c);
+                }
+                (status, headers, body)
+            }
+            Err(_) => (StatusCode::BAD_GATEWAY, HeaderMap::new(), Bytes::new()),
+        }
+    }
+    let router = axum::Router::new().fallback(forward).with_state((
+        target.trim_end_matches('/').to_owned(),
+        gate,
+        http_client(),
+    ));
+    format!("http://{}", serve(router).await)
 }
 
 /// A loopback port held bound but never listening: connections to it are

@@ -1,8 +1,8 @@
 //! The credential cache: one exchange for many callers, caching, and the
 //! single refresh-and-retry of `/appkey` after a 401.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
@@ -10,11 +10,15 @@ use axum::routing::post;
 use idgate::upstream::{CallContext, CredentialPolicy, Credentials, UpstreamError};
 use tonic::Code;
 
-use crate::support::upstream::*;
+use crate::support::{
+    upstream::*,
+    wait::{EVENT_WAIT, Gate, eventually},
+};
 
-/// An upstream whose `/credencial` issues numbered tokens (after
-/// `delay`), and whose `/appkey` answers 401 to the first `reject` calls,
-/// then an appkey; it records the tokens `/appkey` received.
+/// An upstream whose `/credencial` issues numbered tokens (each request
+/// held at `gate` first), and whose `/appkey` answers 401 to the first
+/// `reject` calls, then an appkey; it records the tokens `/appkey`
+/// received.
 struct Upstream {
     credential: Counter,
     appkey: Counter,
@@ -22,7 +26,7 @@ struct Upstream {
     credentials: Credentials,
 }
 
-async fn upstream(delay: Duration, reject: usize) -> Upstream {
+async fn upstream(gate: Gate, reject: usize) -> Upstream {
     let credential = Counter::default();
     let appkey = Counter::default();
     let tokens_seen: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -33,8 +37,9 @@ async fn upstream(delay: Duration, reject: usize) -> Upstream {
                 CREDENTIAL,
                 post(move || {
                     let n = c1.hit();
+                    let gate = gate.clone();
                     async move {
-                        tokio::time::sleep(delay).await;
+                        gate.pass().await;
                         format!(r#"{{"token":"tk-{n}","expires":"31/12/2099 23:59:59"}}"#)
                     }
                 }),
@@ -69,17 +74,51 @@ async fn upstream(delay: Duration, reject: usize) -> Upstream {
     }
 }
 
+/// Spawns `n` calls of `call` and returns once every one is queued:
+/// on this current-thread runtime, a call counted as started has run up to
+/// its first wait (behind the one credential exchange, which `gate` holds
+/// at the upstream until the test opens it).
+async fn all_queued<F, T>(
+    n: usize,
+    gate: &Gate,
+    call: impl Fn() -> F,
+) -> Vec<tokio::task::JoinHandle<T>>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let started = Arc::new(AtomicUsize::new(0));
+    let calls = (0..n)
+        .map(|_| {
+            let (started, call) = (started.clone(), call());
+            tokio::spawn(async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                call.await
+            })
+        })
+        .collect();
+    gate.arrivals(1).await;
+    eventually("every caller is queued", EVENT_WAIT, async || {
+        started.load(Ordering::SeqCst) == n
+    })
+    .await;
+    calls
+}
+
 #[tokio::test]
 async fn many_concurrent_create_appkey_calls_exchange_credentials_once() {
-    let up = upstream(Duration::from_millis(200), 0).await;
-    let calls = (0..40).map(|_| {
+    let gate = Gate::closed();
+    let up = upstream(gate.clone(), 0).await;
+    let calls = all_queued(40, &gate, || {
         let creds = up.credentials.clone();
-        tokio::spawn(async move {
+        async move {
             creds
                 .create_appkey(&CallContext::unbounded(), "default", &end_user())
                 .await
-        })
-    });
+        }
+    })
+    .await;
+    gate.open();
     for call in futures_util::future::join_all(calls).await {
         call.expect("no panic").expect("appkey");
     }
@@ -94,7 +133,7 @@ async fn many_concurrent_create_appkey_calls_exchange_credentials_once() {
 
 #[tokio::test]
 async fn a_cached_credential_is_reused_until_expired() {
-    let up = upstream(Duration::ZERO, 0).await;
+    let up = upstream(Gate::opened(), 0).await;
     let ctx = CallContext::unbounded();
     up.credentials
         .create_appkey(&ctx, "", &end_user())
@@ -116,7 +155,7 @@ async fn a_cached_credential_is_reused_until_expired() {
 
 #[tokio::test]
 async fn an_appkey_401_refreshes_the_credential_once_and_retries_once() {
-    let up = upstream(Duration::ZERO, 1).await;
+    let up = upstream(Gate::opened(), 1).await;
     let key = up
         .credentials
         .create_appkey(&CallContext::unbounded(), "default", &end_user())
@@ -138,7 +177,7 @@ async fn an_appkey_401_refreshes_the_credential_once_and_retries_once() {
 
 #[tokio::test]
 async fn a_second_appkey_401_is_returned_without_another_refresh() {
-    let up = upstream(Duration::ZERO, 10).await;
+    let up = upstream(Gate::opened(), 10).await;
     let err = up
         .credentials
         .create_appkey(&CallContext::unbounded(), "default", &end_user())
@@ -156,7 +195,7 @@ async fn a_second_appkey_401_is_returned_without_another_refresh() {
 
 #[tokio::test]
 async fn an_unknown_profile_is_rejected_before_any_call() {
-    let up = upstream(Duration::ZERO, 0).await;
+    let up = upstream(Gate::opened(), 0).await;
     let err = up
         .credentials
         .create_appkey(&CallContext::unbounded(), "nobody", &end_user())
@@ -170,26 +209,31 @@ async fn an_unknown_profile_is_rejected_before_any_call() {
 async fn callers_queued_behind_a_failed_refresh_share_its_failure() {
     let count = Counter::default();
     let c1 = count.clone();
+    let gate = Gate::closed();
+    let g = gate.clone();
     let addr = serve(Router::new().route(
         CREDENTIAL,
         post(move || {
             c1.hit();
+            let gate = g.clone();
             async move {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                gate.pass().await;
                 (StatusCode::UNAUTHORIZED, "")
             }
         }),
     ))
     .await;
     let creds = Credentials::new(client(addr), [profile()], CredentialPolicy::default());
-    let calls = (0..10).map(|_| {
+    let calls = all_queued(10, &gate, || {
         let creds = creds.clone();
-        tokio::spawn(async move {
+        async move {
             creds
                 .create_appkey(&CallContext::unbounded(), "default", &end_user())
                 .await
-        })
-    });
+        }
+    })
+    .await;
+    gate.open();
     for call in futures_util::future::join_all(calls).await {
         let err = call.expect("no panic").unwrap_err();
         assert_eq!(err.reason(), "OPERATOR_CREDENTIALS_REJECTED");
