@@ -155,8 +155,10 @@ async fn a_primary_answering_5xx_fails_over_to_the_alternative() {
 
 #[tokio::test]
 async fn a_primary_slower_than_its_timeout_fails_over_to_the_alternative() {
-    // `[embedded_channels]` gives the sandbox's channels a short budget.
-    let gw = TestGateway::start_with(|c| c.embedded_channels.timeout_ms = 400).await;
+    // Only the primary has a short budget: the alternative, which must
+    // answer, keeps the default timeout.
+    let gw = TestGateway::start().await;
+    gw.reload_channels(|channels| channels[0].timeout_ms = 400);
     gw.sandbox()
         .add_fault(session_fault(FaultAction::Delay, "primary").latency_ms(3_000))
         .expect("fault");
@@ -478,10 +480,8 @@ async fn a_reload_adds_and_removes_channels_without_dropping_a_call_in_flight() 
     // The primary's listener behind a gate: a session start sent there
     // stays in flight until the test opens it.
     let gate = Gate::closed();
-    let mut gated = test_config();
-    gated.channels = gw.sandbox_channel_specs();
-    gated.channels[0].base_url = gated_proxy(&gated.channels[0].base_url, gate.clone()).await;
-    gw.gateway.reload_from(&gated).expect("gate the primary");
+    let proxy = gated_proxy(&gw.sandbox_channel_specs()[0].base_url, gate.clone()).await;
+    gw.reload_channels(|channels| channels[0].base_url = proxy);
     let mut liveness = gw.liveness();
     let held_key = held.clone();
     let in_flight = tokio::spawn(async move {

@@ -553,14 +553,17 @@ async fn an_oversize_body_is_refused_past_the_configured_bound() {
 
 #[tokio::test]
 async fn an_upstream_slower_than_its_timeout_is_deadline_exceeded() {
+    // `gw` has a 300 ms upstream timeout; the calls meant to succeed go
+    // through `ext.patient` (default timeout) on the same sandbox.
     let ext = ExternalGateway::start(|u| u.timeout_ms = 300).await;
     let gw = &ext.gw;
+    let patient = &ext.patient;
     let sb = &ext.sandbox;
     let slow = |op| {
         sb.add_fault(FaultRule::new(FaultAction::Delay).on(op).latency_ms(3_000))
             .expect("fault");
     };
-    let appkey = gw.create_journey().await;
+    let appkey = patient.create_journey().await;
 
     // Safe: retried up to safe_attempts, then DEADLINE_EXCEEDED with
     // RetryInfo (nothing was consumed).
@@ -572,7 +575,7 @@ async fn an_upstream_slower_than_its_timeout_is_deadline_exceeded() {
     reset(sb);
 
     // Consuming: sent once, and the caller cannot know what happened.
-    let ch = gw.challenges(&appkey).await.expect("challenges");
+    let ch = patient.challenges(&appkey).await.expect("challenges");
     slow(Operation::Captcha);
     let err = gw
         .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)

@@ -420,6 +420,10 @@ pub struct ExternalGateway {
     pub gw: TestGateway,
     /// The sandbox it talks to.
     pub sandbox: SandboxHandle,
+    /// A second gateway on the same sandbox with the default `[upstream]`
+    /// settings: the calls a test needs to succeed go through it, so that
+    /// the settings under test (a short timeout) cannot fail them.
+    pub patient: TestGateway,
 }
 
 impl ExternalGateway {
@@ -433,9 +437,15 @@ impl ExternalGateway {
             result_base_url: sandbox.result_base_url(),
             ..UpstreamConfig::default()
         };
+        let patient_upstream = upstream.clone();
         edit(&mut upstream);
         let gw = TestGateway::start_with(move |c| use_upstream(c, upstream)).await;
-        ExternalGateway { gw, sandbox }
+        let patient = TestGateway::start_with(move |c| use_upstream(c, patient_upstream)).await;
+        ExternalGateway {
+            gw,
+            sandbox,
+            patient,
+        }
     }
 }
 
@@ -568,6 +578,15 @@ impl TestGateway {
             .zip(0..)
             .map(|(c, priority)| ChannelSpec::new(c.name, c.base_url, priority))
             .collect()
+    }
+
+    /// Reloads the channels as [`TestGateway::sandbox_channel_specs`]
+    /// changed by `edit` (e.g. one channel's timeout).
+    pub fn reload_channels(&self, edit: impl FnOnce(&mut Vec<ChannelSpec>)) {
+        let mut config = test_config();
+        config.channels = self.sandbox_channel_specs();
+        edit(&mut config.channels);
+        self.gateway.reload_from(&config).expect("reload channels");
     }
 
     /// A second gateway on this gateway's sandbox, as a deployment with an

@@ -91,14 +91,15 @@ impl Counter {
     }
 }
 
-/// A configuration pointing at `addr`, with short timeouts and a small
-/// body bound.
+/// A configuration pointing at `addr`, with a small body bound and
+/// generous timeouts (calls meant to succeed must not fail on a loaded
+/// machine; the timeout tests set their own).
 pub fn config(addr: SocketAddr) -> UpstreamConfig {
     UpstreamConfig {
         base_url: format!("http://{addr}"),
         result_base_url: format!("http://{addr}"),
-        timeout_ms: 2_000,
-        connect_timeout_ms: 500,
+        timeout_ms: 10_000,
+        connect_timeout_ms: 5_000,
         max_response_bytes: 64 * 1024,
         safe_attempts: 2,
         ..UpstreamConfig::default()
