@@ -128,28 +128,147 @@ async fn a_primary_refusing_connections_fails_over_to_the_alternative() {
 
 #[tokio::test]
 async fn a_primary_answering_5xx_fails_over_to_the_alternative() {
+    for status in [500, 503] {
+        let gw = TestGateway::start().await;
+        gw.sandbox()
+            .add_fault(session_fault(FaultAction::Status { status }, "primary"))
+            .expect("fault");
+        let appkey = gw.create_journey().await;
+        let s = gw
+            .start_3d(&appkey)
+            .await
+            .expect("session on the alternative");
+        assert_eq!(
+            (s.channel.as_str(), s.vendor.as_str()),
+            ("alternative", VENDOR_B),
+            "{status}"
+        );
+        assert_eq!(gw.sandbox_calls(Operation::SessionToken3D, "primary"), 1);
+        assert_eq!(
+            gw.sandbox_calls(Operation::SessionToken3D, "alternative"),
+            1
+        );
+        assert_one_failover_from_primary(&gw, "http_5xx").await;
+        gw.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn no_channel_available_is_unavailable_with_retry_info_when_every_channel_fails_or_is_drained()
+ {
     let gw = TestGateway::start().await;
+    let appkey = gw.create_journey().await;
+
+    // Every channel fails: each is tried once, then the caller may retry.
+    for (channel, status) in [("primary", 500), ("alternative", 503)] {
+        gw.sandbox()
+            .add_fault(session_fault(FaultAction::Status { status }, channel))
+            .expect("fault");
+    }
+    let err = gw.start_3d(&appkey).await.unwrap_err();
+    assert_error(&err, Code::Unavailable, "NO_CHANNEL_AVAILABLE");
+    assert!(retryable(&err), "{err:?}: RetryInfo");
+    assert!(!err.message().contains(&appkey));
+    for channel in ["primary", "alternative"] {
+        assert_eq!(
+            gw.sandbox_calls(Operation::SessionToken3D, channel),
+            1,
+            "{channel}"
+        );
+    }
+    gw.sandbox().clear_faults();
+    gw.sandbox().reset_calls();
+
+    // Every channel drained: nothing is sent.
+    let mut admin = gw.admin().await;
+    for name in ["primary", "alternative"] {
+        admin
+            .drain_channel(v1::DrainChannelRequest { name: name.into() })
+            .await
+            .expect("drain");
+    }
+    let err = gw.start_3d(&appkey).await.unwrap_err();
+    assert_error(&err, Code::Unavailable, "NO_CHANNEL_AVAILABLE");
+    assert!(retryable(&err), "{err:?}: RetryInfo");
+    assert_eq!(gw.total_calls(), 0, "no channel was called");
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_token_500_without_failover_is_internal_without_retry_info() {
+    let gw = TestGateway::start().await;
+    gw.set_mode(RoutingMode::ForcePrimary).await;
     gw.sandbox()
         .add_fault(session_fault(
-            FaultAction::Status { status: 503 },
+            FaultAction::Status { status: 500 },
             "primary",
         ))
         .expect("fault");
     let appkey = gw.create_journey().await;
-    let s = gw
-        .start_3d(&appkey)
-        .await
-        .expect("session on the alternative");
-    assert_eq!(
-        (s.channel.as_str(), s.vendor.as_str()),
-        ("alternative", VENDOR_B)
-    );
+    let err = gw.start_3d(&appkey).await.unwrap_err();
+    assert_error(&err, Code::Internal, "UPSTREAM_INTERNAL");
+    assert!(!retryable(&err));
     assert_eq!(gw.sandbox_calls(Operation::SessionToken3D, "primary"), 1);
     assert_eq!(
         gw.sandbox_calls(Operation::SessionToken3D, "alternative"),
-        1
+        0
     );
-    assert_one_failover_from_primary(&gw, "http_5xx").await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_channel_name_is_invalid_argument_without_retry_info_on_every_call_naming_one() {
+    let gw = TestGateway::start().await;
+    let mut admin = gw.admin().await;
+    let refusals = [
+        (
+            "SetRoutingMode",
+            admin
+                .set_routing_mode(v1::SetRoutingModeRequest {
+                    mode: RoutingMode::NamedChannel as i32,
+                    channel: "ghost".into(),
+                })
+                .await
+                .map(drop),
+        ),
+        (
+            "DrainChannel",
+            admin
+                .drain_channel(v1::DrainChannelRequest {
+                    name: "ghost".into(),
+                })
+                .await
+                .map(drop),
+        ),
+        (
+            "UndrainChannel",
+            admin
+                .undrain_channel(v1::UndrainChannelRequest {
+                    name: "ghost".into(),
+                })
+                .await
+                .map(drop),
+        ),
+    ];
+    for (call, result) in refusals {
+        let err = result.expect_err(call);
+        assert_error(&err, Code::InvalidArgument, "CHANNEL_UNKNOWN");
+        assert!(!retryable(&err), "{call}: no RetryInfo");
+    }
+    assert_eq!(gw.list_channels().await.mode(), RoutingMode::Auto);
+
+    // A verification naming a channel this gateway does not have (and no
+    // binding): refused before anything is sent.
+    let appkey = gw.create_journey().await;
+    let err = gw
+        .verify_3d(&appkey, "a-session-token", "ghost")
+        .await
+        .unwrap_err();
+    assert_error(&err, Code::InvalidArgument, "CHANNEL_UNKNOWN");
+    assert!(!retryable(&err));
+    for channel in ["primary", "alternative"] {
+        assert_eq!(gw.sandbox_calls(Operation::Liveness3D, channel), 0);
+    }
     gw.stop().await;
 }
 
@@ -384,8 +503,8 @@ async fn a_verification_without_binding_or_channel_is_refused_as_session_unknown
         .verify_3d(&appkey, &s.session_token, "")
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
-    assert_eq!(reason(&err), "SESSION_UNKNOWN");
+    assert_error(&err, Code::FailedPrecondition, "SESSION_UNKNOWN");
+    assert!(!retryable(&err), "{err:?}: no RetryInfo");
     for channel in ["primary", "alternative"] {
         assert_eq!(gw.sandbox_calls(Operation::Liveness3D, channel), 0);
     }
@@ -416,8 +535,8 @@ async fn the_admin_service_refuses_missing_or_wrong_tokens() {
                 .insert("authorization", h.parse().unwrap());
         }
         let err = client.list_channels(request).await.unwrap_err();
-        assert_eq!(err.code(), Code::Unauthenticated, "{header:?}: {err:?}");
-        assert_eq!(reason(&err), "ADMIN_TOKEN_INVALID");
+        assert_error(&err, Code::Unauthenticated, "ADMIN_TOKEN_INVALID");
+        assert!(!retryable(&err), "{header:?}: no RetryInfo");
         assert!(!err.message().contains(ADMIN_TOKEN));
     }
     // A refused SetRoutingMode changes nothing.
@@ -428,8 +547,35 @@ async fn the_admin_service_refuses_missing_or_wrong_tokens() {
         })
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::Unauthenticated);
+    assert_error(&err, Code::Unauthenticated, "ADMIN_TOKEN_INVALID");
+    assert!(!retryable(&err));
     assert_eq!(gw.list_channels().await.mode(), RoutingMode::Auto);
+    // So do a refused drain and undrain.
+    let err = client
+        .drain_channel(v1::DrainChannelRequest {
+            name: "primary".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_error(&err, Code::Unauthenticated, "ADMIN_TOKEN_INVALID");
+    assert!(!retryable(&err));
+    assert!(!gw.channel_status("primary").await.drained);
+    gw.admin()
+        .await
+        .drain_channel(v1::DrainChannelRequest {
+            name: "primary".into(),
+        })
+        .await
+        .expect("drain with the token");
+    let err = client
+        .undrain_channel(v1::UndrainChannelRequest {
+            name: "primary".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_error(&err, Code::Unauthenticated, "ADMIN_TOKEN_INVALID");
+    assert!(!retryable(&err));
+    assert!(gw.channel_status("primary").await.drained);
     gw.stop().await;
 }
 

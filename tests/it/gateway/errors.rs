@@ -574,16 +574,18 @@ async fn an_upstream_slower_than_its_timeout_is_deadline_exceeded() {
     assert_eq!(sb.calls(Operation::Challenge, None), 2);
     reset(sb);
 
-    // Consuming: sent once, and the caller cannot know what happened.
-    let ch = patient.challenges(&appkey).await.expect("challenges");
-    slow(Operation::Captcha);
-    let err = gw
-        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
-        .await
-        .unwrap_err();
-    assert_error(&err, Code::DeadlineExceeded, "OUTCOME_UNKNOWN");
-    assert!(!retryable(&err));
-    assert_eq!(sb.calls(Operation::Captcha, None), 1);
+    // Consuming (/captcha, /3d/liveness, both /document forms): sent once,
+    // and the caller cannot know what happened.
+    for c in Consuming::ALL {
+        let prepared = c.prepare(patient).await;
+        reset(sb);
+        slow(c.op());
+        let err = prepared.send(gw).await.expect_err("timed out");
+        assert_error(&err, Code::DeadlineExceeded, "OUTCOME_UNKNOWN");
+        assert!(!retryable(&err), "{c:?}: no RetryInfo");
+        assert_eq!(calls_any_channel(sb, c.op()), 1, "{c:?}: sent once");
+        reset(sb);
+    }
 }
 
 #[tokio::test]

@@ -384,8 +384,8 @@ async fn a_reference_this_gateway_did_not_issue_is_not_found() {
         .watch_journey(by_ref("j-0123456789abcdef"))
         .await
         .expect_err("unknown reference");
-    assert_eq!(status.code(), tonic::Code::NotFound);
-    assert_eq!(reason(&status), "JOURNEY_UNKNOWN");
+    assert_error(&status, tonic::Code::NotFound, "JOURNEY_UNKNOWN");
+    assert!(!retryable(&status), "{status:?}: no RetryInfo");
     let status = gw
         .journeys()
         .watch_journey(by_ref("not-a-reference"))
