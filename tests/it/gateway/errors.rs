@@ -267,6 +267,40 @@ async fn upstream_401_is_unauthenticated_with_the_reason_of_the_operation() {
 }
 
 #[tokio::test]
+async fn upstream_401_on_the_result_is_unauthenticated_appkey_expired() {
+    // The sandbox's state: a result read once the appkey expired.
+    let gw = TestGateway::start_with(|c| c.sandbox.result_readable_after_expiry = false).await;
+    let appkey = gw.create_journey().await;
+    gw.pass_3d(&appkey).await;
+    gw.result(&appkey)
+        .await
+        .expect("readable while the appkey is valid");
+    gw.clock.advance(Duration::from_secs(5 * 60 + 1));
+    reset(gw.sandbox());
+    let err = gw.result(&appkey).await.unwrap_err();
+    assert_error(&err, Code::Unauthenticated, "APPKEY_EXPIRED");
+    assert!(!retryable(&err));
+    assert_eq!(meta(&err, "operation").as_deref(), Some("result"));
+    assert!(!err.message().contains(&appkey));
+    assert_eq!(gw.calls(Operation::Result), 1, "a 401 is not retried");
+
+    // The same answer as an injected fault, on a valid appkey.
+    let appkey = gw.create_journey().await;
+    gw.pass_3d(&appkey).await;
+    reset(gw.sandbox());
+    inject(
+        gw.sandbox(),
+        Operation::Result,
+        FaultAction::Status { status: 401 },
+    );
+    let err = gw.result(&appkey).await.unwrap_err();
+    assert_error(&err, Code::Unauthenticated, "APPKEY_EXPIRED");
+    assert!(!retryable(&err));
+    assert_eq!(gw.calls(Operation::Result), 1);
+    gw.stop().await;
+}
+
+#[tokio::test]
 async fn upstream_404_is_not_found() {
     let gw = TestGateway::start().await;
     let appkey = gw.create_journey().await;

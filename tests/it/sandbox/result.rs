@@ -438,6 +438,28 @@ async fn result_stays_readable_after_the_appkey_expires_until_retention_ends() {
 }
 
 #[tokio::test]
+async fn result_answers_401_after_the_appkey_expires_when_so_configured() {
+    let cfg = SandboxConfig {
+        result_readable_after_expiry: false,
+        ..config()
+    };
+    let env = start_with(cfg).await;
+    let appkey = env.appkey(HAPPY_PERSON).await;
+    env.liveness_2d(&appkey, LivenessOutcome::Valid).await;
+    assert_eq!(
+        env.result(&appkey).await.status,
+        200,
+        "readable while valid"
+    );
+    env.advance(5 * 60);
+    let r = env.result(&appkey).await;
+    assert_eq!(r.status, 401, "{:?}", r.body);
+    assert!(r.body.to_string().contains("expired"), "{:?}", r.body);
+    // Unknown appkeys are still 404, not 401.
+    assert_eq!(env.result("unknown").await.status, 404);
+}
+
+#[tokio::test]
 async fn same_input_gives_the_same_outcome() {
     let env = start().await;
     let image = samples::document_image(kind(DocumentType::Dni, Side::Front));
