@@ -11,11 +11,14 @@
 //! - [`webhook`]: completion notices, signed or with Basic credentials;
 //! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to an
 //!   in-process OTLP collector;
-//! - [`wait`]: bounded waits.
+//! - [`wait`]: bounded waits and gates;
+//! - [`process`]: a test alone in a child process, for whole-process
+//!   measurements.
 
 pub mod gateway;
 pub mod net;
 pub mod otlp_collector;
+pub mod process;
 pub mod sandbox;
 pub mod telemetry;
 pub mod upstream;
