@@ -167,21 +167,34 @@ async fn assert_consuming_sent_once(
     code: Code,
     reason_: &str,
 ) {
+    assert_consuming_sent_once_on(gw, gw, gw.sandbox(), action, code, reason_).await;
+}
+
+/// [`assert_consuming_sent_once`] with the journeys prepared through
+/// `prepare` and the consuming calls sent through `gw`, both on `sb`.
+async fn assert_consuming_sent_once_on(
+    prepare: &TestGateway,
+    gw: &TestGateway,
+    sb: &SandboxHandle,
+    action: FaultAction,
+    code: Code,
+    reason_: &str,
+) {
     for c in Consuming::ALL {
-        let prepared = c.prepare(gw).await;
-        reset(gw.sandbox());
-        inject(gw.sandbox(), c.op(), action);
+        let prepared = c.prepare(prepare).await;
+        reset(sb);
+        inject(sb, c.op(), action);
         let err = prepared.send(gw).await.expect_err("fault answers");
         assert_error(&err, code, reason_);
         assert!(!retryable(&err), "{c:?} {action:?}: no RetryInfo");
         assert_eq!(meta(&err, "operation").as_deref(), Some(c.op().as_str()));
         assert!(!err.message().contains(prepared.appkey()));
         assert_eq!(
-            calls_any_channel(gw.sandbox(), c.op()),
+            calls_any_channel(sb, c.op()),
             1,
             "{c:?} {action:?}: sent exactly once"
         );
-        reset(gw.sandbox());
+        reset(sb);
     }
 }
 
@@ -566,7 +579,7 @@ async fn an_oversize_body_is_refused_past_the_configured_bound() {
     let gw = &ext.gw;
     let sb = &ext.sandbox;
     let oversize = FaultAction::Oversize { bytes: 256 * 1024 };
-    let appkey = gw.create_journey().await;
+    let appkey = ext.patient.create_journey().await;
 
     inject(sb, Operation::Challenge, oversize);
     let err = gw.challenges(&appkey).await.unwrap_err();
@@ -575,14 +588,17 @@ async fn an_oversize_body_is_refused_past_the_configured_bound() {
     assert_eq!(sb.calls(Operation::Challenge, None), 1);
     reset(sb);
 
-    let ch = gw.challenges(&appkey).await.expect("challenges");
-    inject(sb, Operation::Captcha, oversize);
-    let err = gw
-        .answer_challenges(&appkey, &ch, LivenessOutcome::Valid)
-        .await
-        .unwrap_err();
-    assert_error(&err, Code::Unknown, "OUTCOME_UNKNOWN");
-    assert_eq!(sb.calls(Operation::Captcha, None), 1);
+    // Every consuming operation: sent once, its outcome unknown. The
+    // journeys are prepared through `ext.patient` (default bound).
+    assert_consuming_sent_once_on(
+        &ext.patient,
+        gw,
+        sb,
+        oversize,
+        Code::Unknown,
+        "OUTCOME_UNKNOWN",
+    )
+    .await;
 }
 
 #[tokio::test]
