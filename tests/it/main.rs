@@ -13,7 +13,8 @@
 //! global tracer provider; tests that install a `tracing` subscriber do so
 //! for their own thread through [`support::telemetry`], which also keeps
 //! `tracing`'s per-callsite cache from switching their spans off (see
-//! there).
+//! there). A test that measures the whole process (its RSS) runs alone in
+//! a child process of this binary ([`support::process`]).
 
 mod channels;
 mod events;
