@@ -1,5 +1,8 @@
 //! The load generator: runs whole journeys through a gateway with many
-//! concurrent callers and reports throughput and per-step latency.
+//! concurrent callers and reports throughput and per-step latency. A
+//! journey counts once `WatchJourney` delivered its completed result (and
+//! `GetJourneyResult` then reads it complete), not when its documents were
+//! merely accepted.
 //!
 //! ```sh
 //! cargo run --release --example loadgen -- --journeys 2000 --concurrency 32
@@ -46,6 +49,13 @@ struct Args {
     /// Stop after this long, whatever is left.
     #[arg(long, default_value_t = 120)]
     max_seconds: u64,
+    /// Document processing time of the in-process sandbox, in milliseconds
+    /// (ignored with `--gateway`).
+    #[arg(long, default_value_t = 200)]
+    processing_ms: u64,
+    /// Longest wait for a journey's completed result, in seconds.
+    #[arg(long, default_value_t = 60)]
+    result_timeout_seconds: u64,
 }
 
 type Latencies = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
@@ -64,7 +74,12 @@ fn image(side: Side, kib: usize) -> Bytes {
     Bytes::from(v)
 }
 
-async fn journey(ch: Channel, images: Vec<Bytes>, lat: Latencies) -> Result<(), tonic::Status> {
+async fn journey(
+    ch: Channel,
+    images: Vec<Bytes>,
+    lat: Latencies,
+    result_timeout: Duration,
+) -> Result<(), tonic::Status> {
     let mut j = JourneyServiceClient::new(ch.clone());
     let mut l = LivenessServiceClient::new(ch.clone());
     let mut d = DocumentServiceClient::new(ch).max_encoding_message_size(64 << 20);
@@ -111,9 +126,39 @@ async fn journey(ch: Channel, images: Vec<Bytes>, lat: Latencies) -> Result<(), 
     .await?;
     record(&lat, "4 SubmitDocumentImages", t.elapsed());
     let t = Instant::now();
-    j.get_journey_result(v1::GetJourneyResultRequest { appkey })
-        .await?;
-    record(&lat, "5 GetJourneyResult", t.elapsed());
+    let mut watch = tonic::Request::new(v1::WatchJourneyRequest {
+        journey: Some(v1::watch_journey_request::Journey::JourneyRef(
+            created.journey_ref,
+        )),
+    });
+    watch.set_timeout(result_timeout);
+    let mut stream = j.watch_journey(watch).await?.into_inner();
+    let mut completed = false;
+    while let Some(event) = stream.message().await? {
+        if let Some(result) = event.result {
+            completed = result.status() == v1::JourneyStatus::Complete;
+            break;
+        }
+    }
+    if !completed {
+        return Err(tonic::Status::failed_precondition(
+            "the journey ended without a complete result",
+        ));
+    }
+    record(&lat, "5 WatchJourney", t.elapsed());
+    let t = Instant::now();
+    let result = j
+        .get_journey_result(v1::GetJourneyResultRequest { appkey })
+        .await?
+        .into_inner()
+        .result
+        .unwrap_or_default();
+    if result.status() != v1::JourneyStatus::Complete {
+        return Err(tonic::Status::failed_precondition(
+            "the result read after completion is not complete",
+        ));
+    }
+    record(&lat, "6 GetJourneyResult", t.elapsed());
     Ok(())
 }
 
@@ -137,6 +182,7 @@ async fn main() -> anyhow::Result<()> {
             config.listen.http = ([127, 0, 0, 1], 0).into();
             config.sandbox.max_body_bytes = 64 << 20;
             config.sandbox.max_entries = 1_000_000;
+            config.sandbox.processing_delay_ms = args.processing_ms;
             let gw = idgate::server::start(config).await?;
             let url = gw.grpc_url();
             embedded = Some(gw);
@@ -151,6 +197,7 @@ async fn main() -> anyhow::Result<()> {
     let lat: Latencies = Arc::default();
     let sem = Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
     let deadline = Instant::now() + Duration::from_secs(args.max_seconds);
+    let result_timeout = Duration::from_secs(args.result_timeout_seconds);
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.journeys {
@@ -160,7 +207,7 @@ async fn main() -> anyhow::Result<()> {
         let permit = sem.clone().acquire_owned().await?;
         let (ch, images, lat) = (ch.clone(), images.clone(), lat.clone());
         tasks.spawn(async move {
-            let r = journey(ch, images, lat).await;
+            let r = journey(ch, images, lat, result_timeout).await;
             drop(permit);
             r
         });
@@ -175,7 +222,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let elapsed = started.elapsed();
     println!(
-        "target {url}\n{ok} journeys in {:.2}s = {:.1} journeys/s ({} concurrent, 2 x {} KiB images)",
+        "target {url}\n{ok} journeys completed in {:.2}s = {:.1} journeys/s ({} concurrent, 2 x {} KiB images)",
         elapsed.as_secs_f64(),
         ok as f64 / elapsed.as_secs_f64(),
         args.concurrency,

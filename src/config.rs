@@ -156,8 +156,14 @@ impl ServingConfig {
                 "serving.max_header_list_bytes",
                 u64::from(self.max_header_list_bytes),
             ),
-            ("serving.header_read_timeout_ms", self.header_read_timeout_ms),
-            ("serving.request_body_timeout_ms", self.request_body_timeout_ms),
+            (
+                "serving.header_read_timeout_ms",
+                self.header_read_timeout_ms,
+            ),
+            (
+                "serving.request_body_timeout_ms",
+                self.request_body_timeout_ms,
+            ),
         ];
         match positive.iter().find(|(_, v)| *v == 0) {
             Some((key, _)) => Err(ConfigError::Invalid(format!("{key} must be at least 1"))),

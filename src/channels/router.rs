@@ -250,8 +250,9 @@ impl ChannelRouter {
     }
 
     /// Starts a session on `channel`, trying up to `attempts` times while
-    /// the failure is a transient vendor fault, the circuit admits the
-    /// call and the caller's deadline leaves room.
+    /// the failure is transient (what the REST client itself retries:
+    /// connect, timeout, 502-504), the circuit admits the call and the
+    /// caller's deadline leaves room.
     async fn start_on(
         &self,
         ctx: &CallContext,
@@ -315,7 +316,7 @@ impl ChannelRouter {
             let room = ctx
                 .remaining()
                 .is_none_or(|left| left > pause + FORCED_RETRY_PAUSE);
-            if attempt >= attempts || !e.is_upstream_fault() || !room {
+            if attempt >= attempts || !e.is_transient() || !room {
                 return Attempt::Failed(e);
             }
             tokio::time::sleep(pause).await;

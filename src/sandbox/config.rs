@@ -39,6 +39,11 @@ pub struct SandboxConfig {
     /// How long after its expiry an appkey's journey result stays readable
     /// before the entry is purged (then the result answers 404).
     pub result_retention_secs: u64,
+    /// Whether the result stays readable once the appkey expired (spec
+    /// 2.2: the appkey "can be used to read the journey result"). When
+    /// false, such a read answers 401, as spec 4.9 and section 7 allow
+    /// ("credentials expired").
+    pub result_readable_after_expiry: bool,
     /// Upper bound of each table (credential tokens, appkeys, challenges,
     /// 3D sessions); a call that would exceed it answers 500.
     pub max_entries: usize,
@@ -85,6 +90,7 @@ impl Default for SandboxConfig {
             challenge_window_secs: 60,
             processing_delay_ms: 5_000,
             result_retention_secs: 24 * 60 * 60,
+            result_readable_after_expiry: true,
             max_entries: 100_000,
             max_body_bytes: 16 * 1024 * 1024,
             utc_offset_minutes: -180,

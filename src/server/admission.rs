@@ -112,7 +112,10 @@ struct Held {
 
 /// Wraps `body` so that it holds `held` until it ends or is dropped.
 pub(super) fn holding<B, H>(body: B, held: H) -> HoldingBody<B, H> {
-    HoldingBody { inner: body, _held: held }
+    HoldingBody {
+        inner: body,
+        _held: held,
+    }
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -161,8 +164,8 @@ where
         let deadline = CallContext::from_headers(request.headers())
             .deadline()
             .map_or(own, |d| d.min(own));
-        let timeout_ms = u64::try_from(deadline.saturating_duration_since(now).as_millis())
-            .unwrap_or(u64::MAX);
+        let timeout_ms =
+            u64::try_from(deadline.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX);
         let request = request.map(|body| {
             tonic::body::Body::new(DeadlineBody {
                 inner: body,

@@ -167,7 +167,9 @@ impl ConnectionGate {
         }
         crate::net::no_delay_on(&stream);
         if let Some(time) = self.limits.tcp_keepalive {
-            if let Err(e) = SockRef::from(&stream).set_tcp_keepalive(&TcpKeepalive::new().with_time(time)) {
+            if let Err(e) =
+                SockRef::from(&stream).set_tcp_keepalive(&TcpKeepalive::new().with_time(time))
+            {
                 tracing::debug!(error = %e, "cannot set TCP keepalive");
             }
         }
@@ -404,7 +406,9 @@ mod tests {
                       Max open files            1024                 524288               files     \n";
         assert_eq!(parse_open_files_limit(limits), Some(1024));
         assert_eq!(
-            parse_open_files_limit("Max open files            unlimited            unlimited files"),
+            parse_open_files_limit(
+                "Max open files            unlimited            unlimited files"
+            ),
             Some(usize::MAX)
         );
         assert_eq!(parse_open_files_limit("nothing here"), None);

@@ -124,7 +124,10 @@ pub(super) async fn serve_public(
         .add_service(JourneyServiceServer::new(api.journeys).limits(max))
         .add_service(LivenessServiceServer::new(api.liveness).limits(max))
         .add_service(DocumentServiceServer::new(api.documents).limits(max));
-    Ok((serve_grpc("gRPC", router, listener, gate, stopped), health_reporter))
+    Ok((
+        serve_grpc("gRPC", router, listener, gate, stopped),
+        health_reporter,
+    ))
 }
 
 /// Serves `ChannelAdminService` behind `token` on `listener` through `gate`.
@@ -198,10 +201,7 @@ pub(super) fn serve_http(
     ready: Readiness,
     mut stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let mut http = Router::new().route(
-        "/healthz",
-        get(healthz).with_state(ready),
-    );
+    let mut http = Router::new().route("/healthz", get(healthz).with_state(ready));
     if let Some(receiver) = &receiver {
         http = http.merge(receiver.router());
     }
@@ -234,15 +234,20 @@ pub(super) fn serve_http(
             let Some(Ok(conn)) = conn else { break };
             let activity = conn.info().activity;
             let app = app.clone();
-            let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                let active = activity.start();
-                let call = app.clone().oneshot(request.map(axum::body::Body::new));
-                async move {
-                    let response = call.await?;
-                    Ok::<_, Infallible>(response.map(|b| axum::body::Body::new(holding(b, active))))
-                }
-            });
-            let connection = builder.serve_connection(TokioIo::new(conn), service).into_owned();
+            let service =
+                hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                    let active = activity.start();
+                    let call = app.clone().oneshot(request.map(axum::body::Body::new));
+                    async move {
+                        let response = call.await?;
+                        Ok::<_, Infallible>(
+                            response.map(|b| axum::body::Body::new(holding(b, active))),
+                        )
+                    }
+                });
+            let connection = builder
+                .serve_connection(TokioIo::new(conn), service)
+                .into_owned();
             let watched = graceful.watch(connection);
             tokio::spawn(async move {
                 if let Err(e) = watched.await {

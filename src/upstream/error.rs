@@ -115,6 +115,23 @@ impl UpstreamError {
         }
     }
 
+    /// True when the same request may succeed if sent again soon: the
+    /// connection failed, timed out or broke, or the upstream said it is
+    /// briefly unavailable (502-504). Whether it may be sent again is the
+    /// operation's business ([`Operation::consumes_appkey`]).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            UpstreamError::Connect { .. }
+            | UpstreamError::Timeout { .. }
+            | UpstreamError::Transport { .. } => true,
+            UpstreamError::Status { status, .. } => matches!(status, 502..=504),
+            UpstreamError::Malformed { .. }
+            | UpstreamError::Oversize { .. }
+            | UpstreamError::Saturated { .. }
+            | UpstreamError::DeadlineExceeded { .. } => false,
+        }
+    }
+
     /// True when the request certainly never reached the upstream.
     pub fn request_not_sent(&self) -> bool {
         matches!(

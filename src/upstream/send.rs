@@ -157,16 +157,7 @@ fn may_retry(op: Operation, err: &UpstreamError) -> bool {
     if op.consumes_appkey() {
         return err.request_not_sent() && matches!(err, UpstreamError::Connect { .. });
     }
-    match err {
-        UpstreamError::Connect { .. }
-        | UpstreamError::Timeout { .. }
-        | UpstreamError::Transport { .. } => true,
-        UpstreamError::Status { status, .. } => matches!(status, 502..=504),
-        UpstreamError::Malformed { .. }
-        | UpstreamError::Oversize { .. }
-        | UpstreamError::Saturated { .. }
-        | UpstreamError::DeadlineExceeded { .. } => false,
-    }
+    err.is_transient()
 }
 
 /// Exponential backoff with jitter: 50 ms, 100 ms, ... capped at 800 ms,

@@ -19,6 +19,9 @@ pub(super) fn handle(app: &App, input: &Input, bad: Reject) -> Result<Response, 
     let appkey = required(form.appkey.as_deref()).ok_or(bad)?;
     let now = app.clock.now();
     let record = app.store.journey(appkey, now)?;
+    if !app.config.result_readable_after_expiry && now >= record.expires_at {
+        return Err(Reject::unauthorized("appkey expired"));
+    }
     let liveness = record
         .liveness
         .as_ref()

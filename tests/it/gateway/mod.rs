@@ -1,0 +1,10 @@
+//! End-to-end tests through the gateway over real sockets, on the
+//! embedded sandbox.
+
+mod channels;
+mod errors;
+mod events;
+mod journeys;
+mod lifecycle;
+mod smoke;
+mod validation;

@@ -1,0 +1,26 @@
+//! Every integration test, in one binary (one link, one process): real
+//! servers on `127.0.0.1:0`, time moved with the sandbox's `ManualClock`.
+//!
+//! - `gateway`: end to end through the gateway on its embedded sandbox;
+//! - `sandbox`: the reference sandbox over real HTTP;
+//! - `upstream`: the REST client against purpose-built servers;
+//! - `channels`, `events`, `telemetry`: the admin service, the webhook
+//!   receiver and `WatchJourney`, and telemetry, each over real listeners;
+//! - `observability`: traces, logs and metrics of the real gateway;
+//! - `support`: the one shared copy of every launcher, fake and helper.
+//!
+//! Tests share this process. Nothing here sets environment variables or a
+//! global tracer provider; tests that install a `tracing` subscriber do so
+//! for their own thread through [`support::telemetry`], which also keeps
+//! `tracing`'s per-callsite cache from switching their spans off (see
+//! there). A test that measures the whole process (its RSS) runs alone in
+//! a child process of this binary ([`support::process`]).
+
+mod channels;
+mod events;
+mod gateway;
+mod observability;
+mod sandbox;
+mod support;
+mod telemetry;
+mod upstream;

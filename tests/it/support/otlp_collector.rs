@@ -1,0 +1,255 @@
+//! An in-process OTLP/gRPC trace collector for tests.
+//!
+//! A real tonic server implementing the OTLP `TraceService` on
+//! `127.0.0.1:0`: the code under test exports to it over a real socket with
+//! the production exporter, and the test awaits the spans it expects.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use opentelemetry_proto::tonic::{
+    collector::trace::v1::{
+        ExportTraceServiceRequest, ExportTraceServiceResponse,
+        trace_service_server::{TraceService, TraceServiceServer},
+    },
+    common::v1::{AnyValue, KeyValue, any_value::Value},
+};
+use tokio::{net::TcpListener, sync::Notify, task::JoinHandle};
+use tokio_stream::wrappers::TcpListenerStream;
+
+/// OTLP span kinds, as numbers on the wire.
+pub mod kind {
+    /// `SPAN_KIND_SERVER`.
+    pub const SERVER: i32 = 2;
+    /// `SPAN_KIND_CLIENT`.
+    pub const CLIENT: i32 = 3;
+}
+
+/// OTLP `STATUS_CODE_ERROR`.
+pub const STATUS_ERROR: i32 = 2;
+
+/// An attribute value, reduced to what the tests compare.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attr {
+    /// A string.
+    Str(String),
+    /// An integer.
+    Int(i64),
+    /// Anything else, printed.
+    Other(String),
+}
+
+/// One received span, ids in lower-case hex (parent empty for a root).
+#[derive(Debug, Clone)]
+pub struct CollectedSpan {
+    /// Trace id.
+    pub trace_id: String,
+    /// Span id.
+    pub span_id: String,
+    /// Parent span id, empty for a root span.
+    pub parent_span_id: String,
+    /// Span name.
+    pub name: String,
+    /// OTLP span kind.
+    pub kind: i32,
+    /// OTLP status code.
+    pub status_code: i32,
+    /// Span attributes.
+    pub attributes: HashMap<String, Attr>,
+    /// Attributes of the resource that sent the span.
+    pub resource: HashMap<String, Attr>,
+    /// Span links: `(trace id, span id)` of each linked span.
+    pub links: Vec<(String, String)>,
+    /// Span events: name and attributes (log events inside the span).
+    // Read through `Debug`: the secret checks search the whole span.
+    #[allow(dead_code)]
+    pub events: Vec<(String, HashMap<String, Attr>)>,
+    /// Status message (set on error spans).
+    #[allow(dead_code)]
+    pub status_message: String,
+}
+
+impl CollectedSpan {
+    /// A string attribute.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        match self.attributes.get(key) {
+            Some(Attr::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// An integer attribute.
+    pub fn int(&self, key: &str) -> Option<i64> {
+        match self.attributes.get(key) {
+            Some(Attr::Int(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// A string attribute of the resource.
+    pub fn resource_str(&self, key: &str) -> Option<&str> {
+        match self.resource.get(key) {
+            Some(Attr::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Store {
+    spans: Mutex<Vec<CollectedSpan>>,
+    arrived: Notify,
+}
+
+struct Service(Arc<Store>);
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn attrs(kvs: &[KeyValue]) -> HashMap<String, Attr> {
+    kvs.iter()
+        .map(|kv| {
+            let value = match kv.value.as_ref().and_then(|v: &AnyValue| v.value.as_ref()) {
+                Some(Value::StringValue(s)) => Attr::Str(s.clone()),
+                Some(Value::IntValue(i)) => Attr::Int(*i),
+                other => Attr::Other(format!("{other:?}")),
+            };
+            (kv.key.clone(), value)
+        })
+        .collect()
+}
+
+#[tonic::async_trait]
+impl TraceService for Service {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let mut received = Vec::new();
+        for rs in request.into_inner().resource_spans {
+            let resource = rs
+                .resource
+                .as_ref()
+                .map(|r| attrs(&r.attributes))
+                .unwrap_or_default();
+            for ss in rs.scope_spans {
+                for span in ss.spans {
+                    received.push(CollectedSpan {
+                        trace_id: hex(&span.trace_id),
+                        span_id: hex(&span.span_id),
+                        parent_span_id: hex(&span.parent_span_id),
+                        name: span.name,
+                        kind: span.kind,
+                        status_code: span.status.as_ref().map(|s| s.code).unwrap_or_default(),
+                        status_message: span.status.map(|s| s.message).unwrap_or_default(),
+                        attributes: attrs(&span.attributes),
+                        resource: resource.clone(),
+                        links: span
+                            .links
+                            .iter()
+                            .map(|l| (hex(&l.trace_id), hex(&l.span_id)))
+                            .collect(),
+                        events: span
+                            .events
+                            .iter()
+                            .map(|e| (e.name.clone(), attrs(&e.attributes)))
+                            .collect(),
+                    });
+                }
+            }
+        }
+        self.0
+            .spans
+            .lock()
+            .expect("collector lock")
+            .extend(received);
+        self.0.arrived.notify_waiters();
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+/// A running collector; stops when dropped.
+pub struct Collector {
+    addr: SocketAddr,
+    store: Arc<Store>,
+    server: JoinHandle<()>,
+}
+
+impl Collector {
+    /// Starts a collector on `127.0.0.1:0`.
+    pub async fn start() -> Collector {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let store = Arc::new(Store::default());
+        let service = TraceServiceServer::new(Service(store.clone()));
+        let server = tokio::spawn(async move {
+            let _ = tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(TcpListenerStream::new(listener))
+                .await;
+        });
+        Collector {
+            addr,
+            store,
+            server,
+        }
+    }
+
+    /// The endpoint for the exporter: `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every span received so far.
+    pub fn spans(&self) -> Vec<CollectedSpan> {
+        self.store.spans.lock().expect("collector lock").clone()
+    }
+
+    /// Waits until `done` holds for the received spans, or `timeout` passes
+    /// (then fails with the spans received, for the test's message).
+    /// `poke` runs before every check: tests pass a flush of their provider,
+    /// so spans ended after the last flush are not left waiting for the
+    /// batch processor's schedule.
+    pub async fn wait_until<F, P, Fut>(
+        &self,
+        timeout: Duration,
+        mut poke: P,
+        done: F,
+    ) -> Result<Vec<CollectedSpan>, String>
+    where
+        F: Fn(&[CollectedSpan]) -> bool,
+        P: FnMut() -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let arrived = self.store.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            poke().await;
+            let spans = self.spans();
+            if done(&spans) {
+                return Ok(spans);
+            }
+            // Wake on the next export, or re-poke after a short while: a
+            // span may end after the flush that just ran.
+            let next = (tokio::time::Instant::now() + Duration::from_millis(100)).min(deadline);
+            let _ = tokio::time::timeout_at(next, arrived).await;
+            if tokio::time::Instant::now() >= deadline {
+                let names: Vec<_> = self.spans().into_iter().map(|s| s.name).collect();
+                return Err(format!("timed out; spans received: {names:?}"));
+            }
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
