@@ -32,7 +32,10 @@ use crate::{
         },
     },
     sandbox::{self, Clock, Sandbox, SandboxHandle, SystemClock},
-    telemetry::{self, GrpcServerLayer, HttpServerLayer, Metrics},
+    telemetry::{
+        self, GrpcServerLayer, HttpServerLayer, Metrics,
+        metrics::{ChannelSessionCounts, WatchCounts},
+    },
     upstream::{CallContext, CredentialPolicy, Credentials, UpstreamClient},
 };
 
@@ -464,6 +467,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         metrics: metrics.clone(),
         router: router.clone(),
         receiver,
+        hub: hub.clone(),
     };
     http = http.route("/metrics", get(scrape_metrics).with_state(scrape));
     let http = http.layer(HttpServerLayer::with_metrics(metrics.clone()));
@@ -562,15 +566,31 @@ struct Scrape {
     metrics: Metrics,
     router: Arc<ChannelRouter>,
     receiver: Option<WebhookReceiver>,
+    hub: JourneyHub,
 }
 
-/// Brings the counters kept by the router and the webhook receiver into
-/// the registry, then encodes it.
+/// Brings the counters kept by the router, the webhook receiver and the
+/// journey hub into the registry, then encodes it.
 async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     for ch in s.router.snapshot().channels {
         s.metrics.sync_channel_failovers(&ch.name, ch.failovers);
         s.metrics.set_channel_circuit_state(&ch.name, ch.circuit);
+        s.metrics.sync_channel_sessions(
+            &ch.name,
+            ChannelSessionCounts {
+                started: ch.sessions_started,
+                failed: ch.session_failures,
+                contingency: ch.contingency_answers,
+            },
+        );
     }
+    let hub = s.hub.stats();
+    s.metrics.sync_watch(WatchCounts {
+        journeys: hub.journeys,
+        watchers: hub.watchers,
+        result_reads: hub.result_reads,
+        notice_timeouts: hub.notice_timeouts,
+    });
     if let Some(r) = &s.receiver {
         let stats = r.stats();
         s.metrics.sync_webhooks("received", stats.received);

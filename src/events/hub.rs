@@ -86,6 +86,10 @@ pub struct HubStats {
     pub notices_received: u64,
     /// Result reads started since start.
     pub result_reads: u64,
+    /// Watches whose grace period ended without a completion notice, so
+    /// the result is polled instead (the webhook did not arrive), since
+    /// start.
+    pub notice_timeouts: u64,
 }
 
 /// The `WatchJourney` core: journeys being watched, their reading tasks,
@@ -104,6 +108,7 @@ pub(crate) struct HubInner {
     tasks_changed: Notify,
     notices_received: AtomicU64,
     result_reads: AtomicU64,
+    notice_timeouts: AtomicU64,
 }
 
 /// A notice as the hub keeps it: what it announced, and the span of the
@@ -154,6 +159,7 @@ impl JourneyHub {
                 tasks_changed: Notify::new(),
                 notices_received: AtomicU64::new(0),
                 result_reads: AtomicU64::new(0),
+                notice_timeouts: AtomicU64::new(0),
             }),
         }
     }
@@ -264,6 +270,7 @@ impl JourneyHub {
             notices_remembered: state.notices.len(),
             notices_received: self.inner.notices_received.load(Ordering::Relaxed),
             result_reads: self.inner.result_reads.load(Ordering::Relaxed),
+            notice_timeouts: self.inner.notice_timeouts.load(Ordering::Relaxed),
         }
     }
 
@@ -517,6 +524,7 @@ impl Reader {
                     Err(_) => notice_open = false,
                 },
                 () = tokio::time::sleep(settings.webhook_grace) => {
+                    self.hub.notice_timeouts.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(
                         journey = %self.journey,
                         "no completion notice within the grace period; reading the result"
