@@ -964,3 +964,10 @@ fn grafana_variables_are_substituted_in_queries() {
         r#"sum(rate(x{channel=~".*"}[1m]))"#
     );
 }
+
+/// A missing binary fails (never skips) and names the package to install.
+#[test]
+#[should_panic(expected = "install Debian's `prometheus` package")]
+fn a_missing_binary_fails_naming_the_debian_package() {
+    binary("promtool-that-does-not-exist");
+}
