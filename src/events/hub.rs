@@ -93,6 +93,10 @@ pub struct HubStats {
     pub notices_received: u64,
     /// Result reads started since start.
     pub result_reads: u64,
+    /// Watches whose grace period ended without a completion notice, so
+    /// the result is polled instead (the webhook did not arrive), since
+    /// start.
+    pub notice_timeouts: u64,
 }
 
 /// The `WatchJourney` core: journeys being watched, their reading tasks,
@@ -111,6 +115,7 @@ pub(crate) struct HubInner {
     tasks_changed: Notify,
     notices_received: AtomicU64,
     result_reads: AtomicU64,
+    notice_timeouts: AtomicU64,
 }
 
 /// A notice as the hub keeps it: what it announced, and the span of the
@@ -161,6 +166,7 @@ impl JourneyHub {
                 tasks_changed: Notify::new(),
                 notices_received: AtomicU64::new(0),
                 result_reads: AtomicU64::new(0),
+                notice_timeouts: AtomicU64::new(0),
             }),
         }
     }
@@ -259,6 +265,7 @@ impl JourneyHub {
             notices_remembered: state.notices.len(),
             notices_received: self.inner.notices_received.load(Ordering::Relaxed),
             result_reads: self.inner.result_reads.load(Ordering::Relaxed),
+            notice_timeouts: self.inner.notice_timeouts.load(Ordering::Relaxed),
         }
     }
 

@@ -26,7 +26,7 @@ use crate::{
     channels::ChannelRouter,
     config::ServingConfig,
     domain::AdminToken,
-    events::{RejectReason, WebhookReceiver},
+    events::{JourneyHub, RejectReason, WebhookReceiver},
     proto::{
         FILE_DESCRIPTOR_SET,
         v1::{
@@ -36,7 +36,10 @@ use crate::{
             liveness_service_server::{LivenessService, LivenessServiceServer},
         },
     },
-    telemetry::{self, GrpcServerLayer, HttpServerLayer, Metrics},
+    telemetry::{
+        self, GrpcServerLayer, HttpServerLayer, Metrics,
+        metrics::{ChannelSessionCounts, WatchCounts},
+    },
 };
 
 /// Binds `addr` for the listener `what`.
@@ -196,6 +199,7 @@ pub(super) fn serve_http(
     gate: ConnectionGate,
     receiver: Option<WebhookReceiver>,
     router: Arc<ChannelRouter>,
+    hub: JourneyHub,
     serving: &ServingConfig,
     metrics: Metrics,
     ready: Readiness,
@@ -209,6 +213,7 @@ pub(super) fn serve_http(
         metrics: metrics.clone(),
         router,
         receiver,
+        hub,
     };
     let app = http
         .route("/metrics", get(scrape_metrics).with_state(scrape))
@@ -303,16 +308,32 @@ struct Scrape {
     metrics: Metrics,
     router: Arc<ChannelRouter>,
     receiver: Option<WebhookReceiver>,
+    hub: JourneyHub,
 }
 
-/// Brings the counters kept by the router and the webhook receiver into
-/// the registry, then encodes it.
+/// Brings the counters kept by the router, the webhook receiver and the
+/// journey hub into the registry, then encodes it.
 async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     for ch in s.router.snapshot().channels {
         s.metrics.sync_channel_failovers(&ch.name, ch.failovers);
         s.metrics
             .set_channel_circuit_state(&ch.name, ch.circuit.gauge_value());
+        s.metrics.sync_channel_sessions(
+            &ch.name,
+            ChannelSessionCounts {
+                started: ch.sessions_started,
+                failed: ch.session_failures,
+                contingency: ch.contingency_answers,
+            },
+        );
     }
+    let hub = s.hub.stats();
+    s.metrics.sync_watch(WatchCounts {
+        journeys: hub.journeys,
+        watchers: hub.watchers,
+        result_reads: hub.result_reads,
+        notice_timeouts: hub.notice_timeouts,
+    });
     if let Some(r) = &s.receiver {
         let stats = r.stats();
         s.metrics.sync_webhooks("received", stats.received);

@@ -349,6 +349,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         http_gate,
         receiver,
         router.clone(),
+        hub.clone(),
         serving,
         metrics.clone(),
         readiness,

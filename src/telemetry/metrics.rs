@@ -126,6 +126,39 @@ struct Inner {
     connections_open: Family<ListenerLabels, Gauge>,
     connections_rejected: Family<ListenerLabels, Counter>,
     draining: Gauge,
+    channel_sessions: Family<ChannelLabels, Counter>,
+    channel_session_failures: Family<ChannelLabels, Counter>,
+    channel_contingency_answers: Family<ChannelLabels, Counter>,
+    watch_journeys: Gauge,
+    watch_watchers: Gauge,
+    watch_result_reads: Counter,
+    watch_notice_timeouts: Counter,
+}
+
+/// The journey hub's state at scrape time (see [`Metrics::sync_watch`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WatchCounts {
+    /// Journeys with at least one `WatchJourney` stream.
+    pub journeys: usize,
+    /// `WatchJourney` streams open.
+    pub watchers: usize,
+    /// Result reads started since start.
+    pub result_reads: u64,
+    /// Watches that found no completion notice within the grace period and
+    /// fell back to polling, since start.
+    pub notice_timeouts: u64,
+}
+
+/// A channel's session counters at scrape time (see
+/// [`Metrics::sync_channel_sessions`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChannelSessionCounts {
+    /// Sessions started on the channel.
+    pub started: u64,
+    /// Session starts that failed on the channel.
+    pub failed: u64,
+    /// Session answers with `isContingency: true`.
+    pub contingency: u64,
 }
 
 /// The gateway's metrics. Cloning is cheap and every clone updates the same
@@ -172,6 +205,13 @@ impl Metrics {
         let connections_open = Family::<ListenerLabels, Gauge>::default();
         let connections_rejected = Family::<ListenerLabels, Counter>::default();
         let draining = Gauge::default();
+        let channel_sessions = Family::<ChannelLabels, Counter>::default();
+        let channel_session_failures = Family::<ChannelLabels, Counter>::default();
+        let channel_contingency_answers = Family::<ChannelLabels, Counter>::default();
+        let watch_journeys = Gauge::default();
+        let watch_watchers = Gauge::default();
+        let watch_result_reads = Counter::default();
+        let watch_notice_timeouts = Counter::default();
 
         registry.register(
             "idgate_rpc_requests",
@@ -252,6 +292,41 @@ impl Metrics {
             drop(connections_open.get_or_create(&ListenerLabels { listener }));
             drop(connections_rejected.get_or_create(&ListenerLabels { listener }));
         }
+        registry.register(
+            "idgate_channel_sessions",
+            "3D sessions started, by channel",
+            channel_sessions.clone(),
+        );
+        registry.register(
+            "idgate_channel_session_failures",
+            "3D session starts that failed, by channel",
+            channel_session_failures.clone(),
+        );
+        registry.register(
+            "idgate_channel_contingency_answers",
+            "3D session answers in contingency mode (isContingency), by channel",
+            channel_contingency_answers.clone(),
+        );
+        registry.register(
+            "idgate_watch_journeys",
+            "Journeys with at least one WatchJourney stream",
+            watch_journeys.clone(),
+        );
+        registry.register(
+            "idgate_watch_watchers",
+            "WatchJourney streams open",
+            watch_watchers.clone(),
+        );
+        registry.register(
+            "idgate_watch_result_reads",
+            "Journey result reads started by watches (notice or poll)",
+            watch_result_reads.clone(),
+        );
+        registry.register(
+            "idgate_watch_notice_timeouts",
+            "Watches that got no completion notice within the grace period and fell back to polling",
+            watch_notice_timeouts.clone(),
+        );
 
         for channel in channels {
             let labels = ChannelLabels {
@@ -259,6 +334,9 @@ impl Metrics {
             };
             drop(channel_failovers.get_or_create(&labels));
             drop(channel_circuit_state.get_or_create(&labels));
+            drop(channel_sessions.get_or_create(&labels));
+            drop(channel_session_failures.get_or_create(&labels));
+            drop(channel_contingency_answers.get_or_create(&labels));
         }
 
         Metrics {
@@ -278,6 +356,13 @@ impl Metrics {
                 connections_open,
                 connections_rejected,
                 draining,
+                channel_sessions,
+                channel_session_failures,
+                channel_contingency_answers,
+                watch_journeys,
+                watch_watchers,
+                watch_result_reads,
+                watch_notice_timeouts,
             }),
         }
     }
@@ -345,6 +430,39 @@ impl Metrics {
             channel: channel.to_owned(),
         });
         catch_up(&counter, total);
+    }
+
+    /// Brings the session counters of `channel` up to `counts`, kept by
+    /// the router, at scrape time.
+    pub fn sync_channel_sessions(&self, channel: &str, counts: ChannelSessionCounts) {
+        let labels = ChannelLabels {
+            channel: channel.to_owned(),
+        };
+        catch_up(
+            &self.inner.channel_sessions.get_or_create(&labels),
+            counts.started,
+        );
+        catch_up(
+            &self.inner.channel_session_failures.get_or_create(&labels),
+            counts.failed,
+        );
+        catch_up(
+            &self
+                .inner
+                .channel_contingency_answers
+                .get_or_create(&labels),
+            counts.contingency,
+        );
+    }
+
+    /// Sets the watch gauges and brings the watch counters up to `counts`,
+    /// kept by the journey hub, at scrape time.
+    pub fn sync_watch(&self, counts: WatchCounts) {
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.inner.watch_journeys.set(gauge(counts.journeys));
+        self.inner.watch_watchers.set(gauge(counts.watchers));
+        catch_up(&self.inner.watch_result_reads, counts.result_reads);
+        catch_up(&self.inner.watch_notice_timeouts, counts.notice_timeouts);
     }
 
     /// Brings the webhook counter of `outcome` up to `total`, the count
@@ -476,6 +594,10 @@ mod tests {
             text.contains(r#"idgate_channel_failovers_total{channel="alternative"} 0"#),
             "{text}"
         );
+        assert!(
+            text.contains(r#"idgate_channel_contingency_answers_total{channel="primary"} 0"#),
+            "{text}"
+        );
     }
 
     #[test]
@@ -495,6 +617,20 @@ mod tests {
         m.sync_channel_failovers("primary", 1);
         m.set_channel_circuit_state("primary", 2);
         m.sync_webhooks("rejected_signature_invalid", 1);
+        m.sync_channel_sessions(
+            "primary",
+            ChannelSessionCounts {
+                started: 3,
+                failed: 2,
+                contingency: 1,
+            },
+        );
+        m.sync_watch(WatchCounts {
+            journeys: 2,
+            watchers: 5,
+            result_reads: 4,
+            notice_timeouts: 1,
+        });
         let guard = m.http_in_flight();
         let text = m.encode().unwrap();
         drop(guard);
@@ -506,6 +642,13 @@ mod tests {
             r#"idgate_channel_circuit_state{channel="primary"} 2"#,
             r#"idgate_webhooks_total{outcome="rejected_signature_invalid"} 1"#,
             "idgate_http_in_flight 1",
+            r#"idgate_channel_sessions_total{channel="primary"} 3"#,
+            r#"idgate_channel_session_failures_total{channel="primary"} 2"#,
+            r#"idgate_channel_contingency_answers_total{channel="primary"} 1"#,
+            "idgate_watch_journeys 2",
+            "idgate_watch_watchers 5",
+            "idgate_watch_result_reads_total 4",
+            "idgate_watch_notice_timeouts_total 1",
         ] {
             assert!(text.contains(line), "missing `{line}` in\n{text}");
         }

@@ -20,6 +20,7 @@ mod channels;
 mod events;
 mod gateway;
 mod observability;
+mod prometheus;
 mod sandbox;
 mod support;
 mod telemetry;

@@ -98,6 +98,7 @@ impl Reader {
                     Err(_) => notice_open = false,
                 },
                 () = tokio::time::sleep(settings.webhook_grace) => {
+                    self.hub.notice_timeouts.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(
                         journey = %self.journey,
                         "no completion notice within the grace period; reading the result"
