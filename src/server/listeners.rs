@@ -230,7 +230,7 @@ pub(super) fn serve_http(
         .max_header_list_size(serving.max_header_list_bytes);
     tokio::spawn(async move {
         let graceful = GracefulShutdown::new();
-        let mut incoming = std::pin::pin!(gate.incoming(listener));
+        let mut incoming = Box::pin(gate.incoming(listener));
         loop {
             let conn = tokio::select! {
                 conn = incoming.next() => conn,

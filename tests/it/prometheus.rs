@@ -649,11 +649,11 @@ async fn scenario_round(gw: &TestGateway, round: u32) {
     assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
 
     // Two watched journeys to completion.
-    let a = create(&gw).await;
-    let b = create(&gw).await;
+    let a = create(gw).await;
+    let b = create(gw).await;
     let (watch_a, watch_b) = (
-        watch(&gw, &a.journey_ref).await,
-        watch(&gw, &b.journey_ref).await,
+        watch(gw, &a.journey_ref).await,
+        watch(gw, &b.journey_ref).await,
     );
     if round == 1 {
         gw.sandbox()
@@ -687,7 +687,7 @@ async fn scenario_round(gw: &TestGateway, round: u32) {
                 .times(1),
         )
         .expect("verification fault");
-    let failing = create(&gw).await;
+    let failing = create(gw).await;
     let err = gw
         .run_3d(&failing.appkey, "prometheus-test")
         .await
