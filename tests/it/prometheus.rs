@@ -104,14 +104,9 @@ fn dashboard() -> Value {
     serde_json::from_str(&text).expect("deploy/grafana/idgate.json is valid JSON")
 }
 
-/// The docs the alerts' runbook annotations point into (the install
-/// section may still live in its own file until merged).
+/// The doc the alerts' runbook annotations point into.
 fn docs() -> String {
-    ["docs/observability.md", "docs/observability-install.md"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(repo().join(p)).ok())
-        .collect::<Vec<_>>()
-        .join("\n")
+    std::fs::read_to_string(repo().join("docs/observability.md")).expect("docs/observability.md")
 }
 
 /// `name` on `PATH`, or a failure naming the Debian package.
