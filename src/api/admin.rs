@@ -44,14 +44,26 @@ impl Default for AdminConfig {
     }
 }
 
+/// Shortest admin token accepted: 32 characters (e.g. 24 random bytes in
+/// Base64), so that guessing one over the network is hopeless.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
 impl AdminConfig {
-    /// Reads the admin token. An empty token is refused: it would let
-    /// anyone who sends `Bearer ` in.
+    /// Reads the admin token. A missing or empty one is
+    /// [`ConfigError::MissingSecret`] (the admin listener stays off); one
+    /// shorter than [`MIN_ADMIN_TOKEN_CHARS`] is [`ConfigError::Invalid`]
+    /// (the gateway refuses to start rather than guard its vendor switch
+    /// with a guessable secret).
     pub fn resolve_token(&self) -> Result<AdminToken, ConfigError> {
         let secret = match &self.token_file {
             Some(file) => read_secret("admin.token", None, Some(file))?,
             None => read_secret("admin.token", Some(&self.token_env), None)?,
         };
+        if !secret.trim().is_empty() && secret.trim().chars().count() < MIN_ADMIN_TOKEN_CHARS {
+            return Err(ConfigError::Invalid(format!(
+                "admin.token: the admin token must be at least {MIN_ADMIN_TOKEN_CHARS} characters"
+            )));
+        }
         AdminToken::new(secret).ok_or_else(|| ConfigError::MissingSecret {
             what: "admin.token".to_owned(),
             why: "the token is empty".to_owned(),
@@ -316,6 +328,41 @@ mod tests {
         assert!(AdminToken::new("  ").is_none());
         let t = AdminToken::new("s3cret").unwrap();
         assert!(!format!("{t:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_short_admin_token_is_refused_and_a_missing_one_only_disables_the_listener() {
+        let dir = std::env::temp_dir();
+        let file = |name: &str, token: &str| {
+            let path = dir.join(format!("idgate-admin-{name}-{}", uuid::Uuid::new_v4()));
+            std::fs::write(&path, token).unwrap();
+            AdminConfig {
+                token_file: Some(path),
+                ..AdminConfig::default()
+            }
+        };
+        let short = file("short", "x").resolve_token().unwrap_err();
+        assert!(matches!(short, ConfigError::Invalid(_)), "{short}");
+        assert!(short.to_string().contains("32 characters"), "{short}");
+        let thirty_one = "a".repeat(MIN_ADMIN_TOKEN_CHARS - 1);
+        assert!(file("31", &thirty_one).resolve_token().is_err());
+        let ok = "a".repeat(MIN_ADMIN_TOKEN_CHARS);
+        assert!(file("32", &ok).resolve_token().is_ok());
+        let empty = file("empty", "\n").resolve_token().unwrap_err();
+        assert!(
+            matches!(empty, ConfigError::MissingSecret { .. }),
+            "{empty}"
+        );
+        let unset = AdminConfig {
+            token_env: "IDGATE_TEST_SURELY_UNSET_ADMIN_TOKEN".into(),
+            token_file: None,
+        }
+        .resolve_token()
+        .unwrap_err();
+        assert!(
+            matches!(unset, ConfigError::MissingSecret { .. }),
+            "{unset}"
+        );
     }
 
     #[test]

@@ -374,10 +374,11 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             )?);
             Some(addr)
         }
-        Err(e) => {
+        Err(e @ ConfigError::MissingSecret { .. }) => {
             tracing::warn!(reason = %e, "admin listener disabled: no admin token");
             None
         }
+        Err(e) => return Err(e.into()),
     };
 
     tracing::info!(

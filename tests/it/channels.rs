@@ -20,7 +20,7 @@ use tonic_types::StatusExt;
 
 use crate::support::net::bind_loopback;
 
-const TOKEN: &str = "admin-test-token";
+const TOKEN: &str = "admin-test-token-0123456789abcdef";
 
 /// Grants every session; the admin tests do not route calls.
 struct Granting;

@@ -19,7 +19,7 @@ use tonic_types::StatusExt;
 use super::{net::http_client, wait::EVENT_WAIT};
 
 /// The admin bearer token of test gateways.
-pub const ADMIN_TOKEN: &str = "test-admin-token-7f3c";
+pub const ADMIN_TOKEN: &str = "test-admin-token-7f3c-0123456789abcdef";
 
 /// A running test gateway and what tests need around it.
 pub struct TestGateway {
