@@ -1,0 +1,417 @@
+//! The fault-matrix soak: whole journeys through a gateway on the embedded
+//! sandbox while one-shot faults of every kind land on random operations,
+//! then the invariants that must hold whatever the faults did.
+//!
+//! ```sh
+//! cargo run --release --example soak -- --journeys 2000 --concurrency 32
+//! ```
+//!
+//! Before each step of each journey, with probability `--fault-percent`,
+//! a one-shot fault is installed on that step's operation: a status (400,
+//! 401, 404, 429, 500, 502, 503, 504), a dropped connection, a malformed or
+//! oversize body, or a delay; answering before or after the operation ran.
+//! The journey goes on as a caller would (a failed step ends it). At the end
+//! it prints and checks:
+//!
+//! 1. no appkey-consuming operation reached the sandbox more often than
+//!    the journeys asked for it (the gateway never sent one twice);
+//! 2. every RPC ended OK or with an `ErrorInfo` of domain `idgate` whose
+//!    reason is one of the documented reasons (`Reason::ALL`);
+//! 3. no watcher, watched journey or result-reading task is left;
+//! 4. the process's RSS is back within 1.5x of where it started (measured
+//!    after `--warmup` fault-free journeys, which bring the allocator's and
+//!    the pools' steady state).
+//!
+//! Exits non-zero when an invariant fails. Bounded by `--max-seconds`.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use clap::Parser;
+use idgate::{
+    config::Config,
+    domain::Operation,
+    error::{ERROR_DOMAIN, Reason},
+    proto::v1::{
+        self, document_service_client::DocumentServiceClient,
+        journey_service_client::JourneyServiceClient,
+        liveness_service_client::LivenessServiceClient,
+    },
+    sandbox::{
+        FaultAction, FaultPhase, FaultRule, SandboxHandle,
+        samples::{self, DocumentKind, DocumentType, Side},
+    },
+};
+use idgate::server::Gateway;
+use tonic::transport::Channel;
+use tonic_types::StatusExt as _;
+
+#[derive(Parser)]
+struct Args {
+    /// Journeys to run in all.
+    #[arg(long, default_value_t = 2000)]
+    journeys: usize,
+    /// Journeys in flight at once.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Chance, per step, that a one-shot fault is installed first.
+    #[arg(long, default_value_t = 20)]
+    fault_percent: u64,
+    /// Fault-free journeys first, so that the RSS baseline includes the
+    /// pools and buffers any traffic brings (a leak grows past them).
+    #[arg(long, default_value_t = 64)]
+    warmup: usize,
+    /// Stop after this long, whatever is left.
+    #[arg(long, default_value_t = 300)]
+    max_seconds: u64,
+}
+
+/// The RPCs a journey makes that consume its appkey, with the upstream
+/// operation each one sends.
+const CONSUMING: [(&str, Operation); 2] = [
+    ("VerifyLiveness3D", Operation::Liveness3D),
+    ("SubmitDocumentImages", Operation::DocumentImages),
+];
+
+/// A tiny xorshift: reproducible faults without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// What the run saw.
+#[derive(Default)]
+struct Tally {
+    /// `code/reason` of every RPC.
+    outcomes: Mutex<BTreeMap<String, u64>>,
+    /// RPCs whose error had no idgate `ErrorInfo` or an undocumented reason.
+    undocumented: Mutex<Vec<String>>,
+    /// RPCs sent, by method.
+    sent: Mutex<BTreeMap<&'static str, u64>>,
+    faults: AtomicU64,
+    completed: AtomicU64,
+}
+
+impl Tally {
+    fn record<T>(&self, method: &'static str, result: &Result<T, tonic::Status>) {
+        *crate_lock(&self.sent).entry(method).or_default() += 1;
+        let key = match result {
+            Ok(_) => format!("{method} OK"),
+            Err(status) => {
+                let info = status.get_details_error_info();
+                let documented = info.as_ref().is_some_and(|i| {
+                    i.domain == ERROR_DOMAIN && Reason::ALL.iter().any(|r| r.as_str() == i.reason)
+                });
+                let reason = info.map(|i| i.reason).unwrap_or_else(|| "-".into());
+                let key = format!("{method} {:?}/{reason}", status.code());
+                if !documented {
+                    crate_lock(&self.undocumented).push(key.clone());
+                }
+                key
+            }
+        };
+        *crate_lock(&self.outcomes).entry(key).or_default() += 1;
+    }
+}
+
+fn crate_lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Installs, with the configured chance, a one-shot fault on `op`.
+fn maybe_fault(sandbox: &SandboxHandle, rng: &Mutex<Rng>, percent: u64, op: Operation, tally: &Tally) {
+    let mut rng = crate_lock(rng);
+    if rng.below(100) >= percent {
+        return;
+    }
+    let action = match rng.below(6) {
+        0 | 1 => FaultAction::Status {
+            status: [400, 401, 404, 429, 500, 502, 503, 504][rng.below(8) as usize],
+        },
+        2 => FaultAction::Drop,
+        3 => FaultAction::Malformed,
+        4 => FaultAction::Oversize { bytes: 40 << 20 },
+        _ => FaultAction::Delay,
+    };
+    let phase = if rng.below(2) == 0 {
+        FaultPhase::Before
+    } else {
+        FaultPhase::After
+    };
+    let rule = FaultRule {
+        operation: Some(op.as_str().to_owned()),
+        latency_ms: rng.below(50),
+        phase,
+        times: Some(1),
+        ..FaultRule::new(action)
+    };
+    if sandbox.add_fault(rule).is_ok() {
+        tally.faults.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn vm_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+struct Journey {
+    channel: Channel,
+    gateway: Arc<Gateway>,
+    rng: Arc<Mutex<Rng>>,
+    percent: u64,
+    tally: Arc<Tally>,
+}
+
+impl Journey {
+    fn fault(&self, op: Operation) {
+        let sandbox = self.gateway.sandbox().expect("embedded sandbox");
+        maybe_fault(sandbox, &self.rng, self.percent, op, &self.tally);
+    }
+
+    /// One journey, ended by its first failed step.
+    async fn run(self) -> Option<()> {
+        let mut j = JourneyServiceClient::new(self.channel.clone()).max_decoding_message_size(64 << 20);
+        let mut l = LivenessServiceClient::new(self.channel.clone());
+        let mut d = DocumentServiceClient::new(self.channel.clone());
+        let p = samples::HAPPY_PERSON;
+        let b: Vec<&str> = p.birth_date.split('/').collect();
+        self.fault(Operation::Appkey);
+        let created = j
+            .create_journey(v1::CreateJourneyRequest {
+                cpf: p.cpf.into(),
+                name: p.name.into(),
+                birth_date: format!("{}-{}-{}", b[2], b[1], b[0]),
+                customer_reference: "SOAK".into(),
+                operator_profile: String::new(),
+            })
+            .await;
+        self.tally.record("CreateJourney", &created);
+        let created = created.ok()?.into_inner();
+        let appkey = created.appkey;
+
+        self.fault(Operation::SessionToken3D);
+        let session = l
+            .start_session3_d(v1::StartSession3DRequest {
+                appkey: appkey.clone(),
+                user_agent: "soak".into(),
+            })
+            .await;
+        self.tally.record("StartSession3D", &session);
+        let session = session.ok()?.into_inner();
+
+        self.fault(Operation::Liveness3D);
+        let verdict = l
+            .verify_liveness3_d(v1::VerifyLiveness3DRequest {
+                appkey: appkey.clone(),
+                session_token: session.session_token,
+                channel: session.channel,
+            })
+            .await;
+        self.tally.record("VerifyLiveness3D", &verdict);
+        verdict.ok()?;
+
+        self.fault(Operation::DocumentImages);
+        let images = Side::ALL
+            .into_iter()
+            .map(|side| v1::DocumentImage {
+                content: samples::document_image(DocumentKind::new(DocumentType::Rg, side)).into(),
+            })
+            .collect();
+        let submitted = d
+            .submit_document_images(v1::SubmitDocumentImagesRequest {
+                appkey: appkey.clone(),
+                images,
+            })
+            .await;
+        self.tally.record("SubmitDocumentImages", &submitted);
+        submitted.ok()?;
+
+        self.fault(Operation::Result);
+        let mut watch = tonic::Request::new(v1::WatchJourneyRequest {
+            journey: Some(v1::watch_journey_request::Journey::JourneyRef(
+                created.journey_ref,
+            )),
+        });
+        watch.set_timeout(Duration::from_secs(30));
+        let stream = j.watch_journey(watch).await;
+        let mut stream = match stream {
+            Ok(s) => s.into_inner(),
+            Err(status) => {
+                self.tally.record::<()>("WatchJourney", &Err(status));
+                return None;
+            }
+        };
+        loop {
+            match stream.message().await {
+                Ok(Some(event)) if event.result.is_some() => {
+                    self.tally.record("WatchJourney", &Ok(()));
+                    self.tally.completed.fetch_add(1, Ordering::Relaxed);
+                    return Some(());
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    self.tally.record::<()>(
+                        "WatchJourney",
+                        &Err(tonic::Status::internal("stream ended without a result")),
+                    );
+                    return None;
+                }
+                Err(status) => {
+                    self.tally.record::<()>("WatchJourney", &Err(status));
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut config = Config::default();
+    config.listen.grpc = ([127, 0, 0, 1], 0).into();
+    config.listen.http = ([127, 0, 0, 1], 0).into();
+    config.serving.drain_delay_secs = 0;
+    config.sandbox.processing_delay_ms = 100;
+    config.sandbox.max_entries = 1_000_000;
+    config.watch.webhook_grace_secs = 2;
+    config.watch.poll_initial_ms = 100;
+    config.watch.poll_max_ms = 500;
+    let gateway = Arc::new(idgate::server::start(config).await?);
+    let channel = Channel::from_shared(gateway.grpc_url())?.connect().await?;
+
+    let warmup = Arc::new(Tally::default());
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..args.warmup {
+        let journey = Journey {
+            channel: channel.clone(),
+            gateway: gateway.clone(),
+            rng: Arc::new(Mutex::new(Rng(1))),
+            percent: 0,
+            tally: warmup.clone(),
+        };
+        tasks.spawn(journey.run());
+        if tasks.len() >= args.concurrency.max(1) {
+            tasks.join_next().await;
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    gateway.sandbox().expect("embedded sandbox").reset_calls();
+    let rss_start = vm_rss_kib();
+
+    let tally = Arc::new(Tally::default());
+    let rng = Arc::new(Mutex::new(Rng(0x9E37_79B9_7F4A_7C15)));
+    let gate = Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
+    let deadline = Instant::now() + Duration::from_secs(args.max_seconds);
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..args.journeys {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let permit = gate.clone().acquire_owned().await?;
+        let journey = Journey {
+            channel: channel.clone(),
+            gateway: gateway.clone(),
+            rng: rng.clone(),
+            percent: args.fault_percent,
+            tally: tally.clone(),
+        };
+        tasks.spawn(async move {
+            let _permit = permit;
+            journey.run().await;
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    let elapsed = started.elapsed();
+    let gateway = Arc::into_inner(gateway).expect("every journey has ended");
+    let sandbox = gateway.sandbox().expect("embedded sandbox");
+    sandbox.clear_faults();
+
+    // Invariant 3: nothing left watching or reading.
+    let hub = gateway.hub();
+    let _ = tokio::time::timeout(Duration::from_secs(10), hub.tasks_finished()).await;
+    let stats = hub.stats();
+    // Invariant 1: consuming operations never sent more often than asked.
+    let sent = crate_lock(&tally.sent).clone();
+    let mut twice = Vec::new();
+    for (method, op) in CONSUMING {
+        let asked = sent.get(method).copied().unwrap_or(0);
+        let reached = sandbox.calls(op, None);
+        if reached > asked {
+            twice.push(format!("{method}: {reached} upstream calls for {asked} RPCs"));
+        }
+    }
+    drop(channel);
+    gateway.shutdown().await;
+    // Let the allocator hand back what the last journeys used.
+    tokio::task::yield_now().await;
+    // Invariant 4: memory back near where it started.
+    let rss_end = vm_rss_kib();
+
+    println!(
+        "{} journeys ({} completed) in {:.1} s, {} one-shot faults installed",
+        sent.get("CreateJourney").copied().unwrap_or(0),
+        tally.completed.load(Ordering::Relaxed),
+        elapsed.as_secs_f64(),
+        tally.faults.load(Ordering::Relaxed)
+    );
+    for (outcome, n) in crate_lock(&tally.outcomes).iter() {
+        println!("  {outcome:<60} {n:>6}");
+    }
+    let undocumented = crate_lock(&tally.undocumented).clone();
+    let rss_ok = rss_end * 2 <= rss_start * 3;
+    println!("invariants:");
+    println!(
+        "  consuming operations sent twice: {} {}",
+        twice.len(),
+        twice.join("; ")
+    );
+    println!("  RPCs ended with an undocumented code: {}", undocumented.len());
+    println!(
+        "  left: {} watched journeys, {} watchers, {} reading tasks",
+        stats.journeys, stats.watchers, stats.tasks
+    );
+    println!(
+        "  RSS: {} MiB at start, {} MiB at the end ({:.2}x)",
+        rss_start / 1024,
+        rss_end / 1024,
+        rss_end as f64 / rss_start.max(1) as f64
+    );
+    let ok = twice.is_empty()
+        && undocumented.is_empty()
+        && (stats.journeys, stats.watchers, stats.tasks) == (0, 0, 0)
+        && rss_ok;
+    if !ok {
+        for u in undocumented.iter().take(10) {
+            eprintln!("undocumented: {u}");
+        }
+        anyhow::bail!("an invariant failed");
+    }
+    println!("all invariants hold");
+    Ok(())
+}
