@@ -1,17 +1,18 @@
 //! The three listeners: the public gRPC API (with health and reflection),
 //! the HTTP listener (webhook receiver, `/metrics`, `/healthz`) and the
 //! admin gRPC listener (`ChannelAdminService`, behind a bearer token).
+//! Both gRPC listeners serve reflection (`reflection`) for what they serve.
 //! Each is served on an already bound socket until `stopped` turns true.
 
 use std::{net::SocketAddr, sync::Arc};
 
 use axum::{Router, extract::State, response::Response, routing::get, serve::ListenerExt as _};
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
-use tonic::transport::Server;
+use tonic::{server::NamedService, transport::Server};
 
-use super::StartError;
+use super::{StartError, reflection::add_reflection};
 use crate::{
-    api::{DocumentApi, JourneyApi, LivenessApi, admin_service},
+    api::{AdminServer, DocumentApi, JourneyApi, LivenessApi, admin_service},
     channels::ChannelRouter,
     domain::AdminToken,
     events::{RejectReason, WebhookReceiver},
@@ -71,20 +72,24 @@ pub(super) async fn serve_public(
     health_reporter
         .set_serving::<DocumentServiceServer<DocumentApi>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .map_err(|e| StartError::Reflection(e.to_string()))?;
     let max = api.max_message_bytes;
     let grpc = Server::builder()
         .layer(GrpcServerLayer::new(metrics))
-        .add_service(health)
-        .add_service(reflection)
-        .add_service(JourneyServiceServer::new(api.journeys).limits(max))
-        .add_service(LivenessServiceServer::new(api.liveness).limits(max))
-        .add_service(DocumentServiceServer::new(api.documents).limits(max))
-        .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
+        .add_service(health);
+    let grpc = add_reflection(
+        grpc,
+        &[
+            <JourneyServiceServer<JourneyApi> as NamedService>::NAME,
+            <LivenessServiceServer<LivenessApi> as NamedService>::NAME,
+            <DocumentServiceServer<DocumentApi> as NamedService>::NAME,
+            "grpc.health.v1.Health",
+        ],
+        &[FILE_DESCRIPTOR_SET, tonic_health::pb::FILE_DESCRIPTOR_SET],
+    )?
+    .add_service(JourneyServiceServer::new(api.journeys).limits(max))
+    .add_service(LivenessServiceServer::new(api.liveness).limits(max))
+    .add_service(DocumentServiceServer::new(api.documents).limits(max))
+    .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
     Ok(tokio::spawn(async move {
         if let Err(e) = grpc.await {
             tracing::error!(error = %e, "gRPC listener failed");
@@ -132,16 +137,21 @@ pub(super) fn serve_admin(
     token: &AdminToken,
     metrics: Metrics,
     stopped: watch::Receiver<bool>,
-) -> JoinHandle<()> {
+) -> Result<JoinHandle<()>, StartError> {
     let admin = Server::builder()
         .layer(GrpcServerLayer::new(metrics))
-        .add_service(admin_service(router, token))
-        .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
-    tokio::spawn(async move {
+        .add_service(admin_service(router, token));
+    let admin = add_reflection(
+        admin,
+        &[<AdminServer as NamedService>::NAME],
+        &[FILE_DESCRIPTOR_SET],
+    )?
+    .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
+    Ok(tokio::spawn(async move {
         if let Err(e) = admin.await {
             tracing::error!(error = %e, "admin listener failed");
         }
-    })
+    }))
 }
 
 /// The generated servers' size setters, behind one name.

@@ -9,6 +9,7 @@
 
 mod embedded;
 mod listeners;
+mod reflection;
 mod upstream;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -275,7 +276,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
                 &token,
                 metrics.clone(),
                 stopped,
-            ));
+            )?);
             Some(addr)
         }
         Err(e) => {
