@@ -5,15 +5,22 @@
 //! Self-contained: a gateway on the embedded sandbox, every listener on
 //! `127.0.0.1:0`, real sockets.
 
-use std::{collections::BTreeSet, net::SocketAddr};
+use std::{
+    collections::BTreeSet,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use idgate::{
     config::{Config, TelemetryConfig},
     server::Gateway,
-    telemetry::{CapturedLogs, LogFormat, TelemetryBuilder},
+    telemetry::{CapturedLogs, LogFormat, Telemetry, TelemetryBuilder},
 };
 use tonic::transport::Channel;
 use tracing::dispatcher::DefaultGuard;
+
+const WAIT: Duration = Duration::from_secs(20);
 
 /// The admin bearer token of these tests' gateways.
 const ADMIN_TOKEN: &str = "tools-fit-admin-token-51c2-0123456789abcdef";
@@ -192,4 +199,483 @@ fn quiet_telemetry() -> (CapturedLogs, DefaultGuard) {
         .build()
         .expect("telemetry");
     (logs, telemetry.set_default())
+}
+
+/// A minimal OTLP/gRPC trace collector on `127.0.0.1:0`.
+mod collector {
+    use std::{
+        net::SocketAddr,
+        sync::{Arc, Mutex},
+    };
+
+    use opentelemetry_proto::tonic::collector::trace::v1::{
+        ExportTraceServiceRequest, ExportTraceServiceResponse,
+        trace_service_server::{TraceService, TraceServiceServer},
+    };
+
+    /// One received span, ids in lower-case hex.
+    #[derive(Debug, Clone)]
+    pub struct Collected {
+        pub trace_id: String,
+        pub span_id: String,
+        pub parent_span_id: String,
+        pub name: String,
+    }
+
+    #[derive(Clone, Default)]
+    struct Store(Arc<Mutex<Vec<Collected>>>);
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[tonic::async_trait]
+    impl TraceService for Store {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportTraceServiceRequest>,
+        ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+            let spans = request
+                .into_inner()
+                .resource_spans
+                .into_iter()
+                .flat_map(|rs| rs.scope_spans)
+                .flat_map(|ss| ss.spans)
+                .map(|s| Collected {
+                    trace_id: hex(&s.trace_id),
+                    span_id: hex(&s.span_id),
+                    parent_span_id: hex(&s.parent_span_id),
+                    name: s.name,
+                });
+            self.0.lock().expect("lock").extend(spans);
+            Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+        }
+    }
+
+    /// A running collector.
+    pub struct Collector {
+        addr: SocketAddr,
+        store: Store,
+    }
+
+    impl Collector {
+        pub async fn start() -> Collector {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let store = Store::default();
+            let service = TraceServiceServer::new(store.clone());
+            tokio::spawn(async move {
+                let _ = tonic::transport::Server::builder()
+                    .add_service(service)
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                    .await;
+            });
+            Collector { addr, store }
+        }
+
+        pub fn endpoint(&self) -> String {
+            format!("http://{}", self.addr)
+        }
+
+        pub fn spans(&self) -> Vec<Collected> {
+            self.store.0.lock().expect("lock").clone()
+        }
+    }
+}
+
+/// Telemetry exporting to `collector`, JSON logs at INFO into memory.
+fn exported_telemetry(collector: &collector::Collector) -> (Telemetry, CapturedLogs, DefaultGuard) {
+    let logs = CapturedLogs::new();
+    let telemetry = TelemetryBuilder::new(&TelemetryConfig::default())
+        .otlp_endpoint(collector.endpoint())
+        .log_format(LogFormat::Json)
+        .log_filter("info")
+        .log_writer(logs.clone())
+        .build()
+        .expect("telemetry");
+    let guard = telemetry.set_default();
+    (telemetry, logs, guard)
+}
+
+/// Flushes `telemetry` until `done` holds for the collected spans, within
+/// [`WAIT`].
+async fn collected_until(
+    telemetry: &Telemetry,
+    collector: &collector::Collector,
+    done: impl Fn(&[collector::Collected]) -> bool,
+) -> Vec<collector::Collected> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        telemetry.guard().force_flush().await.expect("flush");
+        let spans = collector.spans();
+        if done(&spans) {
+            return spans;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "spans never arrived: {:?}",
+            spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
+mod propagation {
+    use super::*;
+    use std::collections::HashMap;
+
+    use axum::{body::Bytes, extract::State, http::HeaderMap, response::IntoResponse};
+    use idgate::{
+        config::{ChannelSpec, OperatorConfig, UpstreamConfig},
+        proto::v1::{
+            self, journey_service_client::JourneyServiceClient,
+            liveness_service_client::LivenessServiceClient,
+        },
+        sandbox::{Sandbox, SandboxConfig, SystemClock, samples},
+    };
+
+    /// One request the recording proxy forwarded.
+    #[derive(Debug, Clone)]
+    struct Seen {
+        path: String,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    }
+
+    #[derive(Clone)]
+    struct Proxy {
+        target: String,
+        http: reqwest::Client,
+        seen: Arc<Mutex<Vec<Seen>>>,
+    }
+
+    /// A recording HTTP proxy in front of `target` (an origin): it notes the
+    /// path and trace headers of every request, then forwards it.
+    async fn recording_proxy(target: String, seen: Arc<Mutex<Vec<Seen>>>) -> String {
+        let proxy = Proxy {
+            target,
+            http: reqwest::Client::new(),
+            seen,
+        };
+        let app = axum::Router::new().fallback(forward).with_state(proxy);
+        let listener = tokio::net::TcpListener::bind(loopback())
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        format!("http://{addr}")
+    }
+
+    async fn forward(
+        State(proxy): State<Proxy>,
+        method: axum::http::Method,
+        uri: axum::http::Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> axum::response::Response {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        proxy.seen.lock().expect("lock").push(Seen {
+            path: uri.path().to_owned(),
+            traceparent: header("traceparent"),
+            tracestate: header("tracestate"),
+        });
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut request = proxy
+            .http
+            .request(method, format!("{}{path}", proxy.target))
+            .body(body);
+        for name in ["content-type", "accept"] {
+            if let Some(v) = headers.get(name) {
+                request = request.header(name, v);
+            }
+        }
+        let response = request.send().await.expect("sandbox answers");
+        let status = response.status();
+        let content_type = response.headers().get("content-type").cloned();
+        let body = response.bytes().await.expect("sandbox body");
+        let mut answer = (status, body).into_response();
+        if let Some(ct) = content_type {
+            answer.headers_mut().insert("content-type", ct);
+        }
+        answer
+    }
+
+    /// `http://host:port` of a URL.
+    fn origin(url: &str) -> String {
+        let uri: axum::http::Uri = url.parse().expect("url");
+        format!(
+            "{}://{}",
+            uri.scheme_str().expect("scheme"),
+            uri.authority().expect("authority")
+        )
+    }
+
+    /// `url` with its origin replaced by `proxy`.
+    fn through(url: &str, proxy: &str) -> String {
+        format!("{proxy}{}", &url[origin(url).len()..])
+    }
+
+    /// `url` through the recording proxy of its origin (started on first use).
+    async fn proxied(
+        proxies: &mut HashMap<String, String>,
+        seen: &Arc<Mutex<Vec<Seen>>>,
+        url: &str,
+    ) -> String {
+        let o = origin(url);
+        let p = match proxies.get(&o) {
+            Some(p) => p.clone(),
+            None => {
+                let p = recording_proxy(o.clone(), seen.clone()).await;
+                proxies.insert(o, p.clone());
+                p
+            }
+        };
+        through(url, &p)
+    }
+
+    /// A sandbox, a recording proxy in front of each of its listeners, and
+    /// a gateway whose upstream and channels are the proxies.
+    struct Recorded {
+        gateway: Gateway,
+        seen: Arc<Mutex<Vec<Seen>>>,
+        _sandbox: idgate::sandbox::SandboxHandle,
+    }
+
+    async fn recorded_gateway() -> Recorded {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let sandbox = Sandbox::start(SandboxConfig::default(), Arc::new(SystemClock))
+            .await
+            .expect("sandbox");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut proxies = HashMap::new();
+        let mut config = test_config();
+        config.upstream = Some(UpstreamConfig {
+            base_url: proxied(&mut proxies, &seen, &sandbox.base_url()).await,
+            result_base_url: proxied(&mut proxies, &seen, &sandbox.result_base_url()).await,
+            ..UpstreamConfig::default()
+        });
+        let password_file =
+            std::env::temp_dir().join(format!("idgate-tools-fit-op-{}", uuid::Uuid::new_v4()));
+        let operator = SandboxConfig::default().operators[0].clone();
+        std::fs::write(&password_file, &operator.password).expect("password file");
+        config.operators = vec![OperatorConfig {
+            name: "default".into(),
+            login: operator.login,
+            password_env: None,
+            password_file: Some(password_file),
+        }];
+        let mut channels = Vec::new();
+        for (i, c) in sandbox.channels().into_iter().enumerate() {
+            let url = proxied(&mut proxies, &seen, &c.base_url).await;
+            channels.push(ChannelSpec::new(c.name, url, i32::try_from(i).unwrap()));
+        }
+        config.channels = channels;
+        Recorded {
+            gateway: start(config).await,
+            seen,
+            _sandbox: sandbox,
+        }
+    }
+
+    /// A caller's W3C context, different for every call.
+    struct Caller {
+        trace_id: String,
+        span_id: String,
+    }
+
+    impl Caller {
+        fn new() -> Self {
+            Caller {
+                trace_id: uuid::Uuid::new_v4().simple().to_string(),
+                span_id: uuid::Uuid::new_v4().simple().to_string()[..16].to_owned(),
+            }
+        }
+
+        fn traceparent(&self) -> String {
+            format!("00-{}-{}-01", self.trace_id, self.span_id)
+        }
+
+        fn request<T>(&self, message: T) -> tonic::Request<T> {
+            let mut req = tonic::Request::new(message);
+            let md = req.metadata_mut();
+            md.insert("traceparent", self.traceparent().parse().unwrap());
+            md.insert("tracestate", "vendor=opaque-7".parse().unwrap());
+            req
+        }
+    }
+
+    fn happy_person() -> v1::CreateJourneyRequest {
+        let p = samples::HAPPY_PERSON;
+        let parts: Vec<&str> = p.birth_date.split('/').collect();
+        v1::CreateJourneyRequest {
+            cpf: p.cpf.into(),
+            name: p.name.into(),
+            birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
+            customer_reference: "TOOLSFIT1".into(),
+            operator_profile: String::new(),
+        }
+    }
+
+    /// The requests recorded since the last call, emptied.
+    fn take(seen: &Mutex<Vec<Seen>>) -> Vec<Seen> {
+        std::mem::take(&mut *seen.lock().expect("lock"))
+    }
+
+    fn assert_carried(caller: &Caller, seen: &[Seen], paths: &[&str]) {
+        let recorded: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+        for path in paths {
+            assert!(
+                recorded.iter().any(|r| r.ends_with(path)),
+                "{path} was called: {recorded:?}"
+            );
+        }
+        for s in seen {
+            assert_eq!(
+                s.traceparent.as_deref(),
+                Some(caller.traceparent().as_str()),
+                "{} carries the caller's context unchanged",
+                s.path
+            );
+            assert_eq!(
+                s.tracestate.as_deref(),
+                Some("vendor=opaque-7"),
+                "{}",
+                s.path
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn without_export_every_upstream_and_channel_call_carries_the_callers_trace() {
+        let (_logs, _default) = quiet_telemetry();
+        let rec = recorded_gateway().await;
+        let channel = connect(rec.gateway.grpc_url()).await;
+
+        let caller = Caller::new();
+        let appkey = JourneyServiceClient::new(channel.clone())
+            .create_journey(caller.request(happy_person()))
+            .await
+            .expect("create journey")
+            .into_inner()
+            .appkey;
+        assert_carried(
+            &caller,
+            &take(&rec.seen),
+            &["/service/captcha/credencial", "/service/captcha/appkey"],
+        );
+
+        let caller = Caller::new();
+        let mut liveness = LivenessServiceClient::new(channel);
+        let session = liveness
+            .start_session3_d(caller.request(v1::StartSession3DRequest {
+                appkey: appkey.clone(),
+                user_agent: "tools-fit".into(),
+            }))
+            .await
+            .expect("start session")
+            .into_inner();
+        assert_carried(&caller, &take(&rec.seen), &["/3d/session-token"]);
+
+        let caller = Caller::new();
+        liveness
+            .verify_liveness3_d(caller.request(v1::VerifyLiveness3DRequest {
+                appkey,
+                session_token: session.session_token,
+                channel: session.channel,
+            }))
+            .await
+            .expect("verify");
+        assert_carried(&caller, &take(&rec.seen), &["/3d/liveness"]);
+
+        rec.gateway.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn with_export_an_unsampled_callers_trace_still_reaches_the_upstream() {
+        let collector = collector::Collector::start().await;
+        let (_telemetry, _logs, _default) = exported_telemetry(&collector);
+        let rec = recorded_gateway().await;
+        let caller = Caller::new();
+        let mut req = tonic::Request::new(happy_person());
+        req.metadata_mut().insert(
+            "traceparent",
+            format!("00-{}-{}-00", caller.trace_id, caller.span_id)
+                .parse()
+                .unwrap(),
+        );
+        JourneyServiceClient::new(connect(rec.gateway.grpc_url()).await)
+            .create_journey(req)
+            .await
+            .expect("create journey");
+        let seen = take(&rec.seen);
+        assert_eq!(seen.len(), 2, "/credencial and /appkey: {seen:?}");
+        for s in &seen {
+            let tp = s.traceparent.as_deref().expect("traceparent");
+            let parts: Vec<&str> = tp.split('-').collect();
+            assert_eq!(
+                parts[1], caller.trace_id,
+                "{} joins the caller's trace",
+                s.path
+            );
+            assert_eq!(parts[3], "00", "{} stays unsampled", s.path);
+        }
+        rec.gateway.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn with_export_the_upstream_sees_the_gateways_client_span_as_parent() {
+        let collector = collector::Collector::start().await;
+        let (telemetry, _logs, _default) = exported_telemetry(&collector);
+        let rec = recorded_gateway().await;
+        let caller = Caller::new();
+        JourneyServiceClient::new(connect(rec.gateway.grpc_url()).await)
+            .create_journey(caller.request(happy_person()))
+            .await
+            .expect("create journey");
+        let seen = take(&rec.seen);
+        assert_eq!(seen.len(), 2, "/credencial and /appkey: {seen:?}");
+        let parents: Vec<String> = seen
+            .iter()
+            .map(|s| {
+                let tp = s.traceparent.as_deref().expect("traceparent");
+                let parts: Vec<&str> = tp.split('-').collect();
+                assert_eq!(
+                    parts[1], caller.trace_id,
+                    "{} joins the caller's trace",
+                    s.path
+                );
+                assert_ne!(parts[2], caller.span_id, "the gateway's span is the parent");
+                parts[2].to_owned()
+            })
+            .collect();
+        let spans = collected_until(&telemetry, &collector, |spans| {
+            parents
+                .iter()
+                .all(|p| spans.iter().any(|s| &s.span_id == p))
+        })
+        .await;
+        for parent in &parents {
+            let client = spans.iter().find(|s| &s.span_id == parent).expect("span");
+            assert_eq!(client.trace_id, caller.trace_id);
+            assert!(
+                client.name.starts_with("POST "),
+                "a client span: {}",
+                client.name
+            );
+            assert!(
+                !client.parent_span_id.is_empty() && client.parent_span_id != caller.span_id,
+                "the client span sits under the gateway's server span"
+            );
+        }
+        rec.gateway.shutdown().await;
+    }
 }

@@ -39,7 +39,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::{
     journey::{journey_from_context, record_journey},
     metrics::{InFlight, Metrics},
-    propagation::extract_from_http,
+    propagation::{extract_from_http, remember_caller},
 };
 
 /// Label and attribute value of a method outside the served API.
@@ -157,6 +157,7 @@ where
         }
         // Fails only without an OpenTelemetry layer, when there is no trace
         // to continue anyway.
+        remember_caller(&span, &parent);
         let _ = span.set_parent(parent);
         req.extensions_mut().insert(ServerSpan(span.clone()));
 

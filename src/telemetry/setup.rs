@@ -19,7 +19,7 @@ use opentelemetry_sdk::{Resource, trace::SdkTracerProvider};
 use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
 use tracing_subscriber::{
     EnvFilter, Layer, Registry,
-    filter::Targets,
+    filter::{Targets, filter_fn},
     fmt::{MakeWriter, writer::BoxMakeWriter},
     layer::SubscriberExt,
 };
@@ -29,6 +29,9 @@ use super::propagation::install_propagator;
 
 /// Instrumentation scope of every idgate span.
 const TRACER_NAME: &str = "idgate";
+
+/// The `tracing` target prefix of this crate's spans.
+const OWN_TARGET: &str = "idgate";
 
 /// Crates whose own spans and events must not become exported spans: the
 /// exporter's transport (h2, hyper, tonic, tower) would otherwise trace its
@@ -196,6 +199,18 @@ impl TelemetryBuilder {
                 .with_filter(filter)
                 .boxed(),
         });
+        // idgate's own spans exist whatever the log filter says: a server
+        // span keeps the caller's context, which outgoing calls pass on
+        // when nothing else records a span (`propagation::caller_of`).
+        layers.push(
+            tracing_subscriber::layer::Identity::new()
+                .with_filter(filter_fn(|meta| {
+                    meta.is_span()
+                        && *meta.level() <= Level::INFO
+                        && meta.target().split("::").next() == Some(OWN_TARGET)
+                }))
+                .boxed(),
+        );
         if let Some(provider) = &provider {
             let spans = NOT_EXPORTED
                 .iter()
