@@ -59,7 +59,7 @@ pub(super) struct PublicApi {
 pub(super) async fn serve_public(
     listener: TcpListener,
     api: PublicApi,
-    metrics: Metrics,
+    layer: GrpcServerLayer,
     stopped: watch::Receiver<bool>,
 ) -> Result<JoinHandle<()>, StartError> {
     let (health_reporter, health) = tonic_health::server::health_reporter();
@@ -73,9 +73,7 @@ pub(super) async fn serve_public(
         .set_serving::<DocumentServiceServer<DocumentApi>>()
         .await;
     let max = api.max_message_bytes;
-    let grpc = Server::builder()
-        .layer(GrpcServerLayer::new(metrics))
-        .add_service(health);
+    let grpc = Server::builder().layer(layer).add_service(health);
     let grpc = add_reflection(
         grpc,
         &[
@@ -135,11 +133,11 @@ pub(super) fn serve_admin(
     listener: TcpListener,
     router: Arc<ChannelRouter>,
     token: &AdminToken,
-    metrics: Metrics,
+    layer: GrpcServerLayer,
     stopped: watch::Receiver<bool>,
 ) -> Result<JoinHandle<()>, StartError> {
     let admin = Server::builder()
-        .layer(GrpcServerLayer::new(metrics))
+        .layer(layer)
         .add_service(admin_service(router, token));
     let admin = add_reflection(
         admin,

@@ -25,7 +25,7 @@ use crate::{
     events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver},
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock, SandboxHandle},
-    telemetry::{self, Metrics},
+    telemetry::{self, GrpcServerLayer, Metrics},
     upstream::UpstreamClient,
 };
 
@@ -243,8 +243,12 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         documents: DocumentApi::new(core.clone(), config.limits.clone()),
         max_message_bytes: config.limits.max_grpc_message_bytes,
     };
-    tasks
-        .push(listeners::serve_public(grpc_listener, api, metrics.clone(), stopped.clone()).await?);
+    // Server spans, RPC metrics and the access log of both gRPC listeners.
+    let grpc_layer =
+        GrpcServerLayer::new(metrics.clone()).with_access_log(config.telemetry.access_log);
+    tasks.push(
+        listeners::serve_public(grpc_listener, api, grpc_layer.clone(), stopped.clone()).await?,
+    );
 
     let receiver = if webhook.basic.is_some()
         || webhook.hmac.is_some()
@@ -274,7 +278,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
                 listener,
                 router.clone(),
                 &token,
-                metrics.clone(),
+                grpc_layer,
                 stopped,
             )?);
             Some(addr)

@@ -15,6 +15,7 @@
 //! - [`client`]: [`UpstreamCall`], the client span and metrics of one REST
 //!   call.
 //! - [`journey`]: puts the journey reference on spans.
+//! - [`logs`]: `trace_id` / `span_id` on JSON log lines, the access log.
 //! - [`metrics`]: the Prometheus registry and `GET /metrics`.
 //! - [`redact`]: the span field names that must never exist.
 //!
@@ -35,6 +36,7 @@ mod config;
 pub mod grpc;
 pub mod http;
 pub mod journey;
+pub mod logs;
 pub mod metrics;
 pub mod propagation;
 pub mod redact;

@@ -25,7 +25,7 @@ use tracing_subscriber::{
 };
 
 use super::TelemetryConfig;
-use super::propagation::install_propagator;
+use super::{logs::WithTraceIds, propagation::install_propagator};
 
 /// Instrumentation scope of every idgate span.
 const TRACER_NAME: &str = "idgate";
@@ -53,7 +53,8 @@ pub enum LogFormat {
     /// Human-readable lines.
     #[default]
     Text,
-    /// One JSON object per line, with the current span and its parents.
+    /// One JSON object per line, with the current span and its parents,
+    /// and inside a span its `trace_id` and `span_id`.
     Json,
 }
 
@@ -189,6 +190,7 @@ impl TelemetryBuilder {
             .log_writer
             .unwrap_or_else(|| BoxMakeWriter::new(io::stdout));
         let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
+        let mut trace_ids = None;
         layers.push(match self.log_format {
             LogFormat::Text => fmt.with_ansi(to_terminal).with_filter(filter).boxed(),
             LogFormat::Json => fmt
@@ -196,6 +198,11 @@ impl TelemetryBuilder {
                 .flatten_event(true)
                 .with_current_span(true)
                 .with_span_list(true)
+                .map_event_format(|json| {
+                    let (format, handle) = WithTraceIds::new(json);
+                    trace_ids = Some(handle);
+                    format
+                })
                 .with_filter(filter)
                 .boxed(),
         });
@@ -224,8 +231,12 @@ impl TelemetryBuilder {
                     .boxed(),
             );
         }
+        let dispatch = Dispatch::new(Registry::default().with(layers));
+        if let Some(handle) = trace_ids {
+            handle.bind(&dispatch);
+        }
         Ok(Telemetry {
-            dispatch: Dispatch::new(Registry::default().with(layers)),
+            dispatch,
             guard: TelemetryGuard { provider },
         })
     }
