@@ -206,7 +206,119 @@ fn quiet_telemetry_at(directives: &str) -> (CapturedLogs, DefaultGuard) {
     (logs, telemetry.set_default())
 }
 
-/// A minimal OTLP/gRPC trace collector on `127.0.0.1:0`.
+/// A test certificate authority (rcgen) and a TLS listener for axum.
+mod test_ca {
+    use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio_rustls::{
+        TlsAcceptor,
+        rustls::{
+            self,
+            pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer},
+        },
+    };
+
+    /// A certificate and its key, PEM and DER.
+    pub struct Leaf {
+        pub cert_pem: String,
+        pub key_pem: String,
+        pub cert_der: CertificateDer<'static>,
+        pub key_der: Vec<u8>,
+    }
+
+    /// A CA made for one test, its certificate in a file of its own.
+    pub struct TestCa {
+        issuer: CertifiedIssuer<'static, KeyPair>,
+        dir: PathBuf,
+    }
+
+    impl TestCa {
+        pub fn new() -> TestCa {
+            let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            params
+                .distinguished_name
+                .push(DnType::CommonName, "idgate tools-fit test CA");
+            let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key"))
+                .expect("CA certificate");
+            let dir =
+                std::env::temp_dir().join(format!("idgate-tools-fit-ca-{}", uuid::Uuid::new_v4()));
+            std::fs::create_dir_all(&dir).expect("CA dir");
+            std::fs::write(dir.join("ca.pem"), issuer.pem()).expect("CA file");
+            TestCa { issuer, dir }
+        }
+
+        /// The CA certificate's file (PEM).
+        pub fn ca_file(&self) -> PathBuf {
+            self.dir.join("ca.pem")
+        }
+
+        /// A certificate for `names` (DNS names or IP addresses).
+        pub fn leaf(&self, names: &[&str]) -> Leaf {
+            let key = KeyPair::generate().expect("key");
+            let params =
+                CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
+                    .expect("params");
+            let cert = params.signed_by(&key, &self.issuer).expect("certificate");
+            Leaf {
+                cert_pem: cert.pem(),
+                key_pem: key.serialize_pem(),
+                cert_der: cert.der().clone(),
+                key_der: key.serialize_der(),
+            }
+        }
+    }
+
+    /// Accepts TCP connections and completes their TLS handshake; a failed
+    /// handshake is dropped and the next connection awaited.
+    pub struct TlsListener {
+        tcp: TcpListener,
+        acceptor: TlsAcceptor,
+    }
+
+    impl TlsListener {
+        pub fn new(tcp: TcpListener, identity: &Leaf) -> TlsListener {
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .expect("protocols")
+                .with_no_client_auth()
+                .with_single_cert(
+                    vec![identity.cert_der.clone()],
+                    PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(identity.key_der.clone())),
+                )
+                .expect("server certificate");
+            TlsListener {
+                tcp,
+                acceptor: TlsAcceptor::from(Arc::new(config)),
+            }
+        }
+    }
+
+    impl axum::serve::Listener for TlsListener {
+        type Io = tokio_rustls::server::TlsStream<TcpStream>;
+        type Addr = SocketAddr;
+
+        async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+            loop {
+                let Ok((tcp, addr)) = self.tcp.accept().await else {
+                    continue;
+                };
+                if let Ok(tls) = self.acceptor.accept(tcp).await {
+                    return (tls, addr);
+                }
+            }
+        }
+
+        fn local_addr(&self) -> std::io::Result<Self::Addr> {
+            self.tcp.local_addr()
+        }
+    }
+}
+
+/// A minimal OTLP trace collector on `127.0.0.1:0`: gRPC, or HTTP over TLS.
 mod collector {
     use std::{
         net::SocketAddr,
@@ -234,14 +346,9 @@ mod collector {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    #[tonic::async_trait]
-    impl TraceService for Store {
-        async fn export(
-            &self,
-            request: tonic::Request<ExportTraceServiceRequest>,
-        ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+    impl Store {
+        fn keep(&self, request: ExportTraceServiceRequest) {
             let spans = request
-                .into_inner()
                 .resource_spans
                 .into_iter()
                 .flat_map(|rs| rs.scope_spans)
@@ -253,7 +360,40 @@ mod collector {
                     name: s.name,
                 });
             self.0.lock().expect("lock").extend(spans);
+        }
+    }
+
+    #[tonic::async_trait]
+    impl TraceService for Store {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportTraceServiceRequest>,
+        ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+            self.keep(request.into_inner());
             Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+        }
+    }
+
+    /// `POST /v1/traces` of OTLP/HTTP with a protobuf body.
+    async fn export_http(
+        axum::extract::State(store): axum::extract::State<Store>,
+        body: axum::body::Bytes,
+    ) -> impl axum::response::IntoResponse {
+        use prost::Message as _;
+        match ExportTraceServiceRequest::decode(body) {
+            Ok(request) => {
+                store.keep(request);
+                (
+                    axum::http::StatusCode::OK,
+                    [("content-type", "application/x-protobuf")],
+                    ExportTraceServiceResponse::default().encode_to_vec(),
+                )
+            }
+            Err(_) => (
+                axum::http::StatusCode::BAD_REQUEST,
+                [("content-type", "text/plain")],
+                b"not an ExportTraceServiceRequest".to_vec(),
+            ),
         }
     }
 
@@ -280,6 +420,53 @@ mod collector {
             Collector { addr, store }
         }
 
+        /// Starts a collector serving OTLP/gRPC over TLS with `identity`.
+        pub async fn start_grpc_tls(identity: &super::test_ca::Leaf) -> Collector {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let store = Store::default();
+            let service = TraceServiceServer::new(store.clone());
+            let tls = tonic::transport::ServerTlsConfig::new().identity(
+                tonic::transport::Identity::from_pem(&identity.cert_pem, &identity.key_pem),
+            );
+            let server = tonic::transport::Server::builder()
+                .tls_config(tls)
+                .expect("server TLS");
+            tokio::spawn(async move {
+                let mut server = server;
+                let _ = server
+                    .add_service(service)
+                    .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                    .await;
+            });
+            Collector { addr, store }
+        }
+
+        /// Starts a collector serving OTLP/HTTP (`POST /v1/traces`,
+        /// protobuf) over TLS with `identity`.
+        pub async fn start_http_tls(identity: &super::test_ca::Leaf) -> Collector {
+            let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let addr = tcp.local_addr().expect("addr");
+            let store = Store::default();
+            let app = axum::Router::new()
+                .route("/v1/traces", axum::routing::post(export_http))
+                .with_state(store.clone());
+            let listener = super::test_ca::TlsListener::new(tcp, identity);
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            });
+            Collector { addr, store }
+        }
+
+        /// `https://127.0.0.1:PORT`.
+        pub fn https_endpoint(&self) -> String {
+            format!("https://{}", self.addr)
+        }
+
         pub fn endpoint(&self) -> String {
             format!("http://{}", self.addr)
         }
@@ -292,9 +479,15 @@ mod collector {
 
 /// Telemetry exporting to `collector`, JSON logs at INFO into memory.
 fn exported_telemetry(collector: &collector::Collector) -> (Telemetry, CapturedLogs, DefaultGuard) {
+    exported_telemetry_with(
+        TelemetryBuilder::new(&TelemetryConfig::default()).otlp_endpoint(collector.endpoint()),
+    )
+}
+
+/// `builder` (export already set up) with JSON logs at INFO into memory.
+fn exported_telemetry_with(builder: TelemetryBuilder) -> (Telemetry, CapturedLogs, DefaultGuard) {
     let logs = CapturedLogs::new();
-    let telemetry = TelemetryBuilder::new(&TelemetryConfig::default())
-        .otlp_endpoint(collector.endpoint())
+    let telemetry = builder
         .log_format(LogFormat::Json)
         .log_filter("info")
         .log_writer(logs.clone())
@@ -825,5 +1018,87 @@ mod logs {
             assert!(!text.contains(value), "a request value reached the logs");
         }
         gw.shutdown().await;
+    }
+}
+
+mod otlp {
+    use super::*;
+    use idgate::{
+        proto::v1::{self, journey_service_client::JourneyServiceClient},
+        sandbox::samples,
+        telemetry::OtlpProtocol,
+    };
+
+    const CREATE: &str = "idgate.v1.JourneyService/CreateJourney";
+
+    fn happy_person() -> v1::CreateJourneyRequest {
+        let p = samples::HAPPY_PERSON;
+        let parts: Vec<&str> = p.birth_date.split('/').collect();
+        v1::CreateJourneyRequest {
+            cpf: p.cpf.into(),
+            name: p.name.into(),
+            birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
+            customer_reference: "TOOLSFIT1".into(),
+            operator_profile: String::new(),
+        }
+    }
+
+    /// Runs one traced `CreateJourney` on a gateway exporting through
+    /// `builder`, and waits for its server span at `collector`.
+    async fn journey_span_reaches(builder: TelemetryBuilder, collector: &collector::Collector) {
+        let (telemetry, _logs, _default) = exported_telemetry_with(builder);
+        let gw = start(test_config()).await;
+        let trace_id = uuid::Uuid::new_v4().simple().to_string();
+        let mut req = tonic::Request::new(happy_person());
+        req.metadata_mut().insert(
+            "traceparent",
+            format!("00-{trace_id}-00f067aa0ba902b7-01")
+                .parse()
+                .unwrap(),
+        );
+        JourneyServiceClient::new(connect(gw.grpc_url()).await)
+            .create_journey(req)
+            .await
+            .expect("create journey");
+        let spans = collected_until(&telemetry, collector, |spans| {
+            spans
+                .iter()
+                .any(|s| s.name == CREATE && s.trace_id == trace_id)
+        })
+        .await;
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.trace_id == trace_id && s.name.starts_with("POST ")),
+            "the upstream client spans arrive too"
+        );
+        gw.shutdown().await;
+        telemetry.shutdown().await.expect("shutdown");
+    }
+
+    #[tokio::test]
+    async fn traces_reach_an_https_collector_over_grpc_trusting_a_private_ca() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = test_ca::TestCa::new();
+        let collector =
+            collector::Collector::start_grpc_tls(&ca.leaf(&["localhost", "127.0.0.1"])).await;
+        let builder = TelemetryBuilder::new(&TelemetryConfig::default())
+            .otlp_endpoint(collector.https_endpoint())
+            .otlp_protocol(OtlpProtocol::Grpc)
+            .otlp_ca_file(ca.ca_file());
+        journey_span_reaches(builder, &collector).await;
+    }
+
+    #[tokio::test]
+    async fn traces_reach_an_https_collector_over_http_protobuf_trusting_a_private_ca() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = test_ca::TestCa::new();
+        let collector =
+            collector::Collector::start_http_tls(&ca.leaf(&["localhost", "127.0.0.1"])).await;
+        let builder = TelemetryBuilder::new(&TelemetryConfig::default())
+            .otlp_endpoint(format!("{}/v1/traces", collector.https_endpoint()))
+            .otlp_protocol(OtlpProtocol::HttpProtobuf)
+            .otlp_ca_file(ca.ca_file());
+        journey_span_reaches(builder, &collector).await;
     }
 }

@@ -4,8 +4,10 @@
 //! # Layout
 //!
 //! - [`TelemetryConfig`] (`config`): `[telemetry]`.
-//! - [`setup`]: installs `tracing` with the OpenTelemetry layer (OTLP/gRPC
+//! - [`setup`]: installs `tracing` with the OpenTelemetry layer (OTLP
 //!   export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set) and text or JSON logs.
+//! - [`otlp`]: the span exporter: `grpc` or `http/protobuf`, TLS with the
+//!   system's roots and an optional CA file.
 //! - [`propagation`]: the W3C TraceContext + Baggage propagator and the
 //!   helpers that move a context in and out of HTTP headers.
 //! - [`grpc`]: the tower layer of the tonic servers (server spans, RPC
@@ -38,6 +40,7 @@ pub mod http;
 pub mod journey;
 pub mod logs;
 pub mod metrics;
+pub mod otlp;
 pub mod propagation;
 pub mod redact;
 pub mod setup;
@@ -48,6 +51,7 @@ pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
 pub use metrics::{Metrics, metrics_handler, metrics_router};
+pub use otlp::OtlpProtocol;
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
 };

@@ -1,5 +1,6 @@
 //! Installing `tracing`: logs (text or JSON, level from `RUST_LOG`) and,
-//! when a collector is configured, spans exported over OTLP/gRPC.
+//! when a collector is configured, spans exported over OTLP (gRPC or
+//! HTTP/protobuf, see [`super::otlp`]).
 //!
 //! Production calls [`init`] once. Tests build a [`Telemetry`] with
 //! [`TelemetryBuilder`] pointed at their own collector and log buffer and
@@ -10,11 +11,11 @@
 
 use std::{
     io::{self, IsTerminal},
+    path::PathBuf,
     sync::{Arc, Mutex},
 };
 
 use opentelemetry::{KeyValue, global, trace::TracerProvider as _};
-use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::{Resource, trace::SdkTracerProvider};
 use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
 use tracing_subscriber::{
@@ -25,7 +26,11 @@ use tracing_subscriber::{
 };
 
 use super::TelemetryConfig;
-use super::{logs::WithTraceIds, propagation::install_propagator};
+use super::{
+    logs::WithTraceIds,
+    otlp::{OtlpProtocol, OtlpSettings, span_exporter},
+    propagation::install_propagator,
+};
 
 /// Instrumentation scope of every idgate span.
 const TRACER_NAME: &str = "idgate";
@@ -67,9 +72,20 @@ pub enum TelemetryError {
     /// The OTLP exporter rejected its configuration.
     #[error("cannot build the OTLP span exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
-    /// `OTEL_EXPORTER_OTLP_*PROTOCOL` asks for HTTP; this build speaks gRPC.
-    #[error("OTLP protocol `{0}` is not supported: idgate exports over gRPC only")]
+    /// `OTEL_EXPORTER_OTLP_*PROTOCOL` names a protocol idgate does not speak.
+    #[error("OTLP protocol `{0}` is not supported: use `grpc` or `http/protobuf`")]
     UnsupportedProtocol(String),
+    /// The collector's CA file cannot be read.
+    #[error("cannot read the OTLP CA file {}: {source}", path.display())]
+    CaFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The HTTP client of OTLP/HTTP export could not be built.
+    #[error("cannot build the OTLP/HTTP client: {0}")]
+    HttpClient(String),
     /// The gRPC exporter runs its connection on Tokio.
     #[error("OTLP export needs a Tokio runtime: set up telemetry inside one")]
     NoRuntime,
@@ -98,6 +114,8 @@ pub struct TelemetryBuilder {
     log_format: LogFormat,
     filter: Option<String>,
     otlp: OtlpTarget,
+    protocol: Option<OtlpProtocol>,
+    ca_file: Option<PathBuf>,
     log_writer: Option<BoxMakeWriter>,
 }
 
@@ -121,6 +139,8 @@ impl TelemetryBuilder {
             log_format: LogFormat::Text,
             filter: None,
             otlp: OtlpTarget::FromEnv,
+            protocol: None,
+            ca_file: None,
             log_writer: None,
         }
     }
@@ -141,6 +161,21 @@ impl TelemetryBuilder {
     /// environment says.
     pub fn otlp_endpoint(mut self, endpoint: impl Into<String>) -> Self {
         self.otlp = OtlpTarget::Endpoint(endpoint.into());
+        self
+    }
+
+    /// Exports over `protocol` whatever the environment says (with
+    /// [`OtlpProtocol::HttpProtobuf`], [`TelemetryBuilder::otlp_endpoint`]
+    /// is the full URL, `.../v1/traces`).
+    pub fn otlp_protocol(mut self, protocol: OtlpProtocol) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// Trusts the CA certificates (PEM) of `path` for an `https://`
+    /// collector, beside the system's roots, whatever the environment says.
+    pub fn otlp_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
         self
     }
 
@@ -181,7 +216,14 @@ impl TelemetryBuilder {
         };
         let provider = match endpoint {
             None => None,
-            Some(endpoint) => Some(build_provider(&self.service_name, endpoint)?),
+            Some(endpoint) => Some(build_provider(
+                &self.service_name,
+                &OtlpSettings {
+                    endpoint,
+                    protocol: self.protocol,
+                    ca_file: self.ca_file.clone(),
+                },
+            )?),
         };
 
         let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = Vec::new();
@@ -375,13 +417,6 @@ fn export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
     endpoint && !disabled && !none
 }
 
-/// The protocol the `OTEL_*` variables ask for, when it is not gRPC.
-fn unsupported_protocol(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
-    env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
-        .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
-        .filter(|p| !p.eq_ignore_ascii_case("grpc"))
-}
-
 /// True when the environment names the service (`OTEL_SERVICE_NAME`, or
 /// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`), which then wins over the
 /// configuration.
@@ -407,20 +442,9 @@ fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>) -> Resourc
 
 fn build_provider(
     service_name: &str,
-    endpoint: Option<String>,
+    settings: &OtlpSettings,
 ) -> Result<SdkTracerProvider, TelemetryError> {
-    if let Some(protocol) = unsupported_protocol(&env_var) {
-        return Err(TelemetryError::UnsupportedProtocol(protocol));
-    }
-    // The tonic channel spawns its connection task when it is built.
-    if tokio::runtime::Handle::try_current().is_err() {
-        return Err(TelemetryError::NoRuntime);
-    }
-    let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic();
-    if let Some(endpoint) = endpoint {
-        exporter = exporter.with_endpoint(endpoint);
-    }
-    let exporter = exporter.build()?;
+    let exporter = span_exporter(settings, &env_var)?;
     Ok(SdkTracerProvider::builder()
         .with_resource(resource(service_name, &env_var))
         .with_batch_exporter(exporter)

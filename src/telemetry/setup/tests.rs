@@ -34,19 +34,6 @@ fn export_needs_an_endpoint_and_can_be_switched_off() {
 }
 
 #[test]
-fn an_http_protocol_is_refused_by_name() {
-    assert_eq!(unsupported_protocol(&env_of(&[])), None);
-    assert_eq!(
-        unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])),
-        None
-    );
-    assert_eq!(
-        unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")])),
-        Some("http/protobuf".to_owned())
-    );
-}
-
-#[test]
 fn service_name_comes_from_config_unless_the_environment_names_it() {
     let r = resource("idgate-test", &env_of(&[]));
     assert_eq!(
