@@ -20,6 +20,7 @@ pub use crate::{
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
     telemetry::TelemetryConfig,
+    tls::{ListenerTls, TlsConfig},
     upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
 };
 
@@ -29,6 +30,8 @@ pub use crate::{
 pub struct Config {
     /// Listen addresses.
     pub listen: ListenConfig,
+    /// TLS per listener (`[tls.grpc]`, `[tls.http]`, `[tls.admin]`).
+    pub tls: TlsConfig,
     /// The upstream REST service; absent: the sandbox is started in process.
     pub upstream: Option<UpstreamConfig>,
     /// Operator profiles whose credentials create appkeys.

@@ -6,9 +6,18 @@
 
 use std::{net::SocketAddr, sync::Arc};
 
-use axum::{Router, extract::State, response::Response, routing::get, serve::ListenerExt as _};
-use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
-use tonic::{server::NamedService, transport::Server};
+use axum::{Router, extract::State, response::Response, routing::get, serve::Listener};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    net::TcpListener,
+    sync::watch,
+    task::JoinHandle,
+};
+use tokio_stream::Stream;
+use tonic::{
+    server::NamedService,
+    transport::{Server, server::Connected},
+};
 
 use super::{StartError, reflection::add_reflection};
 use crate::{
@@ -16,7 +25,6 @@ use crate::{
     channels::ChannelRouter,
     domain::AdminToken,
     events::{RejectReason, WebhookReceiver},
-    net::{incoming, no_delay},
     proto::{
         FILE_DESCRIPTOR_SET,
         v1::{
@@ -55,13 +63,19 @@ pub(super) struct PublicApi {
     pub(super) max_message_bytes: usize,
 }
 
-/// Serves the public API, health and reflection on `listener`.
-pub(super) async fn serve_public(
-    listener: TcpListener,
+/// Serves the public API, health and reflection on `incoming` (plain TCP
+/// from [`incoming`], or [`crate::tls::TlsIncoming`]).
+pub(super) async fn serve_public<I, IO, IE>(
+    incoming: I,
     api: PublicApi,
     layer: GrpcServerLayer,
     stopped: watch::Receiver<bool>,
-) -> Result<JoinHandle<()>, StartError> {
+) -> Result<JoinHandle<()>, StartError>
+where
+    I: Stream<Item = Result<IO, IE>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+{
     let (health_reporter, health) = tonic_health::server::health_reporter();
     health_reporter
         .set_serving::<JourneyServiceServer<JourneyApi>>()
@@ -87,7 +101,7 @@ pub(super) async fn serve_public(
     .add_service(JourneyServiceServer::new(api.journeys).limits(max))
     .add_service(LivenessServiceServer::new(api.liveness).limits(max))
     .add_service(DocumentServiceServer::new(api.documents).limits(max))
-    .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
+    .serve_with_incoming_shutdown(incoming, wait(stopped));
     Ok(tokio::spawn(async move {
         if let Err(e) = grpc.await {
             tracing::error!(error = %e, "gRPC listener failed");
@@ -96,14 +110,18 @@ pub(super) async fn serve_public(
 }
 
 /// Serves `/healthz`, `/metrics` and, when configured, the webhook
-/// receiver on `listener`.
-pub(super) fn serve_http(
-    listener: TcpListener,
+/// receiver on `listener` (a `TcpListener` tapped with `no_delay`, or
+/// [`crate::tls::TlsIncoming`]).
+pub(super) fn serve_http<L>(
+    listener: L,
     receiver: Option<WebhookReceiver>,
     router: Arc<ChannelRouter>,
     metrics: Metrics,
     mut stopped: watch::Receiver<bool>,
-) -> JoinHandle<()> {
+) -> JoinHandle<()>
+where
+    L: Listener<Addr = SocketAddr>,
+{
     let mut http = Router::new().route("/healthz", get(|| async { "ok" }));
     if let Some(receiver) = &receiver {
         http = http.merge(receiver.router());
@@ -117,7 +135,7 @@ pub(super) fn serve_http(
         .route("/metrics", get(scrape_metrics).with_state(scrape))
         .layer(HttpServerLayer::with_metrics(metrics));
     tokio::spawn(async move {
-        let served = axum::serve(listener.tap_io(no_delay), http)
+        let served = axum::serve(listener, http)
             .with_graceful_shutdown(async move {
                 let _ = stopped.wait_for(|s| *s).await;
             })
@@ -128,14 +146,19 @@ pub(super) fn serve_http(
     })
 }
 
-/// Serves `ChannelAdminService` behind `token` on `listener`.
-pub(super) fn serve_admin(
-    listener: TcpListener,
+/// Serves `ChannelAdminService` behind `token` on `incoming`.
+pub(super) fn serve_admin<I, IO, IE>(
+    incoming: I,
     router: Arc<ChannelRouter>,
     token: &AdminToken,
     layer: GrpcServerLayer,
     stopped: watch::Receiver<bool>,
-) -> Result<JoinHandle<()>, StartError> {
+) -> Result<JoinHandle<()>, StartError>
+where
+    I: Stream<Item = Result<IO, IE>> + Send + 'static,
+    IO: AsyncRead + AsyncWrite + Connected + Unpin + Send + 'static,
+    IE: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+{
     let admin = Server::builder()
         .layer(layer)
         .add_service(admin_service(router, token));
@@ -144,7 +167,7 @@ pub(super) fn serve_admin(
         &[<AdminServer as NamedService>::NAME],
         &[FILE_DESCRIPTOR_SET],
     )?
-    .serve_with_incoming_shutdown(incoming(listener), wait(stopped));
+    .serve_with_incoming_shutdown(incoming, wait(stopped));
     Ok(tokio::spawn(async move {
         if let Err(e) = admin.await {
             tracing::error!(error = %e, "admin listener failed");

@@ -14,6 +14,7 @@ mod upstream;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
+use axum::serve::ListenerExt as _;
 use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{
@@ -24,8 +25,10 @@ use crate::{
     domain::Appkey,
     events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver},
     journey::{CredentialPolicy, Credentials, JourneyCore},
+    net::{incoming, no_delay},
     sandbox::{self, Clock, SandboxHandle},
     telemetry::{self, GrpcServerLayer, Metrics},
+    tls::{ListenerTls, ServerTls, TlsConfig, TlsError, TlsIncoming},
     upstream::UpstreamClient,
 };
 
@@ -54,6 +57,9 @@ pub enum StartError {
     /// The channel configuration is invalid.
     #[error("invalid channel configuration: {0}")]
     Channels(#[from] channels::config::ChannelConfigError),
+    /// A listener's certificate, key or client CA could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     /// Reflection could not load the descriptors.
     #[error("server reflection: {0}")]
     Reflection(String),
@@ -81,6 +87,7 @@ pub struct Gateway {
     metrics: Metrics,
     config_path: Option<PathBuf>,
     embedded_channels: Vec<ChannelSpec>,
+    tls: ListenerTlsSet,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -91,9 +98,15 @@ impl Gateway {
         self.grpc_addr
     }
 
-    /// `http://` URL of the public gRPC API, for tonic clients.
+    /// `http://` (or, with `[tls.grpc]`, `https://`) URL of the public
+    /// gRPC API, for tonic clients.
     pub fn grpc_url(&self) -> String {
-        format!("http://{}", self.grpc_addr)
+        let scheme = if self.tls.grpc.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.grpc_addr)
     }
 
     /// The HTTP listener's address (webhook, metrics, health).
@@ -136,11 +149,36 @@ impl Gateway {
         &self.metrics
     }
 
-    /// Re-reads the configuration file and applies what can change at run
-    /// time: the channel set. Bindings and calls in flight are kept.
+    /// Re-reads the listeners' certificates, then the configuration file,
+    /// and applies what can change at run time: certificates (served from
+    /// the next connection on) and the channel set. Connections, bindings
+    /// and calls in flight are kept.
     pub async fn reload(&self) -> Result<(), StartError> {
+        self.reload_tls()?;
         let config = Config::load(self.config_path.as_deref())?;
         self.reload_from(&config)
+    }
+
+    /// Re-reads every TLS listener's certificate, key and client CA files
+    /// (the paths the gateway started with). A listener whose files do not
+    /// load keeps its running certificate, and the error is returned.
+    pub fn reload_tls(&self) -> Result<(), StartError> {
+        let mut failed = None;
+        for tls in self.tls.all() {
+            if let Err(e) = tls.reload() {
+                tracing::error!(error = %e, "TLS certificate reload failed; keeping the running one");
+                failed = Some(e);
+            }
+        }
+        match failed {
+            Some(e) => Err(e.into()),
+            None => {
+                if self.tls.all().next().is_some() {
+                    tracing::info!("TLS certificates reloaded");
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Applies `config`'s channels, as [`Gateway::reload`] does. With no
@@ -174,6 +212,39 @@ impl Gateway {
     }
 }
 
+/// The loaded TLS configuration of each listener that has one.
+#[derive(Default)]
+struct ListenerTlsSet {
+    grpc: Option<Arc<ServerTls>>,
+    http: Option<Arc<ServerTls>>,
+    admin: Option<Arc<ServerTls>>,
+}
+
+impl ListenerTlsSet {
+    /// `h2` for the gRPC listeners, `http/1.1` for the HTTP listener.
+    fn load(config: &TlsConfig) -> Result<Self, TlsError> {
+        let load = |name, section: &Option<ListenerTls>, alpn: &[&[u8]]| {
+            section
+                .as_ref()
+                .map(|t| ServerTls::load(name, t, alpn))
+                .transpose()
+        };
+        Ok(Self {
+            grpc: load("grpc", &config.grpc, &[b"h2"])?,
+            http: load("http", &config.http, &[b"http/1.1"])?,
+            admin: load("admin", &config.admin, &[b"h2"])?,
+        })
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<ServerTls>> {
+        [&self.grpc, &self.http, &self.admin].into_iter().flatten()
+    }
+}
+
+fn bind_error(what: &'static str, addr: SocketAddr, source: std::io::Error) -> StartError {
+    StartError::Bind { what, addr, source }
+}
+
 /// Starts the gateway described by `config`.
 pub async fn start(config: Config) -> Result<Gateway, StartError> {
     start_with(config, StartOptions::default()).await
@@ -204,8 +275,10 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let grpc_addr = listeners::local("grpc", &grpc_listener, config.listen.grpc)?;
     let http_addr = listeners::local("http", &http_listener, config.listen.http)?;
 
+    let tls = ListenerTlsSet::load(&config.tls)?;
     let mut webhook = config.webhook.resolve_unchecked()?;
-    let webhook_url = format!("http://{http_addr}{}", webhook.path);
+    let scheme = if tls.http.is_some() { "https" } else { "http" };
+    let webhook_url = format!("{scheme}://{http_addr}{}", webhook.path);
     let up = upstream::resolve(&config, &mut webhook, webhook_url, options.sandbox_clock).await?;
 
     let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
@@ -246,9 +319,17 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     // Server spans, RPC metrics and the access log of both gRPC listeners.
     let grpc_layer =
         GrpcServerLayer::new(metrics.clone()).with_access_log(config.telemetry.access_log);
-    tasks.push(
-        listeners::serve_public(grpc_listener, api, grpc_layer.clone(), stopped.clone()).await?,
-    );
+    let layer = grpc_layer.clone();
+    tasks.push(match &tls.grpc {
+        Some(t) => {
+            let incoming = TlsIncoming::new(grpc_listener, t.clone())
+                .map_err(|source| bind_error("grpc", config.listen.grpc, source))?;
+            listeners::serve_public(incoming, api, layer, stopped.clone()).await?
+        }
+        None => {
+            listeners::serve_public(incoming(grpc_listener), api, layer, stopped.clone()).await?
+        }
+    });
 
     let receiver = if webhook.basic.is_some()
         || webhook.hmac.is_some()
@@ -261,26 +342,35 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         );
         None
     };
-    tasks.push(listeners::serve_http(
-        http_listener,
-        receiver,
-        router.clone(),
-        metrics.clone(),
-        stopped.clone(),
-    ));
+    let (r, m, s) = (router.clone(), metrics.clone(), stopped.clone());
+    tasks.push(match &tls.http {
+        Some(t) => {
+            let incoming = TlsIncoming::new(http_listener, t.clone())
+                .map_err(|source| bind_error("http", config.listen.http, source))?;
+            listeners::serve_http(incoming, receiver, r, m, s)
+        }
+        None => listeners::serve_http(http_listener.tap_io(no_delay), receiver, r, m, s),
+    });
 
     // Admin listener, only with a token.
     let admin_addr = match config.admin.resolve_token() {
         Ok(token) => {
             let listener = listeners::bind("admin", config.listen.admin).await?;
             let addr = listeners::local("admin", &listener, config.listen.admin)?;
-            tasks.push(listeners::serve_admin(
-                listener,
-                router.clone(),
-                &token,
-                grpc_layer,
-                stopped,
-            )?);
+            tasks.push(match &tls.admin {
+                Some(t) => {
+                    let incoming = TlsIncoming::new(listener, t.clone())
+                        .map_err(|source| bind_error("admin", config.listen.admin, source))?;
+                    listeners::serve_admin(incoming, router.clone(), &token, grpc_layer, stopped)?
+                }
+                None => listeners::serve_admin(
+                    incoming(listener),
+                    router.clone(),
+                    &token,
+                    grpc_layer,
+                    stopped,
+                )?,
+            });
             Some(addr)
         }
         Err(e) => {
@@ -306,6 +396,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         metrics,
         config_path: options.config_path,
         embedded_channels: up.embedded_channels,
+        tls,
         stop,
         tasks,
     })

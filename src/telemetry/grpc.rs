@@ -32,7 +32,10 @@ use http::{HeaderMap, Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use prost::Message;
-use tonic::{Code, transport::server::TcpConnectInfo};
+use tonic::{
+    Code,
+    transport::server::{TcpConnectInfo, TlsConnectInfo},
+};
 use tower::{Layer, Service};
 use tracing::{Span, field::Empty};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -177,9 +180,13 @@ where
         req.extensions_mut().insert(ServerSpan(span.clone()));
 
         let access = self.access_log.then(|| {
-            req.extensions()
-                .get::<TcpConnectInfo>()
+            let ext = req.extensions();
+            ext.get::<TcpConnectInfo>()
                 .and_then(TcpConnectInfo::remote_addr)
+                .or_else(|| {
+                    ext.get::<TlsConnectInfo<TcpConnectInfo>>()
+                        .and_then(|tls| tls.get_ref().remote_addr())
+                })
         });
         let finisher = Finisher {
             in_flight: Some(self.metrics.rpc_in_flight(full)),
