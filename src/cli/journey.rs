@@ -243,7 +243,12 @@ pub async fn run_with_tls(
             let faces: Vec<String> = ch
                 .challenges
                 .iter()
-                .map(|c| format!("{} ({}s)", c.message, c.duration_seconds))
+                .map(|c| {
+                    let seconds = c
+                        .duration
+                        .map_or(0.0, |d| d.seconds as f64 + f64::from(d.nanos) / 1e9);
+                    format!("{} ({seconds}s)", c.message)
+                })
                 .collect();
             step(
                 out,
