@@ -1321,3 +1321,155 @@ mod tls_listeners {
         gw.shutdown().await;
     }
 }
+
+mod otlp_metrics {
+    use super::*;
+    use idgate::{
+        proto::v1::{self, journey_service_client::JourneyServiceClient},
+        sandbox::samples,
+    };
+    use opentelemetry_proto::tonic::{
+        collector::metrics::v1::{
+            ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+            metrics_service_server::{MetricsService, MetricsServiceServer},
+        },
+        common::v1::any_value::Value,
+        metrics::v1::{metric::Data, number_data_point},
+    };
+
+    /// One data point: metric name, string attributes, and the sum's value
+    /// or the histogram's count.
+    #[derive(Debug, Clone)]
+    struct Point {
+        name: String,
+        attributes: Vec<(String, String)>,
+        value: u64,
+    }
+
+    #[derive(Clone, Default)]
+    struct Points(Arc<Mutex<Vec<Point>>>);
+
+    #[tonic::async_trait]
+    impl MetricsService for Points {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportMetricsServiceRequest>,
+        ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+            let mut points = Vec::new();
+            let metrics = request
+                .into_inner()
+                .resource_metrics
+                .into_iter()
+                .flat_map(|r| r.scope_metrics)
+                .flat_map(|s| s.metrics);
+            for m in metrics {
+                let attrs = |kvs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| {
+                    kvs.iter()
+                        .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                            Value::StringValue(v) => Some((kv.key.clone(), v.clone())),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                };
+                match &m.data {
+                    Some(Data::Sum(sum)) => {
+                        for p in &sum.data_points {
+                            let value = match p.value {
+                                Some(number_data_point::Value::AsInt(i)) => i as u64,
+                                Some(number_data_point::Value::AsDouble(d)) => d as u64,
+                                None => 0,
+                            };
+                            points.push(Point {
+                                name: m.name.clone(),
+                                attributes: attrs(&p.attributes),
+                                value,
+                            });
+                        }
+                    }
+                    Some(Data::Histogram(h)) => {
+                        for p in &h.data_points {
+                            points.push(Point {
+                                name: m.name.clone(),
+                                attributes: attrs(&p.attributes),
+                                value: p.count,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.0.lock().expect("lock").extend(points);
+            Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+        }
+    }
+
+    fn has(points: &[Point], name: &str, key: &str, value: &str) -> bool {
+        points.iter().any(|p| {
+            p.name == name
+                && p.value > 0
+                && p.attributes.iter().any(|(k, v)| k == key && v == value)
+        })
+    }
+
+    #[tokio::test]
+    async fn red_metrics_reach_an_otlp_collector_beside_the_prometheus_endpoint() {
+        let listener = tokio::net::TcpListener::bind(loopback())
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let points = Points::default();
+        let service = MetricsServiceServer::new(points.clone());
+        tokio::spawn(async move {
+            let _ = tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await;
+        });
+        let (telemetry, _logs, _default) = exported_telemetry_with(
+            TelemetryBuilder::new(&TelemetryConfig::default())
+                .without_export()
+                .otlp_metrics_endpoint(format!("http://{addr}")),
+        );
+        // Process-wide: the gateway's metrics take their instruments from it.
+        telemetry.install_meter_provider();
+        let gw = start(test_config()).await;
+        let p = samples::HAPPY_PERSON;
+        let parts: Vec<&str> = p.birth_date.split('/').collect();
+        JourneyServiceClient::new(connect(gw.grpc_url()).await)
+            .create_journey(v1::CreateJourneyRequest {
+                cpf: p.cpf.into(),
+                name: p.name.into(),
+                birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
+                customer_reference: "TOOLSFIT1".into(),
+                operator_profile: String::new(),
+            })
+            .await
+            .expect("create journey");
+
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            telemetry.guard().force_flush().await.expect("flush");
+            let got = points.0.lock().expect("lock").clone();
+            if has(
+                &got,
+                "idgate.rpc.requests",
+                "method",
+                "idgate.v1.JourneyService/CreateJourney",
+            ) && has(&got, "idgate.rpc.duration", "code", "OK")
+                && has(&got, "idgate.upstream.requests", "operation", "appkey")
+                && has(&got, "idgate.upstream.duration", "channel", "core")
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "RED metrics never arrived: {got:?}"
+            );
+            tokio::task::yield_now().await;
+        }
+        // And /metrics still serves the same series.
+        let text = gw.metrics().encode().expect("encode");
+        assert!(text.contains("idgate_rpc_requests_total"), "{text}");
+        gw.shutdown().await;
+    }
+}

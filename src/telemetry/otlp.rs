@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use opentelemetry_otlp::{
-    Protocol, SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig,
+    MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig,
 };
 use tonic::transport::{Certificate, ClientTlsConfig};
 
@@ -48,12 +48,31 @@ impl OtlpProtocol {
             other => Err(TelemetryError::UnsupportedProtocol(other.to_owned())),
         }
     }
+}
 
-    /// The protocol the `OTEL_*` variables ask for; gRPC when none does.
-    pub(super) fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Self, TelemetryError> {
-        env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
-            .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
-            .map_or(Ok(OtlpProtocol::Grpc), |p| Self::parse(&p))
+/// The telemetry signal an exporter carries: its `OTEL_*` variables and
+/// its OTLP/HTTP path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Signal {
+    /// Spans.
+    Traces,
+    /// Metrics.
+    Metrics,
+}
+
+impl Signal {
+    /// `OTEL_EXPORTER_OTLP_{SIGNAL}_{name}`.
+    fn var(self, name: &str) -> String {
+        let signal = match self {
+            Signal::Traces => "TRACES",
+            Signal::Metrics => "METRICS",
+        };
+        format!("OTEL_EXPORTER_OTLP_{signal}_{name}")
+    }
+
+    /// The signal's own variable `name`, else the shared one.
+    fn env(self, env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+        env(&self.var(name)).or_else(|| env(&format!("OTEL_EXPORTER_OTLP_{name}")))
     }
 }
 
@@ -70,20 +89,30 @@ pub(super) struct OtlpSettings {
 
 impl OtlpSettings {
     /// The endpoint export goes to, to tell whether it is `https`.
-    fn target(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    fn target(&self, signal: Signal, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
         self.endpoint
             .clone()
-            .or_else(|| env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_ENDPOINT))
-            .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .or_else(|| signal.env(env, "ENDPOINT"))
     }
 
     /// The CA file trusted beside the system's roots, if any.
-    fn ca_file(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-        self.ca_file.clone().or_else(|| {
-            env("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE")
-                .or_else(|| env("OTEL_EXPORTER_OTLP_CERTIFICATE"))
-                .map(PathBuf::from)
-        })
+    fn ca_file(&self, signal: Signal, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        self.ca_file
+            .clone()
+            .or_else(|| signal.env(env, "CERTIFICATE").map(PathBuf::from))
+    }
+
+    fn protocol(
+        &self,
+        signal: Signal,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<OtlpProtocol, TelemetryError> {
+        match self.protocol {
+            Some(p) => Ok(p),
+            None => signal
+                .env(env, "PROTOCOL")
+                .map_or(Ok(OtlpProtocol::Grpc), |p| OtlpProtocol::parse(&p)),
+        }
     }
 }
 
@@ -94,65 +123,113 @@ fn read_ca(path: &Path) -> Result<Vec<u8>, TelemetryError> {
     })
 }
 
+/// What the exporter of one signal needs, resolved once.
+struct Resolved {
+    protocol: OtlpProtocol,
+    https: bool,
+    ca: Option<Vec<u8>>,
+}
+
+fn resolve(
+    settings: &OtlpSettings,
+    signal: Signal,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolved, TelemetryError> {
+    let protocol = settings.protocol(signal, env)?;
+    if protocol == OtlpProtocol::Grpc && tokio::runtime::Handle::try_current().is_err() {
+        // The tonic channel spawns its connection task when it is built.
+        return Err(TelemetryError::NoRuntime);
+    }
+    Ok(Resolved {
+        protocol,
+        https: settings
+            .target(signal, env)
+            .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("https://")),
+        ca: settings
+            .ca_file(signal, env)
+            .map(|p| read_ca(&p))
+            .transpose()?,
+    })
+}
+
+/// A gRPC exporter builder with the endpoint and, for `https`, rustls with
+/// the system's roots and the CA file.
+fn grpc<B: WithExportConfig + WithTonicConfig>(
+    builder: B,
+    settings: &OtlpSettings,
+    r: &Resolved,
+) -> B {
+    let mut builder = builder.with_protocol(Protocol::Grpc);
+    if let Some(endpoint) = &settings.endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    if r.https {
+        let mut tls = ClientTlsConfig::new().with_native_roots();
+        if let Some(ca) = &r.ca {
+            tls = tls.ca_certificate(Certificate::from_pem(ca));
+        }
+        builder = builder.with_tls_config(tls);
+    }
+    builder
+}
+
+/// An HTTP/protobuf exporter builder with the endpoint and reqwest's
+/// blocking client (rustls, the platform's roots, the CA file).
+fn http<B: WithExportConfig + WithHttpConfig>(
+    builder: B,
+    settings: &OtlpSettings,
+    r: &Resolved,
+) -> Result<B, TelemetryError> {
+    // Selects ring as the process's rustls provider if none is yet.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut client = reqwest::blocking::Client::builder();
+    if let Some(ca) = &r.ca {
+        let cert = reqwest::Certificate::from_pem(ca)
+            .map_err(|e| TelemetryError::HttpClient(e.to_string()))?;
+        client = client.add_root_certificate(cert);
+    }
+    // Built on a thread of its own: the blocking client starts a runtime,
+    // which must not happen on a Tokio worker.
+    let client = std::thread::spawn(move || client.build())
+        .join()
+        .map_err(|_| TelemetryError::HttpClient("client thread panicked".to_owned()))?
+        .map_err(|e| TelemetryError::HttpClient(e.to_string()))?;
+    let mut builder = builder
+        .with_protocol(Protocol::HttpBinary)
+        .with_http_client(client);
+    if let Some(endpoint) = &settings.endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    Ok(builder)
+}
+
 /// Builds the span exporter `settings` and the environment describe.
 pub(super) fn span_exporter(
     settings: &OtlpSettings,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<SpanExporter, TelemetryError> {
-    let protocol = match settings.protocol {
-        Some(p) => p,
-        None => OtlpProtocol::from_env(env)?,
-    };
-    let https = settings
-        .target(env)
-        .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("https://"));
-    let ca = settings.ca_file(env).map(|p| read_ca(&p)).transpose()?;
-    match protocol {
-        OtlpProtocol::Grpc => {
-            // The tonic channel spawns its connection task when it is built.
-            if tokio::runtime::Handle::try_current().is_err() {
-                return Err(TelemetryError::NoRuntime);
-            }
-            let mut exporter = SpanExporter::builder()
-                .with_tonic()
-                .with_protocol(Protocol::Grpc);
-            if let Some(endpoint) = &settings.endpoint {
-                exporter = exporter.with_endpoint(endpoint);
-            }
-            if https {
-                let mut tls = ClientTlsConfig::new().with_native_roots();
-                if let Some(ca) = &ca {
-                    tls = tls.ca_certificate(Certificate::from_pem(ca));
-                }
-                exporter = exporter.with_tls_config(tls);
-            }
-            Ok(exporter.build()?)
-        }
+    let r = resolve(settings, Signal::Traces, env)?;
+    Ok(match r.protocol {
+        OtlpProtocol::Grpc => grpc(SpanExporter::builder().with_tonic(), settings, &r).build()?,
         OtlpProtocol::HttpProtobuf => {
-            // Selects ring as the process's rustls provider if none is yet.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let mut client = reqwest::blocking::Client::builder();
-            if let Some(ca) = &ca {
-                let cert = reqwest::Certificate::from_pem(ca)
-                    .map_err(|e| TelemetryError::HttpClient(e.to_string()))?;
-                client = client.add_root_certificate(cert);
-            }
-            // Built on a thread of its own: the blocking client starts a
-            // runtime, which must not happen on a Tokio worker.
-            let client = std::thread::spawn(move || client.build())
-                .join()
-                .map_err(|_| TelemetryError::HttpClient("client thread panicked".to_owned()))?
-                .map_err(|e| TelemetryError::HttpClient(e.to_string()))?;
-            let mut exporter = SpanExporter::builder()
-                .with_http()
-                .with_protocol(Protocol::HttpBinary)
-                .with_http_client(client);
-            if let Some(endpoint) = &settings.endpoint {
-                exporter = exporter.with_endpoint(endpoint);
-            }
-            Ok(exporter.build()?)
+            http(SpanExporter::builder().with_http(), settings, &r)?.build()?
         }
-    }
+    })
+}
+
+/// Builds the metric exporter `settings` and the environment describe
+/// (the `OTEL_EXPORTER_OTLP_METRICS_*` variables first).
+pub(super) fn metric_exporter(
+    settings: &OtlpSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<MetricExporter, TelemetryError> {
+    let r = resolve(settings, Signal::Metrics, env)?;
+    Ok(match r.protocol {
+        OtlpProtocol::Grpc => grpc(MetricExporter::builder().with_tonic(), settings, &r).build()?,
+        OtlpProtocol::HttpProtobuf => {
+            http(MetricExporter::builder().with_http(), settings, &r)?.build()?
+        }
+    })
 }
 
 #[cfg(test)]
@@ -167,19 +244,24 @@ mod tests {
         }
     }
 
+    fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<OtlpProtocol, TelemetryError> {
+        let settings = OtlpSettings {
+            endpoint: None,
+            protocol: None,
+            ca_file: None,
+        };
+        settings.protocol(Signal::Traces, env)
+    }
+
     #[test]
     fn grpc_is_the_default_and_http_protobuf_is_accepted_and_json_is_refused_by_name() {
+        assert_eq!(from_env(&env_of(&[])).unwrap(), OtlpProtocol::Grpc);
         assert_eq!(
-            OtlpProtocol::from_env(&env_of(&[])).unwrap(),
-            OtlpProtocol::Grpc
-        );
-        assert_eq!(
-            OtlpProtocol::from_env(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")]))
-                .unwrap(),
+            from_env(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")])).unwrap(),
             OtlpProtocol::HttpProtobuf
         );
         assert_eq!(
-            OtlpProtocol::from_env(&env_of(&[
+            from_env(&env_of(&[
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
                 ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
             ]))
@@ -188,7 +270,7 @@ mod tests {
             "the signal's own variable wins"
         );
         assert!(matches!(
-            OtlpProtocol::from_env(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])),
+            from_env(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")])),
             Err(TelemetryError::UnsupportedProtocol(p)) if p == "http/json"
         ));
     }
@@ -200,14 +282,19 @@ mod tests {
             protocol: None,
             ca_file: None,
         };
+        let env = env_of(&[
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/a.pem"),
+            ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "/t.pem"),
+        ]);
         assert_eq!(
-            settings.ca_file(&env_of(&[
-                ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/a.pem"),
-                ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "/t.pem"),
-            ])),
+            settings.ca_file(Signal::Traces, &env),
             Some(PathBuf::from("/t.pem"))
         );
-        assert_eq!(settings.ca_file(&env_of(&[])), None);
+        assert_eq!(
+            settings.ca_file(Signal::Metrics, &env),
+            Some(PathBuf::from("/a.pem"))
+        );
+        assert_eq!(settings.ca_file(Signal::Traces, &env_of(&[])), None);
     }
 
     #[test]

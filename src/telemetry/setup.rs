@@ -16,7 +16,11 @@ use std::{
 };
 
 use opentelemetry::{KeyValue, global, trace::TracerProvider as _};
-use opentelemetry_sdk::{Resource, trace::SdkTracerProvider};
+use opentelemetry_sdk::{
+    Resource,
+    metrics::{PeriodicReader, SdkMeterProvider},
+    trace::SdkTracerProvider,
+};
 use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
 use tracing_subscriber::{
     EnvFilter, Layer, Registry,
@@ -28,7 +32,7 @@ use tracing_subscriber::{
 use super::TelemetryConfig;
 use super::{
     logs::WithTraceIds,
-    otlp::{OtlpProtocol, OtlpSettings, span_exporter},
+    otlp::{OtlpProtocol, OtlpSettings, metric_exporter, span_exporter},
     propagation::install_propagator,
 };
 
@@ -108,12 +112,23 @@ enum OtlpTarget {
     Disabled,
 }
 
+/// Where metrics go besides `GET /metrics`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum MetricsTarget {
+    /// Export over OTLP only when `OTEL_METRICS_EXPORTER=otlp` and an
+    /// endpoint is set.
+    FromEnv,
+    /// Export to this endpoint.
+    Endpoint(String),
+}
+
 /// Builds a [`Telemetry`]; [`init`] is the production shorthand.
 pub struct TelemetryBuilder {
     service_name: String,
     log_format: LogFormat,
     filter: Option<String>,
     otlp: OtlpTarget,
+    metrics: MetricsTarget,
     protocol: Option<OtlpProtocol>,
     ca_file: Option<PathBuf>,
     log_writer: Option<BoxMakeWriter>,
@@ -139,6 +154,7 @@ impl TelemetryBuilder {
             log_format: LogFormat::Text,
             filter: None,
             otlp: OtlpTarget::FromEnv,
+            metrics: MetricsTarget::FromEnv,
             protocol: None,
             ca_file: None,
             log_writer: None,
@@ -176,6 +192,13 @@ impl TelemetryBuilder {
     /// collector, beside the system's roots, whatever the environment says.
     pub fn otlp_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Exports the RED metrics over OTLP to `endpoint` (with the same
+    /// protocol and CA file as spans), whatever the environment says.
+    pub fn otlp_metrics_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.metrics = MetricsTarget::Endpoint(endpoint.into());
         self
     }
 
@@ -217,6 +240,22 @@ impl TelemetryBuilder {
         let provider = match endpoint {
             None => None,
             Some(endpoint) => Some(build_provider(
+                &self.service_name,
+                &OtlpSettings {
+                    endpoint,
+                    protocol: self.protocol,
+                    ca_file: self.ca_file.clone(),
+                },
+            )?),
+        };
+
+        let metrics_endpoint = match self.metrics {
+            MetricsTarget::Endpoint(e) => Some(Some(e)),
+            MetricsTarget::FromEnv => metrics_export_requested(&env_var).then_some(None),
+        };
+        let meter_provider = match metrics_endpoint {
+            None => None,
+            Some(endpoint) => Some(build_meter_provider(
                 &self.service_name,
                 &OtlpSettings {
                     endpoint,
@@ -279,7 +318,10 @@ impl TelemetryBuilder {
         }
         Ok(Telemetry {
             dispatch,
-            guard: TelemetryGuard { provider },
+            guard: TelemetryGuard {
+                provider,
+                meter_provider,
+            },
         })
     }
 }
@@ -326,12 +368,25 @@ impl Telemetry {
         &self.guard
     }
 
-    /// Installs the subscriber and the tracer provider for the whole process.
+    /// Installs the meter provider of OTLP metrics export, if any, for the
+    /// whole process: metrics created afterwards ([`super::Metrics::new`])
+    /// export through it. [`Telemetry::install_global`] does it too.
+    pub fn install_meter_provider(&self) {
+        if let Some(meters) = &self.guard.meter_provider {
+            global::set_meter_provider(meters.clone());
+        }
+    }
+
+    /// Installs the subscriber, the tracer provider and the meter provider
+    /// for the whole process.
     pub fn install_global(self) -> Result<TelemetryGuard, TelemetryError> {
         tracing::dispatcher::set_global_default(self.dispatch)
             .map_err(|_| TelemetryError::AlreadyInstalled)?;
         if let Some(provider) = &self.guard.provider {
             global::set_tracer_provider(provider.clone());
+        }
+        if let Some(meters) = &self.guard.meter_provider {
+            global::set_meter_provider(meters.clone());
         }
         Ok(self.guard)
     }
@@ -342,54 +397,68 @@ impl Telemetry {
     }
 }
 
-/// Owns the tracer provider: dropping it flushes and stops the exporter.
+/// Owns the tracer provider and, with OTLP metrics export, the meter
+/// provider: dropping it flushes and stops the exporters.
 ///
-/// The exporter's connection runs on the Tokio runtime while the flush
+/// The exporters' connections run on the Tokio runtime while a flush
 /// blocks a thread, so prefer [`TelemetryGuard::shutdown`] from async code;
 /// `Drop` does its best (blocking in place on a multi-threaded runtime, on a
 /// helper thread otherwise).
 #[derive(Debug)]
 pub struct TelemetryGuard {
     provider: Option<SdkTracerProvider>,
+    meter_provider: Option<SdkMeterProvider>,
 }
 
 impl TelemetryGuard {
-    /// Exports every span ended so far; returns when the collector has
-    /// answered.
+    /// Exports every span ended and every metric recorded so far; returns
+    /// when the collector has answered.
     pub async fn force_flush(&self) -> Result<(), TelemetryError> {
-        let Some(provider) = self.provider.clone() else {
-            return Ok(());
-        };
-        run_blocking(move || provider.force_flush()).await
+        if let Some(provider) = self.provider.clone() {
+            run_blocking(move || provider.force_flush()).await?;
+        }
+        if let Some(meters) = self.meter_provider.clone() {
+            run_blocking(move || meters.force_flush()).await?;
+        }
+        Ok(())
     }
 
-    /// Exports every ended span, then stops the exporter.
+    /// Exports what is pending, then stops the exporters.
     pub async fn shutdown(mut self) -> Result<(), TelemetryError> {
-        let Some(provider) = self.provider.take() else {
-            return Ok(());
-        };
-        run_blocking(move || provider.shutdown()).await
+        if let Some(provider) = self.provider.take() {
+            run_blocking(move || provider.shutdown()).await?;
+        }
+        if let Some(meters) = self.meter_provider.take() {
+            run_blocking(move || meters.shutdown()).await?;
+        }
+        Ok(())
     }
 }
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        let Some(provider) = self.provider.take() else {
+        let provider = self.provider.take();
+        let meters = self.meter_provider.take();
+        if provider.is_none() && meters.is_none() {
             return;
+        }
+        let stop = move || {
+            if let Some(p) = provider {
+                let _ = p.shutdown();
+            }
+            if let Some(m) = meters {
+                let _ = m.shutdown();
+            }
         };
         use tokio::runtime::{Handle, RuntimeFlavor};
         match Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(RuntimeFlavor::MultiThread) => {
-                let _ = tokio::task::block_in_place(|| provider.shutdown());
-            }
+            Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(stop),
             // Blocking this thread would stop the very runtime the export
             // needs: let a helper thread wait instead.
             Ok(_) => {
-                std::thread::spawn(move || provider.shutdown());
+                std::thread::spawn(stop);
             }
-            Err(_) => {
-                let _ = provider.shutdown();
-            }
+            Err(_) => stop(),
         }
     }
 }
@@ -438,6 +507,31 @@ fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>) -> Resourc
     } else {
         builder.with_service_name(service_name.to_owned()).build()
     }
+}
+
+/// True when the `OTEL_*` variables ask for OTLP metrics export:
+/// `OTEL_METRICS_EXPORTER` lists `otlp`, an endpoint is set, and the SDK is
+/// not disabled. Off by default: `GET /metrics` is the metrics interface.
+fn metrics_export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let otlp = env("OTEL_METRICS_EXPORTER")
+        .is_some_and(|v| v.split(',').any(|e| e.trim().eq_ignore_ascii_case("otlp")));
+    let endpoint = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_some()
+        || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+    otlp && endpoint && !disabled
+}
+
+fn build_meter_provider(
+    service_name: &str,
+    settings: &OtlpSettings,
+) -> Result<SdkMeterProvider, TelemetryError> {
+    let exporter = metric_exporter(settings, &env_var)?;
+    // OTEL_METRIC_EXPORT_INTERVAL sets the period (default 60 s).
+    let reader = PeriodicReader::builder(exporter).build();
+    Ok(SdkMeterProvider::builder()
+        .with_resource(resource(service_name, &env_var))
+        .with_reader(reader)
+        .build())
 }
 
 fn build_provider(

@@ -86,3 +86,31 @@ fn json_logs_carry_the_event_and_its_span_fields() {
     assert_eq!(v["answer"], 42);
     assert_eq!(v["span"]["rpc.method"], "CreateJourney");
 }
+
+#[test]
+fn otlp_metrics_export_is_opt_in_with_an_endpoint() {
+    assert!(!metrics_export_requested(&env_of(&[(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "http://c:4317"
+    )])));
+    assert!(metrics_export_requested(&env_of(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+        ("OTEL_METRICS_EXPORTER", "prometheus, otlp"),
+    ])));
+    assert!(metrics_export_requested(&env_of(&[
+        (
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "https://c/v1/metrics"
+        ),
+        ("OTEL_METRICS_EXPORTER", "otlp"),
+    ])));
+    assert!(!metrics_export_requested(&env_of(&[(
+        "OTEL_METRICS_EXPORTER",
+        "otlp"
+    )])));
+    assert!(!metrics_export_requested(&env_of(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+        ("OTEL_METRICS_EXPORTER", "otlp"),
+        ("OTEL_SDK_DISABLED", "true"),
+    ])));
+}
