@@ -74,7 +74,7 @@ fn journey_result(c: &mut Criterion) {
     g.bench_function("parse_and_convert_1.5MB_of_photos", |b| {
         b.iter(|| {
             let w: wire::JourneyResultWire<'_> = wire::parse_json(black_box(&body)).expect("parse");
-            black_box(convert::journey_result(w).expect("convert"))
+            black_box(convert::journey_result(w, convert::WireTimes::default()).expect("convert"))
         })
     });
     g.finish();

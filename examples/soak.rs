@@ -34,6 +34,7 @@ use std::{
 };
 
 use clap::Parser;
+use idgate::server::Gateway;
 use idgate::{
     config::Config,
     domain::Operation,
@@ -48,7 +49,6 @@ use idgate::{
         samples::{self, DocumentKind, DocumentType, Side},
     },
 };
-use idgate::server::Gateway;
 use tonic::transport::Channel;
 use tonic_types::StatusExt as _;
 
@@ -135,7 +135,13 @@ fn crate_lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Installs, with the configured chance, a one-shot fault on `op`.
-fn maybe_fault(sandbox: &SandboxHandle, rng: &Mutex<Rng>, percent: u64, op: Operation, tally: &Tally) {
+fn maybe_fault(
+    sandbox: &SandboxHandle,
+    rng: &Mutex<Rng>,
+    percent: u64,
+    op: Operation,
+    tally: &Tally,
+) {
     let mut rng = crate_lock(rng);
     if rng.below(100) >= percent {
         return;
@@ -194,7 +200,8 @@ impl Journey {
 
     /// One journey, ended by its first failed step.
     async fn run(self) -> Option<()> {
-        let mut j = JourneyServiceClient::new(self.channel.clone()).max_decoding_message_size(64 << 20);
+        let mut j =
+            JourneyServiceClient::new(self.channel.clone()).max_decoding_message_size(64 << 20);
         let mut l = LivenessServiceClient::new(self.channel.clone());
         let mut d = DocumentServiceClient::new(self.channel.clone());
         let p = samples::HAPPY_PERSON;
@@ -363,7 +370,9 @@ async fn main() -> anyhow::Result<()> {
         let asked = sent.get(method).copied().unwrap_or(0);
         let reached = sandbox.calls(op, None);
         if reached > asked {
-            twice.push(format!("{method}: {reached} upstream calls for {asked} RPCs"));
+            twice.push(format!(
+                "{method}: {reached} upstream calls for {asked} RPCs"
+            ));
         }
     }
     drop(channel);
@@ -391,7 +400,10 @@ async fn main() -> anyhow::Result<()> {
         twice.len(),
         twice.join("; ")
     );
-    println!("  RPCs ended with an undocumented code: {}", undocumented.len());
+    println!(
+        "  RPCs ended with an undocumented code: {}",
+        undocumented.len()
+    );
     println!(
         "  left: {} watched journeys, {} watchers, {} reading tasks",
         stats.journeys, stats.watchers, stats.tasks

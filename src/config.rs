@@ -20,6 +20,7 @@ pub use crate::{
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
     telemetry::TelemetryConfig,
+    tls::{ListenerTls, TlsConfig},
     upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
 };
 
@@ -32,6 +33,8 @@ pub struct Config {
     /// What the listeners accept, for how long, and how they drain
     /// (`[serving]`).
     pub serving: ServingConfig,
+    /// TLS per listener (`[tls.grpc]`, `[tls.http]`, `[tls.admin]`).
+    pub tls: TlsConfig,
     /// The upstream REST service; absent: the sandbox is started in process.
     pub upstream: Option<UpstreamConfig>,
     /// Operator profiles whose credentials create appkeys.

@@ -9,7 +9,7 @@
 //! ```text
 //! cli -> server -> config -> sandbox, api -> events -> journey, channels
 //!     -> error -> upstream -> telemetry -> leaves
-//! leaves: domain, context, config_source, proto, ttl, sync, net
+//! leaves: domain, context, config_source, proto, ttl, sync, net, tls
 //! ```
 //!
 //! - Leaves: [`domain`] (validated values, secret newtypes, the REST
@@ -17,7 +17,8 @@
 //!   one [`CallContext`](context::CallContext)), [`config_source`] (TOML,
 //!   `IDGATE_*` overrides, secrets from env or files), [`proto`] (the
 //!   generated `idgate.v1` API), `ttl` (expiring maps), [`sync`]
-//!   (poison-tolerant locks), [`net`] (accepted sockets' options).
+//!   (poison-tolerant locks), [`net`] (accepted sockets' options), [`tls`]
+//!   (the listeners' certificates, reloadable, and mTLS).
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
 //!   takes labels, and knows no upstream or channel type.
 //! - [`upstream`]: the REST client, its wire types and its client spans.
@@ -52,6 +53,7 @@ pub mod sandbox;
 pub mod server;
 pub mod sync;
 pub mod telemetry;
+pub mod tls;
 mod ttl;
 pub mod upstream;
 

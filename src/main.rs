@@ -44,11 +44,37 @@ enum Command {
     Channels(ChannelsArgs),
 }
 
+/// TLS options of the clients (`https://` addresses).
+#[derive(clap::Args)]
+struct TlsArgs {
+    /// PEM CA certificates to trust beside the system's roots.
+    #[arg(long)]
+    ca: Option<PathBuf>,
+    /// PEM client certificate, for a listener that requires one (mTLS).
+    #[arg(long, requires = "key")]
+    cert: Option<PathBuf>,
+    /// The client certificate's PEM private key.
+    #[arg(long, requires = "cert")]
+    key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    fn client(self) -> idgate::cli::tls::ClientTls {
+        idgate::cli::tls::ClientTls {
+            ca: self.ca,
+            cert: self.cert,
+            key: self.key,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct JourneyArgs {
-    /// The gateway's gRPC address.
+    /// The gateway's gRPC address (`https://` for a listener with TLS).
     #[arg(long, default_value = "http://127.0.0.1:50051")]
     gateway: String,
+    #[command(flatten)]
+    tls: TlsArgs,
     /// Liveness proof to run.
     #[arg(long, value_enum, default_value_t = LivenessMode::ThreeD)]
     liveness: LivenessMode,
@@ -77,9 +103,11 @@ struct JourneyArgs {
 
 #[derive(clap::Args)]
 struct ChannelsArgs {
-    /// The gateway's admin address.
+    /// The gateway's admin address (`https://` for a listener with TLS).
     #[arg(long, default_value = "http://127.0.0.1:50052")]
     admin: String,
+    #[command(flatten)]
+    tls: TlsArgs,
     /// The admin bearer token.
     #[arg(long, env = "IDGATE_ADMIN_TOKEN", hide_env_values = true)]
     token: String,
@@ -202,7 +230,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 result_timeout: Duration::from_secs(args.result_timeout),
             };
             let mut out = Stdout;
-            match idgate::cli::journey::run(&plan, &mut out).await {
+            let tls = args.tls.client();
+            match idgate::cli::journey::run_with_tls(&plan, &tls, &mut out).await {
                 Ok(_) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
                     eprintln!("idgate journey: {e}");
@@ -214,7 +243,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             use idgate::cli::channels as cli;
             let token =
                 idgate::domain::AdminToken::new(args.token).context("the admin token is empty")?;
-            let admin = args.admin.as_str();
+            let admin = cli::AdminTarget {
+                addr: args.admin,
+                tls: args.tls.client(),
+            };
             let text = match args.command {
                 ChannelsCommand::List => cli::list(admin, &token).await,
                 ChannelsCommand::Mode { mode } => cli::set_mode(admin, &token, &mode).await,
@@ -253,7 +285,8 @@ impl std::fmt::Write for Stdout {
 }
 
 /// The signals `idgate serve` handles: Ctrl-C or SIGTERM stop the
-/// gateway; SIGHUP reloads its configuration.
+/// gateway; SIGHUP reloads its configuration and the listeners'
+/// certificates.
 struct Signals {
     #[cfg(unix)]
     unix: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,

@@ -8,10 +8,11 @@ use tonic::{
     Code, Request, Status,
     metadata::{Ascii, MetadataValue},
     service::{Interceptor, interceptor::InterceptedService},
-    transport::{Channel, Endpoint},
+    transport::Channel,
 };
 use tonic_types::StatusExt;
 
+use super::tls::{ClientTls, ClientTlsError};
 use crate::{
     channels::{ChannelConfigError, RoutingMode},
     domain::AdminToken,
@@ -28,15 +29,9 @@ pub enum CliError {
     /// The token cannot travel in an HTTP header.
     #[error("the admin token contains characters not allowed in a header")]
     TokenNotAHeader,
-    /// The admin address is not a usable URL.
-    #[error("invalid admin address {url}")]
-    Address {
-        /// The address as given (made a URL).
-        url: String,
-        /// Why.
-        #[source]
-        source: tonic::transport::Error,
-    },
+    /// The admin address is not a usable URL, or a TLS file is missing.
+    #[error(transparent)]
+    Address(#[from] ClientTlsError),
     /// The admin listener could not be reached.
     #[error("cannot connect to the admin listener at {url}")]
     Connect {
@@ -78,21 +73,44 @@ impl Interceptor for BearerAuth {
 /// An admin client.
 pub type AdminClient = ChannelAdminServiceClient<InterceptedService<Channel, BearerAuth>>;
 
-/// Connects to the admin listener at `addr` (`host:port` or a URL).
-pub async fn connect(addr: &str, token: &AdminToken) -> Result<AdminClient, CliError> {
-    let url = if addr.contains("://") {
-        addr.to_owned()
-    } else {
-        format!("http://{addr}")
-    };
+/// An admin listener's address and how to reach it: `host:port` or a
+/// URL (`https://` for a listener with `[tls.admin]`), and the client's
+/// TLS options.
+#[derive(Debug, Clone)]
+pub struct AdminTarget {
+    /// The address.
+    pub addr: String,
+    /// `--ca`, `--cert`, `--key`.
+    pub tls: ClientTls,
+}
+
+impl From<&str> for AdminTarget {
+    fn from(addr: &str) -> Self {
+        AdminTarget {
+            addr: addr.to_owned(),
+            tls: ClientTls::default(),
+        }
+    }
+}
+
+impl From<&String> for AdminTarget {
+    fn from(addr: &String) -> Self {
+        AdminTarget::from(addr.as_str())
+    }
+}
+
+/// Connects to the admin listener at `target`.
+pub async fn connect(
+    target: impl Into<AdminTarget>,
+    token: &AdminToken,
+) -> Result<AdminClient, CliError> {
+    let target = target.into();
     let mut header: MetadataValue<Ascii> = format!("Bearer {}", token.expose())
         .parse()
         .map_err(|_| CliError::TokenNotAHeader)?;
     header.set_sensitive(true);
-    let endpoint = match Endpoint::from_shared(url.clone()) {
-        Ok(endpoint) => endpoint,
-        Err(source) => return Err(CliError::Address { url, source }),
-    };
+    let endpoint = target.tls.endpoint(&target.addr)?;
+    let url = endpoint.uri().to_string();
     let channel = match endpoint.connect().await {
         Ok(channel) => channel,
         Err(source) => return Err(CliError::Connect { url, source }),
@@ -113,7 +131,7 @@ fn explain(status: Status) -> CliError {
 }
 
 /// `idgate channels list`.
-pub async fn list(addr: &str, token: &AdminToken) -> Result<String, CliError> {
+pub async fn list(addr: impl Into<AdminTarget>, token: &AdminToken) -> Result<String, CliError> {
     let mut client = connect(addr, token).await?;
     let resp = client
         .list_channels(pb::ListChannelsRequest {})
@@ -124,7 +142,11 @@ pub async fn list(addr: &str, token: &AdminToken) -> Result<String, CliError> {
 }
 
 /// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME>`.
-pub async fn set_mode(addr: &str, token: &AdminToken, mode: &str) -> Result<String, CliError> {
+pub async fn set_mode(
+    addr: impl Into<AdminTarget>,
+    token: &AdminToken,
+    mode: &str,
+) -> Result<String, CliError> {
     let mode: RoutingMode = mode.parse()?;
     let (pb_mode, channel) = crate::api::admin::mode_to_proto(&mode);
     let mut client = connect(addr, token).await?;
@@ -143,7 +165,11 @@ pub async fn set_mode(addr: &str, token: &AdminToken, mode: &str) -> Result<Stri
 }
 
 /// `idgate channels drain NAME`.
-pub async fn drain(addr: &str, token: &AdminToken, name: &str) -> Result<String, CliError> {
+pub async fn drain(
+    addr: impl Into<AdminTarget>,
+    token: &AdminToken,
+    name: &str,
+) -> Result<String, CliError> {
     let mut client = connect(addr, token).await?;
     let resp = client
         .drain_channel(pb::DrainChannelRequest {
@@ -162,7 +188,11 @@ pub async fn drain(addr: &str, token: &AdminToken, name: &str) -> Result<String,
 }
 
 /// `idgate channels undrain NAME`.
-pub async fn undrain(addr: &str, token: &AdminToken, name: &str) -> Result<String, CliError> {
+pub async fn undrain(
+    addr: impl Into<AdminTarget>,
+    token: &AdminToken,
+    name: &str,
+) -> Result<String, CliError> {
     let mut client = connect(addr, token).await?;
     let resp = client
         .undrain_channel(pb::UndrainChannelRequest {

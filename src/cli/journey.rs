@@ -4,8 +4,9 @@
 use std::{fmt, time::Duration};
 
 use bytes::Bytes;
-use tonic::{Request, metadata::MetadataValue, transport::Channel};
+use tonic::{Request, metadata::MetadataValue};
 
+use super::tls::ClientTls;
 use crate::proto::v1::{
     self, document_service_client::DocumentServiceClient,
     journey_service_client::JourneyServiceClient, liveness_service_client::LivenessServiceClient,
@@ -141,7 +142,18 @@ pub async fn run(
     plan: &JourneyPlan,
     out: &mut (impl fmt::Write + Send),
 ) -> Result<v1::JourneyResult, Box<dyn std::error::Error + Send + Sync>> {
-    let channel = Channel::from_shared(plan.gateway.clone())?
+    run_with_tls(plan, &ClientTls::default(), out).await
+}
+
+/// [`run`] with the client's TLS options (`--ca`, `--cert`, `--key`), for
+/// an `https://` gateway.
+pub async fn run_with_tls(
+    plan: &JourneyPlan,
+    tls: &ClientTls,
+    out: &mut (impl fmt::Write + Send),
+) -> Result<v1::JourneyResult, Box<dyn std::error::Error + Send + Sync>> {
+    let channel = tls
+        .endpoint(&plan.gateway)?
         .connect_timeout(Duration::from_secs(5))
         .connect()
         .await
@@ -231,7 +243,12 @@ pub async fn run(
             let faces: Vec<String> = ch
                 .challenges
                 .iter()
-                .map(|c| format!("{} ({}s)", c.message, c.duration_seconds))
+                .map(|c| {
+                    let seconds = c
+                        .duration
+                        .map_or(0.0, |d| d.seconds as f64 + f64::from(d.nanos) / 1e9);
+                    format!("{} ({seconds}s)", c.message)
+                })
                 .collect();
             step(
                 out,

@@ -21,7 +21,15 @@ pub fn render(result: &v1::JourneyResult) -> String {
         "  status               {} ({status})",
         result.raw_status
     );
-    let _ = writeln!(out, "  appkey created       {}", result.appkey_create_time);
+    let _ = writeln!(
+        out,
+        "  appkey created       {} (upstream wrote {:?})",
+        result
+            .appkey_create_time
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), ToString::to_string),
+        result.raw_appkey_create_time
+    );
     if let Some(l) = result.liveness.as_ref().and_then(|l| l.variant.as_ref()) {
         match l {
             v1::liveness_result::Variant::Journey(j) => {

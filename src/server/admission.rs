@@ -33,7 +33,7 @@ use tokio::{
     sync::{OwnedSemaphorePermit, Semaphore},
     time::{Instant, Sleep},
 };
-use tonic::Code;
+use tonic::{Code, transport::server::TlsConnectInfo};
 use tower::{Layer, Service};
 
 use super::connections::{ActiveRequest, ConnInfo};
@@ -155,9 +155,14 @@ where
                 }
             }
         };
-        let active = request
-            .extensions()
+        let extensions = request.extensions();
+        let active = extensions
             .get::<ConnInfo>()
+            .or_else(|| {
+                extensions
+                    .get::<TlsConnectInfo<ConnInfo>>()
+                    .map(TlsConnectInfo::get_ref)
+            })
             .map(|c| c.activity.start());
         let now = Instant::now();
         let own = now + layer.limits.request_body_timeout;

@@ -23,7 +23,7 @@ use std::{
     pin::Pin,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicBool, Ordering},
     },
     task::{Context, Poll},
     time::Duration,
@@ -39,6 +39,7 @@ use tokio::{
 };
 use tonic::transport::server::Connected;
 
+pub(crate) use crate::net::{ActiveRequest, Activity, ConnInfo};
 use crate::telemetry::{Metrics, metrics::InFlight};
 
 /// Descriptors kept free for everything but accepted connections: logs,
@@ -235,47 +236,6 @@ impl ConnectionGate {
             }
         })
     }
-}
-
-/// The requests one connection is serving, for its idle timeout.
-#[derive(Debug, Default)]
-pub(crate) struct Activity {
-    in_flight: AtomicUsize,
-    /// When the last request ended (its idle clock), as Tokio time.
-    last_end: Mutex<Option<Instant>>,
-}
-
-impl Activity {
-    /// Counts a request as in flight until the guard drops.
-    pub(crate) fn start(self: &Arc<Self>) -> ActiveRequest {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        ActiveRequest(Arc::clone(self))
-    }
-
-    fn idle_since(&self) -> Option<Option<Instant>> {
-        (self.in_flight.load(Ordering::Acquire) == 0).then(|| *crate::sync::lock(&self.last_end))
-    }
-}
-
-/// One request in flight on a connection.
-#[derive(Debug)]
-pub(crate) struct ActiveRequest(Arc<Activity>);
-
-impl Drop for ActiveRequest {
-    fn drop(&mut self) {
-        *crate::sync::lock(&self.0.last_end) = Some(Instant::now());
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// What the request path knows of its connection (a request extension).
-#[derive(Debug, Clone)]
-pub(crate) struct ConnInfo {
-    /// The peer, for access logs.
-    #[allow(dead_code)]
-    pub(crate) remote: SocketAddr,
-    /// The connection's requests in flight.
-    pub(crate) activity: Arc<Activity>,
 }
 
 /// An admitted connection.

@@ -69,6 +69,7 @@ pub(super) async fn start(
     let upstream = UpstreamConfig {
         base_url: handle.base_url(),
         result_base_url: handle.result_base_url(),
+        utc_offset_minutes: config.sandbox.utc_offset_minutes,
         ..UpstreamConfig::default()
     };
     let embedded = channels(&handle, config);

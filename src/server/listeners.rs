@@ -13,16 +13,20 @@ use hyper_util::{
     server::{conn::auto, graceful::GracefulShutdown},
 };
 use tokio::{net::TcpListener, sync::watch, task::JoinHandle};
-use tonic::transport::{Server, server::Router as TonicRouter};
+use tonic::{
+    server::NamedService,
+    transport::{Server, server::Router as TonicRouter},
+};
 use tower::{Layer, ServiceExt as _};
 
 use super::{
     StartError,
     admission::{AdmissionLayer, EdgeLimits, holding},
-    connections::ConnectionGate,
+    connections::{Activity, Conn, ConnectionGate},
+    reflection::add_reflection,
 };
 use crate::{
-    api::{DocumentApi, JourneyApi, LivenessApi, admin_service},
+    api::{AdminServer, DocumentApi, JourneyApi, LivenessApi, admin_service},
     channels::ChannelRouter,
     config::ServingConfig,
     domain::AdminToken,
@@ -30,7 +34,6 @@ use crate::{
     proto::{
         FILE_DESCRIPTOR_SET,
         v1::{
-            channel_admin_service_server::ChannelAdminServiceServer,
             document_service_server::{DocumentService, DocumentServiceServer},
             journey_service_server::{JourneyService, JourneyServiceServer},
             liveness_service_server::{LivenessService, LivenessServiceServer},
@@ -40,6 +43,7 @@ use crate::{
         self, GrpcServerLayer, HttpServerLayer, Metrics,
         metrics::{ChannelSessionCounts, WatchCounts},
     },
+    tls::{ServerTls, TlsIncoming},
 };
 
 /// Binds `addr` for the listener `what`.
@@ -79,13 +83,21 @@ fn grpc_server(serving: &ServingConfig) -> Server {
         .http2_max_header_list_size(serving.max_header_list_bytes)
 }
 
-/// Serves the public API, health and reflection on `listener` through
-/// `gate`; `health` is the reporter the drain flips to NOT_SERVING.
+/// Where a listener accepts: its socket, the gate its connections pass,
+/// and its TLS when configured.
+pub(super) struct Accept {
+    pub(super) listener: TcpListener,
+    pub(super) gate: ConnectionGate,
+    pub(super) tls: Option<Arc<ServerTls>>,
+}
+
+/// Serves the public API, health and reflection (v1 and v1alpha); the
+/// returned reporter is what the drain flips to NOT_SERVING.
 pub(super) async fn serve_public(
-    listener: TcpListener,
-    gate: ConnectionGate,
+    accept: Accept,
     api: PublicApi,
     serving: &ServingConfig,
+    layer: GrpcServerLayer,
     metrics: Metrics,
     stopped: watch::Receiver<bool>,
 ) -> Result<(JoinHandle<()>, tonic_health::server::HealthReporter), StartError> {
@@ -99,16 +111,6 @@ pub(super) async fn serve_public(
     health_reporter
         .set_serving::<DocumentServiceServer<DocumentApi>>()
         .await;
-    // Reflection lists what this listener serves, and nothing else.
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .with_service_name("idgate.v1.JourneyService")
-        .with_service_name("idgate.v1.LivenessService")
-        .with_service_name("idgate.v1.DocumentService")
-        .with_service_name("grpc.health.v1.Health")
-        .build_v1()
-        .map_err(|e| StartError::Reflection(e.to_string()))?;
     let max = api.max_message_bytes;
     let edge = AdmissionLayer::new(
         EdgeLimits {
@@ -120,53 +122,60 @@ pub(super) async fn serve_public(
         metrics.clone(),
     );
     let router = grpc_server(serving)
-        .layer(GrpcServerLayer::new(metrics))
+        .layer(layer)
         .layer(edge)
-        .add_service(health)
-        .add_service(reflection)
-        .add_service(JourneyServiceServer::new(api.journeys).limits(max))
-        .add_service(LivenessServiceServer::new(api.liveness).limits(max))
-        .add_service(DocumentServiceServer::new(api.documents).limits(max));
+        .add_service(health);
+    // Reflection lists what this listener serves, and nothing else.
+    let router = add_reflection(
+        router,
+        &[
+            <JourneyServiceServer<JourneyApi> as NamedService>::NAME,
+            <LivenessServiceServer<LivenessApi> as NamedService>::NAME,
+            <DocumentServiceServer<DocumentApi> as NamedService>::NAME,
+            "grpc.health.v1.Health",
+        ],
+        &[FILE_DESCRIPTOR_SET, tonic_health::pb::FILE_DESCRIPTOR_SET],
+    )?
+    .add_service(JourneyServiceServer::new(api.journeys).limits(max))
+    .add_service(LivenessServiceServer::new(api.liveness).limits(max))
+    .add_service(DocumentServiceServer::new(api.documents).limits(max));
     Ok((
-        serve_grpc("gRPC", router, listener, gate, stopped),
+        serve_grpc("gRPC", router, accept, stopped)?,
         health_reporter,
     ))
 }
 
-/// Serves `ChannelAdminService` behind `token` on `listener` through `gate`.
+/// Serves `ChannelAdminService` behind `token`, with reflection of it
+/// alone.
 pub(super) fn serve_admin(
-    listener: TcpListener,
-    gate: ConnectionGate,
+    accept: Accept,
     router: Arc<ChannelRouter>,
     token: &AdminToken,
     serving: &ServingConfig,
-    metrics: Metrics,
+    layer: GrpcServerLayer,
     stopped: watch::Receiver<bool>,
 ) -> Result<JoinHandle<()>, StartError> {
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .with_service_name(
-            <ChannelAdminServiceServer<crate::api::admin::ChannelAdmin> as tonic::server::NamedService>::NAME,
-        )
-        .build_v1()
-        .map_err(|e| StartError::Reflection(e.to_string()))?;
     let router = grpc_server(serving)
-        .layer(GrpcServerLayer::new(metrics))
-        .add_service(reflection)
+        .layer(layer)
         .add_service(admin_service(router, token));
-    Ok(serve_grpc("admin", router, listener, gate, stopped))
+    let router = add_reflection(
+        router,
+        &[<AdminServer as NamedService>::NAME],
+        &[FILE_DESCRIPTOR_SET],
+    )?;
+    serve_grpc("admin", router, accept, stopped)
 }
 
-/// Runs a tonic router on the connections `gate` admits until `stopped`,
-/// then drains: no new connections, GOAWAY on open ones, and the task ends
-/// when they have closed (the caller bounds that wait).
+/// Runs a tonic router on the connections the gate admits (after their TLS
+/// handshake, when configured) until `stopped`, then drains: no new
+/// connections, GOAWAY on open ones, and the task ends when they have
+/// closed (the caller bounds that wait).
 fn serve_grpc<L, ResBody>(
     what: &'static str,
     router: TonicRouter<L>,
-    listener: TcpListener,
-    gate: ConnectionGate,
+    accept: Accept,
     stopped: watch::Receiver<bool>,
-) -> JoinHandle<()>
+) -> Result<JoinHandle<()>, StartError>
 where
     L: Layer<tonic::service::Routes> + Send + 'static,
     L::Service: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>
@@ -179,12 +188,45 @@ where
     ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     ResBody::Error: Into<tonic::codegen::StdError>,
 {
-    let serve = router.serve_with_incoming_shutdown(gate.incoming(listener), wait(stopped));
-    tokio::spawn(async move {
-        if let Err(e) = serve.await {
+    let local = accept
+        .listener
+        .local_addr()
+        .map_err(|source| StartError::Bind {
+            what,
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })?;
+    let accepted = accept.gate.incoming(accept.listener);
+    let served = match accept.tls {
+        None => tokio::spawn(router.serve_with_incoming_shutdown(accepted, wait(stopped))),
+        Some(tls) => tokio::spawn(router.serve_with_incoming_shutdown(
+            TlsIncoming::from_stream(local, accepted, tls),
+            wait(stopped),
+        )),
+    };
+    Ok(tokio::spawn(async move {
+        if let Ok(Err(e)) = served.await {
             tracing::error!(listener = what, error = %e, "listener failed");
         }
-    })
+    }))
+}
+
+/// A connection the HTTP listener serves: plain, or after TLS.
+trait Served: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {
+    /// The connection's requests in flight, for its idle timeout.
+    fn activity(&self) -> Arc<Activity>;
+}
+
+impl Served for Conn {
+    fn activity(&self) -> Arc<Activity> {
+        self.info().activity
+    }
+}
+
+impl Served for tokio_rustls::server::TlsStream<Conn> {
+    fn activity(&self) -> Arc<Activity> {
+        self.get_ref().0.info().activity
+    }
 }
 
 /// Whether the HTTP listener reports healthy: false from the stop signal.
@@ -195,15 +237,14 @@ pub(super) type Readiness = watch::Receiver<bool>;
 /// bounded by `header_read_timeout`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn serve_http(
-    listener: TcpListener,
-    gate: ConnectionGate,
+    accept: Accept,
     receiver: Option<WebhookReceiver>,
     router: Arc<ChannelRouter>,
     hub: JourneyHub,
     serving: &ServingConfig,
     metrics: Metrics,
     ready: Readiness,
-    mut stopped: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let mut http = Router::new().route("/healthz", get(healthz).with_state(ready));
     if let Some(receiver) = &receiver {
@@ -228,16 +269,41 @@ pub(super) fn serve_http(
         .timer(TokioTimer::new())
         .max_concurrent_streams(serving.max_concurrent_streams)
         .max_header_list_size(serving.max_header_list_bytes);
-    tokio::spawn(async move {
+    let local = accept.listener.local_addr().ok();
+    let accepted = accept.gate.incoming(accept.listener);
+    match (accept.tls, local) {
+        (Some(tls), Some(local)) => tokio::spawn(serve_http_connections(
+            TlsIncoming::from_stream(local, accepted, tls),
+            app,
+            builder,
+            stopped,
+        )),
+        _ => tokio::spawn(serve_http_connections(accepted, app, builder, stopped)),
+    }
+}
+
+/// The HTTP listener's accept loop: each connection served by `builder`
+/// with `app`, every request counted on its connection's activity; on
+/// `stopped`, stop accepting and let open connections finish.
+async fn serve_http_connections<I, IO, E>(
+    incoming: I,
+    app: Router,
+    builder: auto::Builder<TokioExecutor>,
+    mut stopped: watch::Receiver<bool>,
+) where
+    I: futures_util::Stream<Item = Result<IO, E>> + Send + 'static,
+    IO: Served,
+{
+    {
         let graceful = GracefulShutdown::new();
-        let mut incoming = Box::pin(gate.incoming(listener));
+        let mut incoming = Box::pin(incoming);
         loop {
             let conn = tokio::select! {
                 conn = incoming.next() => conn,
                 _ = stopped.wait_for(|s| *s) => break,
             };
             let Some(Ok(conn)) = conn else { break };
-            let activity = conn.info().activity;
+            let activity = conn.activity();
             let app = app.clone();
             let service =
                 hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
@@ -264,7 +330,7 @@ pub(super) fn serve_http(
         // open connections to finish, and wait for them.
         drop(incoming);
         graceful.shutdown().await;
-    })
+    }
 }
 
 /// `GET /healthz`: 200 while serving, 503 once draining.

@@ -19,6 +19,7 @@ mod admission;
 mod connections;
 mod embedded;
 mod listeners;
+mod reflection;
 mod upstream;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -34,7 +35,8 @@ use crate::{
     events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver},
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock, SandboxHandle},
-    telemetry::{self, Metrics},
+    telemetry::{self, GrpcServerLayer, Metrics},
+    tls::{ListenerTls, ServerTls, TlsConfig, TlsError},
     upstream::UpstreamClient,
 };
 
@@ -63,6 +65,9 @@ pub enum StartError {
     /// The channel configuration is invalid.
     #[error("invalid channel configuration: {0}")]
     Channels(#[from] channels::config::ChannelConfigError),
+    /// A listener's certificate, key or client CA could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
     /// Reflection could not load the descriptors.
     #[error("server reflection: {0}")]
     Reflection(String),
@@ -90,6 +95,7 @@ pub struct Gateway {
     metrics: Metrics,
     config_path: Option<PathBuf>,
     embedded_channels: Vec<ChannelSpec>,
+    tls: ListenerTlsSet,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     /// Flips `/healthz` and gRPC health to NOT_SERVING.
@@ -106,9 +112,15 @@ impl Gateway {
         self.grpc_addr
     }
 
-    /// `http://` URL of the public gRPC API, for tonic clients.
+    /// `http://` (or, with `[tls.grpc]`, `https://`) URL of the public
+    /// gRPC API, for tonic clients.
     pub fn grpc_url(&self) -> String {
-        format!("http://{}", self.grpc_addr)
+        let scheme = if self.tls.grpc.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.grpc_addr)
     }
 
     /// The HTTP listener's address (webhook, metrics, health).
@@ -151,11 +163,36 @@ impl Gateway {
         &self.metrics
     }
 
-    /// Re-reads the configuration file and applies what can change at run
-    /// time: the channel set. Bindings and calls in flight are kept.
+    /// Re-reads the listeners' certificates, then the configuration file,
+    /// and applies what can change at run time: certificates (served from
+    /// the next connection on) and the channel set. Connections, bindings
+    /// and calls in flight are kept.
     pub async fn reload(&self) -> Result<(), StartError> {
+        self.reload_tls()?;
         let config = Config::load(self.config_path.as_deref())?;
         self.reload_from(&config)
+    }
+
+    /// Re-reads every TLS listener's certificate, key and client CA files
+    /// (the paths the gateway started with). A listener whose files do not
+    /// load keeps its running certificate, and the error is returned.
+    pub fn reload_tls(&self) -> Result<(), StartError> {
+        let mut failed = None;
+        for tls in self.tls.all() {
+            if let Err(e) = tls.reload() {
+                tracing::error!(error = %e, "TLS certificate reload failed; keeping the running one");
+                failed = Some(e);
+            }
+        }
+        match failed {
+            Some(e) => Err(e.into()),
+            None => {
+                if self.tls.all().next().is_some() {
+                    tracing::info!("TLS certificates reloaded");
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Applies `config`'s channels, as [`Gateway::reload`] does. With no
@@ -231,6 +268,35 @@ impl Gateway {
     }
 }
 
+/// The loaded TLS configuration of each listener that has one.
+#[derive(Default)]
+struct ListenerTlsSet {
+    grpc: Option<Arc<ServerTls>>,
+    http: Option<Arc<ServerTls>>,
+    admin: Option<Arc<ServerTls>>,
+}
+
+impl ListenerTlsSet {
+    /// `h2` for the gRPC listeners, `http/1.1` for the HTTP listener.
+    fn load(config: &TlsConfig) -> Result<Self, TlsError> {
+        let load = |name, section: &Option<ListenerTls>, alpn: &[&[u8]]| {
+            section
+                .as_ref()
+                .map(|t| ServerTls::load(name, t, alpn))
+                .transpose()
+        };
+        Ok(Self {
+            grpc: load("grpc", &config.grpc, &[b"h2"])?,
+            http: load("http", &config.http, &[b"http/1.1"])?,
+            admin: load("admin", &config.admin, &[b"h2"])?,
+        })
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<ServerTls>> {
+        [&self.grpc, &self.http, &self.admin].into_iter().flatten()
+    }
+}
+
 /// Starts the gateway described by `config`.
 pub async fn start(config: Config) -> Result<Gateway, StartError> {
     start_with(config, StartOptions::default()).await
@@ -261,8 +327,10 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let grpc_addr = listeners::local("grpc", &grpc_listener, config.listen.grpc)?;
     let http_addr = listeners::local("http", &http_listener, config.listen.http)?;
 
+    let tls = ListenerTlsSet::load(&config.tls)?;
     let mut webhook = config.webhook.resolve_unchecked()?;
-    let webhook_url = format!("http://{http_addr}{}", webhook.path);
+    let scheme = if tls.http.is_some() { "https" } else { "http" };
+    let webhook_url = format!("{scheme}://{http_addr}{}", webhook.path);
     let up = upstream::resolve(&config, &mut webhook, webhook_url, options.sandbox_clock).await?;
 
     let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
@@ -318,13 +386,20 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         documents: DocumentApi::new(core.clone(), config.limits.clone()),
         max_message_bytes: config.limits.max_grpc_message_bytes,
     };
+    // Server spans, RPC metrics and the access log of both gRPC listeners.
+    let grpc_layer =
+        GrpcServerLayer::new(metrics.clone()).with_access_log(config.telemetry.access_log);
     let grpc_gate = gate("grpc");
     kill_switches.push(grpc_gate.kill_switch());
     let (public, health) = listeners::serve_public(
-        grpc_listener,
-        grpc_gate,
+        listeners::Accept {
+            listener: grpc_listener,
+            gate: grpc_gate,
+            tls: tls.grpc.clone(),
+        },
         api,
         serving,
+        grpc_layer.clone(),
         metrics.clone(),
         stopped.clone(),
     )
@@ -345,8 +420,11 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let http_gate = gate("http");
     kill_switches.push(http_gate.kill_switch());
     tasks.push(listeners::serve_http(
-        http_listener,
-        http_gate,
+        listeners::Accept {
+            listener: http_listener,
+            gate: http_gate,
+            tls: tls.http.clone(),
+        },
         receiver,
         router.clone(),
         hub.clone(),
@@ -364,12 +442,15 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             let admin_gate = gate("admin");
             kill_switches.push(admin_gate.kill_switch());
             tasks.push(listeners::serve_admin(
-                listener,
-                admin_gate,
+                listeners::Accept {
+                    listener,
+                    gate: admin_gate,
+                    tls: tls.admin.clone(),
+                },
                 router.clone(),
                 &token,
                 serving,
-                metrics.clone(),
+                grpc_layer,
                 stopped,
             )?);
             Some(addr)
@@ -398,6 +479,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         metrics,
         config_path: options.config_path,
         embedded_channels: up.embedded_channels,
+        tls,
         stop,
         tasks,
         ready,

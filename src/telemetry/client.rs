@@ -7,6 +7,10 @@
 //! (none did). A call dropped unfinished (the caller's deadline, a
 //! cancelled RPC) is recorded as `cancelled`.
 //!
+//! The propagated parent is the client span when the gateway records spans;
+//! otherwise the caller's own context passes through unchanged
+//! ([`super::propagation::caller_of`]).
+//!
 //! The span records the URL's path, never its query, and the host without
 //! any user information. Only trace context and the journey reference go
 //! out in the headers: baggage that arrived from the gateway's caller is not
@@ -22,7 +26,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::{
     journey::{journey_from_context, record_journey, with_journey_baggage},
     metrics::Metrics,
-    propagation::inject_into_http,
+    propagation::{caller_of, inject_into_http},
 };
 use crate::domain::{JourneyRef, Operation};
 
@@ -138,9 +142,15 @@ impl UpstreamCall {
     }
 
     /// Writes `traceparent` (this span as the parent of the upstream's
-    /// span) and the journey baggage into the outgoing headers.
+    /// span; when the gateway records no span, the caller's context
+    /// unchanged) and the journey baggage into the outgoing headers.
     pub fn inject(&self, headers: &mut HeaderMap) {
-        let span_context = self.span.context().span().span_context().clone();
+        let mut span_context = self.span.context().span().span_context().clone();
+        if !span_context.is_valid() {
+            if let Some(caller) = caller_of(&self.span) {
+                span_context = caller;
+            }
+        }
         let mut cx = Context::new().with_remote_span_context(span_context);
         if let Some(journey) = &self.journey {
             cx = with_journey_baggage(&cx, journey);

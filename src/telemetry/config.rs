@@ -15,6 +15,11 @@ pub struct TelemetryConfig {
     /// `idgate.customer_reference`. Off by default: it is the caller's own
     /// identifier of the end user, which some callers treat as personal data.
     pub record_customer_reference: bool,
+    /// Writes one log line per RPC (target `idgate::access`): method, gRPC
+    /// code, duration, peer address, inside the server span (so JSON lines
+    /// carry its `idgate.journey_ref`, `trace_id` and `span_id`). Never a
+    /// value from the request.
+    pub access_log: bool,
 }
 
 impl Default for TelemetryConfig {
@@ -22,6 +27,7 @@ impl Default for TelemetryConfig {
         Self {
             service_name: "idgate".to_owned(),
             record_customer_reference: false,
+            access_log: false,
         }
     }
 }

@@ -20,6 +20,7 @@
 use std::{
     collections::HashSet,
     future::Future,
+    net::SocketAddr,
     pin::Pin,
     sync::LazyLock,
     task::{Context, Poll, ready},
@@ -31,15 +32,21 @@ use http::{HeaderMap, Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use prost::Message;
-use tonic::Code;
+use tonic::{
+    Code,
+    transport::server::{TcpConnectInfo, TlsConnectInfo},
+};
 use tower::{Layer, Service};
 use tracing::{Span, field::Empty};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use crate::net::ConnInfo;
+
 use super::{
     journey::{journey_from_context, record_journey},
+    logs::access,
     metrics::{InFlight, Metrics},
-    propagation::extract_from_http,
+    propagation::{extract_from_http, remember_caller},
 };
 
 /// Label and attribute value of a method outside the served API.
@@ -89,16 +96,27 @@ fn method_of(path: &str) -> (&'static str, &'static str, &'static str) {
 #[derive(Debug, Clone)]
 pub struct ServerSpan(pub Span);
 
-/// Tower layer of the tonic servers: server spans and RPC metrics.
+/// Tower layer of the tonic servers: server spans, RPC metrics and, when
+/// asked, the access log.
 #[derive(Debug, Clone)]
 pub struct GrpcServerLayer {
     metrics: Metrics,
+    access_log: bool,
 }
 
 impl GrpcServerLayer {
     /// A layer that records into `metrics`.
     pub fn new(metrics: Metrics) -> Self {
-        Self { metrics }
+        Self {
+            metrics,
+            access_log: false,
+        }
+    }
+
+    /// Writes one access log line per RPC ([`super::logs::access`]).
+    pub fn with_access_log(mut self, on: bool) -> Self {
+        self.access_log = on;
+        self
     }
 }
 
@@ -109,6 +127,7 @@ impl<S> Layer<S> for GrpcServerLayer {
         GrpcServerService {
             inner,
             metrics: self.metrics.clone(),
+            access_log: self.access_log,
         }
     }
 }
@@ -118,6 +137,7 @@ impl<S> Layer<S> for GrpcServerLayer {
 pub struct GrpcServerService<S> {
     inner: S,
     metrics: Metrics,
+    access_log: bool,
 }
 
 /// Opens the server span of a call to `full` (`package.Service/Method`).
@@ -157,15 +177,30 @@ where
         }
         // Fails only without an OpenTelemetry layer, when there is no trace
         // to continue anyway.
+        remember_caller(&span, &parent);
         let _ = span.set_parent(parent);
         req.extensions_mut().insert(ServerSpan(span.clone()));
 
+        let access = self.access_log.then(|| {
+            let ext = req.extensions();
+            ext.get::<ConnInfo>()
+                .or_else(|| {
+                    ext.get::<TlsConnectInfo<ConnInfo>>()
+                        .map(TlsConnectInfo::get_ref)
+                })
+                .map(|c| c.remote)
+                .or_else(|| {
+                    ext.get::<TcpConnectInfo>()
+                        .and_then(TcpConnectInfo::remote_addr)
+                })
+        });
         let finisher = Finisher {
             in_flight: Some(self.metrics.rpc_in_flight(full)),
             metrics: self.metrics.clone(),
             method: full,
             started: Instant::now(),
             span: span.clone(),
+            access,
         };
         // The ready service is the one that must serve the call; keep a
         // fresh clone for the next one.
@@ -188,6 +223,8 @@ struct Finisher {
     started: Instant,
     span: Span,
     in_flight: Option<InFlight>,
+    /// With the access log on: the peer's address, if known.
+    access: Option<Option<SocketAddr>>,
 }
 
 impl Finisher {
@@ -198,8 +235,11 @@ impl Finisher {
     fn record(&mut self, code: Code) {
         if let Some(in_flight) = self.in_flight.take() {
             record_status(&self.span, code);
-            self.metrics
-                .record_rpc(self.method, code, self.started.elapsed());
+            let elapsed = self.started.elapsed();
+            self.metrics.record_rpc(self.method, code, elapsed);
+            if let Some(peer) = self.access {
+                access(&self.span, self.method, code, elapsed, peer);
+            }
             drop(in_flight);
         }
     }
@@ -412,6 +452,7 @@ mod tests {
             method: "grpc.health.v1.Health/Watch",
             started: Instant::now(),
             span: Span::none(),
+            access: None,
         };
         let body = GrpcBody {
             inner: http_body_util::Empty::<Bytes>::new(),

@@ -25,7 +25,7 @@ use super::{
     grpc::{OTHER, ServerSpan},
     journey::{journey_from_context, record_journey},
     metrics::{InFlight, Metrics},
-    propagation::extract_from_http,
+    propagation::{extract_from_http, remember_caller},
 };
 
 /// Tower layer of the axum servers: HTTP server spans, and the in-flight
@@ -125,6 +125,7 @@ where
         if let Some(journey) = journey_from_context(&parent) {
             record_journey(&span, &journey);
         }
+        remember_caller(&span, &parent);
         let _ = span.set_parent(parent);
         req.extensions_mut().insert(ServerSpan(span.clone()));
         let in_flight = self.metrics.as_ref().map(Metrics::http_in_flight);

@@ -13,6 +13,7 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
+use opentelemetry::KeyValue;
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
@@ -133,6 +134,7 @@ struct Inner {
     watch_watchers: Gauge,
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
+    otel: OtelRed,
 }
 
 /// The journey hub's state at scrape time (see [`Metrics::sync_watch`]).
@@ -159,6 +161,45 @@ pub struct ChannelSessionCounts {
     pub failed: u64,
     /// Session answers with `isContingency: true`.
     pub contingency: u64,
+}
+
+/// The RED series again as OpenTelemetry instruments, for OTLP metrics
+/// export (`OTEL_METRICS_EXPORTER=otlp`). They come from the global meter
+/// provider when the metrics are created: without one installed they are
+/// no-ops.
+struct OtelRed {
+    rpc_requests: opentelemetry::metrics::Counter<u64>,
+    rpc_duration: opentelemetry::metrics::Histogram<f64>,
+    upstream_requests: opentelemetry::metrics::Counter<u64>,
+    upstream_duration: opentelemetry::metrics::Histogram<f64>,
+}
+
+impl OtelRed {
+    fn new() -> Self {
+        let meter = opentelemetry::global::meter("idgate");
+        OtelRed {
+            rpc_requests: meter
+                .u64_counter("idgate.rpc.requests")
+                .with_description("RPCs served, by method and gRPC code")
+                .build(),
+            rpc_duration: meter
+                .f64_histogram("idgate.rpc.duration")
+                .with_unit("s")
+                .with_description("RPC latency (a stream's whole life)")
+                .with_boundaries(LATENCY_BUCKETS.to_vec())
+                .build(),
+            upstream_requests: meter
+                .u64_counter("idgate.upstream.requests")
+                .with_description("Upstream REST calls, by operation, channel and status")
+                .build(),
+            upstream_duration: meter
+                .f64_histogram("idgate.upstream.duration")
+                .with_unit("s")
+                .with_description("Upstream REST call latency")
+                .with_boundaries(LATENCY_BUCKETS.to_vec())
+                .build(),
+        }
+    }
 }
 
 /// The gateway's metrics. Cloning is cheap and every clone updates the same
@@ -363,6 +404,7 @@ impl Metrics {
                 watch_watchers,
                 watch_result_reads,
                 watch_notice_timeouts,
+                otel: OtelRed::new(),
             }),
         }
     }
@@ -398,6 +440,15 @@ impl Metrics {
             .rpc_duration
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
+        let attributes = [
+            KeyValue::new("method", labels.method),
+            KeyValue::new("code", labels.code),
+        ];
+        self.inner.otel.rpc_requests.add(1, &attributes);
+        self.inner
+            .otel
+            .rpc_duration
+            .record(elapsed.as_secs_f64(), &attributes);
     }
 
     /// Records one finished upstream call. `channel` is the 3D channel's
@@ -421,6 +472,16 @@ impl Metrics {
             .upstream_duration
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
+        let attributes = [
+            KeyValue::new("operation", labels.operation),
+            KeyValue::new("channel", labels.channel),
+            KeyValue::new("status", labels.status),
+        ];
+        self.inner.otel.upstream_requests.add(1, &attributes);
+        self.inner
+            .otel
+            .upstream_duration
+            .record(elapsed.as_secs_f64(), &attributes);
     }
 
     /// Brings the failover counter of `channel` up to `total`, the count

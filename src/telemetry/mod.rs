@@ -4,8 +4,10 @@
 //! # Layout
 //!
 //! - [`TelemetryConfig`] (`config`): `[telemetry]`.
-//! - [`setup`]: installs `tracing` with the OpenTelemetry layer (OTLP/gRPC
+//! - [`setup`]: installs `tracing` with the OpenTelemetry layer (OTLP
 //!   export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set) and text or JSON logs.
+//! - [`otlp`]: the span exporter: `grpc` or `http/protobuf`, TLS with the
+//!   system's roots and an optional CA file.
 //! - [`propagation`]: the W3C TraceContext + Baggage propagator and the
 //!   helpers that move a context in and out of HTTP headers.
 //! - [`grpc`]: the tower layer of the tonic servers (server spans, RPC
@@ -15,6 +17,7 @@
 //! - [`client`]: [`UpstreamCall`], the client span and metrics of one REST
 //!   call.
 //! - [`journey`]: puts the journey reference on spans.
+//! - [`logs`]: `trace_id` / `span_id` on JSON log lines, the access log.
 //! - [`metrics`]: the Prometheus registry and `GET /metrics`.
 //! - [`redact`]: the span field names that must never exist.
 //!
@@ -35,7 +38,9 @@ mod config;
 pub mod grpc;
 pub mod http;
 pub mod journey;
+pub mod logs;
 pub mod metrics;
+pub mod otlp;
 pub mod propagation;
 pub mod redact;
 pub mod setup;
@@ -46,6 +51,7 @@ pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
 pub use metrics::{Metrics, metrics_handler, metrics_router};
+pub use otlp::OtlpProtocol;
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
 };

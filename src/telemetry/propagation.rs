@@ -6,6 +6,14 @@
 //! call it; servers and clients then go through the helpers here, never
 //! through a propagator of their own.
 //!
+//! A hop that records no span (export off, or the span filtered out) must
+//! still pass the caller's context on, as Envoy and nginx do: the server
+//! layers keep the caller's span context on their server span
+//! ([`remember_caller`]) and the client side falls back to it
+//! ([`caller_of`]) when its own span has no valid context. The spans exist
+//! whatever the log filter says: the subscriber enables idgate's own spans
+//! at INFO for this purpose ([`super::setup`]).
+//!
 //! tonic metadata is an `http::HeaderMap` underneath
 //! (`tonic::metadata::MetadataMap::as_ref` / `into_headers`), and reqwest 0.13
 //! uses `http` 1 headers, so one pair of helpers serves every hop.
@@ -16,8 +24,14 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::{
     Context, global,
     propagation::{Extractor, Injector, TextMapCompositePropagator},
+    trace::{SpanContext, TraceContextExt},
 };
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use tracing::Span;
+use tracing_subscriber::{
+    Registry,
+    registry::{LookupSpan, SpanRef},
+};
 
 /// Installs the W3C TraceContext + Baggage composite as the global
 /// propagator. Idempotent and cheap after the first call.
@@ -44,6 +58,54 @@ pub fn extract_from_http(headers: &HeaderMap) -> Context {
 pub fn inject_into_http(cx: &Context, headers: &mut HeaderMap) {
     install_propagator();
     global::get_text_map_propagator(|p| p.inject_context(cx, &mut HeaderInjector(headers)));
+}
+
+/// The caller's span context, kept in a server span's extensions.
+#[derive(Debug, Clone)]
+struct CallerContext(SpanContext);
+
+/// Keeps the span context of `caller` (the context a server extracted from
+/// its request) on `span`, for [`caller_of`]. Does nothing when `caller`
+/// carries no valid span context or `span` is disabled.
+pub fn remember_caller(span: &Span, caller: &Context) {
+    let span_context = caller.span().span_context().clone();
+    if !span_context.is_valid() {
+        return;
+    }
+    span.with_subscriber(|(id, dispatch)| {
+        if let Some(span) = dispatch
+            .downcast_ref::<Registry>()
+            .and_then(|registry| registry.span(id))
+        {
+            span.extensions_mut().insert(CallerContext(span_context));
+        }
+    });
+}
+
+/// The caller's span context kept on `span` or its nearest ancestor by
+/// [`remember_caller`]: what an outgoing call carries when the gateway's
+/// own span has no context to propagate.
+pub fn caller_of(span: &Span) -> Option<SpanContext> {
+    let mut found = None;
+    span.with_subscriber(|(id, dispatch)| {
+        let Some(span) = dispatch
+            .downcast_ref::<Registry>()
+            .and_then(|registry| registry.span(id))
+        else {
+            return;
+        };
+        found = caller_in(&span);
+    });
+    found
+}
+
+/// [`caller_of`] for a span of the registry, as layers see it.
+pub fn caller_in<S>(span: &SpanRef<'_, S>) -> Option<SpanContext>
+where
+    S: for<'a> LookupSpan<'a>,
+{
+    span.scope()
+        .find_map(|s| s.extensions().get::<CallerContext>().map(|c| c.0.clone()))
 }
 
 /// Reads propagation fields from an `http::HeaderMap`.

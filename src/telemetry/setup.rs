@@ -1,5 +1,6 @@
 //! Installing `tracing`: logs (text or JSON, level from `RUST_LOG`) and,
-//! when a collector is configured, spans exported over OTLP/gRPC.
+//! when a collector is configured, spans exported over OTLP (gRPC or
+//! HTTP/protobuf, see [`super::otlp`]).
 //!
 //! Production calls [`init`] once. Tests build a [`Telemetry`] with
 //! [`TelemetryBuilder`] pointed at their own collector and log buffer and
@@ -10,25 +11,36 @@
 
 use std::{
     io::{self, IsTerminal},
+    path::PathBuf,
     sync::{Arc, Mutex},
 };
 
 use opentelemetry::{KeyValue, global, trace::TracerProvider as _};
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::{Resource, trace::SdkTracerProvider};
+use opentelemetry_sdk::{
+    Resource,
+    metrics::{PeriodicReader, SdkMeterProvider},
+    trace::SdkTracerProvider,
+};
 use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
 use tracing_subscriber::{
     EnvFilter, Layer, Registry,
-    filter::Targets,
+    filter::{Targets, filter_fn},
     fmt::{MakeWriter, writer::BoxMakeWriter},
     layer::SubscriberExt,
 };
 
 use super::TelemetryConfig;
-use super::propagation::install_propagator;
+use super::{
+    logs::WithTraceIds,
+    otlp::{OtlpProtocol, OtlpSettings, metric_exporter, span_exporter},
+    propagation::install_propagator,
+};
 
 /// Instrumentation scope of every idgate span.
 const TRACER_NAME: &str = "idgate";
+
+/// The `tracing` target prefix of this crate's spans.
+const OWN_TARGET: &str = "idgate";
 
 /// Crates whose own spans and events must not become exported spans: the
 /// exporter's transport (h2, hyper, tonic, tower) would otherwise trace its
@@ -50,7 +62,8 @@ pub enum LogFormat {
     /// Human-readable lines.
     #[default]
     Text,
-    /// One JSON object per line, with the current span and its parents.
+    /// One JSON object per line, with the current span and its parents,
+    /// and inside a span its `trace_id` and `span_id`.
     Json,
 }
 
@@ -63,9 +76,20 @@ pub enum TelemetryError {
     /// The OTLP exporter rejected its configuration.
     #[error("cannot build the OTLP span exporter: {0}")]
     Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
-    /// `OTEL_EXPORTER_OTLP_*PROTOCOL` asks for HTTP; this build speaks gRPC.
-    #[error("OTLP protocol `{0}` is not supported: idgate exports over gRPC only")]
+    /// `OTEL_EXPORTER_OTLP_*PROTOCOL` names a protocol idgate does not speak.
+    #[error("OTLP protocol `{0}` is not supported: use `grpc` or `http/protobuf`")]
     UnsupportedProtocol(String),
+    /// The collector's CA file cannot be read.
+    #[error("cannot read the OTLP CA file {}: {source}", path.display())]
+    CaFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The HTTP client of OTLP/HTTP export could not be built.
+    #[error("cannot build the OTLP/HTTP client: {0}")]
+    HttpClient(String),
     /// The gRPC exporter runs its connection on Tokio.
     #[error("OTLP export needs a Tokio runtime: set up telemetry inside one")]
     NoRuntime,
@@ -88,12 +112,25 @@ enum OtlpTarget {
     Disabled,
 }
 
+/// Where metrics go besides `GET /metrics`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum MetricsTarget {
+    /// Export over OTLP only when `OTEL_METRICS_EXPORTER=otlp` and an
+    /// endpoint is set.
+    FromEnv,
+    /// Export to this endpoint.
+    Endpoint(String),
+}
+
 /// Builds a [`Telemetry`]; [`init`] is the production shorthand.
 pub struct TelemetryBuilder {
     service_name: String,
     log_format: LogFormat,
     filter: Option<String>,
     otlp: OtlpTarget,
+    metrics: MetricsTarget,
+    protocol: Option<OtlpProtocol>,
+    ca_file: Option<PathBuf>,
     log_writer: Option<BoxMakeWriter>,
 }
 
@@ -117,6 +154,9 @@ impl TelemetryBuilder {
             log_format: LogFormat::Text,
             filter: None,
             otlp: OtlpTarget::FromEnv,
+            metrics: MetricsTarget::FromEnv,
+            protocol: None,
+            ca_file: None,
             log_writer: None,
         }
     }
@@ -137,6 +177,28 @@ impl TelemetryBuilder {
     /// environment says.
     pub fn otlp_endpoint(mut self, endpoint: impl Into<String>) -> Self {
         self.otlp = OtlpTarget::Endpoint(endpoint.into());
+        self
+    }
+
+    /// Exports over `protocol` whatever the environment says (with
+    /// [`OtlpProtocol::HttpProtobuf`], [`TelemetryBuilder::otlp_endpoint`]
+    /// is the full URL, `.../v1/traces`).
+    pub fn otlp_protocol(mut self, protocol: OtlpProtocol) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// Trusts the CA certificates (PEM) of `path` for an `https://`
+    /// collector, beside the system's roots, whatever the environment says.
+    pub fn otlp_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Exports the RED metrics over OTLP to `endpoint` (with the same
+    /// protocol and CA file as spans), whatever the environment says.
+    pub fn otlp_metrics_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.metrics = MetricsTarget::Endpoint(endpoint.into());
         self
     }
 
@@ -177,7 +239,30 @@ impl TelemetryBuilder {
         };
         let provider = match endpoint {
             None => None,
-            Some(endpoint) => Some(build_provider(&self.service_name, endpoint)?),
+            Some(endpoint) => Some(build_provider(
+                &self.service_name,
+                &OtlpSettings {
+                    endpoint,
+                    protocol: self.protocol,
+                    ca_file: self.ca_file.clone(),
+                },
+            )?),
+        };
+
+        let metrics_endpoint = match self.metrics {
+            MetricsTarget::Endpoint(e) => Some(Some(e)),
+            MetricsTarget::FromEnv => metrics_export_requested(&env_var).then_some(None),
+        };
+        let meter_provider = match metrics_endpoint {
+            None => None,
+            Some(endpoint) => Some(build_meter_provider(
+                &self.service_name,
+                &OtlpSettings {
+                    endpoint,
+                    protocol: self.protocol,
+                    ca_file: self.ca_file.clone(),
+                },
+            )?),
         };
 
         let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = Vec::new();
@@ -186,6 +271,7 @@ impl TelemetryBuilder {
             .log_writer
             .unwrap_or_else(|| BoxMakeWriter::new(io::stdout));
         let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
+        let mut trace_ids = None;
         layers.push(match self.log_format {
             LogFormat::Text => fmt.with_ansi(to_terminal).with_filter(filter).boxed(),
             LogFormat::Json => fmt
@@ -193,9 +279,26 @@ impl TelemetryBuilder {
                 .flatten_event(true)
                 .with_current_span(true)
                 .with_span_list(true)
+                .map_event_format(|json| {
+                    let (format, handle) = WithTraceIds::new(json);
+                    trace_ids = Some(handle);
+                    format
+                })
                 .with_filter(filter)
                 .boxed(),
         });
+        // idgate's own spans exist whatever the log filter says: a server
+        // span keeps the caller's context, which outgoing calls pass on
+        // when nothing else records a span (`propagation::caller_of`).
+        layers.push(
+            tracing_subscriber::layer::Identity::new()
+                .with_filter(filter_fn(|meta| {
+                    meta.is_span()
+                        && *meta.level() <= Level::INFO
+                        && meta.target().split("::").next() == Some(OWN_TARGET)
+                }))
+                .boxed(),
+        );
         if let Some(provider) = &provider {
             let spans = NOT_EXPORTED
                 .iter()
@@ -209,9 +312,16 @@ impl TelemetryBuilder {
                     .boxed(),
             );
         }
+        let dispatch = Dispatch::new(Registry::default().with(layers));
+        if let Some(handle) = trace_ids {
+            handle.bind(&dispatch);
+        }
         Ok(Telemetry {
-            dispatch: Dispatch::new(Registry::default().with(layers)),
-            guard: TelemetryGuard { provider },
+            dispatch,
+            guard: TelemetryGuard {
+                provider,
+                meter_provider,
+            },
         })
     }
 }
@@ -258,12 +368,25 @@ impl Telemetry {
         &self.guard
     }
 
-    /// Installs the subscriber and the tracer provider for the whole process.
+    /// Installs the meter provider of OTLP metrics export, if any, for the
+    /// whole process: metrics created afterwards ([`super::Metrics::new`])
+    /// export through it. [`Telemetry::install_global`] does it too.
+    pub fn install_meter_provider(&self) {
+        if let Some(meters) = &self.guard.meter_provider {
+            global::set_meter_provider(meters.clone());
+        }
+    }
+
+    /// Installs the subscriber, the tracer provider and the meter provider
+    /// for the whole process.
     pub fn install_global(self) -> Result<TelemetryGuard, TelemetryError> {
         tracing::dispatcher::set_global_default(self.dispatch)
             .map_err(|_| TelemetryError::AlreadyInstalled)?;
         if let Some(provider) = &self.guard.provider {
             global::set_tracer_provider(provider.clone());
+        }
+        if let Some(meters) = &self.guard.meter_provider {
+            global::set_meter_provider(meters.clone());
         }
         Ok(self.guard)
     }
@@ -274,54 +397,68 @@ impl Telemetry {
     }
 }
 
-/// Owns the tracer provider: dropping it flushes and stops the exporter.
+/// Owns the tracer provider and, with OTLP metrics export, the meter
+/// provider: dropping it flushes and stops the exporters.
 ///
-/// The exporter's connection runs on the Tokio runtime while the flush
+/// The exporters' connections run on the Tokio runtime while a flush
 /// blocks a thread, so prefer [`TelemetryGuard::shutdown`] from async code;
 /// `Drop` does its best (blocking in place on a multi-threaded runtime, on a
 /// helper thread otherwise).
 #[derive(Debug)]
 pub struct TelemetryGuard {
     provider: Option<SdkTracerProvider>,
+    meter_provider: Option<SdkMeterProvider>,
 }
 
 impl TelemetryGuard {
-    /// Exports every span ended so far; returns when the collector has
-    /// answered.
+    /// Exports every span ended and every metric recorded so far; returns
+    /// when the collector has answered.
     pub async fn force_flush(&self) -> Result<(), TelemetryError> {
-        let Some(provider) = self.provider.clone() else {
-            return Ok(());
-        };
-        run_blocking(move || provider.force_flush()).await
+        if let Some(provider) = self.provider.clone() {
+            run_blocking(move || provider.force_flush()).await?;
+        }
+        if let Some(meters) = self.meter_provider.clone() {
+            run_blocking(move || meters.force_flush()).await?;
+        }
+        Ok(())
     }
 
-    /// Exports every ended span, then stops the exporter.
+    /// Exports what is pending, then stops the exporters.
     pub async fn shutdown(mut self) -> Result<(), TelemetryError> {
-        let Some(provider) = self.provider.take() else {
-            return Ok(());
-        };
-        run_blocking(move || provider.shutdown()).await
+        if let Some(provider) = self.provider.take() {
+            run_blocking(move || provider.shutdown()).await?;
+        }
+        if let Some(meters) = self.meter_provider.take() {
+            run_blocking(move || meters.shutdown()).await?;
+        }
+        Ok(())
     }
 }
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        let Some(provider) = self.provider.take() else {
+        let provider = self.provider.take();
+        let meters = self.meter_provider.take();
+        if provider.is_none() && meters.is_none() {
             return;
+        }
+        let stop = move || {
+            if let Some(p) = provider {
+                let _ = p.shutdown();
+            }
+            if let Some(m) = meters {
+                let _ = m.shutdown();
+            }
         };
         use tokio::runtime::{Handle, RuntimeFlavor};
         match Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(RuntimeFlavor::MultiThread) => {
-                let _ = tokio::task::block_in_place(|| provider.shutdown());
-            }
+            Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(stop),
             // Blocking this thread would stop the very runtime the export
             // needs: let a helper thread wait instead.
             Ok(_) => {
-                std::thread::spawn(move || provider.shutdown());
+                std::thread::spawn(stop);
             }
-            Err(_) => {
-                let _ = provider.shutdown();
-            }
+            Err(_) => stop(),
         }
     }
 }
@@ -349,13 +486,6 @@ fn export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
     endpoint && !disabled && !none
 }
 
-/// The protocol the `OTEL_*` variables ask for, when it is not gRPC.
-fn unsupported_protocol(env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
-    env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
-        .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
-        .filter(|p| !p.eq_ignore_ascii_case("grpc"))
-}
-
 /// True when the environment names the service (`OTEL_SERVICE_NAME`, or
 /// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`), which then wins over the
 /// configuration.
@@ -379,22 +509,36 @@ fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>) -> Resourc
     }
 }
 
+/// True when the `OTEL_*` variables ask for OTLP metrics export:
+/// `OTEL_METRICS_EXPORTER` lists `otlp`, an endpoint is set, and the SDK is
+/// not disabled. Off by default: `GET /metrics` is the metrics interface.
+fn metrics_export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let otlp = env("OTEL_METRICS_EXPORTER")
+        .is_some_and(|v| v.split(',').any(|e| e.trim().eq_ignore_ascii_case("otlp")));
+    let endpoint = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_some()
+        || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+    otlp && endpoint && !disabled
+}
+
+fn build_meter_provider(
+    service_name: &str,
+    settings: &OtlpSettings,
+) -> Result<SdkMeterProvider, TelemetryError> {
+    let exporter = metric_exporter(settings, &env_var)?;
+    // OTEL_METRIC_EXPORT_INTERVAL sets the period (default 60 s).
+    let reader = PeriodicReader::builder(exporter).build();
+    Ok(SdkMeterProvider::builder()
+        .with_resource(resource(service_name, &env_var))
+        .with_reader(reader)
+        .build())
+}
+
 fn build_provider(
     service_name: &str,
-    endpoint: Option<String>,
+    settings: &OtlpSettings,
 ) -> Result<SdkTracerProvider, TelemetryError> {
-    if let Some(protocol) = unsupported_protocol(&env_var) {
-        return Err(TelemetryError::UnsupportedProtocol(protocol));
-    }
-    // The tonic channel spawns its connection task when it is built.
-    if tokio::runtime::Handle::try_current().is_err() {
-        return Err(TelemetryError::NoRuntime);
-    }
-    let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic();
-    if let Some(endpoint) = endpoint {
-        exporter = exporter.with_endpoint(endpoint);
-    }
-    let exporter = exporter.build()?;
+    let exporter = span_exporter(settings, &env_var)?;
     Ok(SdkTracerProvider::builder()
         .with_resource(resource(service_name, &env_var))
         .with_batch_exporter(exporter)

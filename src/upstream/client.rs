@@ -94,6 +94,7 @@ struct Inner {
     urls: Urls,
     default_channel: ChannelEndpoint,
     fields: FieldsConfig,
+    times: convert::WireTimes,
     defaults: RequestDefaults,
 }
 
@@ -157,6 +158,7 @@ impl UpstreamClient {
                 urls,
                 default_channel,
                 fields: config.fields.clone(),
+                times: convert::WireTimes::new(config.utc_offset_minutes),
                 defaults: RequestDefaults {
                     timeout: config.timeout(),
                     safe_attempts: config.safe_attempts.max(1),
@@ -380,7 +382,7 @@ impl UpstreamClient {
         let body = self.send(ctx, req.for_appkey(appkey)).await?;
         let parsed: wire::JourneyResultWire<'_> =
             wire::parse_json(&body).map_err(|e| malformed(op, e))?;
-        convert::journey_result(parsed).map_err(|e| malformed(op, e))
+        convert::journey_result(parsed, self.inner.times).map_err(|e| malformed(op, e))
     }
 
     fn form(&self, op: Operation, url: &Url, form: FormBody) -> Prepared {

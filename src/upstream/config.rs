@@ -8,6 +8,9 @@ use serde::Deserialize;
 /// a configured one).
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
 
+/// Brasília time (UTC-03:00), where the service runs.
+pub const DEFAULT_UTC_OFFSET_MINUTES: i16 = -180;
+
 /// The upstream REST service.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -37,6 +40,11 @@ pub struct UpstreamConfig {
     /// pool opens. Past it a call answers `RESOURCE_EXHAUSTED` /
     /// `OVERLOADED` at once; nothing queues.
     pub max_concurrent_requests: usize,
+    /// Offset from UTC, in minutes, of the times the upstream writes
+    /// without one (`dataCriacaoAppkey`, `dtCriacao`, ...), for the
+    /// result's timestamps. Default -180: Brasília time, where the service
+    /// runs.
+    pub utc_offset_minutes: i16,
     /// Operation paths, relative to the base URLs.
     pub paths: PathsConfig,
     /// Form and JSON field names that the spec does not show.
@@ -56,6 +64,7 @@ impl Default for UpstreamConfig {
             safe_attempts: 2,
             pool_max_idle_per_host: 32,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            utc_offset_minutes: DEFAULT_UTC_OFFSET_MINUTES,
             paths: PathsConfig::default(),
             fields: FieldsConfig::default(),
         }

@@ -11,6 +11,8 @@ mod result;
 
 use std::time::{Duration, SystemTime};
 
+use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
+
 use crate::domain::SessionToken;
 use crate::proto::v1 as pb;
 
@@ -101,6 +103,63 @@ pub fn journey_status(raw: &str) -> pb::JourneyStatus {
     }
 }
 
+/// A `google.protobuf.Duration` of `millis` milliseconds; a negative
+/// count, which no upstream means, is zero.
+fn duration_millis(millis: i64) -> prost_types::Duration {
+    let millis = millis.max(0);
+    prost_types::Duration {
+        seconds: millis / 1000,
+        nanos: i32::try_from((millis % 1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+/// Reads the points in time the upstream writes as text: RFC 3339, or
+/// `yyyy-mm-dd hh:mm:ss` (optionally with `T` and a fraction) and
+/// `dd/MM/yyyy hh:mm:ss` in the upstream's offset
+/// (`[upstream] utc_offset_minutes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireTimes {
+    offset: UtcOffset,
+}
+
+impl Default for WireTimes {
+    fn default() -> Self {
+        WireTimes::new(super::config::DEFAULT_UTC_OFFSET_MINUTES)
+    }
+}
+
+impl WireTimes {
+    /// Times written `minutes` from UTC; an offset out of range is UTC.
+    pub fn new(minutes: i16) -> Self {
+        let offset =
+            UtcOffset::from_whole_seconds(i32::from(minutes) * 60).unwrap_or(UtcOffset::UTC);
+        WireTimes { offset }
+    }
+
+    /// The instant `raw` names; `None` when it is empty or not a time.
+    pub fn parse(&self, raw: &str) -> Option<prost_types::Timestamp> {
+        use time::format_description::well_known::Rfc3339;
+        use time::macros::format_description;
+        let raw = raw.trim();
+        if raw.is_empty() {
+            return None;
+        }
+        if let Ok(at) = OffsetDateTime::parse(raw, &Rfc3339) {
+            return Some(SystemTime::from(at).into());
+        }
+        let local = [
+            format_description!("[year]-[month]-[day] [hour]:[minute]:[second]"),
+            format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
+            format_description!("[year]-[month]-[day] [hour]:[minute]:[second].[subsecond]"),
+            format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond]"),
+            format_description!("[day]/[month]/[year] [hour]:[minute]:[second]"),
+        ]
+        .iter()
+        .find_map(|f| PrimitiveDateTime::parse(raw, f).ok())?;
+        Some(SystemTime::from(local.assume_offset(self.offset)).into())
+    }
+}
+
 /// The liveness verdict of `/captcha` and `/3d/liveness`.
 pub fn verdict(wire: VerdictWire) -> pb::LivenessVerdict {
     let raw_code = wire.cod_id.into_string();
@@ -138,7 +197,10 @@ pub fn challenges(
         };
         challenges.push(pb::Challenge {
             message: c.mensagem.into_string(),
-            duration_seconds: c.tempo_em_segundos.to_i32(),
+            duration: c
+                .tempo_em_segundos
+                .0
+                .map(|s| duration_millis(s.saturating_mul(1000))),
             face_type,
         });
     }
@@ -150,10 +212,13 @@ pub fn challenges(
             .map(|_| wire.number_of_challenges.to_i32())
             .unwrap_or(challenges.len() as i32),
         challenges,
-        total_time_seconds: wire.total_time.to_i32(),
-        snapshot_interval_millis: wire.snap_frequence_in_millis.to_i32(),
+        total_duration: wire
+            .total_time
+            .0
+            .map(|s| duration_millis(s.saturating_mul(1000))),
+        snapshot_interval: wire.snap_frequence_in_millis.0.map(duration_millis),
         snapshot_count: wire.snap_number.to_i32(),
-        deadline: Some((requested_at + CHALLENGE_WINDOW).into()),
+        expire_time: Some((requested_at + CHALLENGE_WINDOW).into()),
     })
 }
 

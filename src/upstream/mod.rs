@@ -38,6 +38,6 @@ pub use client::{
     ClientSetupError, CredentialGrant, DocumentReceipt, UpstreamClient, parse_expires,
 };
 pub use config::{DEFAULT_MAX_CONCURRENT_REQUESTS, FieldsConfig, PathsConfig, UpstreamConfig};
-pub use convert::Session3D;
+pub use convert::{Session3D, WireTimes};
 pub use endpoint::{Bulkhead, ChannelEndpoint};
 pub use error::UpstreamError;

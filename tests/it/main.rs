@@ -24,4 +24,5 @@ mod prometheus;
 mod sandbox;
 mod support;
 mod telemetry;
+mod tools_fit;
 mod upstream;

@@ -34,19 +34,6 @@ fn export_needs_an_endpoint_and_can_be_switched_off() {
 }
 
 #[test]
-fn an_http_protocol_is_refused_by_name() {
-    assert_eq!(unsupported_protocol(&env_of(&[])), None);
-    assert_eq!(
-        unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])),
-        None
-    );
-    assert_eq!(
-        unsupported_protocol(&env_of(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")])),
-        Some("http/protobuf".to_owned())
-    );
-}
-
-#[test]
 fn service_name_comes_from_config_unless_the_environment_names_it() {
     let r = resource("idgate-test", &env_of(&[]));
     assert_eq!(
@@ -98,4 +85,32 @@ fn json_logs_carry_the_event_and_its_span_fields() {
     assert_eq!(v["message"], "done");
     assert_eq!(v["answer"], 42);
     assert_eq!(v["span"]["rpc.method"], "CreateJourney");
+}
+
+#[test]
+fn otlp_metrics_export_is_opt_in_with_an_endpoint() {
+    assert!(!metrics_export_requested(&env_of(&[(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "http://c:4317"
+    )])));
+    assert!(metrics_export_requested(&env_of(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+        ("OTEL_METRICS_EXPORTER", "prometheus, otlp"),
+    ])));
+    assert!(metrics_export_requested(&env_of(&[
+        (
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "https://c/v1/metrics"
+        ),
+        ("OTEL_METRICS_EXPORTER", "otlp"),
+    ])));
+    assert!(!metrics_export_requested(&env_of(&[(
+        "OTEL_METRICS_EXPORTER",
+        "otlp"
+    )])));
+    assert!(!metrics_export_requested(&env_of(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"),
+        ("OTEL_METRICS_EXPORTER", "otlp"),
+        ("OTEL_SDK_DISABLED", "true"),
+    ])));
 }

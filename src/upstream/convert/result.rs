@@ -7,65 +7,77 @@ use crate::upstream::wire::{
     WireError, parse_int_text,
 };
 
-use super::{code_enum, journey_status, json_struct, liveness_code, risk_class};
+use super::{WireTimes, code_enum, journey_status, json_struct, liveness_code, risk_class};
 
 /// Converts the whole result, decoding every photo once. Fails only on an
 /// undecodable image, naming its field path.
-pub fn journey_result(wire: JourneyResultWire<'_>) -> Result<pb::JourneyResult, WireError> {
+/// Times on the wire are read in `times`' offset; each keeps its raw text.
+pub fn journey_result(
+    wire: JourneyResultWire<'_>,
+    times: WireTimes,
+) -> Result<pb::JourneyResult, WireError> {
     let raw_status = wire.status.into_string();
+    let raw_appkey_create_time = wire.data_criacao_appkey.into_string();
     Ok(pb::JourneyResult {
         status: journey_status(&raw_status).into(),
         raw_status,
         customer_reference: wire.id_externo_cliente.into_string(),
-        appkey_create_time: wire.data_criacao_appkey.into_string(),
-        document_analysis: wire.analise_documento.map(document_analysis),
+        appkey_create_time: times.parse(&raw_appkey_create_time),
+        raw_appkey_create_time,
+        document_analysis: wire.analise_documento.map(|a| document_analysis(a, times)),
         face_bureau: wire.service_id.map(face_bureau),
         liveness: wire.liveness_result.map(liveness),
         photos: wire.fotos.map(photos).transpose()?,
     })
 }
 
-fn document_analysis(a: AnaliseDocumento) -> pb::DocumentAnalysis {
+fn document_analysis(a: AnaliseDocumento, times: WireTimes) -> pb::DocumentAnalysis {
     let raw_processing_status = a.status_processamento.to_i32();
+    let raw_ticket_create_time = a.dt_criacao.into_string();
+    let raw_processing_status_time = a.dt_status_processamento.into_string();
+    let raw_ticket_return_time = a.dt_retorno_ticket.into_string();
     pb::DocumentAnalysis {
         id: a.id.into_string(),
         external_id: a.id_externo.into_string(),
         ticket: a.ticket.into_string(),
-        ticket_create_time: a.dt_criacao.into_string(),
+        ticket_create_time: times.parse(&raw_ticket_create_time),
+        raw_ticket_create_time,
         client_id: a.id_cliente.into_string(),
         subclient_id: a.id_subcliente.into_string(),
         user_id: a.id_usuario.into_string(),
         processing_status: code_enum::<pb::ProcessingStatus>(raw_processing_status),
         raw_processing_status,
-        processing_status_time: a.dt_status_processamento.into_string(),
+        processing_status_time: times.parse(&raw_processing_status_time),
+        raw_processing_status_time,
         processing_type_id: a.id_tipo_processamento.into_string(),
         score: a.score.0,
         ticket_callback_url: a.url_retorno_ticket.into_string(),
-        ticket_return_time: a.dt_retorno_ticket.into_string(),
-        ocr: a.ocr.map(ocr),
+        ticket_return_time: times.parse(&raw_ticket_return_time),
+        raw_ticket_return_time,
+        ocr: a.ocr.map(|o| ocr(o, times)),
         biometrics: a.biometria.map(biometrics),
         files: a.documentos.0.into_iter().map(processed_file).collect(),
     }
 }
 
-fn ocr(o: DadosOcr) -> pb::OcrData {
+fn ocr(o: DadosOcr, times: WireTimes) -> pb::OcrData {
     let (cnh, digital_cnh) = match o.cnh {
         Some(c) if c.is_digital() => (None, Some(digital_cnh(c))),
-        Some(c) => (Some(cnh(c)), None),
+        Some(c) => (Some(cnh(c, times)), None),
         None => (None, None),
     };
     pb::OcrData {
-        rg: o.rg.map(rg),
+        rg: o.rg.map(|w| rg(w, times)),
         cnh,
-        dni: o.dni.map(dni),
-        cin: o.cin.map(cin),
+        dni: o.dni.map(|w| dni(w, times)),
+        cin: o.cin.map(|w| cin(w, times)),
         digital_cnh,
         crnm: o.crnm.map(json_struct),
         passport: o.passaporte.map(json_struct),
     }
 }
 
-fn rg(w: RgOcrWire) -> pb::RgOcr {
+fn rg(w: RgOcrWire, times: WireTimes) -> pb::RgOcr {
     pb::RgOcr {
         state: w.estado.into_string(),
         document: w.documento.into_string(),
@@ -82,12 +94,13 @@ fn rg(w: RgOcrWire) -> pb::RgOcr {
         cpf: w.cpf.into_string(),
         birthplace: w.naturalidade.into_string(),
         issuing_body: w.nomenclatura.into_string(),
-        create_time: w.dt_criacao.into_string(),
+        create_time: times.parse(w.dt_criacao.0.as_deref().unwrap_or_default()),
+        raw_create_time: w.dt_criacao.into_string(),
         unsigned: w.fl_analfabeto.0,
     }
 }
 
-fn cnh(w: CnhOcrWire) -> pb::CnhOcr {
+fn cnh(w: CnhOcrWire, times: WireTimes) -> pb::CnhOcr {
     pb::CnhOcr {
         state: w.estado.into_string(),
         state_name: w.estado_nome.into_string(),
@@ -115,7 +128,8 @@ fn cnh(w: CnhOcrWire) -> pb::CnhOcr {
         security_code: w.cod_seguranca.into_string(),
         mirror_number: w.espelho.into_string(),
         renach: w.renach.into_string(),
-        create_time: w.dt_criacao.into_string(),
+        create_time: times.parse(w.dt_criacao.0.as_deref().unwrap_or_default()),
+        raw_create_time: w.dt_criacao.into_string(),
     }
 }
 
@@ -142,7 +156,7 @@ fn digital_cnh(w: CnhOcrWire) -> pb::DigitalCnhOcr {
     }
 }
 
-fn dni(w: DniOcrWire) -> pb::DniOcr {
+fn dni(w: DniOcrWire, times: WireTimes) -> pb::DniOcr {
     pb::DniOcr {
         state: w.estado.into_string(),
         issuing_body: w.nomenclatura.into_string(),
@@ -174,12 +188,13 @@ fn dni(w: DniOcrWire) -> pb::DniOcr {
         pis: w.pis.into_string(),
         professional: w.profissional.into_string(),
         rg: w.rg.into_string(),
-        create_time: w.dt_criacao.into_string(),
+        create_time: times.parse(w.dt_criacao.0.as_deref().unwrap_or_default()),
+        raw_create_time: w.dt_criacao.into_string(),
         unsigned: w.fl_analfabeto.0,
     }
 }
 
-fn cin(w: CinOcrWire) -> pb::CinOcr {
+fn cin(w: CinOcrWire, times: WireTimes) -> pb::CinOcr {
     pb::CinOcr {
         document: w.documento.into_string(),
         state: w.estado.into_string(),
@@ -201,7 +216,8 @@ fn cin(w: CinOcrWire) -> pb::CinOcr {
         unsigned: w.analfabeto.0,
         issue_date_iso: w.dt_expedicao_formatada.into_string(),
         birth_date_iso: w.dt_nascimento_formatada.into_string(),
-        create_time: w.dt_criacao.into_string(),
+        create_time: times.parse(w.dt_criacao.0.as_deref().unwrap_or_default()),
+        raw_create_time: w.dt_criacao.into_string(),
     }
 }
 
@@ -288,7 +304,7 @@ fn liveness(l: LivenessResultWire) -> pb::LivenessResult {
         })
     } else {
         let raw_code = l.cod_id.into_string();
-        Variant::Journey(pb::LivenessResultJourney {
+        Variant::Journey(pb::LivenessVerdict {
             cause: l.causa.into_string(),
             code: liveness_code(&raw_code).into(),
             raw_code,

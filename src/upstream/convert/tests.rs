@@ -8,7 +8,7 @@ use crate::upstream::wire::{ChallengesWire, JourneyResultWire, parse_json};
 
 fn result(json: &str) -> Result<pb::JourneyResult, WireError> {
     let wire: JourneyResultWire<'_> = parse_json(json.as_bytes())?;
-    journey_result(wire)
+    journey_result(wire, WireTimes::new(-180))
 }
 
 /// Full journey, RG read, face match and registry both run, numbers as
@@ -60,7 +60,9 @@ fn full_journey_converts_every_object() {
     assert_eq!(r.status(), pb::JourneyStatus::Complete);
     assert_eq!(r.raw_status, "Completo");
     assert_eq!(r.customer_reference, "PROP2026X1");
-    assert_eq!(r.appkey_create_time, "2026-11-21 10:15:00");
+    assert_eq!(r.raw_appkey_create_time, "2026-11-21 10:15:00");
+    // 10:15 in Brasília (UTC-03:00) is 13:15Z.
+    assert_eq!(r.appkey_create_time.unwrap().seconds, 1_795_266_900);
 
     let a = r.document_analysis.unwrap();
     assert_eq!(
@@ -400,22 +402,29 @@ fn challenges_convert_with_icons_and_a_sixty_second_deadline() {
     let wire: ChallengesWire<'_> = parse_json(json).unwrap();
     let c = challenges(wire, at).unwrap();
     assert_eq!(c.challenge_key, "CH-1");
+    assert_eq!((c.challenge_count, c.snapshot_count), (2, 4));
     assert_eq!(
-        (
-            c.total_time_seconds,
-            c.challenge_count,
-            c.snapshot_interval_millis,
-            c.snapshot_count
-        ),
-        (12, 2, 1000, 4)
+        c.total_duration,
+        Some(prost_types::Duration {
+            seconds: 12,
+            nanos: 0
+        })
     );
+    assert_eq!(
+        c.snapshot_interval,
+        Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0
+        })
+    );
+    assert_eq!(c.challenges[1].duration.unwrap().seconds, 3);
     assert_eq!(
         c.challenges[0].face_type.as_ref().unwrap().icon.as_ref(),
         b"hi"
     );
     assert_eq!(c.challenges[1].face_type.as_ref().unwrap().code, "1");
     assert_eq!(c.challenges[0].face_type.as_ref().unwrap().code, "2");
-    assert_eq!(c.deadline.unwrap().seconds, 1_800_000_060);
+    assert_eq!(c.expire_time.unwrap().seconds, 1_800_000_060);
 
     let wire: ChallengesWire<'_> = parse_json(br#"{"challenges":[]}"#).unwrap();
     assert_eq!(challenges(wire, at).unwrap_err().0, "missing field `chkey`");
@@ -458,4 +467,49 @@ fn decimal_normalisation() {
     assert_eq!(normalize_decimal("1e3"), None);
     assert_eq!(normalize_decimal("-1"), None);
     assert_eq!(normalize_decimal("."), None);
+}
+
+#[test]
+fn every_time_of_the_result_is_a_timestamp_beside_its_raw_text() {
+    let r = result(FULL_JOURNEY).unwrap();
+    let a = r.document_analysis.unwrap();
+    assert_eq!(a.raw_ticket_create_time, "2026-11-21 10:16:00");
+    assert_eq!(a.ticket_create_time.unwrap().seconds, 1_795_266_900 + 60);
+    assert_eq!(a.raw_processing_status_time, "2026-11-21 10:17:00");
+    assert_eq!(
+        a.processing_status_time.unwrap().seconds,
+        1_795_266_900 + 120
+    );
+    assert_eq!(a.ticket_return_time.unwrap().seconds, 1_795_266_900 + 125);
+    let rg = a.ocr.unwrap().rg.unwrap();
+    assert_eq!(rg.raw_create_time, "2026-11-21 10:16:30");
+    assert_eq!(rg.create_time.unwrap().seconds, 1_795_266_900 + 90);
+}
+
+#[test]
+fn wire_times_read_every_written_form_in_the_upstream_offset_and_none_for_junk() {
+    let brasilia = WireTimes::new(-180);
+    let at = |raw: &str| brasilia.parse(raw).map(|t| (t.seconds, t.nanos));
+    assert_eq!(at("2026-11-21 10:15:00"), Some((1_795_266_900, 0)));
+    assert_eq!(at(" 2026-11-21T10:15:00 "), Some((1_795_266_900, 0)));
+    assert_eq!(
+        at("2026-11-21 10:15:00.250"),
+        Some((1_795_266_900, 250_000_000))
+    );
+    assert_eq!(at("21/11/2026 10:15:00"), Some((1_795_266_900, 0)));
+    assert_eq!(
+        at("2026-11-21T13:15:00Z"),
+        Some((1_795_266_900, 0)),
+        "an explicit offset wins"
+    );
+    assert_eq!(
+        WireTimes::new(0)
+            .parse("2026-11-21 13:15:00")
+            .unwrap()
+            .seconds,
+        1_795_266_900
+    );
+    for junk in ["", "  ", "ontem", "2026-13-40 99:00:00", "21/11/2026"] {
+        assert_eq!(at(junk), None, "{junk:?}");
+    }
 }

@@ -21,7 +21,7 @@ async fn complete_with(gw: &TestGateway, appkey: &str, images: &[Vec<u8>]) -> v1
     result
 }
 
-fn journey_liveness(result: &v1::JourneyResult) -> &v1::LivenessResultJourney {
+fn journey_liveness(result: &v1::JourneyResult) -> &v1::LivenessVerdict {
     match result.liveness.as_ref().and_then(|l| l.variant.as_ref()) {
         Some(v1::liveness_result::Variant::Journey(j)) => j,
         other => panic!("expected the full-journey liveness variant, got {other:?}"),
@@ -76,7 +76,11 @@ async fn a_3d_journey_completes_with_liveness_bureau_biometrics_and_photos() {
     let result = complete_with(&gw, &appkey, &images).await;
 
     assert_eq!(result.customer_reference, "TESTREF1");
-    assert!(!result.appkey_create_time.is_empty());
+    assert!(!result.raw_appkey_create_time.is_empty());
+    assert!(
+        result.appkey_create_time.is_some(),
+        "the sandbox's time parses into a timestamp"
+    );
     let liveness = journey_liveness(&result);
     assert!(liveness.valid);
     assert_eq!(liveness.code(), v1::LivenessCode::Valid);
@@ -122,7 +126,8 @@ async fn a_2d_journey_completes_and_returns_the_sent_snapshot_as_frontal_photo()
     assert!(!ch.challenge_key.is_empty());
     assert!(!ch.challenges.is_empty());
     assert_eq!(ch.challenge_count as usize, ch.challenges.len());
-    assert!(ch.deadline.is_some());
+    assert!(ch.expire_time.is_some());
+    assert!(ch.total_duration.is_some_and(|d| d.seconds > 0));
     for c in &ch.challenges {
         let face = c.face_type.as_ref().expect("face type");
         assert!(!face.code.is_empty());

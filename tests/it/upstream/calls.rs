@@ -276,7 +276,7 @@ async fn challenge_and_result_are_read_from_real_answers() {
         ch.challenges[0].face_type.as_ref().map(|f| f.icon.clone()),
         Some(bytes::Bytes::from_static(b"hi"))
     );
-    assert!(ch.deadline.is_some());
+    assert!(ch.expire_time.is_some());
     let r = c
         .journey_result(&ctx, &Appkey::new("ak"))
         .await
