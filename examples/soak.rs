@@ -1,10 +1,14 @@
-//! The fault-matrix soak: whole journeys through a gateway on the embedded
-//! sandbox while one-shot faults of every kind land on random operations,
-//! then the invariants that must hold whatever the faults did.
+//! The fault-matrix soak: whole journeys through a gateway while one-shot
+//! faults of every kind land on random operations of the sandbox behind
+//! it, then the invariants that must hold whatever the faults did.
 //!
 //! ```sh
-//! cargo run --release --example soak -- --journeys 2000 --concurrency 32
+//! cargo build --release && cargo run --release --example soak -- --journeys 2000 --concurrency 32
 //! ```
+//!
+//! The gateway runs as its own process (the release `idgate` binary beside
+//! this example), so its memory is its own; the sandbox runs in this
+//! process, where the faults are installed and its calls counted.
 //!
 //! Before each step of each journey, with probability `--fault-percent`,
 //! a one-shot fault is installed on that step's operation: a status (400,
@@ -17,8 +21,9 @@
 //!    the journeys asked for it (the gateway never sent one twice);
 //! 2. every RPC ended OK or with an `ErrorInfo` of domain `idgate` whose
 //!    reason is one of the documented reasons (`Reason::ALL`);
-//! 3. no watcher, watched journey or result-reading task is left;
-//! 4. the process's RSS is back within 1.5x of where it started (measured
+//! 3. no watcher or watched journey (hence no result-reading task) is left
+//!    (`idgate_watch_*` on the gateway's `/metrics`);
+//! 4. the gateway's RSS is back within 1.5x of where it started (measured
 //!    after `--warmup` fault-free journeys, which bring the allocator's and
 //!    the pools' steady state).
 //!
@@ -26,6 +31,7 @@
 
 use std::{
     collections::BTreeMap,
+    process::{Child, Command, Stdio},
     sync::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},
@@ -34,9 +40,7 @@ use std::{
 };
 
 use clap::Parser;
-use idgate::server::Gateway;
 use idgate::{
-    config::Config,
     domain::Operation,
     error::{ERROR_DOMAIN, Reason},
     proto::v1::{
@@ -45,7 +49,7 @@ use idgate::{
         liveness_service_client::LivenessServiceClient,
     },
     sandbox::{
-        FaultAction, FaultPhase, FaultRule, SandboxHandle,
+        FaultAction, FaultPhase, FaultRule, Sandbox, SandboxConfig, SandboxHandle, SystemClock,
         samples::{self, DocumentKind, DocumentType, Side},
     },
 };
@@ -172,8 +176,9 @@ fn maybe_fault(
     }
 }
 
-fn vm_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+/// `VmRSS` of process `pid`, in KiB.
+fn vm_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
@@ -186,7 +191,7 @@ fn vm_rss_kib() -> u64 {
 
 struct Journey {
     channel: Channel,
-    gateway: Arc<Gateway>,
+    sandbox: Arc<SandboxHandle>,
     rng: Arc<Mutex<Rng>>,
     percent: u64,
     tally: Arc<Tally>,
@@ -194,8 +199,7 @@ struct Journey {
 
 impl Journey {
     fn fault(&self, op: Operation) {
-        let sandbox = self.gateway.sandbox().expect("embedded sandbox");
-        maybe_fault(sandbox, &self.rng, self.percent, op, &self.tally);
+        maybe_fault(&self.sandbox, &self.rng, self.percent, op, &self.tally);
     }
 
     /// One journey, ended by its first failed step.
@@ -296,27 +300,118 @@ impl Journey {
     }
 }
 
+/// Kills the gateway process when the soak ends, however it ends.
+struct GatewayProcess(Child);
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The value of an unlabelled gauge in a Prometheus text exposition.
+fn gauge(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+const WEBHOOK_USER: &str = "sandbox";
+const WEBHOOK_PASSWORD: &str = "soak-webhook-password-0123456789";
+
+/// Starts the gateway binary in front of `sandbox`; its gRPC and HTTP URLs.
+fn start_gateway(
+    sandbox: &SandboxHandle,
+    operator: &idgate::sandbox::OperatorConfig,
+    dir: &std::path::Path,
+    http: u16,
+) -> anyhow::Result<(GatewayProcess, String)> {
+    let (grpc, admin) = (free_port(), free_port());
+    let secret = |name: &str, value: &str| -> anyhow::Result<String> {
+        let path = dir.join(name);
+        std::fs::write(&path, value)?;
+        Ok(path.display().to_string())
+    };
+    let mut toml = format!(
+        "[listen]\ngrpc = \"127.0.0.1:{grpc}\"\nhttp = \"127.0.0.1:{http}\"\nadmin = \"127.0.0.1:{admin}\"\n\
+         [serving]\ndrain_delay_secs = 0\n\
+         [upstream]\nbase_url = \"{}\"\nresult_base_url = \"{}\"\n\
+         [[operators]]\nname = \"default\"\nlogin = \"{}\"\npassword_file = \"{}\"\n\
+         [webhook]\nbasic_user = \"{WEBHOOK_USER}\"\nbasic_password_file = \"{}\"\n\
+         [watch]\nwebhook_grace_secs = 2\npoll_initial_ms = 100\npoll_max_ms = 500\n",
+        sandbox.base_url(),
+        sandbox.result_base_url(),
+        operator.login,
+        secret("operator-password", &operator.password)?,
+        secret("webhook-password", WEBHOOK_PASSWORD)?,
+    );
+    for (i, channel) in sandbox.channels().into_iter().enumerate() {
+        toml.push_str(&format!(
+            "[[channels]]\nname = \"{}\"\nbase_url = \"{}\"\npriority = {i}\n",
+            channel.name, channel.base_url
+        ));
+    }
+    let config = dir.join("idgate.toml");
+    std::fs::write(&config, toml)?;
+    let exe = std::env::current_exe()?;
+    let binary = exe
+        .parent()
+        .and_then(|examples| examples.parent())
+        .map(|profile| profile.join("idgate"))
+        .ok_or_else(|| anyhow::anyhow!("no idgate binary beside the examples"))?;
+    let child = Command::new(binary)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    Ok((GatewayProcess(child), format!("http://127.0.0.1:{grpc}")))
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut config = Config::default();
-    config.listen.grpc = ([127, 0, 0, 1], 0).into();
-    config.listen.http = ([127, 0, 0, 1], 0).into();
-    config.serving.drain_delay_secs = 0;
-    config.sandbox.processing_delay_ms = 100;
-    config.sandbox.max_entries = 1_000_000;
-    config.watch.webhook_grace_secs = 2;
-    config.watch.poll_initial_ms = 100;
-    config.watch.poll_max_ms = 500;
-    let gateway = Arc::new(idgate::server::start(config).await?);
-    let channel = Channel::from_shared(gateway.grpc_url())?.connect().await?;
+    let dir = std::env::temp_dir().join(format!("idgate-soak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let http = free_port();
+    let mut sandbox_config = SandboxConfig::default();
+    sandbox_config.processing_delay_ms = 100;
+    sandbox_config.max_entries = 1_000_000;
+    sandbox_config.webhook.url = Some(format!("http://127.0.0.1:{http}/webhooks/journey"));
+    sandbox_config.webhook.basic_user = Some(WEBHOOK_USER.into());
+    sandbox_config.webhook.basic_password = Some(WEBHOOK_PASSWORD.into());
+    let operator = sandbox_config.operators[0].clone();
+    let sandbox = Arc::new(Sandbox::start(sandbox_config, Arc::new(SystemClock)).await?);
+    let (gateway, url) = start_gateway(&sandbox, &operator, &dir, http)?;
+    let pid = gateway.0.id();
+    let started = Instant::now();
+    let channel = loop {
+        match Channel::from_shared(url.clone())?.connect().await {
+            Ok(c) => break c,
+            Err(_) if started.elapsed() < Duration::from_secs(20) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => anyhow::bail!("the gateway did not start: {e}"),
+        }
+    };
 
     let warmup = Arc::new(Tally::default());
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.warmup {
         let journey = Journey {
             channel: channel.clone(),
-            gateway: gateway.clone(),
+            sandbox: sandbox.clone(),
             rng: Arc::new(Mutex::new(Rng(1))),
             percent: 0,
             tally: warmup.clone(),
@@ -327,15 +422,14 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     while tasks.join_next().await.is_some() {}
-    gateway.sandbox().expect("embedded sandbox").reset_calls();
-    let rss_start = vm_rss_kib();
+    sandbox.reset_calls();
+    let rss_start = vm_rss_kib(pid);
 
     let tally = Arc::new(Tally::default());
     let rng = Arc::new(Mutex::new(Rng(0x9E37_79B9_7F4A_7C15)));
     let gate = Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
     let deadline = Instant::now() + Duration::from_secs(args.max_seconds);
     let started = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..args.journeys {
         if Instant::now() >= deadline {
             break;
@@ -343,26 +437,35 @@ async fn main() -> anyhow::Result<()> {
         let permit = gate.clone().acquire_owned().await?;
         let journey = Journey {
             channel: channel.clone(),
-            gateway: gateway.clone(),
+            sandbox: sandbox.clone(),
             rng: rng.clone(),
             percent: args.fault_percent,
             tally: tally.clone(),
         };
         tasks.spawn(async move {
             let _permit = permit;
-            journey.run().await;
+            journey.run().await
         });
     }
     while tasks.join_next().await.is_some() {}
     let elapsed = started.elapsed();
-    let gateway = Arc::into_inner(gateway).expect("every journey has ended");
-    let sandbox = gateway.sandbox().expect("embedded sandbox");
     sandbox.clear_faults();
 
-    // Invariant 3: nothing left watching or reading.
-    let hub = gateway.hub();
-    let _ = tokio::time::timeout(Duration::from_secs(10), hub.tasks_finished()).await;
-    let stats = hub.stats();
+    // Invariant 3: nothing left watching (a journey's reading task lives
+    // only while it is watched). Bounded wait for the last streams to close.
+    let metrics_url = format!("http://127.0.0.1:{http}/metrics");
+    let mut left = (f64::NAN, f64::NAN);
+    for _ in 0..100 {
+        let text = reqwest::get(&metrics_url).await?.text().await?;
+        left = (
+            gauge(&text, "idgate_watch_journeys").unwrap_or(f64::NAN),
+            gauge(&text, "idgate_watch_watchers").unwrap_or(f64::NAN),
+        );
+        if left == (0.0, 0.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // Invariant 1: consuming operations never sent more often than asked.
     let sent = crate_lock(&tally.sent).clone();
     let mut twice = Vec::new();
@@ -370,17 +473,14 @@ async fn main() -> anyhow::Result<()> {
         let asked = sent.get(method).copied().unwrap_or(0);
         let reached = sandbox.calls(op, None);
         if reached > asked {
-            twice.push(format!(
-                "{method}: {reached} upstream calls for {asked} RPCs"
-            ));
+            twice.push(format!("{method}: {reached} upstream calls for {asked} RPCs"));
         }
     }
+    // Invariant 4: the gateway's memory back near where it started.
+    let rss_end = vm_rss_kib(pid);
     drop(channel);
-    gateway.shutdown().await;
-    // Let the allocator hand back what the last journeys used.
-    tokio::task::yield_now().await;
-    // Invariant 4: memory back near where it started.
-    let rss_end = vm_rss_kib();
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
 
     println!(
         "{} journeys ({} completed) in {:.1} s, {} one-shot faults installed",
@@ -400,24 +500,18 @@ async fn main() -> anyhow::Result<()> {
         twice.len(),
         twice.join("; ")
     );
+    println!("  RPCs ended with an undocumented code: {}", undocumented.len());
     println!(
-        "  RPCs ended with an undocumented code: {}",
-        undocumented.len()
+        "  left on the gateway: {} watched journeys, {} watchers",
+        left.0, left.1
     );
     println!(
-        "  left: {} watched journeys, {} watchers, {} reading tasks",
-        stats.journeys, stats.watchers, stats.tasks
-    );
-    println!(
-        "  RSS: {} MiB at start, {} MiB at the end ({:.2}x)",
+        "  gateway RSS: {} MiB after the warm-up, {} MiB at the end ({:.2}x)",
         rss_start / 1024,
         rss_end / 1024,
         rss_end as f64 / rss_start.max(1) as f64
     );
-    let ok = twice.is_empty()
-        && undocumented.is_empty()
-        && (stats.journeys, stats.watchers, stats.tasks) == (0, 0, 0)
-        && rss_ok;
+    let ok = twice.is_empty() && undocumented.is_empty() && left == (0.0, 0.0) && rss_ok;
     if !ok {
         for u in undocumented.iter().take(10) {
             eprintln!("undocumented: {u}");
