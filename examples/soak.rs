@@ -385,9 +385,11 @@ async fn main() -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("idgate-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let http = free_port();
-    let mut sandbox_config = SandboxConfig::default();
-    sandbox_config.processing_delay_ms = 100;
-    sandbox_config.max_entries = 1_000_000;
+    let mut sandbox_config = SandboxConfig {
+        processing_delay_ms: 100,
+        max_entries: 1_000_000,
+        ..SandboxConfig::default()
+    };
     sandbox_config.webhook.url = Some(format!("http://127.0.0.1:{http}/webhooks/journey"));
     sandbox_config.webhook.basic_user = Some(WEBHOOK_USER.into());
     sandbox_config.webhook.basic_password = Some(WEBHOOK_PASSWORD.into());
