@@ -415,6 +415,17 @@ async fn a_full_upstream_bulkhead_refuses_overloaded_and_counts_the_rejection() 
     up.gw.stop().await;
 }
 
+#[tokio::test]
+async fn the_grpc_listener_advertises_its_max_concurrent_streams() {
+    let gw = TestGateway::start_with(|c| c.serving.max_concurrent_streams = 7).await;
+    let addr = gw.gateway.grpc_addr();
+    let (send, _driver) = h2_connect(addr).await;
+    // Answered, so the server's SETTINGS have been applied.
+    h2_health_check(&send, addr).await;
+    assert_eq!(send.current_max_send_streams(), 7);
+    gw.stop().await;
+}
+
 // 4. Connection cap
 
 #[tokio::test]
@@ -506,6 +517,30 @@ async fn a_stalled_grpc_request_body_is_answered_request_body_timeout_and_frees_
     gw.stop().await;
 }
 
+#[tokio::test]
+async fn a_stalled_grpc_body_is_cut_at_the_callers_deadline_when_it_is_sooner() {
+    // The gateway's own body timeout (30 s by default) is far off.
+    let gw = TestGateway::start().await;
+    let addr = gw.gateway.grpc_addr();
+    let (send, _driver) = h2_connect(addr).await;
+    let request = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}{CREATE_JOURNEY}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("grpc-timeout", "300m")
+        .body(())
+        .expect("request");
+    let mut send = send.ready().await.expect("h2 ready");
+    let (response, mut body) = send.send_request(request, false).expect("send request");
+    body.send_data(grpc_frame(100, &[0x0A]), false)
+        .expect("partial body");
+    let status = grpc_status(response).await;
+    assert_error(&status, Code::DeadlineExceeded, "REQUEST_BODY_TIMEOUT");
+    drop(body);
+    gw.stop().await;
+}
+
 // 6. Idle timeout
 
 #[tokio::test]
@@ -526,6 +561,25 @@ async fn an_idle_connection_is_closed_and_one_carrying_a_watch_stream_stays_open
     let (items, end) = drain(stream).await;
     assert!(end.is_none(), "the stream ended OK: {end:?}");
     assert_eq!(statuses(&items).last(), Some(&v1::JourneyStatus::Complete));
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_http1_keep_alive_connection_is_closed_after_its_last_response() {
+    let gw = TestGateway::start_with(|c| c.serving.idle_timeout_secs = 1).await;
+    let mut conn = TcpStream::connect(gw.gateway.http_addr())
+        .await
+        .expect("connect");
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("request");
+    let mut answer = Vec::new();
+    tokio::time::timeout(EVENT_WAIT, conn.read_to_end(&mut answer))
+        .await
+        .expect("the idle keep-alive connection is closed")
+        .ok();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     gw.stop().await;
 }
 
