@@ -21,6 +21,7 @@ use tonic::{Code, Request};
 use crate::support::{
     gateway::*,
     net::{RefusingPort, addr_of, gated_proxy},
+    process::ServeProcess,
     wait::{Gate, eventually},
 };
 
@@ -856,75 +857,6 @@ async fn the_channels_commands_report_errors_clearly() {
     assert!(matches!(err, CliError::Connect { .. }), "{err:?}");
     assert!(err.to_string().contains(&addr), "{err}");
     assert!(!err.to_string().contains(ADMIN_TOKEN));
-}
-
-/// `idgate serve` as a child process, with its log lines on a channel.
-struct ServeProcess {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-impl ServeProcess {
-    fn start(config: &std::path::Path) -> Self {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
-            .args(["serve", "--config"])
-            .arg(config)
-            .env("IDGATE_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("RUST_LOG", "info")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn idgate serve");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead as _;
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self { child, lines }
-    }
-
-    /// The value of `key=` in the first log line containing `marker`.
-    fn field(&self, marker: &str, key: &str) -> String {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| panic!("no log line with {marker}"));
-            if line.contains(marker) {
-                let at = line.find(&format!(" {key}=")).expect("field") + key.len() + 2;
-                return line[at..]
-                    .split_whitespace()
-                    .next()
-                    .expect("value")
-                    .to_owned();
-            }
-        }
-    }
-
-    fn signal(&self, name: &str) {
-        let status = std::process::Command::new("kill")
-            .arg(format!("-{name}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-    }
-}
-
-impl Drop for ServeProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test]

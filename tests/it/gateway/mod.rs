@@ -6,5 +6,6 @@ mod errors;
 mod events;
 mod journeys;
 mod lifecycle;
+mod serving;
 mod smoke;
 mod validation;

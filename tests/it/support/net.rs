@@ -33,7 +33,7 @@ pub async fn serve(router: axum::Router) -> SocketAddr {
 /// `http://host:port` root) that holds every request at `gate` before
 /// forwarding it; returns the proxy's root URL. Put in front of a channel
 /// or an upstream, it keeps a call in flight for exactly as long as the
-/// test wants.
+/// test wants; [`Gate::peak`] is the most requests it had in flight.
 pub async fn gated_proxy(target: &str, gate: Gate) -> String {
     async fn forward(
         State((target, gate, client)): State<(String, Gate, reqwest::Client)>,
@@ -42,7 +42,7 @@ pub async fn gated_proxy(target: &str, gate: Gate) -> String {
         headers: HeaderMap,
         body: Bytes,
     ) -> impl IntoResponse {
-        gate.pass().await;
+        let _inside = gate.hold().await;
         let path = uri.path_and_query().map_or("/", |p| p.as_str());
         let mut request = client.request(method, format!("{target}{path}")).body(body);
         if let Some(content_type) = headers.get(CONTENT_TYPE) {

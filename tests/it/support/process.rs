@@ -1,4 +1,5 @@
-//! Tests that measure the whole process.
+//! Tests that measure the whole process, and `idgate serve` as a child
+//! process.
 
 /// Set in the child process that runs one test alone.
 const ALONE: &str = "IDGATE_IT_ALONE";
@@ -27,4 +28,93 @@ pub fn alone_in_own_process(name: &str) -> bool {
     );
     print!("{stdout}");
     false
+}
+
+/// `idgate serve` as a child process, with its log lines on a channel.
+pub struct ServeProcess {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl ServeProcess {
+    pub fn start(config: &std::path::Path) -> Self {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("IDGATE_ADMIN_TOKEN", super::gateway::ADMIN_TOKEN)
+            .env("RUST_LOG", "info")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn idgate serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// The value of `key=` in the first log line containing `marker`.
+    pub fn field(&self, marker: &str, key: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no log line with {marker}"));
+            if line.contains(marker) {
+                let at = line.find(&format!(" {key}=")).expect("field") + key.len() + 2;
+                return line[at..]
+                    .split_whitespace()
+                    .next()
+                    .expect("value")
+                    .to_owned();
+            }
+        }
+    }
+
+    pub fn signal(&self, name: &str) {
+        let status = std::process::Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ServeProcess {
+    /// Waits (polling, at most `within`) for the process to exit; its
+    /// status, or `None` if it is still running.
+    pub async fn exit_within(
+        &mut self,
+        within: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let give_up = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("child status") {
+                return Some(status);
+            }
+            if tokio::time::Instant::now() >= give_up {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
 }

@@ -28,6 +28,18 @@ pub async fn eventually(what: &str, within: Duration, mut check: impl AsyncFnMut
 pub struct Gate {
     open: Arc<watch::Sender<bool>>,
     arrived: Arc<watch::Sender<usize>>,
+    /// Callers inside (from [`Gate::hold`] until their guard drops), and
+    /// the most there ever were at once.
+    inside: Arc<std::sync::Mutex<(usize, usize)>>,
+}
+
+/// A caller inside a gated section (see [`Gate::hold`]).
+pub struct Inside(Arc<std::sync::Mutex<(usize, usize)>>);
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        self.0.lock().expect("gate counters").0 -= 1;
+    }
 }
 
 impl Gate {
@@ -36,6 +48,7 @@ impl Gate {
         Gate {
             open: Arc::new(watch::channel(false).0),
             arrived: Arc::new(watch::channel(0).0),
+            inside: Arc::default(),
         }
     }
 
@@ -51,6 +64,34 @@ impl Gate {
         self.arrived.send_modify(|n| *n += 1);
         let mut open = self.open.subscribe();
         let _ = open.wait_for(|open| *open).await;
+    }
+
+    /// Counts the caller as inside until the returned guard drops (for
+    /// [`Gate::peak`]), then passes the gate.
+    pub async fn hold(&self) -> Inside {
+        {
+            let mut inside = self.inside.lock().expect("gate counters");
+            inside.0 += 1;
+            inside.1 = inside.1.max(inside.0);
+        }
+        let guard = Inside(Arc::clone(&self.inside));
+        self.pass().await;
+        guard
+    }
+
+    /// The most callers inside at once (see [`Gate::hold`]).
+    pub fn peak(&self) -> usize {
+        self.inside.lock().expect("gate counters").1
+    }
+
+    /// Callers that have arrived so far.
+    pub fn arrived(&self) -> usize {
+        *self.arrived.borrow()
+    }
+
+    /// Closes the gate again: callers from now on are held.
+    pub fn close(&self) {
+        self.open.send_replace(false);
     }
 
     /// Opens the gate for everyone held and everyone to come.
