@@ -475,7 +475,9 @@ async fn main() -> anyhow::Result<()> {
         let asked = sent.get(method).copied().unwrap_or(0);
         let reached = sandbox.calls(op, None);
         if reached > asked {
-            twice.push(format!("{method}: {reached} upstream calls for {asked} RPCs"));
+            twice.push(format!(
+                "{method}: {reached} upstream calls for {asked} RPCs"
+            ));
         }
     }
     // Invariant 4: the gateway's memory back near where it started.
@@ -502,7 +504,10 @@ async fn main() -> anyhow::Result<()> {
         twice.len(),
         twice.join("; ")
     );
-    println!("  RPCs ended with an undocumented code: {}", undocumented.len());
+    println!(
+        "  RPCs ended with an undocumented code: {}",
+        undocumented.len()
+    );
     println!(
         "  left on the gateway: {} watched journeys, {} watchers",
         left.0, left.1

@@ -292,6 +292,25 @@ mod tests {
     }
 
     #[test]
+    fn an_array_index_past_the_bound_is_refused_without_filling_memory() {
+        let text = "[[channels]]\nname = \"p\"\nbase_url = \"http://a\"\n";
+        for index in ["1024", "4294967296", "18446744073709551615"] {
+            let err = Config::from_toml_and_env(
+                text,
+                env(&[(&format!("IDGATE_CHANNELS__{index}__NAME"), "q")]),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("is over 1023"), "{err}");
+        }
+        // Inside the bound, the gap is filled and refused by the schema.
+        let err = Config::from_toml_and_env(text, env(&[("IDGATE_CHANNELS__1023__NAME", "q")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing field"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_are_rejected_by_name() {
         let err = Config::from_toml_and_env("[listen]\ngrcp = \"x\"\n", env(&[])).unwrap_err();
         assert!(err.to_string().contains("grcp"), "{err}");

@@ -18,6 +18,9 @@ use serde::de::DeserializeOwned;
 /// Prefix of environment overrides.
 pub const ENV_PREFIX: &str = "IDGATE_";
 
+/// Overrides address array items `0` to `MAX_ARRAY_ITEMS - 1`.
+pub const MAX_ARRAY_ITEMS: usize = 1024;
+
 /// A configuration that cannot be loaded; messages name keys, never values.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -180,6 +183,14 @@ fn apply_value(node: &mut toml::Value, path: &[String], value: &str) -> Result<(
             let i: usize = index
                 .parse()
                 .map_err(|_| format!("`{index}` is not an array index"))?;
+            if i >= MAX_ARRAY_ITEMS {
+                // Missing items are filled in below: an unbounded index
+                // would fill memory.
+                return Err(format!(
+                    "array index `{index}` is over {}",
+                    MAX_ARRAY_ITEMS - 1
+                ));
+            }
             while items.len() <= i {
                 items.push(toml::Value::Table(toml::Table::new()));
             }

@@ -306,7 +306,15 @@ pub fn valid_name(name: &str) -> bool {
 pub fn validate_channels(specs: &[ChannelSpec]) -> Result<(), ChannelConfigError> {
     let mut seen = HashSet::new();
     for (i, c) in specs.iter().enumerate() {
-        let at = |what: &str| ChannelConfigError(format!("channels[{i}] ({}): {what}", c.name));
+        // A valid name is an identifier and helps find the entry; any
+        // other text is told by its index only, never quoted.
+        let at = |what: &str| {
+            ChannelConfigError(if valid_name(&c.name) {
+                format!("channels[{i}] ({}): {what}", c.name)
+            } else {
+                format!("channels[{i}]: {what}")
+            })
+        };
         if !valid_name(&c.name) {
             return Err(at("name must be 1 to 64 letters, digits, `-`, `_` or `.`"));
         }

@@ -7,6 +7,7 @@
 //! - `channels`, `events`, `telemetry`: the admin service, the webhook
 //!   receiver and `WatchJourney`, and telemetry, each over real listeners;
 //! - `observability`: traces, logs and metrics of the real gateway;
+//! - `properties`: property tests of every parser of outside input;
 //! - `support`: the one shared copy of every launcher, fake and helper.
 //!
 //! Tests share this process. Nothing here sets environment variables or a
@@ -21,6 +22,7 @@ mod events;
 mod gateway;
 mod observability;
 mod prometheus;
+mod properties;
 mod sandbox;
 mod support;
 mod telemetry;

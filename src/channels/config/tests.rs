@@ -50,6 +50,17 @@ fn duplicate_empty_or_odd_names_are_rejected() {
 }
 
 #[test]
+fn errors_name_a_valid_channel_and_never_quote_an_invalid_name() {
+    let a = ChannelSpec::new("a", "http://a", 0);
+    let err = validate_channels(&[a.clone(), a]).unwrap_err();
+    assert_eq!(err.0, "channels[1] (a): name is used by another channel");
+    let odd = ChannelSpec::new("pass word=s3cr3t", "http://a", 0);
+    let err = validate_channels(&[odd]).unwrap_err();
+    assert!(err.0.starts_with("channels[0]: name must be"), "{err}");
+    assert!(!err.0.contains("s3cr3t"), "{err}");
+}
+
+#[test]
 fn a_mode_naming_an_absent_channel_is_rejected() {
     let routing = RoutingConfig {
         mode: RoutingMode::Channel("ghost".into()),
