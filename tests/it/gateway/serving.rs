@@ -866,6 +866,8 @@ async fn reflection_lists_only_the_services_each_listener_serves() {
         reflected_services(gw.gateway.grpc_addr()).await,
         [
             "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
             "idgate.v1.DocumentService",
             "idgate.v1.JourneyService",
             "idgate.v1.LivenessService",
@@ -874,7 +876,11 @@ async fn reflection_lists_only_the_services_each_listener_serves() {
     let admin = gw.gateway.admin_addr().expect("admin listener");
     assert_eq!(
         reflected_services(admin).await,
-        ["idgate.v1.ChannelAdminService"]
+        [
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+            "idgate.v1.ChannelAdminService",
+        ]
     );
     gw.stop().await;
 }
