@@ -83,6 +83,10 @@ mod tests {
     fn spans_opened_by_telemetry_declare_no_forbidden_field() {
         let subscriber = tracing_subscriber::registry();
         tracing::subscriber::with_default(subscriber, || {
+            // Other tests of this binary reach the same callsites with no
+            // subscriber; whichever came first may have cached "never"
+            // for them. Recompute interest now that this one is current.
+            tracing::callsite::rebuild_interest_cache();
             let metrics = Metrics::default();
             let call = UpstreamCall::start(
                 &metrics,
