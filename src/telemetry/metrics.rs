@@ -318,7 +318,7 @@ impl Metrics {
         );
         registry.register(
             "idgate_connections_rejected",
-            "Connections closed at accept because the listener's connection cap was reached, by listener",
+            "Connections closed at accept because the listener's cap or the process-wide descriptor budget was reached, by listener",
             connections_rejected.clone(),
         );
         registry.register(
