@@ -15,6 +15,7 @@ use serde::Deserialize;
 pub use crate::{
     api::{AdminConfig, LimitsConfig},
     channels::{ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
+    cluster::ClusterConfig,
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
     journey::{OperatorConfig, OperatorProfile},
@@ -60,6 +61,8 @@ pub struct Config {
     /// The sandbox: started in process when no `[upstream]` is configured,
     /// and by `idgate sandbox`.
     pub sandbox: SandboxConfig,
+    /// The fleet's shared state (`[cluster]`); absent: one process.
+    pub cluster: ClusterConfig,
 }
 
 /// Where the gateway listens.
@@ -205,7 +208,8 @@ impl Config {
         crate::channels::config::validate(&self.channels, &self.routing)
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-        self.serving.validate()
+        self.serving.validate()?;
+        self.cluster.validate()
     }
 }
 
