@@ -363,6 +363,26 @@ mod tests {
     }
 
     #[test]
+    fn the_cluster_example_of_the_operations_guide_loads_with_overrides() {
+        let doc = include_str!("../docs/operations.md");
+        let c = Config::from_toml_and_env(
+            configuration_example(doc),
+            env(&[("IDGATE_CLUSTER__KEY_PREFIX", "fleet-a:")]),
+        )
+        .unwrap();
+        assert!(c.cluster.redis_url.unwrap().starts_with("rediss://"));
+        assert_eq!(c.cluster.key_prefix, "fleet-a:");
+        assert_eq!(c.cluster.command_timeout_ms, 250);
+        // A URL without a sealing key does not load.
+        let err = Config::from_toml_and_env(
+            "[cluster]\nredis_url = \"redis://127.0.0.1:6390\"\n",
+            env(&[]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("secret_key"), "{err}");
+    }
+
+    #[test]
     fn errors_never_quote_the_configuration_text_or_a_value() {
         // A syntax error on a line holding a secret.
         let err = Config::from_toml_and_env(
