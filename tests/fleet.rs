@@ -47,6 +47,8 @@ struct RedisServer {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// `requirepass`, if any.
+    password: Option<String>,
 }
 
 fn free_port() -> u16 {
@@ -58,12 +60,17 @@ fn free_port() -> u16 {
 
 impl RedisServer {
     fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    fn start_with(password: Option<&str>) -> Self {
         let dir = std::env::temp_dir().join(format!("idgate-fleet-redis-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).expect("redis temp dir");
         let mut server = Self {
             port: free_port(),
             dir,
             child: None,
+            password: password.map(str::to_owned),
         };
         server.spawn();
         server
@@ -75,6 +82,7 @@ impl RedisServer {
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
+            .args(self.password.iter().flat_map(|p| ["--requirepass", p.as_str()]))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -100,8 +108,11 @@ impl RedisServer {
             return false;
         };
         let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-        let mut buf = [0u8; 7];
-        s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+        // `+PONG`, or `-NOAUTH` from a server that wants a password.
+        let mut first = [0u8; 1];
+        s.write_all(b"PING\r\n").is_ok()
+            && s.read_exact(&mut first).is_ok()
+            && matches!(&first, b"+" | b"-")
     }
 
     /// Stops the server (its data is gone: no persistence).
@@ -123,7 +134,11 @@ impl RedisServer {
     }
 
     async fn client(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(self.url())
+        let url = match &self.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
+            None => self.url(),
+        };
+        redis::Client::open(url)
             .expect("redis url")
             .get_multiplexed_async_connection()
             .await
@@ -158,6 +173,8 @@ struct Fleet {
     replicas: Vec<Replica>,
     key_file: PathBuf,
     grace_secs: u64,
+    /// The Redis password replicas started from now on are given.
+    password: Option<String>,
 }
 
 struct Replica {
@@ -169,8 +186,11 @@ impl Fleet {
     /// `n` replicas; watchers fall back to polling after `grace_secs`
     /// without a notice.
     async fn start(n: usize, grace_secs: u64) -> Self {
+        Self::start_on(RedisServer::start(), n, grace_secs).await
+    }
+
+    async fn start_on(redis: RedisServer, n: usize, grace_secs: u64) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let redis = RedisServer::start();
         let clock = Arc::new(ManualClock::new());
         let sandbox = Sandbox::start(
             SandboxConfig {
@@ -184,6 +204,7 @@ impl Fleet {
         use base64::Engine as _;
         let key: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(11));
         let key_file = secret_file(&base64::engine::general_purpose::STANDARD.encode(key));
+        let redis_password = redis.password.clone();
         let mut fleet = Fleet {
             redis,
             sandbox,
@@ -191,6 +212,7 @@ impl Fleet {
             replicas: Vec::new(),
             key_file,
             grace_secs,
+            password: redis_password,
         };
         for _ in 0..n {
             fleet.add_replica().await;
@@ -231,6 +253,7 @@ impl Fleet {
         c.watch.poll_max_ms = 200;
         c.cluster.redis_url = Some(self.redis.url());
         c.cluster.secret_key_file = Some(self.key_file.clone());
+        c.cluster.password_file = self.password.as_deref().map(secret_file);
         c
     }
 
@@ -925,5 +948,29 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
         check("a pub/sub message", &String::from_utf8_lossy(m));
     }
     listener.abort();
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_protected_redis_admits_replicas_with_the_password_only() {
+    let redis = RedisServer::start_with(Some("fleet-redis-password-0c41"));
+    let mut fleet = Fleet::start_on(redis, 2, 30).await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    a.drain("primary").await.expect("drain with the password");
+    eventually("B sees the drain", FLEET_BOUND, async || {
+        b.drained("primary").await
+    })
+    .await;
+
+    // A replica with the wrong password starts, on its own state, and
+    // refuses fleet-wide changes rather than applying them alone.
+    fleet.password = Some("not-the-password".into());
+    let c = fleet.add_replica().await;
+    let c = &fleet.replicas[c];
+    assert!(!c.gateway.shared_state().is_up());
+    assert!(!c.list_channels().await.fleet_control);
+    let err = c.undrain("primary").await.unwrap_err();
+    assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
+    assert!(fleet.replicas[0].drained("primary").await);
     fleet.stop().await;
 }
