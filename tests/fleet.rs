@@ -248,6 +248,7 @@ impl Fleet {
             .collect();
         c.webhook.basic_user = Some(BASIC_USER.into());
         c.webhook.basic_password_file = Some(secret_file(BASIC_PASSWORD));
+        c.routing.contingency_hold_secs = 60;
         c.watch.webhook_grace_secs = self.grace_secs;
         c.watch.poll_initial_ms = 50;
         c.watch.poll_max_ms = 200;
@@ -972,5 +973,30 @@ async fn a_password_protected_redis_admits_replicas_with_the_password_only() {
     let err = c.undrain("primary").await.unwrap_err();
     assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
     assert!(fleet.replicas[0].drained("primary").await);
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contingency_hold_started_on_one_replica_steers_every_replica_to_the_alternative() {
+    let fleet = Fleet::start(3, 30).await;
+    let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
+    fleet.sandbox.set_contingency("primary", true).unwrap();
+    let created = a.create_journey().await;
+    let s = a.start_3d(&created.appkey).await.unwrap();
+    assert_eq!((s.channel.as_str(), s.contingency), ("primary", true));
+    fleet.sandbox.set_contingency("primary", false).unwrap();
+
+    eventually("B and C hold off the primary", FLEET_BOUND, async || {
+        b.gateway.router().snapshot().contingency_hold_active
+            && c.gateway.router().snapshot().contingency_hold_active
+    })
+    .await;
+    for r in [b, c] {
+        let created = r.create_journey().await;
+        assert_eq!(
+            r.start_3d(&created.appkey).await.unwrap().channel,
+            "alternative"
+        );
+    }
     fleet.stop().await;
 }
