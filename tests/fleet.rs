@@ -6,6 +6,7 @@
 //! Self-contained (its helpers are copied from `tests/gateway/helpers.rs`).
 
 use std::{
+    collections::BTreeMap,
     io::{Read as _, Write as _},
     net::{SocketAddr, TcpStream},
     path::PathBuf,
@@ -997,6 +998,112 @@ async fn a_contingency_hold_started_on_one_replica_steers_every_replica_to_the_a
             r.start_3d(&created.appkey).await.unwrap().channel,
             "alternative"
         );
+    }
+    fleet.stop().await;
+}
+
+/// Every span the process opens with a `db.system` field: name and fields.
+type RecordedSpans = std::sync::Mutex<Vec<(String, BTreeMap<String, String>)>>;
+
+struct DbSpans(&'static RecordedSpans);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for DbSpans {
+    /// Only the Redis spans are enabled: the rest of the binary's tests
+    /// run as without a subscriber.
+    fn register_callsite(
+        &self,
+        metadata: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if metadata.is_span() && metadata.fields().field("db.system").is_some() {
+            tracing::subscriber::Interest::always()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().fields().field("db.system").is_none() {
+            return;
+        }
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        self.0
+            .lock()
+            .unwrap()
+            .push((attrs.metadata().name().to_owned(), fields));
+    }
+}
+
+/// The spans recorded by a process-wide layer (installed once; it only
+/// records, so the other tests of this binary are unaffected).
+fn db_spans() -> &'static RecordedSpans {
+    static SPANS: std::sync::OnceLock<&'static RecordedSpans> = std::sync::OnceLock::new();
+    SPANS.get_or_init(|| {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let spans: &'static RecordedSpans = Box::leak(Box::default());
+        tracing::subscriber::set_global_default(
+            tracing_subscriber::registry().with(DbSpans(spans)),
+        )
+        .expect("no other global subscriber in this test binary");
+        spans
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_calls_are_client_spans_named_by_command_without_keys_or_values() {
+    let spans = db_spans();
+    let fleet = Fleet::start(2, 30).await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    let created = a.create_journey().await;
+    let s = a.start_3d(&created.appkey).await.unwrap();
+    b.verify_3d(&created.appkey, &s.session_token, "")
+        .await
+        .unwrap();
+    let port = fleet.redis.port.to_string();
+    let ours: Vec<_> = spans
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, f)| f.get("server.port") == Some(&port))
+        .cloned()
+        .collect();
+    let commands: Vec<&str> = ours
+        .iter()
+        .map(|(_, f)| f["db.operation.name"].as_str())
+        .collect();
+    assert!(
+        commands.contains(&"SET") && commands.contains(&"GET"),
+        "{commands:?}"
+    );
+    for (name, fields) in &ours {
+        assert_eq!(name, "redis");
+        assert_eq!(fields["db.system"], "redis");
+        assert_eq!(fields["otel.kind"], "client");
+        assert_eq!(fields["otel.name"], fields["db.operation.name"]);
+        let text = format!("{fields:?}");
+        for secret in [
+            created.appkey.as_str(),
+            created.journey_ref.as_str(),
+            "idgate:",
+        ] {
+            assert!(!text.contains(secret), "{secret} in a Redis span: {text}");
+        }
     }
     fleet.stop().await;
 }
