@@ -15,6 +15,7 @@ use serde::Deserialize;
 pub use crate::{
     api::{AdminConfig, LimitsConfig},
     channels::{ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
+    cluster::ClusterConfig,
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
     journey::{OperatorConfig, OperatorProfile},
@@ -60,6 +61,8 @@ pub struct Config {
     /// The sandbox: started in process when no `[upstream]` is configured,
     /// and by `idgate sandbox`.
     pub sandbox: SandboxConfig,
+    /// The fleet's shared state (`[cluster]`); absent: one process.
+    pub cluster: ClusterConfig,
 }
 
 /// Where the gateway listens.
@@ -205,7 +208,8 @@ impl Config {
         crate::channels::config::validate(&self.channels, &self.routing)
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-        self.serving.validate()
+        self.serving.validate()?;
+        self.cluster.validate()
     }
 }
 
@@ -356,6 +360,26 @@ mod tests {
             assert!(c.upstream.is_some(), "{name}");
             assert_eq!(c.operators.len(), 1, "{name}");
         }
+    }
+
+    #[test]
+    fn the_cluster_example_of_the_operations_guide_loads_with_overrides() {
+        let doc = include_str!("../docs/operations.md");
+        let c = Config::from_toml_and_env(
+            configuration_example(doc),
+            env(&[("IDGATE_CLUSTER__KEY_PREFIX", "fleet-a:")]),
+        )
+        .unwrap();
+        assert!(c.cluster.redis_url.unwrap().starts_with("rediss://"));
+        assert_eq!(c.cluster.key_prefix, "fleet-a:");
+        assert_eq!(c.cluster.command_timeout_ms, 250);
+        // A URL without a sealing key does not load.
+        let err = Config::from_toml_and_env(
+            "[cluster]\nredis_url = \"redis://127.0.0.1:6390\"\n",
+            env(&[]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("secret_key"), "{err}");
     }
 
     #[test]

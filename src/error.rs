@@ -48,6 +48,9 @@ pub enum Reason {
     ResultNotSettled,
     /// The gateway is shutting down.
     ShuttingDown,
+    /// The fleet's shared state (Redis) is unreachable; the admin change
+    /// was applied nowhere.
+    ClusterUnavailable,
     /// The request's bytes are not a valid protobuf message.
     MalformedRequest,
     /// A message over `max_grpc_message_bytes`.
@@ -92,7 +95,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 33] = [
+    pub const ALL: [Reason; 34] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -106,6 +109,7 @@ impl Reason {
         Reason::WatchLimitReached,
         Reason::ResultNotSettled,
         Reason::ShuttingDown,
+        Reason::ClusterUnavailable,
         Reason::MalformedRequest,
         Reason::MessageTooLarge,
         Reason::Overloaded,
@@ -144,6 +148,7 @@ impl Reason {
             Reason::WatchLimitReached => "WATCH_LIMIT_REACHED",
             Reason::ResultNotSettled => "RESULT_NOT_SETTLED",
             Reason::ShuttingDown => "SHUTTING_DOWN",
+            Reason::ClusterUnavailable => "CLUSTER_UNAVAILABLE",
             Reason::MalformedRequest => "MALFORMED_REQUEST",
             Reason::MessageTooLarge => "MESSAGE_TOO_LARGE",
             Reason::Overloaded => "OVERLOADED",
@@ -261,6 +266,11 @@ pub enum Error {
     /// instance or after the restart.
     #[error("the gateway is shutting down")]
     ShuttingDown,
+    /// A fleet-wide change (routing mode, drain) could not reach the
+    /// fleet's shared state; it was applied on no replica, so a retry is
+    /// safe.
+    #[error("the fleet's shared state is unavailable; the change was not applied on any replica")]
+    ClusterUnavailable,
     /// A concurrency limit is reached (what: which one); nothing was
     /// queued or sent, so a retry after the delay is safe.
     #[error("the gateway is at its limit of {0}; retry later")]
@@ -309,6 +319,7 @@ impl Error {
             Error::WatchLimit(_) => (Code::ResourceExhausted, Reason::WatchLimitReached, true),
             Error::ResultNotSettled(_) => (Code::Unavailable, Reason::ResultNotSettled, true),
             Error::ShuttingDown => (Code::Unavailable, Reason::ShuttingDown, true),
+            Error::ClusterUnavailable => (Code::Unavailable, Reason::ClusterUnavailable, true),
             Error::Overloaded(_) => (Code::ResourceExhausted, Reason::Overloaded, true),
             Error::MessageTooLarge(_) => (Code::ResourceExhausted, Reason::MessageTooLarge, false),
             Error::RequestBodyTimeout(_) => {

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! cli -> server -> config -> sandbox, api -> events -> journey, channels
-//!     -> error -> upstream -> telemetry -> leaves
+//!     -> error -> upstream -> cluster -> telemetry -> leaves
 //! leaves: domain, context, config_source, proto, ttl, sync, net, tls
 //! ```
 //!
@@ -21,6 +21,9 @@
 //!   (the listeners' certificates, reloadable, and mTLS).
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
 //!   takes labels, and knows no upstream or channel type.
+//! - [`cluster`]: the state a fleet of replicas shares (journey
+//!   directory, session bindings, webhook dedupe, channel control state,
+//!   notice fan-out) behind one trait, in memory or on Redis.
 //! - [`upstream`]: the REST client, its wire types and its client spans.
 //! - [`error`]: the crate's error and its mapping to `tonic::Status`.
 //! - [`journey`]: the journey's operations over domain types, operator
@@ -40,6 +43,7 @@
 pub mod api;
 pub mod channels;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod config_source;
 pub mod context;

@@ -242,6 +242,7 @@ impl ChannelAdminService for ChannelAdmin {
             mode: mode as i32,
             mode_channel,
             channels: snap.channels.iter().map(channel_status).collect(),
+            fleet_control: snap.fleet_control,
         }))
     }
 
@@ -253,7 +254,8 @@ impl ChannelAdminService for ChannelAdmin {
         let mode = mode_from_proto(req.mode, &req.channel)?;
         let mode = self
             .router
-            .set_mode(mode)
+            .change_mode(mode)
+            .await
             .map_err(|e| to_status("channel", e))?;
         let (mode, mode_channel) = mode_to_proto(&mode);
         Ok(Response::new(pb::SetRoutingModeResponse {
@@ -269,7 +271,8 @@ impl ChannelAdminService for ChannelAdmin {
         let req = request.into_inner();
         let snap = self
             .router
-            .drain(name_arg(&req.name)?)
+            .change_drain(name_arg(&req.name)?, true)
+            .await
             .map_err(|e| to_status("name", e))?;
         Ok(Response::new(pb::DrainChannelResponse {
             channel: Some(channel_status(&snap)),
@@ -283,7 +286,8 @@ impl ChannelAdminService for ChannelAdmin {
         let req = request.into_inner();
         let snap = self
             .router
-            .undrain(name_arg(&req.name)?)
+            .change_drain(name_arg(&req.name)?, false)
+            .await
             .map_err(|e| to_status("name", e))?;
         Ok(Response::new(pb::UndrainChannelResponse {
             channel: Some(channel_status(&snap)),

@@ -58,7 +58,7 @@ impl JourneyService for JourneyApi {
             .await?;
         super::record_journey(&span, &journey.appkey);
         // Lets callers watch by reference instead of by appkey.
-        self.hub.register(&journey.appkey);
+        self.hub.register_shared(&journey.appkey).await;
         Ok(Response::new(v1::CreateJourneyResponse {
             appkey: journey.appkey.expose().to_owned(),
             journey_ref: journey.journey_ref.to_string(),
@@ -99,6 +99,6 @@ impl JourneyService for JourneyApi {
         if let WatchTarget::Appkey(appkey) = &target {
             super::record_journey(&span, appkey);
         }
-        Ok(Response::new(self.hub.watch_until(target, &ctx)?))
+        Ok(Response::new(self.hub.watch_shared(target, &ctx).await?))
     }
 }

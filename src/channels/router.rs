@@ -14,7 +14,10 @@
 //! is never failed over — `/3d/liveness` finishes the appkey.
 
 use std::{
-    sync::{Arc, Mutex, RwLock},
+    sync::{
+        Arc, Mutex, RwLock,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -31,6 +34,7 @@ use super::{
 };
 use crate::{
     Error,
+    cluster::{MemoryState, SharedState, Ttls},
     context::CallContext,
     domain::{Appkey, JourneyRef, Operation, SessionToken},
     proto::v1::LivenessVerdict,
@@ -58,6 +62,9 @@ pub struct RouterSnapshot {
     pub bindings: usize,
     /// The configured channels, by priority.
     pub channels: Vec<ChannelSnapshot>,
+    /// True when the mode and drains are the fleet's (`[cluster]`), false
+    /// when they are this replica's own.
+    pub fleet_control: bool,
 }
 
 /// What changed in a reload, for the log line.
@@ -84,6 +91,10 @@ pub struct ChannelRouter {
     bindings: Mutex<SessionBindings>,
     /// Session-token attempts on the channel of a forced mode.
     forced_session_attempts: u32,
+    /// The fleet's shared bindings and control state (see `fleet`).
+    shared: Arc<dyn SharedState>,
+    /// True once the mode and drains in force came from the fleet.
+    fleet_control: AtomicBool,
 }
 
 impl std::fmt::Debug for ChannelRouter {
@@ -148,7 +159,16 @@ impl ChannelRouter {
                 routing.max_bindings,
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
+            shared: Arc::new(MemoryState::new(Ttls::default())),
+            fleet_control: AtomicBool::new(false),
         })
+    }
+
+    /// The same router, sharing its bindings and control state through
+    /// `shared` (the gateway passes the one of `[cluster]`).
+    pub fn with_shared(mut self, shared: Arc<dyn SharedState>) -> Self {
+        self.shared = shared;
+        self
     }
 
     /// The channel set in force.
@@ -295,7 +315,8 @@ impl ChannelRouter {
             }
             let e = match result {
                 Ok(grant) => {
-                    self.on_granted(set, channel, appkey, &grant, now);
+                    let held = self.on_granted(set, channel, appkey, &grant, now);
+                    self.share_grant(channel, appkey, held).await;
                     return Attempt::Granted(StartedSession {
                         grant,
                         channel: channel.name().to_owned(),
@@ -341,12 +362,13 @@ impl ChannelRouter {
         appkey: &Appkey,
         grant: &SessionGrant,
         now: Instant,
-    ) {
+    ) -> bool {
         channel
             .stats()
             .record_grant(&grant.vendor, grant.contingency);
         let is_primary = set.primary().is_some_and(|p| Arc::ptr_eq(p, channel));
-        if grant.contingency && is_primary && !self.contingency_hold.is_zero() {
+        let hold = grant.contingency && is_primary && !self.contingency_hold.is_zero();
+        if hold {
             *lock(&self.hold_until) = Some(now + self.contingency_hold);
             tracing::info!(
                 channel = channel.name(),
@@ -355,13 +377,15 @@ impl ChannelRouter {
             );
         }
         lock(&self.bindings).insert(JourneyRef::from_appkey(appkey), Arc::clone(channel), now);
+        hold
     }
 
     /// Verifies a 3D session on the channel that issued it.
     ///
     /// The channel comes from this gateway's binding of the appkey, else
-    /// from `channel` (as returned by `StartSession3D`, so that any gateway
-    /// instance can route it). If both exist and disagree the call is
+    /// from the fleet's (`[cluster]`: the replica that started the session
+    /// shared it), else from `channel` (as returned by `StartSession3D`, so
+    /// that any gateway instance can route it). If both exist and disagree the call is
     /// refused before anything is sent ([`Error::ChannelMismatch`]): a
     /// verification on the wrong channel could finish the appkey for
     /// nothing, and only the caller knows which session it means. An empty
@@ -381,7 +405,11 @@ impl ChannelRouter {
         let key = JourneyRef::from_appkey(appkey);
         let now = Instant::now();
         let requested = channel.filter(|n| !n.is_empty());
-        let bound = lock(&self.bindings).get(&key, now);
+        let local = lock(&self.bindings).get(&key, now);
+        let bound = match local {
+            Some(b) => Some(b),
+            None => self.shared_binding(&key).await,
+        };
         let target = match (bound, requested) {
             (Some(b), Some(name)) if b.name() != name => {
                 return Err(Error::ChannelMismatch {
@@ -428,9 +456,13 @@ impl ChannelRouter {
                 );
                 if !e.is_upstream_fault() {
                     lock(&self.bindings).remove_if(&key, &target);
+                    self.forget_shared(&key, &target);
                 }
             }
-            Ok(_) => lock(&self.bindings).remove_if(&key, &target),
+            Ok(_) => {
+                lock(&self.bindings).remove_if(&key, &target);
+                self.forget_shared(&key, &target);
+            }
         }
         result.map_err(Error::Upstream)
     }
@@ -440,14 +472,19 @@ impl ChannelRouter {
     /// `force_primary` needs a channel and `force_alternative` two.
     pub fn set_mode(&self, mode: RoutingMode) -> Result<RoutingMode, Error> {
         let mut current = lock(&self.mode);
-        let set = self.current();
-        validate_mode(&mode, set.iter().map(|c| c.name())).map_err(|e| match e {
-            ModeError::UnknownChannel(name) => Error::ChannelUnknown(name),
-            other => Error::invalid("mode", other.to_string()),
-        })?;
+        self.check_mode(&mode)?;
         tracing::info!(from = %current, to = %mode, "3D routing mode changed");
         *current = mode.clone();
         Ok(mode)
+    }
+
+    /// Whether `mode` could apply to the channel set in force.
+    fn check_mode(&self, mode: &RoutingMode) -> Result<(), Error> {
+        let set = self.current();
+        validate_mode(mode, set.iter().map(|c| c.name())).map_err(|e| match e {
+            ModeError::UnknownChannel(name) => Error::ChannelUnknown(name),
+            other => Error::invalid("mode", other.to_string()),
+        })
     }
 
     /// Stops routing new sessions to `name`; its verifications still go to it.
@@ -518,9 +555,11 @@ impl ChannelRouter {
             contingency_hold_active: lock(&self.hold_until).is_some_and(|u| now < u),
             bindings: lock(&self.bindings).len(),
             channels: self.current().iter().map(|c| c.snapshot(now)).collect(),
+            fleet_control: self.fleet_control.load(Ordering::Acquire),
         }
     }
 }
 
+mod fleet;
 #[cfg(test)]
 mod tests;

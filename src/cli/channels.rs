@@ -265,8 +265,13 @@ pub fn format_list(resp: &pb::ListChannelsResponse) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "routing mode: {}",
-        mode_text(resp.mode, &resp.mode_channel)
+        "routing mode: {}{}",
+        mode_text(resp.mode, &resp.mode_channel),
+        if resp.fleet_control {
+            " (mode and drains shared by the fleet)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(out, "{HEADER}");
     for c in &resp.channels {
@@ -318,8 +323,10 @@ mod tests {
                 last_contingency: true,
                 ..Default::default()
             }],
+            fleet_control: true,
         };
         let text = format_list(&resp);
+        assert!(text.contains("shared by the fleet"), "{text}");
         assert!(text.contains("routing mode: channel:alt"), "{text}");
         let row = text.lines().find(|l| l.starts_with("alt")).unwrap();
         for want in ["yes", "open", "2*", "timeout", "http://alt"] {

@@ -41,6 +41,7 @@ use super::{
 };
 use crate::{
     Error,
+    cluster::{MemoryState, SharedState},
     context::CallContext,
     domain::{Appkey, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus},
@@ -108,6 +109,8 @@ pub struct JourneyHub {
 
 pub(crate) struct HubInner {
     source: Arc<dyn DynResultSource>,
+    /// The fleet's journey directory (sealed appkeys by reference).
+    shared: Arc<dyn SharedState>,
     settings: WatchSettings,
     directory: JourneyDirectory,
     state: Mutex<HubState>,
@@ -148,12 +151,26 @@ struct JourneyEntry {
 impl JourneyHub {
     /// A hub reading results through `source`.
     pub fn new<S: ResultSource>(source: S, settings: WatchSettings) -> Self {
+        Self::with_shared(
+            source,
+            settings,
+            Arc::new(MemoryState::new(crate::cluster::Ttls::default())),
+        )
+    }
+
+    /// A hub whose journey references resolve across the fleet of `shared`.
+    pub fn with_shared<S: ResultSource>(
+        source: S,
+        settings: WatchSettings,
+        shared: Arc<dyn SharedState>,
+    ) -> Self {
         let directory =
             JourneyDirectory::new(settings.directory_ttl, settings.directory_max_entries);
         let notices = TtlMap::new(settings.notice_ttl, settings.notice_max_entries);
         Self {
             inner: Arc::new(HubInner {
                 source: Arc::new(source),
+                shared,
                 settings,
                 directory,
                 state: Mutex::new(HubState {
@@ -180,6 +197,40 @@ impl JourneyHub {
     /// Shorthand for `directory().register(appkey)`.
     pub fn register(&self, appkey: &Appkey) -> JourneyRef {
         self.inner.directory.register(appkey)
+    }
+
+    /// [`JourneyHub::register`], and remembered by the fleet, so that any
+    /// replica resolves the reference (at most the cluster's command
+    /// timeout; unshared when Redis is down, with a warning).
+    pub async fn register_shared(&self, appkey: &Appkey) -> JourneyRef {
+        let journey = self.register(appkey);
+        let shared = &self.inner.shared;
+        if shared.is_fleet() && shared.remember_journey(&journey, appkey).await.is_err() {
+            tracing::warn!(journey = %journey, "journey reference not shared with the fleet: watch it on this replica or by appkey");
+        }
+        journey
+    }
+
+    /// [`JourneyHub::watch_until`], resolving a reference this replica does
+    /// not know through the fleet.
+    pub async fn watch_shared(
+        &self,
+        target: WatchTarget,
+        ctx: &CallContext,
+    ) -> Result<WatchStream, Error> {
+        let target = match target {
+            WatchTarget::Journey(journey)
+                if self.inner.shared.is_fleet()
+                    && self.inner.directory.resolve(&journey).is_none() =>
+            {
+                match self.inner.shared.find_journey(&journey).await {
+                    Ok(Some(appkey)) => WatchTarget::Appkey(appkey),
+                    _ => WatchTarget::Journey(journey),
+                }
+            }
+            other => other,
+        };
+        self.watch_until(target, ctx)
     }
 
     /// Starts watching `target`, without a deadline.
@@ -213,10 +264,25 @@ impl JourneyHub {
     /// webhook request that brought the notice: the result reads the notice
     /// triggers carry a span link to it.
     pub fn notify_traced(&self, notice: Notice, link: Option<SpanContext>) -> bool {
-        self.inner.notices_received.fetch_add(1, Ordering::Relaxed);
         let journey = JourneyRef::from_appkey(&notice.appkey);
+        self.notify_journey(journey, notice.status, link)
+    }
+
+    /// A notice another replica of the fleet accepted: wakes this
+    /// replica's watchers of `journey`, which read the result themselves.
+    pub fn notify_from_fleet(&self, journey: JourneyRef, status: NoticeStatus) -> bool {
+        self.notify_journey(journey, status, None)
+    }
+
+    fn notify_journey(
+        &self,
+        journey: JourneyRef,
+        status: NoticeStatus,
+        link: Option<SpanContext>,
+    ) -> bool {
+        self.inner.notices_received.fetch_add(1, Ordering::Relaxed);
         let heard = Heard {
-            status: notice.status,
+            status,
             link: link.filter(SpanContext::is_valid),
         };
         let mut state = self.inner.lock();

@@ -106,6 +106,16 @@ impl NoticeStatus {
             NoticeStatus::Error => "error",
         }
     }
+
+    /// The status of a label [`NoticeStatus::as_str`] gave (as notices
+    /// cross the fleet).
+    pub fn from_label(label: &str) -> Option<Self> {
+        match label {
+            "complete" => Some(NoticeStatus::Complete),
+            "error" => Some(NoticeStatus::Error),
+            _ => None,
+        }
+    }
 }
 
 /// An authenticated completion notice.

@@ -10,7 +10,7 @@
 
 use std::{
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -28,7 +28,6 @@ use axum::{
 use http_body_util::BodyExt as _;
 use opentelemetry::trace::TraceContextExt as _;
 use serde::Deserialize;
-use tokio::time::Instant;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
@@ -39,10 +38,10 @@ use super::{
     hub::JourneyHub,
 };
 use crate::{
+    cluster::{DeliveryKey, FleetNotice, MemoryState, SharedState, Ttls},
     config_source::ConfigError,
     domain::{Appkey, JourneyRef},
     telemetry::{ServerSpan, record_journey},
-    ttl::TtlMap,
 };
 
 /// How long a sender may take to send its (small) body.
@@ -188,15 +187,6 @@ struct Counters {
     rejected: [AtomicU64; RejectReason::ALL.len()],
 }
 
-/// What identifies a delivery for dedupe.
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum DeliveryKey {
-    /// The sender's `webhook-id`.
-    Id(String),
-    /// No id: the journey and the announced status.
-    Journey(JourneyRef, NoticeStatus),
-}
-
 /// The webhook receiver. Cheap to clone (shared).
 #[derive(Clone)]
 pub struct WebhookReceiver {
@@ -206,7 +196,8 @@ pub struct WebhookReceiver {
 struct ReceiverInner {
     settings: WebhookSettings,
     hub: JourneyHub,
-    dedupe: Mutex<TtlMap<DeliveryKey, ()>>,
+    /// Dedupe and notice fan-out, for this process or the fleet.
+    shared: Arc<dyn SharedState>,
     counters: Counters,
 }
 
@@ -214,6 +205,21 @@ impl WebhookReceiver {
     /// A receiver that hands notices to `hub`. Refuses settings without
     /// authentication unless `allow_unauthenticated` is set.
     pub fn new(settings: WebhookSettings, hub: JourneyHub) -> Result<Self, ConfigError> {
+        let shared = Arc::new(MemoryState::new(Ttls {
+            dedupe: settings.dedupe_ttl,
+            dedupe_max_entries: settings.dedupe_max_entries,
+            ..Ttls::default()
+        }));
+        Self::with_shared(settings, hub, shared)
+    }
+
+    /// A receiver whose dedupe spans the fleet of `shared` and that fans
+    /// accepted notices out to the other replicas.
+    pub fn with_shared(
+        settings: WebhookSettings,
+        hub: JourneyHub,
+        shared: Arc<dyn SharedState>,
+    ) -> Result<Self, ConfigError> {
         settings.validate()?;
         if settings.basic.is_none() && settings.hmac.is_none() {
             tracing::warn!(
@@ -221,12 +227,11 @@ impl WebhookReceiver {
                 "webhook receiver accepts unauthenticated notices (allow_unauthenticated = true)"
             );
         }
-        let dedupe = TtlMap::new(settings.dedupe_ttl, settings.dedupe_max_entries);
         Ok(Self {
             inner: Arc::new(ReceiverInner {
                 settings,
                 hub,
-                dedupe: Mutex::new(dedupe),
+                shared,
                 counters: Counters::default(),
             }),
         })
@@ -307,9 +312,27 @@ impl WebhookReceiver {
         Err(failure)
     }
 
-    /// True the first time a delivery is seen within the dedupe TTL.
-    fn first_delivery(&self, key: DeliveryKey) -> bool {
-        crate::sync::lock(&self.inner.dedupe).insert_if_absent(key, (), Instant::now())
+    /// True the first time a delivery is seen within the dedupe TTL (by
+    /// any replica of the fleet).
+    async fn first_delivery(&self, key: &DeliveryKey) -> bool {
+        self.inner.shared.first_delivery(key).await
+    }
+
+    /// Tells the other replicas of the fleet, whose watchers of the
+    /// journey then read the result themselves.
+    async fn fan_out(&self, journey: &JourneyRef, status: NoticeStatus, key: &DeliveryKey) {
+        let shared = &self.inner.shared;
+        if !shared.is_fleet() {
+            return;
+        }
+        let notice = FleetNotice {
+            journey: journey.clone(),
+            status: status.as_str().to_owned(),
+            delivery: key.digest(),
+        };
+        if shared.publish_notice(notice).await.is_err() {
+            tracing::warn!(journey = %journey, "completion notice not fanned out to the fleet; other replicas' watchers will poll");
+        }
     }
 }
 
@@ -395,9 +418,9 @@ async fn receive(
     record_journey(&span, &journey);
     let key = match auth::delivery_id(&headers) {
         Some(id) => DeliveryKey::Id(id.to_owned()),
-        None => DeliveryKey::Journey(journey.clone(), notice.status),
+        None => DeliveryKey::Journey(journey.clone(), notice.status.as_str()),
     };
-    if !receiver.first_delivery(key) {
+    if !receiver.first_delivery(&key).await {
         counters.duplicates.fetch_add(1, Ordering::Relaxed);
         tracing::info!(journey = %journey, "duplicate webhook delivery ignored");
         return (
@@ -409,6 +432,7 @@ async fn receive(
     let status = notice.status;
     let link = span.context().span().span_context().clone();
     let watched = receiver.inner.hub.notify_traced(notice, Some(link));
+    receiver.fan_out(&journey, status, &key).await;
     counters.accepted.fetch_add(1, Ordering::Relaxed);
     tracing::info!(
         journey = %journey,

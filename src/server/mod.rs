@@ -18,6 +18,7 @@
 mod admission;
 mod connections;
 mod embedded;
+mod fleet;
 mod listeners;
 mod reflection;
 mod upstream;
@@ -29,6 +30,7 @@ use tokio::{sync::watch, task::JoinHandle};
 use crate::{
     api::{DocumentApi, JourneyApi, LivenessApi},
     channels::{self, ChannelRouter, ChannelSpec, HttpTransport},
+    cluster::{RedisState, SharedState},
     config::{Config, ConfigError},
     context::CallContext,
     domain::Appkey,
@@ -71,6 +73,9 @@ pub enum StartError {
     /// Reflection could not load the descriptors.
     #[error("server reflection: {0}")]
     Reflection(String),
+    /// The `[cluster]` Redis client could not be built.
+    #[error("the [cluster] Redis client could not be built: {0}")]
+    Cluster(String),
 }
 
 /// What tests and embedders may set beyond the configuration.
@@ -104,6 +109,8 @@ pub struct Gateway {
     kill_switches: Vec<Arc<connections::KillSwitch>>,
     drain_delay: Duration,
     shutdown_grace: Duration,
+    shared: Arc<dyn SharedState>,
+    redis: Option<RedisState>,
 }
 
 impl Gateway {
@@ -209,6 +216,11 @@ impl Gateway {
         Ok(())
     }
 
+    /// The shared state (in memory, or the fleet's on Redis).
+    pub fn shared_state(&self) -> &Arc<dyn SharedState> {
+        &self.shared
+    }
+
     /// Reports NOT_SERVING on gRPC health and `/healthz` while still
     /// serving: the first step of [`Gateway::shutdown`], for load balancers
     /// to move traffic away. Idempotent.
@@ -245,6 +257,9 @@ impl Gateway {
         let _ = self.stop.send(true);
         // Open WatchJourney streams would hold up the graceful shutdown.
         self.hub.close();
+        if let Some(redis) = &self.redis {
+            redis.stop();
+        }
         let listeners = futures_util::future::join_all(self.tasks);
         tokio::pin!(listeners);
         if tokio::time::timeout(self.shutdown_grace, &mut listeners)
@@ -345,17 +360,22 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         credentials,
         Duration::from_secs(up.config.appkey_ttl_secs),
     );
-    let router = Arc::new(ChannelRouter::new(
-        up.channels,
-        &config.routing,
-        Arc::new(HttpTransport::new(client)),
-    )?);
-    let hub = JourneyHub::new(
+    let shared = fleet::shared_state(&config, &webhook, &metrics)?;
+    let router = Arc::new(
+        ChannelRouter::new(
+            up.channels,
+            &config.routing,
+            Arc::new(HttpTransport::new(client)),
+        )?
+        .with_shared(shared.state.clone()),
+    );
+    let hub = JourneyHub::with_shared(
         CoreResults {
             core: core.clone(),
             timeout: up.config.timeout(),
         },
         WatchSettings::from(&config.watch),
+        shared.state.clone(),
     );
 
     let (stop, stopped) = watch::channel(false);
@@ -378,6 +398,10 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         )
     };
     let mut kill_switches = Vec::new();
+    if let Some(redis) = &shared.redis {
+        // The fleet's control state applies before any 3D call is served.
+        tasks.push(fleet::join(redis, &config, &router, &hub, stopped.clone()).await);
+    }
 
     let api = listeners::PublicApi {
         journeys: JourneyApi::new(core.clone(), hub.clone())
@@ -410,7 +434,11 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         || webhook.hmac.is_some()
         || webhook.allow_unauthenticated
     {
-        Some(WebhookReceiver::new(webhook, hub.clone())?)
+        Some(WebhookReceiver::with_shared(
+            webhook,
+            hub.clone(),
+            shared.state.clone(),
+        )?)
     } else {
         tracing::warn!(
             "webhook receiver disabled: configure [webhook] basic_user/basic_password_env or hmac_secret_env; WatchJourney falls back to reading the result"
@@ -487,6 +515,8 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         kill_switches,
         drain_delay: Duration::from_secs(config.serving.drain_delay_secs),
         shutdown_grace: Duration::from_secs(config.serving.shutdown_grace_secs),
+        shared: shared.state,
+        redis: shared.redis,
     })
 }
 

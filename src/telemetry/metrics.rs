@@ -127,6 +127,7 @@ struct Inner {
     connections_open: Family<ListenerLabels, Gauge>,
     connections_rejected: Family<ListenerLabels, Counter>,
     draining: Gauge,
+    cluster: ClusterSeries,
     channel_sessions: Family<ChannelLabels, Counter>,
     channel_session_failures: Family<ChannelLabels, Counter>,
     channel_contingency_answers: Family<ChannelLabels, Counter>,
@@ -161,6 +162,71 @@ pub struct ChannelSessionCounts {
     pub failed: u64,
     /// Session answers with `isContingency: true`.
     pub contingency: u64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClusterOpLabels {
+    command: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CommandLabels {
+    command: &'static str,
+}
+
+/// Buckets for calls to the fleet's shared state: loopback Redis answers
+/// in tens of microseconds; the default command timeout is 250 ms.
+const CLUSTER_BUCKETS: [f64; 12] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+];
+
+fn cluster_histogram() -> Histogram {
+    Histogram::new(CLUSTER_BUCKETS)
+}
+
+/// The series of the fleet's shared state (`[cluster]`).
+struct ClusterSeries {
+    up: Gauge,
+    operations: Family<ClusterOpLabels, Counter>,
+    duration: HistogramFamily<CommandLabels>,
+    lag: Histogram,
+}
+
+impl ClusterSeries {
+    fn register(registry: &mut Registry) -> Self {
+        let series = Self {
+            up: Gauge::default(),
+            operations: Family::default(),
+            duration: HistogramFamily::<CommandLabels>::new_with_constructor(cluster_histogram),
+            lag: cluster_histogram(),
+        };
+        // A single process's shared state is its memory: always up.
+        series.up.set(1);
+        registry.register(
+            "idgate_cluster_up",
+            "1 while the fleet's shared state (Redis) answers, 0 while it does not; always 1 without [cluster]",
+            series.up.clone(),
+        );
+        registry.register(
+            "idgate_cluster_operations",
+            "Calls to the fleet's shared state, by Redis command and outcome (ok, timeout, unavailable, error)",
+            series.operations.clone(),
+        );
+        registry.register_with_unit(
+            "idgate_cluster_operation_duration",
+            "Latency of calls to the fleet's shared state, by Redis command",
+            Unit::Seconds,
+            series.duration.clone(),
+        );
+        registry.register_with_unit(
+            "idgate_cluster_pubsub_lag",
+            "Time from a replica publishing a fleet message to this replica receiving it",
+            Unit::Seconds,
+            series.lag.clone(),
+        );
+        series
+    }
 }
 
 /// The RED series again as OpenTelemetry instruments, for OTLP metrics
@@ -253,6 +319,7 @@ impl Metrics {
         let watch_watchers = Gauge::default();
         let watch_result_reads = Counter::default();
         let watch_notice_timeouts = Counter::default();
+        let cluster = ClusterSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -405,6 +472,7 @@ impl Metrics {
                 watch_result_reads,
                 watch_notice_timeouts,
                 otel: OtelRed::new(),
+                cluster,
             }),
         }
     }
@@ -588,6 +656,34 @@ impl Metrics {
     /// Sets the draining gauge.
     pub fn set_draining(&self, draining: bool) {
         self.inner.draining.set(i64::from(draining));
+    }
+
+    /// Sets `idgate_cluster_up`.
+    pub fn set_cluster_up(&self, up: bool) {
+        self.inner.cluster.up.set(i64::from(up));
+    }
+
+    /// Records one call to the fleet's shared state. `command` is a Redis
+    /// command name (a fixed set), `outcome` one of `ok`, `timeout`,
+    /// `unavailable`, `error`.
+    pub fn record_cluster_op(
+        &self,
+        command: &'static str,
+        outcome: &'static str,
+        elapsed: Duration,
+    ) {
+        let c = &self.inner.cluster;
+        c.operations
+            .get_or_create(&ClusterOpLabels { command, outcome })
+            .inc();
+        c.duration
+            .get_or_create(&CommandLabels { command })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records the pub/sub lag of one fleet message.
+    pub fn record_cluster_lag(&self, lag: Duration) {
+        self.inner.cluster.lag.observe(lag.as_secs_f64());
     }
 
     /// Counts one HTTP request of the gateway's listener as in flight until

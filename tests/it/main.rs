@@ -19,6 +19,7 @@
 
 mod channels;
 mod events;
+mod fleet;
 mod gateway;
 mod observability;
 mod prometheus;

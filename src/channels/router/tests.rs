@@ -835,3 +835,63 @@ async fn router_futures_are_send_so_tonic_handlers_can_await_them() {
     drop((start, verify));
     assert!(double.calls().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_fleets_control_state_applies_whole_and_skips_what_does_not_fit() {
+    use crate::cluster::ControlState;
+    let (router, double) = router();
+    double.on_start("primary", Start::Grant { contingency: false });
+    double.on_start("alternative", Start::Grant { contingency: false });
+    assert!(!router.snapshot().fleet_control);
+
+    router.apply_control(&ControlState {
+        mode: Some("force_alternative".into()),
+        drained: ["primary".to_owned(), "elsewhere".to_owned()].into(),
+        hold: None,
+    });
+    let snap = router.snapshot();
+    assert!(snap.fleet_control);
+    assert_eq!(snap.mode, RoutingMode::ForceAlternative);
+    assert!(channel(&snap, "primary").drained);
+    assert!(!channel(&snap, "alternative").drained);
+
+    // A mode naming a channel not configured here is kept out; drains
+    // follow the fleet both ways.
+    router.apply_control(&ControlState {
+        mode: Some("channel:ghost".into()),
+        drained: Default::default(),
+        hold: Some(Duration::from_secs(30)),
+    });
+    let snap = router.snapshot();
+    assert_eq!(snap.mode, RoutingMode::ForceAlternative);
+    assert!(!channel(&snap, "primary").drained);
+    assert!(
+        snap.contingency_hold_active,
+        "the fleet's hold applies here"
+    );
+    assert_eq!(
+        router.control_state().mode.as_deref(),
+        Some("force_alternative")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn in_one_process_admin_changes_apply_at_once() {
+    let (router, _) = router();
+    router.change_drain("primary", true).await.unwrap();
+    assert!(channel(&router.snapshot(), "primary").drained);
+    assert_eq!(
+        router
+            .change_drain("ghost", true)
+            .await
+            .unwrap_err()
+            .reason(),
+        crate::error::Reason::ChannelUnknown
+    );
+    router
+        .change_mode(RoutingMode::ForceAlternative)
+        .await
+        .unwrap();
+    assert_eq!(router.mode(), RoutingMode::ForceAlternative);
+    assert!(!router.snapshot().fleet_control);
+}

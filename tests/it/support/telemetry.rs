@@ -64,7 +64,7 @@ impl tracing::Subscriber for AskEveryTime {
 
 /// Installs [`AskEveryTime`] as the process's global dispatcher, once. Its
 /// registration rebuilds the interest of every callsite already reached.
-fn keep_callsites_asking() {
+pub fn keep_callsites_asking() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         tracing::dispatcher::set_global_default(Dispatch::new(AskEveryTime))

@@ -1,0 +1,173 @@
+//! The router in a fleet: bindings and control state shared through
+//! [`SharedState`](crate::cluster::SharedState).
+//!
+//! - A granted session is bound here (with its channel generation) and in
+//!   the fleet (by channel name), so any replica can route its
+//!   verification without the caller's hint.
+//! - `SetRoutingMode`, `DrainChannel` and `UndrainChannel` are written to
+//!   the fleet first and applied here only once written: a change the
+//!   fleet could not take is refused (`CLUSTER_UNAVAILABLE`) and applied
+//!   on no replica. Other replicas apply it from
+//!   [`ChannelRouter::apply_control`] when the fleet tells them.
+//! - A contingency hold started here is told to the fleet, so every
+//!   replica prefers the alternative for the rest of it.
+//!
+//! Circuit breakers stay per replica. In one process (`MemoryState`) the
+//! shared calls are no-ops and the router behaves as it always did.
+
+use std::{sync::Arc, sync::atomic::Ordering};
+
+use tokio::time::Instant;
+
+use super::ChannelRouter;
+use crate::{
+    Error,
+    channels::{
+        channel::{Channel, ChannelSnapshot},
+        config::RoutingMode,
+    },
+    cluster::{ControlChange, ControlState},
+    domain::{Appkey, JourneyRef},
+    sync::lock,
+};
+
+impl ChannelRouter {
+    /// Tells the fleet which channel issued the session of `appkey` and,
+    /// when `held`, that a contingency hold started. Waits for the binding
+    /// (at most the cluster's command timeout), so a verification sent to
+    /// another replica right after finds it.
+    pub(super) async fn share_grant(&self, channel: &Arc<Channel>, appkey: &Appkey, held: bool) {
+        if !self.shared.is_fleet() {
+            return;
+        }
+        let journey = JourneyRef::from_appkey(appkey);
+        if self
+            .shared
+            .bind_session(&journey, channel.name())
+            .await
+            .is_err()
+        {
+            tracing::warn!(journey = %journey, "3D session binding not shared: verify on this replica or pass the channel");
+        }
+        if held {
+            let shared = self.shared.clone();
+            let hold = self.contingency_hold;
+            tokio::spawn(async move {
+                if shared
+                    .change_control(ControlChange::Hold(hold))
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!("contingency hold not shared with the fleet");
+                }
+            });
+        }
+    }
+
+    /// The channel the fleet bound `journey` to, when it is configured here.
+    pub(super) async fn shared_binding(&self, journey: &JourneyRef) -> Option<Arc<Channel>> {
+        if !self.shared.is_fleet() {
+            return None;
+        }
+        let name = self.shared.bound_channel(journey).await.ok().flatten()?;
+        let channel = self.current().get(&name).cloned();
+        if channel.is_none() {
+            tracing::warn!(channel = %name, journey = %journey, "the fleet bound a session to a channel not configured here");
+        }
+        channel
+    }
+
+    /// Drops the fleet's binding of `journey` if it still names `target`
+    /// (in the background: the caller has its answer).
+    pub(super) fn forget_shared(&self, journey: &JourneyRef, target: &Channel) {
+        if !self.shared.is_fleet() {
+            return;
+        }
+        let shared = self.shared.clone();
+        let journey = journey.clone();
+        let name = target.name().to_owned();
+        tokio::spawn(async move {
+            let _ = shared.unbind_session(&journey, &name).await;
+        });
+    }
+
+    /// `SetRoutingMode` for the fleet: checked here, written to the fleet,
+    /// then applied here. `CLUSTER_UNAVAILABLE` when the fleet cannot take
+    /// it (then no replica applies it).
+    pub async fn change_mode(&self, mode: RoutingMode) -> Result<RoutingMode, Error> {
+        self.check_mode(&mode)?;
+        self.shared
+            .change_control(ControlChange::Mode(mode.to_string()))
+            .await
+            .map_err(|_| Error::ClusterUnavailable)?;
+        self.set_mode(mode)
+    }
+
+    /// `DrainChannel` / `UndrainChannel` for the fleet, as
+    /// [`ChannelRouter::change_mode`] does.
+    pub async fn change_drain(&self, name: &str, drained: bool) -> Result<ChannelSnapshot, Error> {
+        if self.current().get(name).is_none() {
+            return Err(Error::ChannelUnknown(name.to_owned()));
+        }
+        let change = if drained {
+            ControlChange::Drain(name.to_owned())
+        } else {
+            ControlChange::Undrain(name.to_owned())
+        };
+        self.shared
+            .change_control(change)
+            .await
+            .map_err(|_| Error::ClusterUnavailable)?;
+        self.set_drained(name, drained)
+    }
+
+    /// Applies the fleet's control state whole: its mode (when set and
+    /// valid for the channels configured here), drains (names not
+    /// configured here are ignored) and the rest of a contingency hold.
+    pub fn apply_control(&self, state: &ControlState) {
+        if let Some(text) = &state.mode {
+            match text.parse::<RoutingMode>() {
+                Ok(mode) if mode != self.mode() => {
+                    if let Err(e) = self.set_mode(mode) {
+                        tracing::warn!(mode = %text, error = %e, "the fleet's routing mode cannot apply to this replica's channels; kept the current one");
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => tracing::warn!("the fleet's routing mode is not readable; ignored"),
+            }
+        }
+        for channel in self.current().iter() {
+            let drained = state.drained.contains(channel.name());
+            if channel.is_drained() != drained {
+                channel.set_drained(drained);
+                tracing::info!(
+                    channel = channel.name(),
+                    drained,
+                    "3D channel drain changed by the fleet"
+                );
+            }
+        }
+        if let Some(rest) = state.hold {
+            let until = Instant::now() + rest;
+            let mut hold = lock(&self.hold_until);
+            if hold.is_none_or(|h| h < until) {
+                *hold = Some(until);
+            }
+        }
+        self.fleet_control.store(true, Ordering::Release);
+    }
+
+    /// This replica's control state, to seed a fleet whose Redis holds none.
+    pub fn control_state(&self) -> ControlState {
+        ControlState {
+            mode: Some(self.mode().to_string()),
+            drained: self
+                .current()
+                .iter()
+                .filter(|c| c.is_drained())
+                .map(|c| c.name().to_owned())
+                .collect(),
+            hold: None,
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! `[cluster]`: where the fleet's shared state lives, and its resolved form.
+//!
+//! Absent `redis_url`: one process, state in memory (the default). The
+//! Redis password and the appkey sealing key are never in the TOML: the
+//! section names the variable or file that holds each.
+
+use std::{path::PathBuf, time::Duration};
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use super::seal::Sealer;
+use crate::config_source::{ConfigError, read_secret};
+
+/// `[cluster]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// `redis://host:port[/db]` or `rediss://` (TLS). Absent: single
+    /// process, shared state in memory.
+    pub redis_url: Option<String>,
+    /// ACL user name (the password comes from `password_env`/`password_file`).
+    pub username: Option<String>,
+    /// Environment variable holding the Redis password.
+    pub password_env: Option<String>,
+    /// File holding the Redis password (wins over the variable).
+    pub password_file: Option<PathBuf>,
+    /// Prefix of every key and of the pub/sub channel.
+    pub key_prefix: String,
+    /// Environment variable holding the appkey sealing key: 32 random
+    /// bytes, Base64. Required with `redis_url`.
+    pub secret_key_env: Option<String>,
+    /// File holding the sealing key (wins over the variable).
+    pub secret_key_file: Option<PathBuf>,
+    /// The previous sealing key's variable, read-only during a rotation.
+    pub previous_secret_key_env: Option<String>,
+    /// The previous sealing key's file.
+    pub previous_secret_key_file: Option<PathBuf>,
+    /// Longest wait for a TCP (and TLS) connection, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// Longest wait for one Redis command, in milliseconds. Nothing the
+    /// gateway serves waits on Redis longer than this.
+    pub command_timeout_ms: u64,
+    /// Longest pause between two reconnection attempts, in milliseconds.
+    pub max_backoff_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            redis_url: None,
+            username: None,
+            password_env: None,
+            password_file: None,
+            key_prefix: "idgate:".to_owned(),
+            secret_key_env: None,
+            secret_key_file: None,
+            previous_secret_key_env: None,
+            previous_secret_key_file: None,
+            connect_timeout_ms: 1_000,
+            command_timeout_ms: 250,
+            max_backoff_ms: 2_000,
+        }
+    }
+}
+
+/// `[cluster]` with its secrets read and checked.
+#[derive(Clone)]
+pub struct ClusterSettings {
+    /// The server URL (no credentials in it).
+    pub redis_url: String,
+    /// ACL user.
+    pub username: Option<String>,
+    /// Password, if any.
+    pub password: Option<secrecy::SecretString>,
+    /// Key prefix.
+    pub key_prefix: String,
+    /// Seals appkeys before they go to Redis.
+    pub sealer: Sealer,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Per-command timeout.
+    pub command_timeout: Duration,
+    /// Longest pause between reconnection attempts.
+    pub max_backoff: Duration,
+}
+
+impl std::fmt::Debug for ClusterSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterSettings")
+            .field("key_prefix", &self.key_prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+fn invalid(why: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid(why.into())
+}
+
+/// Reads a secret named by a file (first) or a variable, if either is set.
+fn optional_secret(
+    what: &str,
+    env: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, ConfigError> {
+    match (file, env) {
+        (Some(file), _) => read_secret(what, None, Some(file)).map(Some),
+        (None, Some(env)) => read_secret(what, Some(env), None).map(Some),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Decodes a Base64 key of exactly 32 bytes.
+pub(crate) fn decode_key(what: &str, text: &str) -> Result<[u8; 32], ConfigError> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| invalid(format!("{what} is not Base64")))?;
+    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+        invalid(format!(
+            "{what} must be 32 bytes (Base64 of 32 random bytes)"
+        ))
+    })
+}
+
+impl ClusterConfig {
+    /// True when a Redis URL is configured.
+    pub fn is_enabled(&self) -> bool {
+        self.redis_url.is_some()
+    }
+
+    /// Checks what types cannot, without reading secrets.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let Some(url) = &self.redis_url else {
+            return Ok(());
+        };
+        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+            return Err(invalid(
+                "cluster.redis_url must start with redis:// or rediss://",
+            ));
+        }
+        if url.contains('@') {
+            return Err(invalid(
+                "cluster.redis_url must not hold credentials: use cluster.username and password_env or password_file",
+            ));
+        }
+        if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {
+            return Err(invalid(
+                "cluster.key_prefix must be non-empty, without spaces",
+            ));
+        }
+        if self.secret_key_env.is_none() && self.secret_key_file.is_none() {
+            return Err(invalid(
+                "cluster.redis_url needs cluster.secret_key_env or cluster.secret_key_file (32 random bytes, Base64)",
+            ));
+        }
+        if self.command_timeout_ms == 0 || self.connect_timeout_ms == 0 {
+            return Err(invalid("cluster timeouts must be positive"));
+        }
+        Ok(())
+    }
+
+    /// Reads the secrets; `None` when no `redis_url` is configured.
+    pub fn resolve(&self) -> Result<Option<ClusterSettings>, ConfigError> {
+        self.validate()?;
+        let Some(url) = &self.redis_url else {
+            return Ok(None);
+        };
+        let key = optional_secret(
+            "cluster.secret_key",
+            self.secret_key_env.as_deref(),
+            self.secret_key_file.as_deref(),
+        )?
+        .ok_or_else(|| invalid("cluster.secret_key is not configured"))?;
+        let current = decode_key("cluster.secret_key", &key)?;
+        let previous = optional_secret(
+            "cluster.previous_secret_key",
+            self.previous_secret_key_env.as_deref(),
+            self.previous_secret_key_file.as_deref(),
+        )?
+        .map(|k| decode_key("cluster.previous_secret_key", &k))
+        .transpose()?;
+        let password = optional_secret(
+            "cluster.password",
+            self.password_env.as_deref(),
+            self.password_file.as_deref(),
+        )?
+        .map(secrecy::SecretString::from);
+        Ok(Some(ClusterSettings {
+            redis_url: url.clone(),
+            username: self.username.clone(),
+            password,
+            key_prefix: self.key_prefix.clone(),
+            sealer: Sealer::new(&current, previous.as_ref()),
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            command_timeout: Duration::from_millis(self.command_timeout_ms),
+            max_backoff: Duration::from_millis(self.max_backoff_ms.max(100)),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_file(bytes: &[u8]) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("idgate-cluster-key-{}", uuid::Uuid::new_v4()));
+        std::fs::write(
+            &path,
+            base64::engine::general_purpose::STANDARD.encode(bytes) + "\n",
+        )
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn no_url_means_single_process() {
+        assert!(ClusterConfig::default().resolve().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_url_needs_a_32_byte_key() {
+        let mut c = ClusterConfig {
+            redis_url: Some("redis://127.0.0.1:6390".into()),
+            ..ClusterConfig::default()
+        };
+        assert!(c.resolve().unwrap_err().to_string().contains("secret_key"));
+        c.secret_key_file = Some(key_file(&[7; 16]));
+        assert!(c.resolve().unwrap_err().to_string().contains("32 bytes"));
+        c.secret_key_file = Some(key_file(&[7; 32]));
+        let s = c.resolve().unwrap().unwrap();
+        assert_eq!(s.key_prefix, "idgate:");
+    }
+
+    #[test]
+    fn urls_must_be_redis_and_credential_free() {
+        for url in ["http://x", "redis://user:pw@host:6379"] {
+            let c = ClusterConfig {
+                redis_url: Some(url.into()),
+                secret_key_file: Some(key_file(&[1; 32])),
+                ..ClusterConfig::default()
+            };
+            let err = c.resolve().unwrap_err().to_string();
+            assert!(!err.contains("pw"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The gateway as a replica of a fleet: its shared state (`[cluster]`), and
+//! what it learns from the other replicas applied to its router and hub.
+//!
+//! ```text
+//! RedisState --FleetEvent::Notice--> JourneyHub::notify_from_fleet (watchers here read the result)
+//!            --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
+//! ```
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::{
+    sync::{broadcast::error::RecvError, watch},
+    task::JoinHandle,
+};
+
+use super::StartError;
+use crate::{
+    channels::ChannelRouter,
+    cluster::{FleetEvent, MemoryState, RedisState, SharedState, Ttls},
+    config::Config,
+    events::{JourneyHub, NoticeStatus, WatchSettings, WebhookSettings},
+    telemetry::Metrics,
+};
+
+/// The shared state of this gateway: on Redis with `[cluster] redis_url`,
+/// else in memory.
+pub(super) struct Shared {
+    pub(super) state: Arc<dyn SharedState>,
+    pub(super) redis: Option<RedisState>,
+}
+
+/// Builds the shared state; connects nothing yet.
+pub(super) fn shared_state(
+    config: &Config,
+    webhook: &WebhookSettings,
+    metrics: &Metrics,
+) -> Result<Shared, StartError> {
+    let ttls = Ttls {
+        journey: WatchSettings::from(&config.watch).directory_ttl,
+        binding: Duration::from_secs(config.routing.binding_ttl_secs),
+        dedupe: webhook.dedupe_ttl,
+        dedupe_max_entries: webhook.dedupe_max_entries,
+    };
+    let Some(settings) = config.cluster.resolve()? else {
+        return Ok(Shared {
+            state: Arc::new(MemoryState::new(ttls)),
+            redis: None,
+        });
+    };
+    let redis = RedisState::new(&settings, ttls, metrics.clone())
+        .map_err(|e| StartError::Cluster(format!("{:?}", e.kind())))?;
+    tracing::info!(key_prefix = %settings.key_prefix, "fleet mode: shared state on Redis");
+    Ok(Shared {
+        state: Arc::new(redis.clone()),
+        redis: Some(redis),
+    })
+}
+
+/// Joins the fleet before serving: relays the other replicas' events to
+/// `router` and `hub`, connects, and loads the fleet's control state
+/// (waiting at most the connect and command timeouts; a replica that
+/// cannot reach Redis starts on its configured state and catches up on
+/// reconnection).
+pub(super) async fn join(
+    redis: &RedisState,
+    config: &Config,
+    router: &Arc<ChannelRouter>,
+    hub: &JourneyHub,
+    stopped: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let events = redis.subscribe();
+    let relay = tokio::spawn(relay(events, router.clone(), hub.clone(), stopped));
+    let seed_router = router.clone();
+    redis.start(Arc::new(move || seed_router.control_state()));
+    let wait = Duration::from_millis(
+        config.cluster.connect_timeout_ms + 4 * config.cluster.command_timeout_ms,
+    );
+    if redis.wait_up(wait).await {
+        match redis.control().await {
+            Ok(Some(state)) => router.apply_control(&state),
+            Ok(None) => {}
+            Err(_) => tracing::warn!("the fleet's control state could not be read at start"),
+        }
+    } else {
+        tracing::warn!(
+            "Redis unreachable at start: serving on the configured routing state until it answers"
+        );
+    }
+    relay
+}
+
+/// Applies what the fleet tells, until the gateway stops.
+async fn relay(
+    mut events: tokio::sync::broadcast::Receiver<FleetEvent>,
+    router: Arc<ChannelRouter>,
+    hub: JourneyHub,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = stopped.wait_for(|s| *s) => return,
+        };
+        match event {
+            Ok(FleetEvent::Notice(notice)) => {
+                if let Some(status) = NoticeStatus::from_label(&notice.status) {
+                    let watched = hub.notify_from_fleet(notice.journey.clone(), status);
+                    tracing::debug!(journey = %notice.journey, watched, "completion notice from the fleet");
+                }
+            }
+            Ok(FleetEvent::Control(state)) => router.apply_control(&state),
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!(
+                    missed = n,
+                    "fleet events missed; watchers fall back to polling"
+                );
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
