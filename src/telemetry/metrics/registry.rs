@@ -1,0 +1,194 @@
+//! Every series family, registered once with its name and help text.
+
+use super::*;
+
+impl Metrics {
+    /// A registry with every series family registered, and the channel
+    /// series of `channels` (their names from the configuration) present at
+    /// zero / closed, so dashboards see a channel before its first failure.
+    pub fn new<I, S>(channels: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut registry = Registry::default();
+        let rpc_requests = Family::<RpcLabels, Counter>::default();
+        let rpc_duration = HistogramFamily::<RpcLabels>::new_with_constructor(latency_histogram);
+        let rpc_in_flight = Family::<MethodLabels, Gauge>::default();
+        let upstream_requests = Family::<UpstreamLabels, Counter>::default();
+        let upstream_duration =
+            HistogramFamily::<UpstreamLabels>::new_with_constructor(latency_histogram);
+        let channel_failovers = Family::<ChannelLabels, Counter>::default();
+        let channel_circuit_state = Family::<ChannelLabels, Gauge>::default();
+        let webhooks = Family::<OutcomeLabels, Counter>::default();
+        let http_in_flight = Gauge::default();
+        let upstream_rejected = Family::<RejectedLabels, Counter>::default();
+        let rpc_shed = Family::<LimitLabels, Counter>::default();
+        let connections_open = Family::<ListenerLabels, Gauge>::default();
+        let connections_rejected = Family::<ListenerLabels, Counter>::default();
+        let draining = Gauge::default();
+        let channel_sessions = Family::<ChannelLabels, Counter>::default();
+        let channel_session_failures = Family::<ChannelLabels, Counter>::default();
+        let channel_contingency_answers = Family::<ChannelLabels, Counter>::default();
+        let watch_journeys = Gauge::default();
+        let watch_watchers = Gauge::default();
+        let watch_result_reads = Counter::default();
+        let watch_notice_timeouts = Counter::default();
+        let cluster = ClusterSeries::register(&mut registry);
+
+        registry.register(
+            "idgate_rpc_requests",
+            "gRPC requests served, by method and gRPC code",
+            rpc_requests.clone(),
+        );
+        registry.register_with_unit(
+            "idgate_rpc_duration",
+            "gRPC request latency until the last response byte, by method and gRPC code",
+            Unit::Seconds,
+            rpc_duration.clone(),
+        );
+        registry.register(
+            "idgate_rpc_in_flight",
+            "gRPC requests being served, by method",
+            rpc_in_flight.clone(),
+        );
+        registry.register(
+            "idgate_upstream_requests",
+            "Upstream REST calls, by operation, channel and HTTP status or error class",
+            upstream_requests.clone(),
+        );
+        registry.register_with_unit(
+            "idgate_upstream_duration",
+            "Upstream REST call latency, by operation, channel and HTTP status or error class",
+            Unit::Seconds,
+            upstream_duration.clone(),
+        );
+        registry.register(
+            "idgate_channel_failovers",
+            "3D sessions that failed on a channel and moved to the next one, by the failed channel",
+            channel_failovers.clone(),
+        );
+        registry.register(
+            "idgate_channel_circuit_state",
+            "Circuit breaker state per channel: 0 closed, 1 half-open, 2 open",
+            channel_circuit_state.clone(),
+        );
+        registry.register(
+            "idgate_webhooks",
+            "Webhook notices, by outcome",
+            webhooks.clone(),
+        );
+        registry.register(
+            "idgate_http_in_flight",
+            "HTTP requests being served by the gateway's HTTP listener",
+            http_in_flight.clone(),
+        );
+        registry.register(
+            "idgate_upstream_rejected",
+            "Upstream calls refused before sending because the upstream's or channel's bulkhead was full",
+            upstream_rejected.clone(),
+        );
+        registry.register(
+            "idgate_rpc_shed",
+            "gRPC calls answered RESOURCE_EXHAUSTED/OVERLOADED at once, by the limit reached (in_flight, streams)",
+            rpc_shed.clone(),
+        );
+        registry.register(
+            "idgate_connections_open",
+            "Open connections, by listener (grpc, http, admin)",
+            connections_open.clone(),
+        );
+        registry.register(
+            "idgate_connections_rejected",
+            "Connections closed at accept because the listener's cap or the process-wide descriptor budget was reached, by listener",
+            connections_rejected.clone(),
+        );
+        registry.register(
+            "idgate_draining",
+            "1 from the stop signal until exit: health says NOT_SERVING",
+            draining.clone(),
+        );
+        for limit in ["in_flight", "streams"] {
+            drop(rpc_shed.get_or_create(&LimitLabels { limit }));
+        }
+        for listener in ["grpc", "http", "admin"] {
+            drop(connections_open.get_or_create(&ListenerLabels { listener }));
+            drop(connections_rejected.get_or_create(&ListenerLabels { listener }));
+        }
+        registry.register(
+            "idgate_channel_sessions",
+            "3D sessions started, by channel",
+            channel_sessions.clone(),
+        );
+        registry.register(
+            "idgate_channel_session_failures",
+            "3D session starts that failed, by channel",
+            channel_session_failures.clone(),
+        );
+        registry.register(
+            "idgate_channel_contingency_answers",
+            "3D session answers in contingency mode (isContingency), by channel",
+            channel_contingency_answers.clone(),
+        );
+        registry.register(
+            "idgate_watch_journeys",
+            "Journeys with at least one WatchJourney stream",
+            watch_journeys.clone(),
+        );
+        registry.register(
+            "idgate_watch_watchers",
+            "WatchJourney streams open",
+            watch_watchers.clone(),
+        );
+        registry.register(
+            "idgate_watch_result_reads",
+            "Journey result reads started by watches (notice or poll)",
+            watch_result_reads.clone(),
+        );
+        registry.register(
+            "idgate_watch_notice_timeouts",
+            "Watches that got no completion notice within the grace period and fell back to polling",
+            watch_notice_timeouts.clone(),
+        );
+
+        for channel in channels {
+            let labels = ChannelLabels {
+                channel: channel.into(),
+            };
+            drop(channel_failovers.get_or_create(&labels));
+            drop(channel_circuit_state.get_or_create(&labels));
+            drop(channel_sessions.get_or_create(&labels));
+            drop(channel_session_failures.get_or_create(&labels));
+            drop(channel_contingency_answers.get_or_create(&labels));
+        }
+
+        Metrics {
+            inner: Arc::new(Inner {
+                registry,
+                rpc_requests,
+                rpc_duration,
+                rpc_in_flight,
+                upstream_requests,
+                upstream_duration,
+                channel_failovers,
+                channel_circuit_state,
+                webhooks,
+                http_in_flight,
+                upstream_rejected,
+                rpc_shed,
+                connections_open,
+                connections_rejected,
+                draining,
+                channel_sessions,
+                channel_session_failures,
+                channel_contingency_answers,
+                watch_journeys,
+                watch_watchers,
+                watch_result_reads,
+                watch_notice_timeouts,
+                otel: OtelRed::new(),
+                cluster,
+            }),
+        }
+    }
+}

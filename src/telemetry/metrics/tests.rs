@@ -1,0 +1,74 @@
+use super::*;
+
+#[test]
+fn configured_channels_are_exposed_before_any_event() {
+    let m = Metrics::new(["primary", "alternative"]);
+    let text = m.encode().unwrap();
+    assert!(
+        text.contains(r#"idgate_channel_circuit_state{channel="primary"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"idgate_channel_failovers_total{channel="alternative"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"idgate_channel_contingency_answers_total{channel="primary"} 0"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn series_carry_their_labels_and_values() {
+    let m = Metrics::default();
+    m.record_rpc(
+        "idgate.v1.JourneyService/CreateJourney",
+        tonic::Code::NotFound,
+        Duration::from_millis(20),
+    );
+    m.record_upstream(
+        Operation::Liveness3D,
+        Some("alternative"),
+        "503".into(),
+        Duration::from_millis(7),
+    );
+    m.sync_channel_failovers("primary", 1);
+    m.set_channel_circuit_state("primary", 2);
+    m.sync_webhooks("rejected_signature_invalid", 1);
+    m.sync_channel_sessions(
+        "primary",
+        ChannelSessionCounts {
+            started: 3,
+            failed: 2,
+            contingency: 1,
+        },
+    );
+    m.sync_watch(WatchCounts {
+        journeys: 2,
+        watchers: 5,
+        result_reads: 4,
+        notice_timeouts: 1,
+    });
+    let guard = m.http_in_flight();
+    let text = m.encode().unwrap();
+    drop(guard);
+    for line in [
+        r#"idgate_rpc_requests_total{method="idgate.v1.JourneyService/CreateJourney",code="NOT_FOUND"} 1"#,
+        r#"idgate_rpc_duration_seconds_count{method="idgate.v1.JourneyService/CreateJourney",code="NOT_FOUND"} 1"#,
+        r#"idgate_upstream_requests_total{operation="liveness_3d",channel="alternative",status="503"} 1"#,
+        r#"idgate_channel_failovers_total{channel="primary"} 1"#,
+        r#"idgate_channel_circuit_state{channel="primary"} 2"#,
+        r#"idgate_webhooks_total{outcome="rejected_signature_invalid"} 1"#,
+        "idgate_http_in_flight 1",
+        r#"idgate_channel_sessions_total{channel="primary"} 3"#,
+        r#"idgate_channel_session_failures_total{channel="primary"} 2"#,
+        r#"idgate_channel_contingency_answers_total{channel="primary"} 1"#,
+        "idgate_watch_journeys 2",
+        "idgate_watch_watchers 5",
+        "idgate_watch_result_reads_total 4",
+        "idgate_watch_notice_timeouts_total 1",
+    ] {
+        assert!(text.contains(line), "missing `{line}` in\n{text}");
+    }
+    assert!(m.encode().unwrap().contains("idgate_http_in_flight 0"));
+}

@@ -1,0 +1,77 @@
+//! What the standard `OTEL_*` variables ask for, and the tracer and meter
+//! providers built from it.
+
+use super::*;
+
+pub(super) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// True when the `OTEL_*` variables ask for span export: an endpoint is set,
+/// and neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none`.
+pub(super) fn export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let none = env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
+    let endpoint = env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).is_some()
+        || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+    endpoint && !disabled && !none
+}
+
+/// True when the environment names the service (`OTEL_SERVICE_NAME`, or
+/// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`), which then wins over the
+/// configuration.
+pub(super) fn env_names_service(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("OTEL_SERVICE_NAME").is_some()
+        || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|attrs| {
+            attrs
+                .split(',')
+                .any(|kv| kv.split('=').next().map(str::trim) == Some("service.name"))
+        })
+}
+
+pub(super) fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>) -> Resource {
+    // The default detectors read OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    let builder = Resource::builder()
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if env_names_service(env) {
+        builder.build()
+    } else {
+        builder.with_service_name(service_name.to_owned()).build()
+    }
+}
+
+/// True when the `OTEL_*` variables ask for OTLP metrics export:
+/// `OTEL_METRICS_EXPORTER` lists `otlp`, an endpoint is set, and the SDK is
+/// not disabled. Off by default: `GET /metrics` is the metrics interface.
+pub(super) fn metrics_export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let otlp = env("OTEL_METRICS_EXPORTER")
+        .is_some_and(|v| v.split(',').any(|e| e.trim().eq_ignore_ascii_case("otlp")));
+    let endpoint = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").is_some()
+        || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+    otlp && endpoint && !disabled
+}
+
+pub(super) fn build_meter_provider(
+    service_name: &str,
+    settings: &OtlpSettings,
+) -> Result<SdkMeterProvider, TelemetryError> {
+    let exporter = metric_exporter(settings, &env_var)?;
+    // OTEL_METRIC_EXPORT_INTERVAL sets the period (default 60 s).
+    let reader = PeriodicReader::builder(exporter).build();
+    Ok(SdkMeterProvider::builder()
+        .with_resource(resource(service_name, &env_var))
+        .with_reader(reader)
+        .build())
+}
+
+pub(super) fn build_provider(
+    service_name: &str,
+    settings: &OtlpSettings,
+) -> Result<SdkTracerProvider, TelemetryError> {
+    let exporter = span_exporter(settings, &env_var)?;
+    Ok(SdkTracerProvider::builder()
+        .with_resource(resource(service_name, &env_var))
+        .with_batch_exporter(exporter)
+        .build())
+}
