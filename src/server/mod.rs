@@ -21,6 +21,7 @@ mod embedded;
 mod fleet;
 mod listeners;
 mod reflection;
+mod setup;
 mod upstream;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -38,9 +39,10 @@ use crate::{
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock, SandboxHandle},
     telemetry::{self, GrpcServerLayer, Metrics},
-    tls::{ListenerTls, ServerTls, TlsConfig, TlsError},
+    tls::TlsError,
     upstream::UpstreamClient,
 };
+use setup::{ListenerTlsSet, connection_budget};
 
 /// A gateway that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -283,35 +285,6 @@ impl Gateway {
     }
 }
 
-/// The loaded TLS configuration of each listener that has one.
-#[derive(Default)]
-struct ListenerTlsSet {
-    grpc: Option<Arc<ServerTls>>,
-    http: Option<Arc<ServerTls>>,
-    admin: Option<Arc<ServerTls>>,
-}
-
-impl ListenerTlsSet {
-    /// `h2` for the gRPC listeners, `http/1.1` for the HTTP listener.
-    fn load(config: &TlsConfig) -> Result<Self, TlsError> {
-        let load = |name, section: &Option<ListenerTls>, alpn: &[&[u8]]| {
-            section
-                .as_ref()
-                .map(|t| ServerTls::load(name, t, alpn))
-                .transpose()
-        };
-        Ok(Self {
-            grpc: load("grpc", &config.grpc, &[b"h2"])?,
-            http: load("http", &config.http, &[b"http/1.1"])?,
-            admin: load("admin", &config.admin, &[b"h2"])?,
-        })
-    }
-
-    fn all(&self) -> impl Iterator<Item = &Arc<ServerTls>> {
-        [&self.grpc, &self.http, &self.admin].into_iter().flatten()
-    }
-}
-
 /// Starts the gateway described by `config`.
 pub async fn start(config: Config) -> Result<Gateway, StartError> {
     start_with(config, StartOptions::default()).await
@@ -518,41 +491,4 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         shared: shared.state,
         redis: shared.redis,
     })
-}
-
-/// The process-wide connection budget: the descriptor limit less a reserve
-/// for the sockets the bulkheads may open upstream. Logged once.
-fn connection_budget(
-    config: &Config,
-    router: &ChannelRouter,
-    upstream: &crate::config::UpstreamConfig,
-) -> Option<Arc<tokio::sync::Semaphore>> {
-    let upstream_sockets = router
-        .snapshot()
-        .channels
-        .iter()
-        .map(|c| c.max_concurrent_requests)
-        .sum::<usize>()
-        .saturating_add(upstream.max_concurrent_requests);
-    match connections::connection_budget(upstream_sockets) {
-        Some((limit, budget)) => {
-            tracing::info!(
-                open_files_limit = limit,
-                connection_budget = budget,
-                reserved_for_upstream = upstream_sockets,
-                max_connections_per_listener = config.serving.max_connections,
-                "connection limits"
-            );
-            Some(Arc::new(tokio::sync::Semaphore::new(
-                budget.min(tokio::sync::Semaphore::MAX_PERMITS),
-            )))
-        }
-        None => {
-            tracing::warn!(
-                max_connections_per_listener = config.serving.max_connections,
-                "cannot read the open-files limit: only the per-listener connection caps apply"
-            );
-            None
-        }
-    }
 }

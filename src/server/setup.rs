@@ -1,0 +1,77 @@
+//! What the listeners need before they start: each one's TLS, loaded, and
+//! the process-wide connection budget.
+
+use std::sync::Arc;
+
+use super::connections;
+use crate::{
+    channels::ChannelRouter,
+    config::Config,
+    tls::{ListenerTls, ServerTls, TlsConfig, TlsError},
+};
+
+/// The loaded TLS configuration of each listener that has one.
+#[derive(Default)]
+pub(super) struct ListenerTlsSet {
+    pub(super) grpc: Option<Arc<ServerTls>>,
+    pub(super) http: Option<Arc<ServerTls>>,
+    pub(super) admin: Option<Arc<ServerTls>>,
+}
+
+impl ListenerTlsSet {
+    /// `h2` for the gRPC listeners, `http/1.1` for the HTTP listener.
+    pub(super) fn load(config: &TlsConfig) -> Result<Self, TlsError> {
+        let load = |name, section: &Option<ListenerTls>, alpn: &[&[u8]]| {
+            section
+                .as_ref()
+                .map(|t| ServerTls::load(name, t, alpn))
+                .transpose()
+        };
+        Ok(Self {
+            grpc: load("grpc", &config.grpc, &[b"h2"])?,
+            http: load("http", &config.http, &[b"http/1.1"])?,
+            admin: load("admin", &config.admin, &[b"h2"])?,
+        })
+    }
+
+    pub(super) fn all(&self) -> impl Iterator<Item = &Arc<ServerTls>> {
+        [&self.grpc, &self.http, &self.admin].into_iter().flatten()
+    }
+}
+
+/// The process-wide connection budget: the descriptor limit less a reserve
+/// for the sockets the bulkheads may open upstream. Logged once.
+pub(super) fn connection_budget(
+    config: &Config,
+    router: &ChannelRouter,
+    upstream: &crate::config::UpstreamConfig,
+) -> Option<Arc<tokio::sync::Semaphore>> {
+    let upstream_sockets = router
+        .snapshot()
+        .channels
+        .iter()
+        .map(|c| c.max_concurrent_requests)
+        .sum::<usize>()
+        .saturating_add(upstream.max_concurrent_requests);
+    match connections::connection_budget(upstream_sockets) {
+        Some((limit, budget)) => {
+            tracing::info!(
+                open_files_limit = limit,
+                connection_budget = budget,
+                reserved_for_upstream = upstream_sockets,
+                max_connections_per_listener = config.serving.max_connections,
+                "connection limits"
+            );
+            Some(Arc::new(tokio::sync::Semaphore::new(
+                budget.min(tokio::sync::Semaphore::MAX_PERMITS),
+            )))
+        }
+        None => {
+            tracing::warn!(
+                max_connections_per_listener = config.serving.max_connections,
+                "cannot read the open-files limit: only the per-listener connection caps apply"
+            );
+            None
+        }
+    }
+}
