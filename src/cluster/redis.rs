@@ -303,6 +303,21 @@ impl Inner {
 
     /// Fails fast while the supervisor knows Redis is down, so callers do
     /// not each wait for the timeout.
+    /// `SET key value PX ttl`: an entry that expires like its in-memory
+    /// counterpart.
+    async fn set_px(&self, key: String, value: String, ttl: u64) -> Result<(), ClusterError> {
+        self.exec("SET", move |mut c| async move {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(&value)
+                .arg("PX")
+                .arg(ttl)
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
+    }
+
     fn check_up(&self) -> Result<(), ClusterError> {
         if self.up.load(Ordering::Acquire) {
             Ok(())

@@ -27,17 +27,7 @@ impl SharedState for RedisState {
         let ttl = millis(inner.ttls.journey);
         Box::pin(async move {
             inner.check_up()?;
-            inner
-                .exec("SET", move |mut c| async move {
-                    redis::cmd("SET")
-                        .arg(&key)
-                        .arg(&sealed)
-                        .arg("PX")
-                        .arg(ttl)
-                        .query_async::<()>(&mut c)
-                        .await
-                })
-                .await
+            inner.set_px(key, sealed, ttl).await
         })
     }
 
@@ -76,17 +66,7 @@ impl SharedState for RedisState {
         let ttl = millis(inner.ttls.binding);
         Box::pin(async move {
             inner.check_up()?;
-            inner
-                .exec("SET", move |mut c| async move {
-                    redis::cmd("SET")
-                        .arg(&key)
-                        .arg(&channel)
-                        .arg("PX")
-                        .arg(ttl)
-                        .query_async::<()>(&mut c)
-                        .await
-                })
-                .await
+            inner.set_px(key, channel, ttl).await
         })
     }
 
