@@ -648,13 +648,19 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
         JOURNEYS * PER_JOURNEY
     );
     // Once the allocator settled, the remaining rounds (4000 watchers) may
-    // add at most an eighth of what one round of open watchers took: a
-    // leak of even 1/32 of each watcher's footprint per round exceeds it
-    // (measured here: one round of watchers takes about 17 MiB, the
-    // settled rounds add at most about 1.2 MiB).
+    // not raise RSS above its settled high-water mark by more than an
+    // eighth of what one round of open watchers took: a leak of 1/16 of
+    // each watcher's footprint per round exceeds it (measured here: one
+    // round of watchers takes about 17 MiB, the settled rounds add at most
+    // about 1.2 MiB). The high-water mark, not one sample: the allocator
+    // may hand pages back for a round and take them again the next.
     let footprint = peak.saturating_sub(baseline);
     let bound = footprint / 8;
-    let settled = after_rounds[SETTLING_ROUNDS];
+    let settled = after_rounds[..=SETTLING_ROUNDS]
+        .iter()
+        .copied()
+        .max()
+        .expect("rounds");
     let last = *after_rounds.last().expect("rounds");
     assert!(
         last <= settled + bound,
