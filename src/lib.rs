@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! cli -> server -> config -> sandbox, api -> events -> journey, channels
-//!     -> error -> upstream -> cluster -> telemetry -> leaves
+//!     -> error, cluster -> upstream -> telemetry -> leaves
 //! leaves: domain, context, config_source, proto, ttl, sync, net, tls
 //! ```
 //!
@@ -17,7 +17,8 @@
 //!   one [`CallContext`](context::CallContext)), [`config_source`] (TOML,
 //!   `IDGATE_*` overrides, secrets from env or files), [`proto`] (the
 //!   generated `idgate.v1` API), `ttl` (expiring maps), [`sync`]
-//!   (poison-tolerant locks), [`net`] (accepted sockets' options), [`tls`]
+//!   (poison-tolerant locks), [`net`] (accepted connections: socket options,
+//!   peer, requests in flight), [`tls`]
 //!   (the listeners' certificates, reloadable, and mTLS).
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
 //!   takes labels, and knows no upstream or channel type.
