@@ -16,7 +16,6 @@
 
 use std::{
     io,
-    net::SocketAddr,
     path::{Path, PathBuf},
     pin::Pin,
     sync::{Arc, RwLock},
@@ -27,7 +26,7 @@ use std::{
 use serde::Deserialize;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
-    net::{TcpListener, TcpStream},
+    net::TcpStream,
     sync::mpsc,
 };
 use tokio_rustls::{
@@ -39,7 +38,7 @@ use tokio_rustls::{
     },
     server::TlsStream,
 };
-use tokio_stream::{Stream, StreamExt as _, wrappers::TcpListenerStream};
+use tokio_stream::{Stream, StreamExt as _};
 
 use crate::sync::{read, write};
 
@@ -198,23 +197,7 @@ fn build(
 /// Connections accepted on a listener, after their TLS handshake.
 #[derive(Debug)]
 pub struct TlsIncoming<IO = TcpStream> {
-    local: SocketAddr,
     connections: mpsc::Receiver<TlsStream<IO>>,
-}
-
-impl TlsIncoming<TcpStream> {
-    /// Accepts on `listener` until this value is dropped; each connection
-    /// gets `TCP_NODELAY` and the handshake of `tls` as it is at accept
-    /// time.
-    pub fn new(listener: TcpListener, tls: Arc<ServerTls>) -> io::Result<Self> {
-        let local = listener.local_addr()?;
-        let accepted = TcpListenerStream::new(listener).map(|tcp| {
-            tcp.inspect(|tcp| {
-                let _ = tcp.set_nodelay(true);
-            })
-        });
-        Ok(Self::from_stream(local, accepted, tls))
-    }
 }
 
 impl<IO> TlsIncoming<IO>
@@ -223,9 +206,8 @@ where
 {
     /// Runs the handshake of `tls` on every connection `accepted` yields
     /// (a listener's, or those a connection gate admitted), until this
-    /// value is dropped or `accepted` ends. `local` is the listener's
-    /// address.
-    pub fn from_stream<S, E>(local: SocketAddr, accepted: S, tls: Arc<ServerTls>) -> Self
+    /// value is dropped or `accepted` ends.
+    pub fn from_stream<S, E>(accepted: S, tls: Arc<ServerTls>) -> Self
     where
         S: Stream<Item = Result<IO, E>> + Send + 'static,
         E: std::fmt::Display + Send,
@@ -264,7 +246,7 @@ where
                 });
             }
         });
-        Self { local, connections }
+        Self { connections }
     }
 }
 
@@ -273,29 +255,5 @@ impl<IO> Stream for TlsIncoming<IO> {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.connections.poll_recv(cx).map(|c| c.map(Ok))
-    }
-}
-
-impl axum::serve::Listener for TlsIncoming<TcpStream> {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.connections.recv().await {
-            Some(stream) => {
-                let peer = stream
-                    .get_ref()
-                    .0
-                    .peer_addr()
-                    .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-                (stream, peer)
-            }
-            // The accept loop ends only when this value is dropped.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        Ok(self.local)
     }
 }

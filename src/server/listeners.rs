@@ -188,22 +188,15 @@ where
     ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     ResBody::Error: Into<tonic::codegen::StdError>,
 {
-    let local = accept
-        .listener
-        .local_addr()
-        .map_err(|source| StartError::Bind {
-            what,
-            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-            source,
-        })?;
     let accepted = accept.gate.incoming(accept.listener);
-    let served = match accept.tls {
-        None => tokio::spawn(router.serve_with_incoming_shutdown(accepted, wait(stopped))),
-        Some(tls) => tokio::spawn(router.serve_with_incoming_shutdown(
-            TlsIncoming::from_stream(local, accepted, tls),
-            wait(stopped),
-        )),
-    };
+    let served =
+        match accept.tls {
+            None => tokio::spawn(router.serve_with_incoming_shutdown(accepted, wait(stopped))),
+            Some(tls) => tokio::spawn(router.serve_with_incoming_shutdown(
+                TlsIncoming::from_stream(accepted, tls),
+                wait(stopped),
+            )),
+        };
     Ok(tokio::spawn(async move {
         if let Ok(Err(e)) = served.await {
             tracing::error!(listener = what, error = %e, "listener failed");
@@ -269,16 +262,17 @@ pub(super) fn serve_http(
         .timer(TokioTimer::new())
         .max_concurrent_streams(serving.max_concurrent_streams)
         .max_header_list_size(serving.max_header_list_bytes);
-    let local = accept.listener.local_addr().ok();
     let accepted = accept.gate.incoming(accept.listener);
-    match (accept.tls, local) {
-        (Some(tls), Some(local)) => tokio::spawn(serve_http_connections(
-            TlsIncoming::from_stream(local, accepted, tls),
+    match accept.tls {
+        // With TLS configured, never plain text: every connection goes
+        // through the handshake.
+        Some(tls) => tokio::spawn(serve_http_connections(
+            TlsIncoming::from_stream(accepted, tls),
             app,
             builder,
             stopped,
         )),
-        _ => tokio::spawn(serve_http_connections(accepted, app, builder, stopped)),
+        None => tokio::spawn(serve_http_connections(accepted, app, builder, stopped)),
     }
 }
 
