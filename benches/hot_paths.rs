@@ -128,6 +128,7 @@ fn validation(c: &mut Criterion) {
         birth_date: "1985-03-14".into(),
         customer_reference: "PROP123".into(),
         operator_profile: String::new(),
+        request_id: String::new(),
     };
     c.bench_function("validate_create_journey", |b| {
         b.iter(|| black_box(idgate::api::validate::create_journey(black_box(&req)).expect("valid")))

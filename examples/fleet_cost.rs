@@ -154,6 +154,7 @@ impl Gw {
                 birth_date: format!("{}-{}-{}", d[2], d[1], d[0]),
                 customer_reference: "BENCH1".into(),
                 operator_profile: String::new(),
+                request_id: String::new(),
             })
             .await
             .expect("create")

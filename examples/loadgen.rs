@@ -93,6 +93,7 @@ async fn journey(
             birth_date: format!("{}-{}-{}", b[2], b[1], b[0]),
             customer_reference: "LOADGEN1".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         })
         .await?
         .into_inner();

@@ -158,6 +158,7 @@ async fn main() -> anyhow::Result<()> {
             birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
             customer_reference: "overload".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         }
     };
     let fired = Instant::now();

@@ -218,6 +218,7 @@ impl Journey {
                 birth_date: format!("{}-{}-{}", b[2], b[1], b[0]),
                 customer_reference: "SOAK".into(),
                 operator_profile: String::new(),
+                request_id: String::new(),
             })
             .await;
         self.tally.record("CreateJourney", &created);

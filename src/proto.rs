@@ -70,6 +70,7 @@ mod tests {
             birth_date: "1990-01-01".into(),
             customer_reference: "REF".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         };
         let printed = format!("{req:?}");
         assert_eq!(printed, "CreateJourneyRequest { <redacted> }");

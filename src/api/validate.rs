@@ -8,7 +8,7 @@ use super::LimitsConfig;
 use crate::{
     domain::{
         Appkey, BirthDate, Cpf, CustomerReference, EndUser, ImageKind, ImagePayload, JourneyRef,
-        PersonName, SessionToken, Snapshot, parse_key,
+        PersonName, RequestId, SessionToken, Snapshot, parse_key,
     },
     error::{Error, FieldViolation},
     events::WatchTarget,
@@ -22,6 +22,8 @@ pub struct NewJourneyRequest {
     pub user: EndUser,
     /// The operator profile to use; `None`: the first configured one.
     pub operator_profile: Option<String>,
+    /// The caller's idempotency key; `None`: no idempotency.
+    pub request_id: Option<RequestId>,
 }
 
 /// A validated `SubmitChallengeResponse`.
@@ -129,6 +131,7 @@ pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<NewJourneyReques
     );
     let profile = req.operator_profile.trim();
     let profile = (!profile.is_empty()).then(|| profile.to_owned());
+    let request_id = v.check("request_id", RequestId::parse(&req.request_id));
     v.finish(|| {
         Some(NewJourneyRequest {
             user: EndUser {
@@ -138,6 +141,7 @@ pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<NewJourneyReques
                 customer_reference: customer_reference?,
             },
             operator_profile: profile,
+            request_id: request_id?,
         })
     })
 }
@@ -362,13 +366,21 @@ mod tests {
             birth_date: "2999-01-01".into(),
             customer_reference: "has space".into(),
             operator_profile: "".into(),
+            request_id: "not-a-uuid-canary".into(),
         };
         let err = create_journey(&req).unwrap_err();
         let text = err.to_string();
         assert!(!text.contains("123.456"), "{text}");
+        assert!(!text.contains("canary"), "{text}");
         assert_eq!(
             fields(err),
-            ["cpf", "name", "birth_date", "customer_reference"]
+            [
+                "cpf",
+                "name",
+                "birth_date",
+                "customer_reference",
+                "request_id"
+            ]
         );
     }
 

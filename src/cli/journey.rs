@@ -175,6 +175,7 @@ pub async fn run_with_tls(
             birth_date: plan.person.birth_date.clone(),
             customer_reference: plan.person.customer_reference.clone(),
             operator_profile: plan.operator_profile.clone(),
+            request_id: String::new(),
         }))
         .await
         .map_err(fail("create journey"))?

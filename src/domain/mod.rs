@@ -13,6 +13,7 @@ mod image;
 mod journey_ref;
 mod operation;
 mod person;
+mod request_id;
 mod secret;
 
 pub use cpf::Cpf;
@@ -20,6 +21,7 @@ pub use image::{ImageKind, ImagePayload, Snapshot};
 pub use journey_ref::JourneyRef;
 pub use operation::Operation;
 pub use person::{BirthDate, CustomerReference, EndUser, PersonName};
+pub use request_id::RequestId;
 pub use secret::{
     AdminToken, Appkey, CredentialToken, MAX_KEY_CHARS, Password, SessionToken, parse_key,
 };

@@ -329,6 +329,7 @@ impl Replica {
                 birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
                 customer_reference: "FLEETREF1".into(),
                 operator_profile: String::new(),
+                request_id: String::new(),
             })
             .await
             .expect("create journey")

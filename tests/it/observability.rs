@@ -733,6 +733,7 @@ async fn no_secret_or_personal_data_reaches_logs_spans_metrics_or_errors() {
             birth_date: "1985-02-30".into(),
             customer_reference: "CANARY REF WITH SPACES".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         })
         .await
         .unwrap_err(),

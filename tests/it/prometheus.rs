@@ -605,6 +605,7 @@ fn person() -> v1::CreateJourneyRequest {
         birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
         customer_reference: "PROMTEST".into(),
         operator_profile: String::new(),
+        request_id: String::new(),
     }
 }
 

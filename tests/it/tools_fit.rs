@@ -723,6 +723,7 @@ mod propagation {
             birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
             customer_reference: "TOOLSFIT1".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         }
     }
 
@@ -915,6 +916,7 @@ mod logs {
             birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
             customer_reference: "TOOLSFIT1".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         }
     }
 
@@ -1043,6 +1045,7 @@ mod otlp {
             birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
             customer_reference: "TOOLSFIT1".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         }
     }
 
@@ -1132,6 +1135,7 @@ mod tls_listeners {
             birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
             customer_reference: "TOOLSFIT1".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         }
     }
 
@@ -1201,6 +1205,7 @@ mod tls_listeners {
                 customer_reference: "TOOLSFIT1".into(),
             },
             operator_profile: String::new(),
+            request_id: String::new(),
             result_timeout: WAIT,
         };
         let mut out = String::new();
@@ -1434,6 +1439,7 @@ mod otlp_metrics {
                 birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
                 customer_reference: "TOOLSFIT1".into(),
                 operator_profile: String::new(),
+                request_id: String::new(),
             })
             .await
             .expect("create journey");

@@ -132,6 +132,7 @@ async fn create_journey_names_every_invalid_field_in_one_answer() {
             birth_date: "2999-12-31".into(),
             customer_reference: "not alnum!".into(),
             operator_profile: String::new(),
+            request_id: String::new(),
         },
     )
     .await;

@@ -193,6 +193,7 @@ pub fn person(p: samples::TestPerson) -> v1::CreateJourneyRequest {
         birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
         customer_reference: "TESTREF1".into(),
         operator_profile: String::new(),
+        request_id: String::new(),
     }
 }
 
