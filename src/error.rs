@@ -91,11 +91,19 @@ pub enum Reason {
     UpstreamMalformedResponse,
     /// The service's answer exceeded `max_response_bytes`.
     UpstreamResponseTooLarge,
+    /// A `request_id` already used with a different request.
+    RequestIdReused,
+    /// The call with the same `request_id` this one waited for did not
+    /// complete; nothing was created for this call.
+    ConcurrentCallFailed,
+    /// A `[[budgets]]` limit of the operator profile is spent; retry after
+    /// the delay, when the window reopens.
+    BudgetExceeded,
 }
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 34] = [
+    pub const ALL: [Reason; 37] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -130,6 +138,9 @@ impl Reason {
         Reason::UpstreamTimeout,
         Reason::UpstreamMalformedResponse,
         Reason::UpstreamResponseTooLarge,
+        Reason::RequestIdReused,
+        Reason::ConcurrentCallFailed,
+        Reason::BudgetExceeded,
     ];
 
     /// The wire form (`UPPER_SNAKE`).
@@ -169,6 +180,9 @@ impl Reason {
             Reason::UpstreamTimeout => "UPSTREAM_TIMEOUT",
             Reason::UpstreamMalformedResponse => "UPSTREAM_MALFORMED_RESPONSE",
             Reason::UpstreamResponseTooLarge => "UPSTREAM_RESPONSE_TOO_LARGE",
+            Reason::RequestIdReused => "REQUEST_ID_REUSED",
+            Reason::ConcurrentCallFailed => "CONCURRENT_CALL_FAILED",
+            Reason::BudgetExceeded => "BUDGET_EXCEEDED",
         }
     }
 }
@@ -281,6 +295,48 @@ pub enum Error {
     /// The request body did not arrive within the body timeout.
     #[error("the request body did not arrive within {0} ms")]
     RequestBodyTimeout(u64),
+    /// The `request_id` of a `CreateJourney` was used before with a
+    /// different request (AIP-155); nothing was created.
+    #[error(
+        "request_id was already used with a different request; use a new request_id for a new journey"
+    )]
+    RequestIdReused,
+    /// Another call with the same `request_id` was in flight, and this one
+    /// waited for it; it failed (or its replica vanished) without a
+    /// journey. This call created nothing, so a retry with the same
+    /// `request_id` is safe and makes its own attempt.
+    #[error(
+        "the call with the same request_id that this one waited for did not complete; retry with the same request_id"
+    )]
+    ConcurrentCallFailed,
+    /// The fleet's shared state could not record the `request_id`, so
+    /// idempotency could not be promised; nothing was created.
+    #[error(
+        "the fleet's shared state is unavailable, so the request_id cannot be honoured; nothing was created"
+    )]
+    IdempotencyUnavailable,
+    /// A `[[budgets]]` limit is spent; refused before any upstream call.
+    /// Carries configuration names only (profile, operation, window).
+    #[error(
+        "the {window} budget of `{operation}` for operator profile `{operator}` is spent; it reopens in {} s",
+        whole_seconds(*.retry_after)
+    )]
+    BudgetExceeded {
+        /// The operator profile.
+        operator: String,
+        /// The billed operation's configuration name.
+        operation: &'static str,
+        /// `minute` or `day`.
+        window: &'static str,
+        /// When the window reopens.
+        retry_after: Duration,
+    },
+}
+
+/// A delay in whole seconds, rounded up (a caller told "0 s" would retry
+/// too early).
+fn whole_seconds(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 fn fields(v: &[FieldViolation]) -> String {
@@ -325,6 +381,19 @@ impl Error {
             Error::RequestBodyTimeout(_) => {
                 (Code::DeadlineExceeded, Reason::RequestBodyTimeout, false)
             }
+            Error::RequestIdReused => (Code::InvalidArgument, Reason::RequestIdReused, false),
+            Error::ConcurrentCallFailed => (Code::Aborted, Reason::ConcurrentCallFailed, true),
+            Error::IdempotencyUnavailable => (Code::Unavailable, Reason::ClusterUnavailable, true),
+            Error::BudgetExceeded { .. } => (Code::ResourceExhausted, Reason::BudgetExceeded, true),
+        }
+    }
+
+    /// How long a caller should wait before retrying, when a retry is safe:
+    /// until the budget window reopens, else [`RETRY_DELAY`].
+    pub fn retry_delay(&self) -> Duration {
+        match self {
+            Error::BudgetExceeded { retry_after, .. } => *retry_after,
+            _ => RETRY_DELAY,
         }
     }
 
@@ -438,11 +507,27 @@ impl From<Error> for tonic::Status {
                 metadata.insert("channel".to_owned(), requested.clone());
                 metadata.insert("issuing_channel".to_owned(), issuing.clone());
             }
+            Error::RequestIdReused => {
+                details.add_bad_request_violation(
+                    "request_id",
+                    "already used with a different request; use a new request_id",
+                );
+            }
+            Error::BudgetExceeded {
+                operator,
+                operation,
+                window,
+                ..
+            } => {
+                metadata.insert("operator_profile".to_owned(), operator.clone());
+                metadata.insert("operation".to_owned(), (*operation).to_owned());
+                metadata.insert("window".to_owned(), (*window).to_owned());
+            }
             _ => {}
         }
         details.set_error_info(reason.as_str(), ERROR_DOMAIN, metadata);
         if retry_safe {
-            details.set_retry_info(Some(RETRY_DELAY));
+            details.set_retry_info(Some(err.retry_delay()));
         }
         let message = match &err {
             Error::Upstream(e) if reason == Reason::OutcomeUnknown => format!(
