@@ -9,7 +9,7 @@ use std::{path::PathBuf, time::Duration};
 use base64::Engine as _;
 use serde::Deserialize;
 
-use super::seal::Sealer;
+use super::seal::{Digester, Sealer};
 use crate::config_source::{ConfigError, read_secret};
 
 /// `[cluster]` as written.
@@ -77,6 +77,9 @@ pub struct ClusterSettings {
     pub key_prefix: String,
     /// Seals appkeys before they go to Redis.
     pub sealer: Sealer,
+    /// Keyed digests of idempotent requests (key derived from the sealing
+    /// key, so every replica's digests agree).
+    pub digester: Digester,
     /// Connect timeout.
     pub connect_timeout: Duration,
     /// Per-command timeout.
@@ -191,6 +194,7 @@ impl ClusterConfig {
             password,
             key_prefix: self.key_prefix.clone(),
             sealer: Sealer::new(&current, previous.as_ref()),
+            digester: Digester::new(&current, previous.as_ref()),
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             command_timeout: Duration::from_millis(self.command_timeout_ms),
             max_backoff: Duration::from_millis(self.max_backoff_ms.max(100)),

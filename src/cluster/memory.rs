@@ -6,14 +6,19 @@
 //! second copy would add nothing. Webhook dedupe is kept here, bounded and
 //! expiring as it always was. The control state is the router's own
 //! (`control` answers `None`), and there is no other replica to tell.
+//! The spending guard's records and windows live in `guard`.
+
+mod guard;
+
+pub(crate) use guard::MemoryGuard;
 
 use std::sync::Mutex;
 
 use tokio::{sync::broadcast, time::Instant};
 
 use super::{
-    BoxFuture, ClusterError, ControlChange, ControlState, DeliveryKey, FleetEvent, FleetNotice,
-    SharedState, Ttls,
+    BoxFuture, BudgetTake, BudgetWindow, ClusterError, ControlChange, ControlState, DeliveryKey,
+    FleetEvent, FleetNotice, IdemRecord, IdemState, SharedState, Ttls, seal::Digester,
 };
 use crate::{
     domain::{Appkey, JourneyRef},
@@ -24,6 +29,8 @@ use crate::{
 pub struct MemoryState {
     dedupe: Mutex<TtlMap<DeliveryKey, ()>>,
     events: broadcast::Sender<FleetEvent>,
+    guard: std::sync::Arc<MemoryGuard>,
+    digester: Digester,
 }
 
 impl std::fmt::Debug for MemoryState {
@@ -38,7 +45,17 @@ impl MemoryState {
         Self {
             dedupe: Mutex::new(TtlMap::new(ttls.dedupe, ttls.dedupe_max_entries)),
             events: broadcast::channel(1).0,
+            guard: std::sync::Arc::new(MemoryGuard::new(
+                ttls.idempotency,
+                ttls.idempotency_max_entries,
+            )),
+            digester: Digester::random(),
         }
+    }
+
+    /// [`SharedState::take_budget`], synchronously.
+    pub(crate) fn take_budget_now(&self, windows: &[BudgetWindow]) -> BudgetTake {
+        self.guard.take(windows)
     }
 
     /// [`SharedState::first_delivery`], synchronously.
@@ -102,6 +119,57 @@ impl SharedState for MemoryState {
 
     fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
         self.events.subscribe()
+    }
+
+    fn digester(&self) -> Digester {
+        self.digester.clone()
+    }
+
+    fn idempotency_claim(
+        &self,
+        key: &str,
+        request: &str,
+        pending_ttl: std::time::Duration,
+    ) -> BoxFuture<Result<Option<IdemState>, ClusterError>> {
+        ready(Ok(self.guard.claim(key, request, pending_ttl)))
+    }
+
+    fn idempotency_complete(
+        &self,
+        key: &str,
+        record: IdemRecord,
+        _ttl: std::time::Duration,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        self.guard.complete(key, record);
+        ready(Ok(()))
+    }
+
+    fn idempotency_release(&self, key: &str, request: &str) -> BoxFuture<Result<(), ClusterError>> {
+        self.guard.release(key, request);
+        ready(Ok(()))
+    }
+
+    fn idempotency_wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: std::time::Duration,
+    ) -> BoxFuture<Result<IdemState, ClusterError>> {
+        let guard = self.guard.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        Box::pin(async move { Ok(guard.wait(&key, &request, max).await) })
+    }
+
+    fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake> {
+        ready(self.guard.take(&windows))
+    }
+
+    fn remember_profile(&self, _: &JourneyRef, _: &str) -> BoxFuture<Result<(), ClusterError>> {
+        ready(Ok(()))
+    }
+
+    fn journey_profile(&self, _: &JourneyRef) -> BoxFuture<Result<Option<String>, ClusterError>> {
+        ready(Ok(None))
     }
 }
 

@@ -23,11 +23,17 @@
 //! within the command timeout, [`ClusterError::Unavailable`] or a local
 //! fallback, and the gateway degrades as `docs/operations.md` tells.
 //!
+//! The spending guard's state is shared the same way ([`guard`]):
+//! idempotency records of `CreateJourney` (a keyed digest of the request,
+//! the sealed appkey) and budget window counters.
+//!
 //! - [`config`]: the `[cluster]` section.
-//! - [`seal`]: AES-256-GCM sealing of appkeys.
+//! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
+//! - [`guard`]: the idempotency and budget types of the trait.
 //! - [`memory`]: [`MemoryState`]; [`redis`]: [`RedisState`].
 
 pub mod config;
+pub mod guard;
 pub mod memory;
 pub mod redis;
 pub mod seal;
@@ -37,6 +43,7 @@ use std::{collections::BTreeSet, future::Future, pin::Pin, time::Duration};
 use tokio::sync::broadcast;
 
 pub use config::{ClusterConfig, ClusterSettings};
+pub use guard::{BudgetTake, BudgetWindow, IdemRecord, IdemState, WindowUse};
 pub use memory::MemoryState;
 pub use redis::RedisState;
 
@@ -65,6 +72,11 @@ pub struct Ttls {
     pub dedupe: Duration,
     /// Most deliveries remembered in memory.
     pub dedupe_max_entries: usize,
+    /// Completed idempotency records (`[idempotency] ttl_secs`).
+    pub idempotency: Duration,
+    /// Most idempotency records held in memory
+    /// (`[idempotency] max_entries`).
+    pub idempotency_max_entries: usize,
 }
 
 impl Default for Ttls {
@@ -74,6 +86,8 @@ impl Default for Ttls {
             binding: Duration::from_secs(600),
             dedupe: Duration::from_secs(900),
             dedupe_max_entries: 100_000,
+            idempotency: Duration::from_secs(86_400),
+            idempotency_max_entries: 100_000,
         }
     }
 }
@@ -209,6 +223,62 @@ pub trait SharedState: Send + Sync + 'static {
 
     /// What the other replicas do, from now on.
     fn subscribe(&self) -> broadcast::Receiver<FleetEvent>;
+
+    /// The keyed digester whose digests every replica of this state
+    /// agrees on (random per process for memory).
+    fn digester(&self) -> seal::Digester;
+
+    /// Claims idempotency `key` for a call whose request digest is
+    /// `request`: `None` when this call now holds it (as pending for
+    /// `pending_ttl`), else where the key stands.
+    fn idempotency_claim(
+        &self,
+        key: &str,
+        request: &str,
+        pending_ttl: Duration,
+    ) -> BoxFuture<Result<Option<IdemState>, ClusterError>>;
+
+    /// Completes the claim on `key` with `record`, kept for `ttl`; waiters
+    /// see it at once.
+    fn idempotency_complete(
+        &self,
+        key: &str,
+        record: IdemRecord,
+        ttl: Duration,
+    ) -> BoxFuture<Result<(), ClusterError>>;
+
+    /// Releases the claim on `key` if it is still pending for `request`
+    /// (the call failed): waiters and later calls may claim it again.
+    fn idempotency_release(&self, key: &str, request: &str) -> BoxFuture<Result<(), ClusterError>>;
+
+    /// Waits while `key` is pending for `request`, at most `max`; returns
+    /// where it stands then.
+    fn idempotency_wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: Duration,
+    ) -> BoxFuture<Result<IdemState, ClusterError>>;
+
+    /// Counts one call in every window, unless one is spent (then counts
+    /// nothing). Never fails: unreachable, the fleet's state counts in
+    /// this replica alone.
+    fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake>;
+
+    /// Remembers which operator profile created `journey`, for billing
+    /// its later calls on any replica (a no-op for one process, whose
+    /// guard remembers it itself).
+    fn remember_profile(
+        &self,
+        journey: &JourneyRef,
+        profile: &str,
+    ) -> BoxFuture<Result<(), ClusterError>>;
+
+    /// The operator profile that created `journey`, if remembered.
+    fn journey_profile(
+        &self,
+        journey: &JourneyRef,
+    ) -> BoxFuture<Result<Option<String>, ClusterError>>;
 }
 
 impl std::fmt::Debug for dyn SharedState {

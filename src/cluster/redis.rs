@@ -14,7 +14,8 @@
 //! `{p}binding:<ref>` (channel name), `{p}dedupe:<digest>`,
 //! `{p}control:mode`, `{p}control:drained` (a set), `{p}control:hold`,
 //! `{p}control:seeded`. Every entry but the control state expires with
-//! the TTL of its in-memory counterpart.
+//! the TTL of its in-memory counterpart. The spending guard's keys
+//! (`{p}idem:`, `{p}budget:`, `{p}profile:`) are told in `guard`.
 
 use std::{
     future::Future,
@@ -37,7 +38,8 @@ use tracing::{Instrument as _, field::Empty};
 
 use super::{
     BoxFuture, ClusterError, ClusterSettings, ControlChange, ControlState, DeliveryKey, FleetEvent,
-    FleetNotice, MemoryState, SharedState, Ttls, seal::Sealer,
+    FleetNotice, MemoryState, SharedState, Ttls,
+    seal::{Digester, Sealer},
 };
 use crate::{
     domain::{Appkey, JourneyRef},
@@ -119,6 +121,7 @@ struct Inner {
     conn: ConnectionManager,
     keys: Keys,
     sealer: Sealer,
+    digester: Digester,
     ttls: Ttls,
     command_timeout: Duration,
     connect_timeout: Duration,
@@ -189,6 +192,7 @@ impl RedisState {
                     prefix: settings.key_prefix.clone(),
                 },
                 sealer: settings.sealer.clone(),
+                digester: settings.digester.clone(),
                 ttls,
                 command_timeout: settings.command_timeout,
                 connect_timeout: settings.connect_timeout,
@@ -478,4 +482,5 @@ async fn connect(inner: &Inner, seed: &SeedFn) -> Result<redis::aio::PubSubStrea
     Ok(pubsub.into_on_message())
 }
 
+mod guard;
 mod state;

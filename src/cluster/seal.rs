@@ -5,6 +5,13 @@
 //! associated data: a value copied under another journey's key does not
 //! open. During a key rotation the previous key still opens what it
 //! sealed; new values are sealed under the current key only.
+//!
+//! [`Digester`]: keyed digests (HMAC-SHA-256) of what must be compared
+//! but never stored in clear, such as an idempotent request with its CPF
+//! and name: without the key, a digest of low-entropy data cannot be
+//! reversed by guessing. Its key is derived from the sealing key (domain
+//! separated); during a rotation digests under the previous key still
+//! match.
 
 use std::sync::Arc;
 
@@ -13,6 +20,9 @@ use aes_gcm::{
     aead::{Aead, Generate as _, KeyInit, Payload},
 };
 use base64::Engine as _;
+
+use hmac::{Hmac, Mac};
+use sha2::{Digest as _, Sha256};
 
 use crate::domain::{Appkey, JourneyRef};
 
@@ -87,9 +97,96 @@ impl Sealer {
     }
 }
 
+/// Keyed digests for comparison without storage in clear. Cheap to clone.
+#[derive(Clone)]
+pub struct Digester {
+    current: [u8; 32],
+    previous: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for Digester {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Digester(<redacted>)")
+    }
+}
+
+/// A digest key derived from a sealing key, so one secret never serves
+/// two primitives directly.
+fn derive(key: &[u8; 32]) -> [u8; 32] {
+    Sha256::new()
+        .chain_update(b"idgate.request-digest.v1\0")
+        .chain_update(key)
+        .finalize()
+        .into()
+}
+
+impl Digester {
+    /// Digests under a key derived from the sealing key `current`; a digest
+    /// made under `previous` still matches.
+    pub fn new(current: &[u8; 32], previous: Option<&[u8; 32]>) -> Self {
+        Self {
+            current: derive(current),
+            previous: previous.map(derive),
+        }
+    }
+
+    /// A digester with a random key, for one process (nothing it digests
+    /// outlives the process).
+    pub fn random() -> Self {
+        let mut key = [0u8; 32];
+        key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        Self::new(&key, None)
+    }
+
+    fn mac(key: &[u8; 32], parts: &[&[u8]]) -> String {
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+        for part in parts {
+            // Length-prefixed: ("ab", "c") and ("a", "bc") differ.
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
+        }
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// The hex digest of `parts` under the current key.
+    pub fn digest(&self, parts: &[&[u8]]) -> String {
+        Self::mac(&self.current, parts)
+    }
+
+    /// True when `stored` is the digest of `parts` under the current or
+    /// the previous key (compared in constant time).
+    pub fn matches(&self, parts: &[&[u8]], stored: &str) -> bool {
+        use subtle::ConstantTimeEq as _;
+        std::iter::once(&self.current)
+            .chain(self.previous.as_ref())
+            .any(|k| bool::from(Self::mac(k, parts).as_bytes().ct_eq(stored.as_bytes())))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digests_are_keyed_and_still_match_under_the_previous_key() {
+        let parts: [&[u8]; 2] = [b"52998224725", b"Maria"];
+        let old = Digester::new(&[1; 32], None);
+        let d = old.digest(&parts);
+        assert_eq!(d.len(), 64);
+        assert!(!d.contains("52998224725"));
+        assert_ne!(d, Digester::new(&[2; 32], None).digest(&parts));
+        assert_ne!(d, old.digest(&[b"5299822472", b"5Maria"]));
+        let rotated = Digester::new(&[2; 32], Some(&[1; 32]));
+        assert!(rotated.matches(&parts, &d));
+        assert!(!Digester::new(&[2; 32], None).matches(&parts, &d));
+        assert!(!Digester::random().matches(&parts, &d));
+    }
 
     fn journey(k: &Appkey) -> JourneyRef {
         JourneyRef::from_appkey(k)

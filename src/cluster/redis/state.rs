@@ -2,6 +2,7 @@
 //! under the command timeout and in its client span.
 
 use super::*;
+use crate::cluster::{BudgetTake, BudgetWindow, IdemRecord, IdemState};
 
 impl SharedState for RedisState {
     fn kind(&self) -> &'static str {
@@ -221,5 +222,91 @@ impl SharedState for RedisState {
 
     fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
         self.inner.events.subscribe()
+    }
+
+    fn digester(&self) -> Digester {
+        self.inner.digester.clone()
+    }
+
+    fn idempotency_claim(
+        &self,
+        key: &str,
+        request: &str,
+        pending_ttl: Duration,
+    ) -> BoxFuture<Result<Option<IdemState>, ClusterError>> {
+        let inner = self.inner.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        Box::pin(async move { inner.idem_claim(&key, &request, pending_ttl).await })
+    }
+
+    fn idempotency_complete(
+        &self,
+        key: &str,
+        record: IdemRecord,
+        ttl: Duration,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        let inner = self.inner.clone();
+        let key = key.to_owned();
+        Box::pin(async move { inner.idem_complete(&key, &record, ttl).await })
+    }
+
+    fn idempotency_release(&self, key: &str, request: &str) -> BoxFuture<Result<(), ClusterError>> {
+        let inner = self.inner.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        Box::pin(async move { inner.idem_release(&key, &request).await })
+    }
+
+    fn idempotency_wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: Duration,
+    ) -> BoxFuture<Result<IdemState, ClusterError>> {
+        let inner = self.inner.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        Box::pin(async move { inner.idem_wait(&key, &request, max).await })
+    }
+
+    fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            // Unreachable: this replica counts alone (each replica then
+            // enforces the whole limit; docs/operations.md).
+            match inner.budget_take(&windows).await {
+                Ok(take) => take,
+                Err(_) => inner.local.take_budget_now(&windows),
+            }
+        })
+    }
+
+    fn remember_profile(
+        &self,
+        journey: &JourneyRef,
+        profile: &str,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        let inner = self.inner.clone();
+        let key = inner.keys.profile(journey);
+        let profile = profile.to_owned();
+        let ttl = millis(inner.ttls.journey);
+        Box::pin(async move {
+            inner.check_up()?;
+            inner.set_px(key, profile, ttl).await
+        })
+    }
+
+    fn journey_profile(
+        &self,
+        journey: &JourneyRef,
+    ) -> BoxFuture<Result<Option<String>, ClusterError>> {
+        let inner = self.inner.clone();
+        let key = inner.keys.profile(journey);
+        Box::pin(async move {
+            inner.check_up()?;
+            inner
+                .exec("GET", move |mut c| async move {
+                    redis::cmd("GET").arg(&key).query_async(&mut c).await
+                })
+                .await
+        })
     }
 }

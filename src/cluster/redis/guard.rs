@@ -1,0 +1,248 @@
+//! The spending guard's state on Redis: idempotency records and budget
+//! windows, each operation one script (atomic across replicas).
+//!
+//! Keys (`{p}` is `key_prefix`):
+//! - `{p}idem:<digest>`: `p:<request digest>` while the first call is in
+//!   flight (expires after `pending_ttl_secs`), then
+//!   `d:<request digest>:<journey ref>:<expiry>:<sealed appkey>` for
+//!   `ttl_secs`. `<digest>` is SHA-256 of the operator profile and the
+//!   `request_id`; the request digest is keyed (HMAC under a key derived
+//!   from the sealing key): no CPF, name or birth date in clear.
+//! - `{p}budget:<operator>:<operation>:<window>`: the window's counter,
+//!   expiring when the window closes.
+//! - `{p}profile:<journey ref>`: the operator profile that created the
+//!   journey (only with several profiles), for billing later calls.
+
+use super::*;
+use crate::cluster::{BudgetTake, BudgetWindow, IdemRecord, IdemState, WindowUse};
+
+/// Claims a key if absent; else returns what it holds ('' when claimed).
+const CLAIM_SCRIPT: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return '' end \
+     return redis.call('GET', KEYS[1]) or ''";
+
+/// Completes a claim still pending for this request (or vanished).
+const COMPLETE_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
+     if v == false or v == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end \
+     return 0";
+
+/// Checks every window, then counts the call in all of them, or in none.
+/// ARGV: limit and length (ms) of each window, in KEYS order. Answers
+/// `{1, used1, ttl1, used2, ttl2, ...}` or `{0, spent window index, ttl}`.
+const BUDGET_SCRIPT: &str = "for i = 1, #KEYS do \
+       local n = tonumber(redis.call('GET', KEYS[i]) or '0') \
+       if n >= tonumber(ARGV[2*i-1]) then \
+         local ttl = redis.call('PTTL', KEYS[i]) \
+         if ttl < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[2*i]) ttl = tonumber(ARGV[2*i]) end \
+         return {0, i, ttl} end end \
+     local out = {1} \
+     for i = 1, #KEYS do \
+       local n = redis.call('INCR', KEYS[i]) \
+       local ttl = redis.call('PTTL', KEYS[i]) \
+       if ttl < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[2*i]) ttl = tonumber(ARGV[2*i]) end \
+       out[#out+1] = n out[#out+1] = ttl end \
+     return out";
+
+/// Polls of a pending record start this often and back off to the max.
+const POLL_FIRST: Duration = Duration::from_millis(20);
+const POLL_MAX: Duration = Duration::from_millis(200);
+
+fn pending(request: &str) -> String {
+    format!("p:{request}")
+}
+
+impl Keys {
+    pub(super) fn idem(&self, key: &str) -> String {
+        format!("{}idem:{key}", self.prefix)
+    }
+    pub(super) fn budget(&self, name: &str) -> String {
+        format!("{}budget:{name}", self.prefix)
+    }
+    pub(super) fn profile(&self, j: &JourneyRef) -> String {
+        format!("{}profile:{j}", self.prefix)
+    }
+}
+
+impl Inner {
+    fn done_value(&self, record: &IdemRecord) -> String {
+        format!(
+            "d:{}:{}:{}:{}",
+            record.request,
+            record.journey,
+            record.expires_unix,
+            self.sealer.seal(&record.journey, &record.appkey)
+        )
+    }
+
+    /// Reads a stored value. A record that does not open (another sealing
+    /// key) or does not parse reads as absent: the next call claims anew.
+    fn parse_idem(&self, value: &str) -> IdemState {
+        if let Some(request) = value.strip_prefix("p:") {
+            return IdemState::Pending {
+                request: request.to_owned(),
+            };
+        }
+        let mut parts = value.splitn(5, ':');
+        let (Some("d"), Some(request), Some(journey), Some(expires), Some(sealed)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            return IdemState::Absent;
+        };
+        let Some(journey) = JourneyRef::parse(journey) else {
+            return IdemState::Absent;
+        };
+        let (Ok(expires_unix), Some(appkey)) =
+            (expires.parse::<i64>(), self.sealer.open(&journey, sealed))
+        else {
+            tracing::warn!(journey = %journey, "an idempotency record in Redis did not open (another secret_key?)");
+            return IdemState::Absent;
+        };
+        IdemState::Done(IdemRecord {
+            request: request.to_owned(),
+            journey,
+            appkey,
+            expires_unix,
+        })
+    }
+
+    pub(super) async fn idem_claim(
+        &self,
+        key: &str,
+        request: &str,
+        pending_ttl: Duration,
+    ) -> Result<Option<IdemState>, ClusterError> {
+        self.check_up()?;
+        let key = self.keys.idem(key);
+        let value = pending(request);
+        let ttl = millis(pending_ttl);
+        let held: String = self
+            .exec("EVAL", move |mut c| async move {
+                redis::cmd("EVAL")
+                    .arg(CLAIM_SCRIPT)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(&value)
+                    .arg(ttl)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok((!held.is_empty()).then(|| self.parse_idem(&held)))
+    }
+
+    pub(super) async fn idem_complete(
+        &self,
+        key: &str,
+        record: &IdemRecord,
+        ttl: Duration,
+    ) -> Result<(), ClusterError> {
+        self.check_up()?;
+        let key = self.keys.idem(key);
+        let expected = pending(&record.request);
+        let value = self.done_value(record);
+        let ttl = millis(ttl);
+        self.exec("EVAL", move |mut c| async move {
+            redis::cmd("EVAL")
+                .arg(COMPLETE_SCRIPT)
+                .arg(1)
+                .arg(&key)
+                .arg(&expected)
+                .arg(&value)
+                .arg(ttl)
+                .query_async::<i64>(&mut c)
+                .await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    pub(super) async fn idem_release(&self, key: &str, request: &str) -> Result<(), ClusterError> {
+        self.check_up()?;
+        let key = self.keys.idem(key);
+        let expected = pending(request);
+        self.exec("EVAL", move |mut c| async move {
+            redis::cmd("EVAL")
+                .arg(UNBIND_SCRIPT)
+                .arg(1)
+                .arg(&key)
+                .arg(&expected)
+                .query_async::<i64>(&mut c)
+                .await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Polls (20 ms, backing off to 200 ms) while the key is pending for
+    /// `request`, at most `max`: a waiter costs a few GETs a second.
+    pub(super) async fn idem_wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: Duration,
+    ) -> Result<IdemState, ClusterError> {
+        let give_up = tokio::time::Instant::now() + max;
+        let redis_key = self.keys.idem(key);
+        let mut pause = POLL_FIRST;
+        loop {
+            self.check_up()?;
+            let k = redis_key.clone();
+            let value: Option<String> = self
+                .exec("GET", move |mut c| async move {
+                    redis::cmd("GET").arg(&k).query_async(&mut c).await
+                })
+                .await?;
+            let state = value.map_or(IdemState::Absent, |v| self.parse_idem(&v));
+            let still_pending = matches!(&state, IdemState::Pending { request: r } if r == request);
+            let now = tokio::time::Instant::now();
+            if !still_pending || now >= give_up {
+                return Ok(state);
+            }
+            tokio::time::sleep_until((now + pause).min(give_up)).await;
+            pause = (pause * 2).min(POLL_MAX);
+        }
+    }
+
+    pub(super) async fn budget_take(
+        &self,
+        windows: &[BudgetWindow],
+    ) -> Result<BudgetTake, ClusterError> {
+        self.check_up()?;
+        let keys: Vec<String> = windows.iter().map(|w| self.keys.budget(&w.name)).collect();
+        let args: Vec<u64> = windows
+            .iter()
+            .flat_map(|w| [w.limit, millis(w.length)])
+            .collect();
+        let n = keys.len();
+        let answer: Vec<i64> = self
+            .exec("EVAL", move |mut c| async move {
+                redis::cmd("EVAL")
+                    .arg(BUDGET_SCRIPT)
+                    .arg(n)
+                    .arg(&keys[..])
+                    .arg(&args[..])
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        let ms = |v: i64| Duration::from_millis(u64::try_from(v).unwrap_or(0));
+        match answer.as_slice() {
+            [0, i, ttl] => Ok(BudgetTake::Refused {
+                window: usize::try_from(*i - 1).unwrap_or(0),
+                retry_after: ms(*ttl),
+            }),
+            [1, rest @ ..] if rest.len() == 2 * windows.len() => Ok(BudgetTake::Granted(
+                rest.chunks(2)
+                    .map(|p| WindowUse {
+                        used: u64::try_from(p[0]).unwrap_or(0),
+                        resets_in: ms(p[1]),
+                    })
+                    .collect(),
+            )),
+            _ => Err(ClusterError::Unavailable),
+        }
+    }
+}
