@@ -128,6 +128,7 @@ struct Inner {
     connections_rejected: Family<ListenerLabels, Counter>,
     draining: Gauge,
     cluster: ClusterSeries,
+    guard: GuardSeries,
     channel_sessions: Family<ChannelLabels, Counter>,
     channel_session_failures: Family<ChannelLabels, Counter>,
     channel_contingency_answers: Family<ChannelLabels, Counter>,
@@ -443,10 +444,12 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
 }
 
 mod cluster;
+mod guard;
 mod otel;
 mod registry;
 #[cfg(test)]
 mod tests;
 
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
+use guard::GuardSeries;
 use otel::OtelRed;

@@ -35,6 +35,7 @@ impl Metrics {
         let watch_result_reads = Counter::default();
         let watch_notice_timeouts = Counter::default();
         let cluster = ClusterSeries::register(&mut registry);
+        let guard = GuardSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -188,6 +189,7 @@ impl Metrics {
                 watch_notice_timeouts,
                 otel: OtelRed::new(),
                 cluster,
+                guard,
             }),
         }
     }
