@@ -18,12 +18,16 @@ pub use crate::{
     cluster::ClusterConfig,
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
+    guard::{BilledOperation, BudgetConfig, IdempotencyConfig},
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
     telemetry::TelemetryConfig,
     tls::{ListenerTls, TlsConfig},
     upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
 };
+
+/// The operator profile of the embedded sandbox (no `[upstream]`).
+pub const EMBEDDED_PROFILE: &str = "sandbox";
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -63,6 +67,11 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// The fleet's shared state (`[cluster]`); absent: one process.
     pub cluster: ClusterConfig,
+    /// The replay window of `CreateJourney.request_id` (`[idempotency]`).
+    pub idempotency: IdempotencyConfig,
+    /// Spending limits per operator profile and billed operation
+    /// (`[[budgets]]`).
+    pub budgets: Vec<BudgetConfig>,
 }
 
 /// Where the gateway listens.
@@ -209,7 +218,19 @@ impl Config {
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         self.serving.validate()?;
+        self.idempotency.validate()?;
+        crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
         self.cluster.validate()
+    }
+
+    /// The operator profile names the gateway will have: `[[operators]]`
+    /// with an `[upstream]`, else the embedded sandbox's `sandbox`.
+    pub fn operator_profiles(&self) -> Vec<&str> {
+        if self.upstream.is_some() {
+            self.operators.iter().map(|o| o.name.as_str()).collect()
+        } else {
+            vec![EMBEDDED_PROFILE]
+        }
     }
 }
 

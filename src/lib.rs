@@ -7,7 +7,7 @@
 //! prints any cycle):
 //!
 //! ```text
-//! cli -> server -> config -> sandbox, api -> events -> journey, channels
+//! cli -> server -> config -> sandbox, api -> guard, events -> journey, channels
 //!     -> error, cluster -> upstream -> telemetry -> leaves
 //! leaves: domain, context, config_source, proto, ttl, sync, net, tls
 //! ```
@@ -30,6 +30,8 @@
 //! - [`journey`]: the journey's operations over domain types, operator
 //!   credentials; [`channels`]: 3D vendor channels, routing, breakers.
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
+//! - [`guard`]: the spending guard: idempotent `CreateJourney`
+//!   (`request_id`) and `[[budgets]]` per operator profile, fleet-wide.
 //! - [`api`]: every tonic service (the channel admin one included) and all
 //!   request validation.
 //! - [`sandbox`]: the reference implementation of the REST service; it
@@ -51,6 +53,7 @@ pub mod context;
 pub mod domain;
 pub mod error;
 pub mod events;
+pub mod guard;
 pub mod journey;
 pub mod net;
 pub mod proto;

@@ -5,6 +5,7 @@ use tonic::{Request, Response, Status};
 use super::{LimitsConfig, validate};
 use crate::{
     context::CallContext,
+    guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::v1::{self, document_service_server::DocumentService},
 };
@@ -13,12 +14,24 @@ use crate::{
 pub struct DocumentApi {
     core: JourneyCore,
     limits: LimitsConfig,
+    guard: Guard,
 }
 
 impl DocumentApi {
     /// A service over the journey core, refusing requests past `limits`.
     pub fn new(core: JourneyCore, limits: LimitsConfig) -> Self {
-        Self { core, limits }
+        Self {
+            core,
+            limits,
+            guard: Guard::default(),
+        }
+    }
+
+    /// The spending guard, which bills document submissions; default: no
+    /// budgets.
+    pub fn with_guard(mut self, guard: Guard) -> Self {
+        self.guard = guard;
+        self
     }
 }
 
@@ -33,6 +46,9 @@ impl DocumentService for DocumentApi {
         let span = super::server_span(&request);
         let req = validate::document_images(request.into_inner(), &self.limits)?;
         super::record_journey(&span, &req.appkey);
+        self.guard
+            .bill(BilledOperation::SubmitDocuments, &req.appkey)
+            .await?;
         let document_code = self
             .core
             .submit_document_images(&ctx, &req.appkey, &req.images)
@@ -51,6 +67,9 @@ impl DocumentService for DocumentApi {
         let span = super::server_span(&request);
         let req = validate::digital_licence(request.into_inner(), &self.limits)?;
         super::record_journey(&span, &req.appkey);
+        self.guard
+            .bill(BilledOperation::SubmitDocuments, &req.appkey)
+            .await?;
         let document_code = self
             .core
             .submit_digital_licence(&ctx, &req.appkey, &req.licence)

@@ -6,6 +6,7 @@ use super::validate;
 use crate::{
     context::CallContext,
     events::{JourneyHub, WatchStream, WatchTarget},
+    guard::Guard,
     journey::JourneyCore,
     proto::v1::{self, journey_service_server::JourneyService},
     telemetry::{self, TelemetryConfig},
@@ -16,6 +17,7 @@ pub struct JourneyApi {
     core: JourneyCore,
     hub: JourneyHub,
     telemetry: TelemetryConfig,
+    guard: Guard,
 }
 
 impl JourneyApi {
@@ -25,7 +27,15 @@ impl JourneyApi {
             core,
             hub,
             telemetry: TelemetryConfig::default(),
+            guard: Guard::default(),
         }
+    }
+
+    /// The spending guard (idempotency, budgets); default: one process,
+    /// no budgets.
+    pub fn with_guard(mut self, guard: Guard) -> Self {
+        self.guard = guard;
+        self
     }
 
     /// What goes on spans (`record_customer_reference`).
@@ -52,10 +62,14 @@ impl JourneyService for JourneyApi {
                 &self.telemetry,
             );
         }
+        let profile = req.operator_profile.as_deref();
         let journey = self
-            .core
-            .create_journey(&ctx, &req.user, req.operator_profile.as_deref())
-            .await?;
+            .guard
+            .create_journey(&ctx, &req.user, profile, req.request_id.as_ref(), || {
+                self.core.create_journey(&ctx, &req.user, profile)
+            })
+            .await?
+            .journey;
         super::record_journey(&span, &journey.appkey);
         // Lets callers watch by reference instead of by appkey.
         self.hub.register_shared(&journey.appkey).await;

@@ -9,6 +9,7 @@ use super::{LimitsConfig, validate};
 use crate::{
     channels::ChannelRouter,
     context::CallContext,
+    guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::v1::{self, liveness_service_server::LivenessService},
 };
@@ -18,6 +19,7 @@ pub struct LivenessApi {
     core: JourneyCore,
     router: Arc<ChannelRouter>,
     limits: LimitsConfig,
+    guard: Guard,
 }
 
 impl LivenessApi {
@@ -28,7 +30,15 @@ impl LivenessApi {
             core,
             router,
             limits,
+            guard: Guard::default(),
         }
+    }
+
+    /// The spending guard, which bills 3D session starts; default: no
+    /// budgets.
+    pub fn with_guard(mut self, guard: Guard) -> Self {
+        self.guard = guard;
+        self
     }
 }
 
@@ -74,6 +84,9 @@ impl LivenessService for LivenessApi {
         let span = super::server_span(&request);
         let req = validate::start_session(request.get_ref())?;
         super::record_journey(&span, &req.appkey);
+        self.guard
+            .bill(BilledOperation::StartSession3D, &req.appkey)
+            .await?;
         let started = self
             .router
             .start_session(&ctx, &req.appkey, &req.user_agent)

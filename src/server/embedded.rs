@@ -87,7 +87,7 @@ pub(super) async fn start(
     Ok(Upstream {
         config: upstream,
         operators: vec![OperatorProfile {
-            name: "sandbox".to_owned(),
+            name: crate::config::EMBEDDED_PROFILE.to_owned(),
             login: operator.login,
             password: Password::new(operator.password),
         }],

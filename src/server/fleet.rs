@@ -40,6 +40,8 @@ pub(super) fn shared_state(
         binding: Duration::from_secs(config.routing.binding_ttl_secs),
         dedupe: webhook.dedupe_ttl,
         dedupe_max_entries: webhook.dedupe_max_entries,
+        idempotency: Duration::from_secs(config.idempotency.ttl_secs),
+        idempotency_max_entries: config.idempotency.max_entries,
     };
     let Some(settings) = config.cluster.resolve()? else {
         return Ok(Shared {

@@ -36,6 +36,7 @@ use crate::{
     context::CallContext,
     domain::Appkey,
     events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver},
+    guard::Guard,
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock, SandboxHandle},
     telemetry::{self, GrpcServerLayer, Metrics},
@@ -322,6 +323,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let up = upstream::resolve(&config, &mut webhook, webhook_url, options.sandbox_clock).await?;
 
     let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
+    let profiles = up.operators.iter().map(|o| o.name.clone()).collect();
     let client = UpstreamClient::with_metrics(&up.config, metrics.clone())?;
     let credentials = Credentials::new(
         client.clone(),
@@ -376,11 +378,20 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         tasks.push(fleet::join(redis, &config, &router, &hub, stopped.clone()).await);
     }
 
+    let guard = Guard::new(
+        &config.idempotency,
+        &config.budgets,
+        profiles,
+        shared.state.clone(),
+        metrics.clone(),
+    );
     let api = listeners::PublicApi {
         journeys: JourneyApi::new(core.clone(), hub.clone())
-            .with_telemetry(config.telemetry.clone()),
-        liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone()),
-        documents: DocumentApi::new(core.clone(), config.limits.clone()),
+            .with_telemetry(config.telemetry.clone())
+            .with_guard(guard.clone()),
+        liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
+            .with_guard(guard.clone()),
+        documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard),
         max_message_bytes: config.limits.max_grpc_message_bytes,
     };
     // Server spans, RPC metrics and the access log of both gRPC listeners.

@@ -1,0 +1,216 @@
+//! Budgets: what each operator profile may spend on each billed
+//! operation, per minute and per day.
+//!
+//! Fixed windows, not token buckets: a window opens at the first call
+//! counted in it and lasts a minute (or a day); it lets `limit` calls
+//! through, then refuses until it closes. A fixed window is one atomic
+//! counter with an expiry (one Redis script across the fleet), its
+//! "remaining" is exact, and a refusal can say exactly when the window
+//! reopens. The cost: up to twice the limit can pass around a window's
+//! end; with a day limit beside the minute one, that burst stays bounded.
+//!
+//! A refused call counts in no window; a call let through counts in every
+//! window of its budget, whatever its outcome upstream (it may have cost
+//! money). At 80 % of a window one warning is logged (by the replica whose
+//! call reached it); at 100 % calls are refused with `RESOURCE_EXHAUSTED`
+//! / `BUDGET_EXCEEDED` and a `RetryInfo` for when the window reopens,
+//! before any upstream call.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use super::config::{BilledOperation, BudgetConfig};
+use crate::{
+    cluster::{BudgetTake, BudgetWindow, SharedState},
+    error::Error,
+    telemetry::Metrics,
+};
+
+/// The windows of a budget, shortest first.
+const WINDOWS: [(&str, Duration); 2] = [
+    ("minute", Duration::from_secs(60)),
+    ("day", Duration::from_secs(86_400)),
+];
+
+/// One budget's limits, per window of [`WINDOWS`] (`None`: no limit).
+#[derive(Debug, Clone, Copy)]
+struct Limits([Option<u64>; 2]);
+
+/// The configured budgets, counted in the shared state.
+#[derive(Clone)]
+pub struct Budgets {
+    limits: Arc<HashMap<(String, BilledOperation), Limits>>,
+    state: Arc<dyn SharedState>,
+    metrics: Metrics,
+}
+
+impl std::fmt::Debug for Budgets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Budgets")
+            .field("budgets", &self.limits.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The call count at which a window's 80 % warning is logged.
+fn warn_at(limit: u64) -> u64 {
+    (limit * 4).div_ceil(5).max(1)
+}
+
+impl Budgets {
+    /// The budgets of `config` (validated), counted in `state`; the
+    /// remaining gauges start at each limit.
+    pub fn new(config: &[BudgetConfig], state: Arc<dyn SharedState>, metrics: Metrics) -> Self {
+        let mut limits = HashMap::new();
+        for b in config {
+            let l = Limits([b.per_minute, b.per_day]);
+            for ((window, _), limit) in WINDOWS.iter().zip(l.0) {
+                if let Some(limit) = limit {
+                    metrics.set_budget_remaining(&b.operator, b.operation.as_str(), window, limit);
+                }
+            }
+            limits.insert((b.operator.clone(), b.operation), l);
+        }
+        Self {
+            limits: Arc::new(limits),
+            state,
+            metrics,
+        }
+    }
+
+    /// True when some profile has a budget for `operation`.
+    pub fn covers(&self, operation: BilledOperation) -> bool {
+        self.limits.keys().any(|(_, op)| *op == operation)
+    }
+
+    /// Counts one `operation` of `operator`, or refuses it with
+    /// [`Error::BudgetExceeded`] when a window is spent. Without a budget
+    /// for the pair, nothing is counted.
+    pub async fn take(&self, operator: &str, operation: BilledOperation) -> Result<(), Error> {
+        let Some(limits) = self.limits.get(&(operator.to_owned(), operation)) else {
+            return Ok(());
+        };
+        let windows: Vec<(&'static str, u64, BudgetWindow)> = WINDOWS
+            .iter()
+            .zip(limits.0)
+            .filter_map(|((window, length), limit)| {
+                limit.map(|limit| {
+                    (
+                        *window,
+                        limit,
+                        BudgetWindow {
+                            name: format!("{operator}:{operation}:{window}"),
+                            limit,
+                            length: *length,
+                        },
+                    )
+                })
+            })
+            .collect();
+        let take = self
+            .state
+            .take_budget(windows.iter().map(|(_, _, w)| w.clone()).collect())
+            .await;
+        let op = operation.as_str();
+        match take {
+            BudgetTake::Granted(uses) => {
+                for ((window, limit, _), used) in windows.iter().zip(uses) {
+                    self.metrics.set_budget_remaining(
+                        operator,
+                        op,
+                        window,
+                        limit.saturating_sub(used.used),
+                    );
+                    if used.used == warn_at(*limit) {
+                        tracing::warn!(
+                            operator_profile = operator,
+                            operation = op,
+                            window = *window,
+                            limit = *limit,
+                            used = used.used,
+                            reopens_in_secs = used.resets_in.as_secs(),
+                            "budget 80% used: calls past the limit will be refused with BUDGET_EXCEEDED until the window reopens"
+                        );
+                    }
+                }
+                Ok(())
+            }
+            BudgetTake::Refused {
+                window,
+                retry_after,
+            } => {
+                let window = windows.get(window).map_or("minute", |(w, _, _)| *w);
+                self.metrics.set_budget_remaining(operator, op, window, 0);
+                self.metrics.record_budget_refusal(operator, op, window);
+                Err(Error::BudgetExceeded {
+                    operator: operator.to_owned(),
+                    operation: op,
+                    window,
+                    retry_after: retry_after.max(Duration::from_millis(1)),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{MemoryState, Ttls};
+
+    #[test]
+    fn the_warning_threshold_is_80_percent_rounded_up() {
+        assert_eq!(warn_at(1), 1);
+        assert_eq!(warn_at(5), 4);
+        assert_eq!(warn_at(10), 8);
+        assert_eq!(warn_at(11), 9);
+    }
+
+    #[tokio::test]
+    async fn a_budget_lets_its_limit_through_then_refuses_with_when_it_reopens() {
+        let metrics = Metrics::default();
+        let budgets = Budgets::new(
+            &[BudgetConfig {
+                operator: "default".into(),
+                operation: BilledOperation::CreateJourney,
+                per_minute: Some(2),
+                per_day: Some(100),
+            }],
+            Arc::new(MemoryState::new(Ttls::default())),
+            metrics.clone(),
+        );
+        assert!(budgets.covers(BilledOperation::CreateJourney));
+        assert!(!budgets.covers(BilledOperation::SubmitDocuments));
+        for _ in 0..2 {
+            budgets
+                .take("default", BilledOperation::CreateJourney)
+                .await
+                .unwrap();
+        }
+        let err = budgets
+            .take("default", BilledOperation::CreateJourney)
+            .await
+            .unwrap_err();
+        let Error::BudgetExceeded {
+            window,
+            retry_after,
+            ..
+        } = &err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!(*window, "minute");
+        assert!(*retry_after <= Duration::from_secs(60));
+        // Other profiles and operations have no budget: never counted.
+        budgets
+            .take("other", BilledOperation::CreateJourney)
+            .await
+            .unwrap();
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains(
+                "idgate_budget_remaining{operator=\"default\",operation=\"create_journey\",window=\"day\"} 98"
+            ),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,275 @@
+//! Idempotent `CreateJourney` (AIP-155): one appkey per `request_id`.
+//!
+//! ```text
+//! claim(key, digest) --won------> create --ok---> complete (record, ttl_secs)   -> caller
+//!                    |                    `-err--> release (a retry may try again) -> caller
+//!                    |--done------> same digest? replay : REQUEST_ID_REUSED
+//!                    `--pending---> same digest? wait : REQUEST_ID_REUSED
+//!                                      |--done----> replay
+//!                                      `--absent--> CONCURRENT_CALL_FAILED (released or expired)
+//! ```
+//!
+//! The key is SHA-256 of the operator profile and the `request_id` (stable
+//! across secret rotations); the request digest is keyed
+//! ([`Digester`]) over the profile, the `request_id` and every field of
+//! the end user, so the store never holds a CPF, a name or a birth date.
+//!
+//! A call waiting on another never calls `/appkey` itself: if the first
+//! call fails, it answers `CONCURRENT_CALL_FAILED` (ABORTED, retry-safe),
+//! so two concurrent identical calls cost one `/appkey` at most, and a
+//! failure is retried only when a caller decides to. A caller that goes
+//! away mid-call releases its claim too.
+
+use std::{sync::Arc, time::Duration};
+
+use sha2::{Digest as _, Sha256};
+use time::OffsetDateTime;
+
+use super::config::IdempotencyConfig;
+use crate::{
+    cluster::{ClusterError, IdemRecord, IdemState, SharedState, seal::Digester},
+    context::CallContext,
+    domain::{EndUser, RequestId},
+    error::Error,
+    journey::NewJourney,
+    telemetry::Metrics,
+};
+
+/// Outcomes counted in `idgate_idempotent_requests`.
+mod outcome {
+    pub const CLAIMED: &str = "claimed";
+    pub const REPLAYED: &str = "replayed";
+    pub const JOINED: &str = "joined_in_flight";
+    pub const REUSED: &str = "refused_reused";
+    pub const FAILED: &str = "first_call_failed";
+    pub const UNAVAILABLE: &str = "unavailable";
+}
+
+/// What a `request_id` names, hashed.
+struct Fingerprint {
+    /// The store key: hex SHA-256 of profile and `request_id`.
+    key: String,
+    /// The canonical request, as the parts the digest covers.
+    parts: Vec<Vec<u8>>,
+}
+
+impl Fingerprint {
+    fn new(profile: &str, id: &RequestId, user: &EndUser) -> Self {
+        let hash = Sha256::new()
+            .chain_update(b"idgate.request-id.v1\0")
+            .chain_update((profile.len() as u64).to_be_bytes())
+            .chain_update(profile.as_bytes())
+            .chain_update(id.as_str().as_bytes())
+            .finalize();
+        let key = hash[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let parts = vec![
+            profile.as_bytes().to_vec(),
+            id.as_str().as_bytes().to_vec(),
+            user.cpf.digits().as_bytes().to_vec(),
+            user.name.as_str().as_bytes().to_vec(),
+            user.birth_date.to_wire().into_bytes(),
+            user.customer_reference.as_str().as_bytes().to_vec(),
+        ];
+        Self { key, parts }
+    }
+
+    fn slices(&self) -> Vec<&[u8]> {
+        self.parts.iter().map(Vec::as_slice).collect()
+    }
+}
+
+/// What [`Idempotency::begin`] decided.
+pub enum Begin {
+    /// This call holds the `request_id`: create, then complete or drop.
+    Claimed(Claim),
+    /// A call with the same `request_id` and request completed: its
+    /// journey, replayed without calling upstream.
+    Replay(NewJourney),
+}
+
+/// The idempotency of `CreateJourney`, over the shared state.
+#[derive(Clone)]
+pub struct Idempotency {
+    state: Arc<dyn SharedState>,
+    digester: Digester,
+    ttl: Duration,
+    pending_ttl: Duration,
+    metrics: Metrics,
+}
+
+impl std::fmt::Debug for Idempotency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Idempotency")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+fn replay(record: IdemRecord) -> NewJourney {
+    NewJourney {
+        appkey: record.appkey,
+        journey_ref: record.journey,
+        expires_at: OffsetDateTime::from_unix_timestamp(record.expires_unix)
+            .unwrap_or(OffsetDateTime::UNIX_EPOCH),
+    }
+}
+
+impl Idempotency {
+    /// Idempotency with the windows of `config`, over `state`.
+    pub fn new(config: &IdempotencyConfig, state: Arc<dyn SharedState>, metrics: Metrics) -> Self {
+        Self {
+            digester: state.digester(),
+            state,
+            ttl: Duration::from_secs(config.ttl_secs.max(1)),
+            pending_ttl: Duration::from_secs(config.pending_ttl_secs.max(1)),
+            metrics,
+        }
+    }
+
+    fn unavailable(&self, _: ClusterError) -> Error {
+        self.metrics.record_idempotency(outcome::UNAVAILABLE);
+        Error::IdempotencyUnavailable
+    }
+
+    /// Claims `id` for this call, or answers what an earlier call with it
+    /// decided (waiting, within the caller's deadline, while it is in
+    /// flight).
+    pub async fn begin(
+        &self,
+        ctx: &CallContext,
+        profile: &str,
+        id: &RequestId,
+        user: &EndUser,
+    ) -> Result<Begin, Error> {
+        let print = Fingerprint::new(profile, id, user);
+        let request = self.digester.digest(&print.slices());
+        let held = self
+            .state
+            .idempotency_claim(&print.key, &request, self.pending_ttl)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let state = match held {
+            None => {
+                self.metrics.record_idempotency(outcome::CLAIMED);
+                return Ok(Begin::Claimed(Claim {
+                    state: self.state.clone(),
+                    key: print.key,
+                    request,
+                    ttl: self.ttl,
+                    armed: true,
+                }));
+            }
+            Some(IdemState::Pending { request: theirs })
+                if self.digester.matches(&print.slices(), &theirs) =>
+            {
+                self.metrics.record_idempotency(outcome::JOINED);
+                // At most until the claim would expire, and the caller's
+                // deadline; a little past the expiry so it is seen.
+                let mut max = self.pending_ttl + Duration::from_millis(100);
+                if let Some(left) = ctx.remaining() {
+                    max = max.min(left);
+                }
+                let state = self
+                    .state
+                    .idempotency_wait(&print.key, &theirs, max)
+                    .await
+                    .map_err(|e| self.unavailable(e))?;
+                if matches!(&state, IdemState::Pending { request } if *request == theirs) {
+                    return Err(Error::DeadlineExceeded(
+                        "the first call with this request_id",
+                    ));
+                }
+                state
+            }
+            Some(state) => state,
+        };
+        match state {
+            IdemState::Done(record) if self.digester.matches(&print.slices(), &record.request) => {
+                self.metrics.record_idempotency(outcome::REPLAYED);
+                Ok(Begin::Replay(replay(record)))
+            }
+            IdemState::Absent => {
+                self.metrics.record_idempotency(outcome::FAILED);
+                Err(Error::ConcurrentCallFailed)
+            }
+            IdemState::Done(_) | IdemState::Pending { .. } => {
+                self.metrics.record_idempotency(outcome::REUSED);
+                Err(Error::RequestIdReused)
+            }
+        }
+    }
+}
+
+/// A held `request_id`. [`Claim::complete`] records the journey; dropped
+/// otherwise (the call failed, or its caller went away), it releases the
+/// `request_id` so that a retry may try again.
+pub struct Claim {
+    state: Arc<dyn SharedState>,
+    key: String,
+    request: String,
+    ttl: Duration,
+    armed: bool,
+}
+
+impl Claim {
+    /// Records `journey` for replays. A record that cannot be written
+    /// (the store became unreachable) is logged, and the journey still
+    /// returned: its appkey exists and the caller should have it.
+    pub async fn complete(mut self, journey: &NewJourney) {
+        self.armed = false;
+        let record = IdemRecord {
+            request: self.request.clone(),
+            journey: journey.journey_ref.clone(),
+            appkey: journey.appkey.clone(),
+            expires_unix: journey.expires_at.unix_timestamp(),
+        };
+        if self
+            .state
+            .idempotency_complete(&self.key, record, self.ttl)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                journey = %journey.journey_ref,
+                "the idempotency record could not be written; a retry with this request_id after the pending claim expires creates another journey"
+            );
+        }
+    }
+}
+
+impl Claim {
+    /// Releases the `request_id` now (the call failed): a retry with it
+    /// makes its own attempt, and calls waiting on this one answer
+    /// `CONCURRENT_CALL_FAILED`.
+    pub async fn release(mut self) {
+        self.armed = false;
+        if self
+            .state
+            .idempotency_release(&self.key, &self.request)
+            .await
+            .is_err()
+        {
+            tracing::debug!("an idempotency claim could not be released; it expires instead");
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let release = self.state.idempotency_release(&self.key, &self.request);
+        // Dropped outside a runtime (never in the gateway): the claim
+        // expires after pending_ttl_secs instead.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                if release.await.is_err() {
+                    tracing::debug!(
+                        "an idempotency claim could not be released; it expires instead"
+                    );
+                }
+            });
+        }
+    }
+}
