@@ -227,7 +227,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     customer_reference: args.reference,
                 },
                 operator_profile: args.operator_profile,
-                request_id: String::new(),
                 result_timeout: Duration::from_secs(args.result_timeout),
             };
             let mut out = Stdout;

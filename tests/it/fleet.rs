@@ -1113,3 +1113,5 @@ async fn redis_calls_are_client_spans_named_by_command_without_keys_or_values() 
     }
     fleet.stop().await;
 }
+
+mod guard;

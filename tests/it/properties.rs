@@ -916,14 +916,18 @@ proptest! {
         birth_date in field_text(),
         customer_reference in field_text(),
         operator_profile in field_text(),
+        request_id in prop_oneof![
+            3 => field_text(),
+            1 => "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+        ],
     ) {
         let req = v1::CreateJourneyRequest {
-            cpf, name, birth_date, customer_reference, operator_profile,
+            cpf, name, birth_date, customer_reference, operator_profile, request_id,
         };
         ok_or_named_violations(
             validate::create_journey(&req),
-            &["cpf", "name", "birth_date", "customer_reference"],
-            &[&req.cpf, &req.name, &req.birth_date, &req.customer_reference],
+            &["cpf", "name", "birth_date", "customer_reference", "request_id"],
+            &[&req.cpf, &req.name, &req.birth_date, &req.customer_reference, &req.request_id],
         )?;
     }
 

@@ -1205,7 +1205,6 @@ mod tls_listeners {
                 customer_reference: "TOOLSFIT1".into(),
             },
             operator_profile: String::new(),
-            request_id: String::new(),
             result_timeout: WAIT,
         };
         let mut out = String::new();

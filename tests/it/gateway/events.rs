@@ -759,7 +759,6 @@ async fn idgate_journey_shows_the_status_changes_and_ends_complete() {
             customer_reference: "CLIREF1".into(),
         },
         operator_profile: String::new(),
-        request_id: String::new(),
         result_timeout: EVENT_WAIT,
     };
     // The sandbox's clock moves once the gateway has read the result and

@@ -4,6 +4,7 @@
 mod channels;
 mod errors;
 mod events;
+mod guard;
 mod journeys;
 mod lifecycle;
 mod serving;

@@ -1,0 +1,266 @@
+//! Issue 14 across a fleet: one `request_id` on two replicas makes one
+//! `/appkey` call, and a budget holds fleet-wide. The replicas' upstream
+//! is a gated proxy in front of the fleet's sandbox, so a first call can
+//! be held at `/appkey` while the second arrives on another replica.
+
+use idgate::guard::{BilledOperation, BudgetConfig};
+use tonic::Code;
+
+use super::*;
+use crate::support::{net::gated_proxy, wait::Gate};
+
+const REQUEST_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
+
+impl Fleet {
+    /// Starts a replica whose configuration `edit` changes.
+    async fn add_replica_with(&mut self, edit: impl FnOnce(&mut Config)) -> usize {
+        let mut config = self.config();
+        edit(&mut config);
+        let gateway = idgate::server::start_with(config, StartOptions::default())
+            .await
+            .expect("replica starts");
+        let channel = Channel::from_shared(gateway.grpc_url())
+            .expect("url")
+            .connect()
+            .await
+            .expect("connect to the replica");
+        self.replicas.push(Replica { gateway, channel });
+        self.replicas.len() - 1
+    }
+
+    fn appkey_calls(&self) -> u64 {
+        self.sandbox.calls(Operation::Appkey, None)
+    }
+}
+
+fn request(reference: &str, id: &str) -> v1::CreateJourneyRequest {
+    let p = samples::HAPPY_PERSON;
+    let parts: Vec<&str> = p.birth_date.split('/').collect();
+    v1::CreateJourneyRequest {
+        cpf: p.cpf.into(),
+        name: p.name.into(),
+        birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
+        customer_reference: reference.into(),
+        operator_profile: String::new(),
+        request_id: id.into(),
+    }
+}
+
+impl Replica {
+    fn spawn_create(
+        &self,
+        request: v1::CreateJourneyRequest,
+    ) -> tokio::task::JoinHandle<Result<v1::CreateJourneyResponse, tonic::Status>> {
+        let mut client = self.journeys();
+        tokio::spawn(async move {
+            client
+                .create_journey(request)
+                .await
+                .map(tonic::Response::into_inner)
+        })
+    }
+}
+
+/// Every key and string value in the test's Redis.
+async fn redis_dump(redis: &RedisServer) -> Vec<(String, String)> {
+    let mut conn = redis.client().await;
+    let keys: Vec<String> = {
+        let mut iter: redis::AsyncIter<String> =
+            redis::AsyncCommands::scan(&mut conn).await.unwrap();
+        let mut keys = Vec::new();
+        while let Some(k) = iter.next_item().await {
+            keys.push(k.expect("key"));
+        }
+        keys
+    };
+    let mut out = Vec::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let value = match kind.as_str() {
+            "string" => redis::cmd("GET")
+                .arg(&key)
+                .query_async::<Vec<u8>>(&mut conn)
+                .await
+                .unwrap(),
+            _ => redis::cmd("SMEMBERS")
+                .arg(&key)
+                .query_async::<Vec<Vec<u8>>>(&mut conn)
+                .await
+                .unwrap()
+                .concat(),
+        };
+        out.push((key, String::from_utf8_lossy(&value).into_owned()));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_id_on_two_replicas_at_once_makes_one_appkey_call_and_one_appkey() {
+    let mut fleet = Fleet::start(0, 1).await;
+    let gate = Gate::opened();
+    let proxy = gated_proxy(&fleet.sandbox.base_url(), gate.clone()).await;
+    for _ in 0..2 {
+        let proxy = proxy.clone();
+        fleet
+            .add_replica_with(|c| {
+                let up = c.upstream.as_mut().expect("upstream");
+                up.base_url = proxy;
+                up.timeout_ms = 120_000;
+            })
+            .await;
+    }
+    fleet.all_up().await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    // Credentials exchanged with the gate open: from now on a
+    // CreateJourney is one /appkey.
+    a.create_journey().await;
+    b.create_journey().await;
+    gate.close();
+    let before = fleet.appkey_calls();
+
+    let arrived = gate.arrived();
+    let first = a.spawn_create(request("FLEETREF1", REQUEST_ID));
+    gate.arrivals(arrived + 1).await;
+    let second = b.spawn_create(request("FLEETREF1", REQUEST_ID));
+    let b_metrics = b.gateway.metrics().clone();
+    eventually(
+        "replica b joined the call in flight on a",
+        EVENT_WAIT,
+        async || b_metrics.idempotency_count("joined_in_flight") >= 1,
+    )
+    .await;
+    gate.open();
+    let first = first.await.unwrap().expect("first call");
+    let second = second.await.unwrap().expect("second call");
+    assert_eq!(first, second, "one appkey, reference and expiry");
+    assert_eq!(fleet.appkey_calls(), before + 1, "one /appkey call");
+
+    // A third replica, later: replayed from Redis.
+    let c = fleet.add_replica_with(|_| {}).await;
+    fleet.all_up().await;
+    let replay = fleet.replicas[c]
+        .journeys()
+        .create_journey(request("FLEETREF1", REQUEST_ID))
+        .await
+        .expect("replay")
+        .into_inner();
+    assert_eq!(replay, first);
+    assert_eq!(fleet.appkey_calls(), before + 1);
+
+    // The same request_id with other data, on any replica: refused.
+    for r in &fleet.replicas {
+        let err = r
+            .journeys()
+            .create_journey(request("FLEETREF2", REQUEST_ID))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument);
+        assert_eq!(reason(&err), "REQUEST_ID_REUSED");
+    }
+    assert_eq!(fleet.appkey_calls(), before + 1);
+
+    // Redis holds a sealed appkey and a keyed digest, nothing personal.
+    let person = samples::HAPPY_PERSON;
+    let first_name = person.name.split(' ').next().unwrap();
+    let dump = redis_dump(&fleet.redis).await;
+    let idem: Vec<_> = dump
+        .iter()
+        .filter(|(k, _)| k.starts_with("idgate:idem:"))
+        .collect();
+    assert_eq!(idem.len(), 1, "one record for the request_id: {dump:?}");
+    assert!(idem[0].1.starts_with("d:"), "a completed record");
+    assert!(idem[0].1.contains(&first.journey_ref));
+    for (key, value) in &dump {
+        for (what, secret) in [
+            ("appkey", first.appkey.as_str()),
+            ("request_id", REQUEST_ID),
+            ("CPF", person.cpf),
+            ("name", person.name),
+            ("birth date", person.birth_date),
+            ("customer reference", "FLEETREF1"),
+        ] {
+            assert!(
+                !key.contains(secret) && !value.contains(secret),
+                "{what} in clear under {key}"
+            );
+        }
+        assert!(
+            !value
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w.eq_ignore_ascii_case(first_name)),
+            "the name in clear under {key}"
+        );
+    }
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
+    let mut fleet = Fleet::start(0, 1).await;
+    for _ in 0..3 {
+        fleet
+            .add_replica_with(|c| {
+                c.budgets = vec![BudgetConfig {
+                    operator: "default".into(),
+                    operation: BilledOperation::CreateJourney,
+                    per_minute: Some(3),
+                    per_day: None,
+                }];
+            })
+            .await;
+    }
+    fleet.all_up().await;
+    for r in &fleet.replicas {
+        r.create_journey().await;
+    }
+    let calls = fleet
+        .sandbox
+        .all_calls()
+        .iter()
+        .map(|c| c.count)
+        .sum::<u64>();
+    assert_eq!(fleet.appkey_calls(), 3);
+    for r in &fleet.replicas {
+        let err = r
+            .journeys()
+            .create_journey(request("FLEETREF3", ""))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted);
+        assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+        let delay = err
+            .get_details_retry_info()
+            .and_then(|r| r.retry_delay)
+            .expect("RetryInfo");
+        assert!(delay > Duration::ZERO && delay <= Duration::from_secs(60));
+    }
+    assert_eq!(
+        fleet
+            .sandbox
+            .all_calls()
+            .iter()
+            .map(|c| c.count)
+            .sum::<u64>(),
+        calls,
+        "no upstream call for a refused one"
+    );
+    // The counter lives in Redis, under configuration names only.
+    let dump = redis_dump(&fleet.redis).await;
+    assert!(
+        dump.iter()
+            .any(|(k, v)| k == "idgate:budget:default:create_journey:minute" && v == "3"),
+        "{dump:?}"
+    );
+    let text = fleet.replicas[0].gateway.metrics().encode().unwrap();
+    assert!(
+        text.contains(
+            "idgate_budget_remaining{operator=\"default\",operation=\"create_journey\",window=\"minute\"} 0"
+        ),
+        "{text}"
+    );
+    fleet.stop().await;
+}
