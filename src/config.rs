@@ -336,6 +336,53 @@ mod tests {
     }
 
     #[test]
+    fn budgets_load_with_overrides_and_must_name_a_configured_profile() {
+        let base = "[upstream]\nbase_url = \"http://a\"\n[[operators]]\nname = \"default\"\nlogin = \"l\"\n";
+        let c = Config::from_toml_and_env(
+            &format!(
+                "{base}[idempotency]\nttl_secs = 3600\n\
+                 [[budgets]]\noperator = \"default\"\noperation = \"submit_documents\"\nper_day = 10\n"
+            ),
+            env(&[("IDGATE_BUDGETS__0__PER_MINUTE", "2")]),
+        )
+        .unwrap();
+        assert_eq!(c.idempotency.ttl_secs, 3600);
+        assert_eq!(c.idempotency.pending_ttl_secs, 60);
+        assert_eq!(c.budgets[0].operation, BilledOperation::SubmitDocuments);
+        assert_eq!(
+            (c.budgets[0].per_minute, c.budgets[0].per_day),
+            (Some(2), Some(10))
+        );
+        for (text, words) in [
+            (
+                "[[budgets]]\noperator = \"ghost\"\noperation = \"create_journey\"\nper_day = 1\n",
+                "ghost",
+            ),
+            (
+                "[[budgets]]\noperator = \"default\"\noperation = \"refund\"\nper_day = 1\n",
+                "refund",
+            ),
+            (
+                "[[budgets]]\noperator = \"default\"\noperation = \"create_journey\"\nper_day = 0\n",
+                "at least 1",
+            ),
+            ("[idempotency]\nttl_secs = 0\n", "idempotency.ttl_secs"),
+        ] {
+            let err = Config::from_toml_and_env(&format!("{base}{text}"), env(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(words), "{err}");
+        }
+        // On the embedded sandbox the one profile is `sandbox`.
+        let c = Config::from_toml_and_env(
+            "[[budgets]]\noperator = \"sandbox\"\noperation = \"create_journey\"\nper_minute = 5\n",
+            env(&[]),
+        )
+        .unwrap();
+        assert_eq!(c.budgets.len(), 1);
+    }
+
+    #[test]
     fn unknown_keys_are_rejected_by_name() {
         let err = Config::from_toml_and_env("[listen]\ngrcp = \"x\"\n", env(&[])).unwrap_err();
         assert!(err.to_string().contains("grcp"), "{err}");
