@@ -118,19 +118,43 @@ impl Inner {
         let key = self.keys.idem(key);
         let value = pending(request);
         let ttl = millis(pending_ttl);
-        let held: String = self
-            .exec("EVAL", move |mut c| async move {
-                redis::cmd("EVAL")
-                    .arg(CLAIM_SCRIPT)
-                    .arg(1)
-                    .arg(&key)
-                    .arg(&value)
-                    .arg(ttl)
-                    .query_async(&mut c)
-                    .await
-            })
-            .await?;
-        Ok((!held.is_empty()).then(|| self.parse_idem(&held)))
+        // Twice at most: a record that does not read (another sealing
+        // key, a foreign value) is deleted, then the key claimed anew.
+        for _ in 0..2 {
+            let (k, v) = (key.clone(), value.clone());
+            let held: String = self
+                .exec("EVAL", move |mut c| async move {
+                    redis::cmd("EVAL")
+                        .arg(CLAIM_SCRIPT)
+                        .arg(1)
+                        .arg(&k)
+                        .arg(&v)
+                        .arg(ttl)
+                        .query_async(&mut c)
+                        .await
+                })
+                .await?;
+            if held.is_empty() {
+                return Ok(None);
+            }
+            match self.parse_idem(&held) {
+                IdemState::Absent => {
+                    let k = key.clone();
+                    self.exec("EVAL", move |mut c| async move {
+                        redis::cmd("EVAL")
+                            .arg(UNBIND_SCRIPT)
+                            .arg(1)
+                            .arg(&k)
+                            .arg(&held)
+                            .query_async::<i64>(&mut c)
+                            .await
+                    })
+                    .await?;
+                }
+                state => return Ok(Some(state)),
+            }
+        }
+        Err(ClusterError::Unavailable)
     }
 
     pub(super) async fn idem_complete(
