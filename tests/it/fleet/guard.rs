@@ -264,3 +264,67 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
     );
     fleet.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_replica() {
+    let mut fleet = Fleet::start(0, 1).await;
+    for _ in 0..2 {
+        fleet
+            .add_replica_with(|c| {
+                let mut second = c.operators[0].clone();
+                second.name = "partner".into();
+                c.operators.push(second);
+                c.budgets = vec![BudgetConfig {
+                    operator: "partner".into(),
+                    operation: BilledOperation::StartSession3D,
+                    per_minute: None,
+                    per_day: Some(1),
+                }];
+            })
+            .await;
+    }
+    fleet.all_up().await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    let mut partner = request("FLEETREF4", "");
+    partner.operator_profile = "partner".into();
+    let first = a
+        .journeys()
+        .create_journey(partner.clone())
+        .await
+        .expect("partner journey")
+        .into_inner();
+    let second = a
+        .journeys()
+        .create_journey(partner)
+        .await
+        .expect("partner journey")
+        .into_inner();
+    // Billed to `partner` on the creating replica...
+    a.start_3d(&first.appkey)
+        .await
+        .expect("the day's one session");
+    let sessions = fleet
+        .sandbox
+        .all_calls()
+        .iter()
+        .map(|c| c.count)
+        .sum::<u64>();
+    // ...and on another replica, which learns the profile from Redis.
+    let err = b.start_3d(&second.appkey).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+    assert_eq!(
+        fleet
+            .sandbox
+            .all_calls()
+            .iter()
+            .map(|c| c.count)
+            .sum::<u64>(),
+        sessions,
+        "refused before any upstream call"
+    );
+    // The default profile's journeys have no session budget.
+    let default = b.create_journey().await;
+    b.start_3d(&default.appkey).await.expect("default profile");
+    fleet.stop().await;
+}

@@ -343,3 +343,40 @@ async fn session_and_document_budgets_refuse_before_any_upstream_call() {
     gw.create_journey().await;
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_budget_window_at_80_percent_logs_one_warning_without_caller_data() {
+    let traced =
+        crate::support::telemetry::Traced::start("idgate-budget-test", "idgate=warn").await;
+    let gw = TestGateway::start_with(|c: &mut Config| {
+        c.budgets = vec![budget(
+            "sandbox",
+            BilledOperation::CreateJourney,
+            Some(5),
+            None,
+        )];
+    })
+    .await;
+    for _ in 0..5 {
+        gw.create_journey().await;
+    }
+    let _ = gw.journeys().create_journey(happy_person()).await;
+    let logs = traced.logs.contents();
+    let warnings: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("budget 80% used"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning per window:\n{logs}");
+    for field in [
+        "\"operator_profile\":\"sandbox\"",
+        "\"operation\":\"create_journey\"",
+        "\"window\":\"minute\"",
+        "\"used\":4",
+    ] {
+        assert!(warnings[0].contains(field), "{field} in {}", warnings[0]);
+    }
+    let person = idgate::sandbox::samples::HAPPY_PERSON;
+    assert!(!logs.contains(person.cpf) && !logs.contains(person.name));
+    gw.stop().await;
+    traced.finish().await;
+}
