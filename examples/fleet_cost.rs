@@ -145,6 +145,11 @@ impl Gw {
     }
 
     async fn create(&self) -> v1::CreateJourneyResponse {
+        self.create_with_id("").await
+    }
+
+    /// `CreateJourney` with `request_id` (empty: none).
+    async fn create_with_id(&self, request_id: &str) -> v1::CreateJourneyResponse {
         let p = samples::HAPPY_PERSON;
         let d: Vec<&str> = p.birth_date.split('/').collect();
         self.journeys()
@@ -154,7 +159,7 @@ impl Gw {
                 birth_date: format!("{}-{}-{}", d[2], d[1], d[0]),
                 customer_reference: "BENCH1".into(),
                 operator_profile: String::new(),
-                request_id: String::new(),
+                request_id: request_id.into(),
             })
             .await
             .expect("create")
@@ -351,6 +356,34 @@ async fn main() {
         fleet: p50(&mut f_t),
         commands: per_call(&before, &reading(), n),
     });
+
+    // CreateJourney with a new request_id (claim, /appkey, complete), then
+    // the same request_id again (a replay: no upstream call).
+    let ids: Vec<String> = (0..n).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    for (rpc, phase) in [
+        ("CreateJourney, new request_id", 0),
+        ("CreateJourney, replayed request_id (no /appkey)", 1),
+    ] {
+        let (mut s_t, mut f_t) = (Vec::new(), Vec::new());
+        let before = reading();
+        for id in &ids {
+            let t = Instant::now();
+            single.create_with_id(id).await;
+            s_t.push(t.elapsed());
+            let t = Instant::now();
+            // The replay goes to the other replica: it reads the record
+            // from Redis.
+            let replica = if phase == 0 { &a } else { &b };
+            replica.create_with_id(id).await;
+            f_t.push(t.elapsed());
+        }
+        rows.push(Row {
+            rpc,
+            single: p50(&mut s_t),
+            fleet: p50(&mut f_t),
+            commands: per_call(&before, &reading(), n),
+        });
+    }
 
     // StartSession3D.
     let (mut s_t, mut f_t) = (Vec::new(), Vec::new());
