@@ -328,3 +328,53 @@ async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_repl
     b.start_3d(&default.appkey).await.expect("default profile");
     fleet.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica() {
+    let mut fleet = Fleet::start(0, 1).await;
+    for _ in 0..2 {
+        fleet
+            .add_replica_with(|c| {
+                c.budgets = vec![BudgetConfig {
+                    operator: "default".into(),
+                    operation: BilledOperation::CreateJourney,
+                    per_minute: Some(1),
+                    per_day: None,
+                }];
+            })
+            .await;
+    }
+    fleet.all_up().await;
+    fleet.redis.stop();
+    eventually("every replica sees Redis down", EVENT_WAIT, async || {
+        fleet
+            .replicas
+            .iter()
+            .all(|r| !r.gateway.shared_state().is_up())
+    })
+    .await;
+    let before = fleet.appkey_calls();
+    let a = &fleet.replicas[0];
+    // Idempotency cannot be promised: refused, nothing created.
+    let err = a
+        .journeys()
+        .create_journey(request("FLEETREF5", REQUEST_ID))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable);
+    assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
+    assert!(err.get_details_retry_info().is_some());
+    assert_eq!(fleet.appkey_calls(), before);
+    // Budgets: each replica counts alone (one call each), then refuses.
+    for r in &fleet.replicas {
+        r.create_journey().await;
+        let err = r
+            .journeys()
+            .create_journey(request("FLEETREF5", ""))
+            .await
+            .unwrap_err();
+        assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+    }
+    assert_eq!(fleet.appkey_calls(), before + 2);
+    fleet.stop().await;
+}
