@@ -51,9 +51,10 @@ impl std::fmt::Debug for Budgets {
     }
 }
 
-/// The call count at which a window's 80 % warning is logged.
+/// The call count at which a window's 80 % warning is logged: 80 %
+/// rounded up (`limit - ⌊limit / 5⌋`, which cannot overflow).
 fn warn_at(limit: u64) -> u64 {
-    (limit * 4).div_ceil(5).max(1)
+    (limit - limit / 5).max(1)
 }
 
 impl Budgets {
@@ -163,6 +164,8 @@ mod tests {
         assert_eq!(warn_at(5), 4);
         assert_eq!(warn_at(10), 8);
         assert_eq!(warn_at(11), 9);
+        assert_eq!(warn_at(3), 3);
+        assert_eq!(warn_at(u64::MAX), u64::MAX - u64::MAX / 5);
     }
 
     #[tokio::test]
