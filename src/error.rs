@@ -389,7 +389,7 @@ impl Error {
     }
 
     /// How long a caller should wait before retrying, when a retry is safe:
-    /// until the budget window reopens, else [`RETRY_DELAY`].
+    /// until the budget window reopens, else one second.
     pub fn retry_delay(&self) -> Duration {
         match self {
             Error::BudgetExceeded { retry_after, .. } => *retry_after,
