@@ -119,7 +119,8 @@ struct ChannelsArgs {
 enum ChannelsCommand {
     /// Lists the channels: mode, circuit state, drain flag, counters.
     List,
-    /// Sets the routing mode: auto, force_primary, force_alternative or channel:<name>.
+    /// Sets the routing mode: auto, force_primary, force_alternative, channel:<name>
+    /// or weighted:<name>=<weight>,... (e.g. weighted:primary=90,alternative=10).
     Mode {
         /// The mode.
         mode: String,

@@ -1,7 +1,9 @@
 //! Routing of 3D liveness calls across vendor channels.
 //!
 //! `StartSession3D` picks a channel: the operator's mode first, then drained
-//! channels are skipped, then open circuits, then priority. In `auto` mode
+//! channels are skipped, then open circuits, then priority. A weighted
+//! mode puts the journey's pick among the available channels first (see
+//! [`super::weighted`]) and fails over like `auto`. In `auto` mode
 //! an upstream fault (connect, timeout, 5xx, malformed answer) on one
 //! channel fails over to the next within the caller's deadline; a 4xx is
 //! the channel's answer about this appkey and is returned at once. Forced
@@ -25,12 +27,14 @@ use tokio::time::Instant;
 
 use super::{
     bindings::SessionBindings,
+    breaker::CircuitState,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{
         ChannelConfigError, ChannelSpec, ModeError, RoutingConfig, RoutingMode, validate_channels,
         validate_mode,
     },
     transport::{Liveness3DTransport, SessionGrant},
+    weighted::WeightedSplit,
 };
 use crate::{
     Error,
@@ -199,6 +203,7 @@ impl ChannelRouter {
                 (set.alternative().cloned().into_iter().collect(), false)
             }
             RoutingMode::Channel(name) => (set.get(name).cloned().into_iter().collect(), false),
+            RoutingMode::Weighted(split) => (self.weighted_order(&set, split, appkey, now), true),
         };
         if candidates.is_empty() {
             return Err(Error::NoChannelAvailable(format!(
@@ -351,6 +356,37 @@ impl ChannelRouter {
         let held = lock(&self.hold_until).is_some_and(|until| now < until);
         if held && order.len() > 1 {
             order.rotate_left(1);
+        }
+        order
+    }
+
+    /// Weighted mode: the journey's pick among the available channels
+    /// first, then the rest as in `auto` (the failover order). A channel
+    /// is available when it is not drained, its circuit is not open and,
+    /// during a contingency hold, it is not the primary.
+    fn weighted_order(
+        &self,
+        set: &ChannelSet,
+        split: &WeightedSplit,
+        appkey: &Appkey,
+        now: Instant,
+    ) -> Vec<Arc<Channel>> {
+        let mut order = self.auto_order(set, now);
+        let held = lock(&self.hold_until).is_some_and(|until| now < until);
+        let primary = set.primary().map(|c| c.name());
+        let available = |name: &str| {
+            set.get(name).is_some_and(|c| {
+                !c.is_drained()
+                    && c.breaker().snapshot(now).state != CircuitState::Open
+                    && !(held && set.len() > 1 && Some(name) == primary)
+            })
+        };
+        let journey = JourneyRef::from_appkey(appkey);
+        if let Some(pick) = split.pick(&journey, available) {
+            if let Some(at) = order.iter().position(|c| c.name() == pick) {
+                let chosen = order.remove(at);
+                order.insert(0, chosen);
+            }
         }
         order
     }

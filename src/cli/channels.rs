@@ -141,7 +141,7 @@ pub async fn list(addr: impl Into<AdminTarget>, token: &AdminToken) -> Result<St
     Ok(format_list(&resp))
 }
 
-/// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME>`.
+/// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME|weighted:NAME=W,...>`.
 pub async fn set_mode(
     addr: impl Into<AdminTarget>,
     token: &AdminToken,
@@ -154,13 +154,14 @@ pub async fn set_mode(
         .set_routing_mode(pb::SetRoutingModeRequest {
             mode: pb_mode as i32,
             channel,
+            weights: crate::api::admin::mode_weights(&mode),
         })
         .await
         .map_err(explain)?
         .into_inner();
     Ok(format!(
         "routing mode: {}\n",
-        mode_text(resp.mode, &resp.mode_channel)
+        mode_text(resp.mode, &resp.mode_channel, &resp.weights)
     ))
 }
 
@@ -210,12 +211,19 @@ pub async fn undrain(
     ))
 }
 
-fn mode_text(mode: i32, channel: &str) -> String {
+fn mode_text(mode: i32, channel: &str, weights: &[pb::ChannelWeight]) -> String {
     match pb::RoutingMode::try_from(mode) {
         Ok(pb::RoutingMode::Auto) => "auto".to_owned(),
         Ok(pb::RoutingMode::ForcePrimary) => "force_primary".to_owned(),
         Ok(pb::RoutingMode::ForceAlternative) => "force_alternative".to_owned(),
         Ok(pb::RoutingMode::NamedChannel) => format!("channel:{channel}"),
+        Ok(pb::RoutingMode::Weighted) => {
+            let split: Vec<String> = weights
+                .iter()
+                .map(|w| format!("{}={}", w.channel, w.weight))
+                .collect();
+            format!("weighted:{}", split.join(","))
+        }
         _ => format!("unknown ({mode})"),
     }
 }
@@ -266,7 +274,7 @@ pub fn format_list(resp: &pb::ListChannelsResponse) -> String {
     let _ = writeln!(
         out,
         "routing mode: {}{}",
-        mode_text(resp.mode, &resp.mode_channel),
+        mode_text(resp.mode, &resp.mode_channel, &resp.weights),
         if resp.fleet_control {
             " (mode and drains shared by the fleet)"
         } else {
@@ -324,6 +332,7 @@ mod tests {
                 ..Default::default()
             }],
             fleet_control: true,
+            weights: Vec::new(),
         };
         let text = format_list(&resp);
         assert!(text.contains("shared by the fleet"), "{text}");

@@ -469,6 +469,7 @@ impl Replica {
             .set_routing_mode(v1::SetRoutingModeRequest {
                 mode: mode as i32,
                 channel: String::new(),
+                weights: Vec::new(),
             })
             .await
             .map(|_| ())
