@@ -14,9 +14,10 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::{
     Error,
+    api::figures::{figures_to_proto, window_minutes},
     channels::{
         ChannelRouter, ChannelSnapshot, CircuitState, RoutingMode, SplitError, WeightedSplit,
-        valid_name,
+        figures::LATENCY_BOUNDS_MS, valid_name,
     },
     config_source::{ConfigError, read_secret},
     domain::{AdminToken, authorization_credentials, secrets_match},
@@ -344,6 +345,28 @@ impl ChannelAdminService for ChannelAdmin {
             mode: pb_mode as i32,
             mode_channel,
             weights: mode_weights(&mode),
+        }))
+    }
+
+    async fn get_channel_figures(
+        &self,
+        request: Request<pb::GetChannelFiguresRequest>,
+    ) -> Result<Response<pb::GetChannelFiguresResponse>, Status> {
+        let req = request.into_inner();
+        let figures = self.router.figures();
+        let minutes = window_minutes(req.window_seconds, figures.retention_minutes())?;
+        let mut tallies = figures.window(minutes);
+        // Configured channels show up even before their first call.
+        for c in self.router.snapshot().channels {
+            tallies.entry(c.name).or_default();
+        }
+        Ok(Response::new(pb::GetChannelFiguresResponse {
+            window_seconds: minutes * 60,
+            latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
+            channels: tallies
+                .iter()
+                .map(|(name, t)| figures_to_proto(name, t))
+                .collect(),
         }))
     }
 

@@ -293,6 +293,10 @@ pub struct RoutingConfig {
     /// it consumes nothing, so a transient fault is retried there (a
     /// forced mode never fails over). `auto` fails over instead.
     pub forced_session_attempts: u32,
+    /// Minutes of per-channel vendor figures kept for
+    /// `GetChannelFigures` / `idgate channels compare` (per-minute
+    /// buckets), 1 to 10080.
+    pub figures_retention_minutes: u32,
 }
 
 impl Default for RoutingConfig {
@@ -303,6 +307,7 @@ impl Default for RoutingConfig {
             binding_ttl_secs: 600,
             max_bindings: 100_000,
             forced_session_attempts: 2,
+            figures_retention_minutes: super::figures::DEFAULT_RETENTION_MINUTES,
         }
     }
 }
@@ -442,6 +447,12 @@ pub(crate) fn validate_set(
     validate_channels(specs)?;
     if derived || !specs.is_empty() {
         validate_mode(&routing.mode, specs.iter().map(|c| c.name.as_str()))?;
+    }
+    if !(1..=super::figures::MAX_RETENTION_MINUTES).contains(&routing.figures_retention_minutes) {
+        return Err(ChannelConfigError(format!(
+            "routing.figures_retention_minutes must be from 1 to {}",
+            super::figures::MAX_RETENTION_MINUTES
+        )));
     }
     if routing.max_bindings == 0 || routing.binding_ttl_secs == 0 {
         return Err(ChannelConfigError(

@@ -8,6 +8,7 @@
 //! - [`bindings`]: which channel issued the session of an appkey.
 //! - [`channel`]: a channel at run time, its counters and snapshots.
 //! - [`weighted`]: the per-journey weighted split of new sessions.
+//! - [`figures`]: per-channel vendor figures over a rolling window.
 //!
 //! The run-time control API (`ChannelAdminService`) lives with the other
 //! tonic services in `api::admin`; `idgate channels` in `cli::channels`.
@@ -17,6 +18,7 @@ pub mod bindings;
 pub mod breaker;
 pub mod channel;
 pub mod config;
+pub mod figures;
 pub mod http;
 pub mod router;
 pub mod transport;

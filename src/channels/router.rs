@@ -33,6 +33,7 @@ use super::{
         ChannelConfigError, ChannelSpec, ModeError, RoutingConfig, RoutingMode, validate_channels,
         validate_mode,
     },
+    figures::{ChannelFigures, VerifyOutcome},
     transport::{Liveness3DTransport, SessionGrant},
     weighted::WeightedSplit,
 };
@@ -43,6 +44,7 @@ use crate::{
     domain::{Appkey, JourneyRef, Operation, SessionToken},
     proto::v1::LivenessVerdict,
     sync::{lock, read, write},
+    telemetry::Metrics,
     upstream::UpstreamError,
 };
 
@@ -95,6 +97,10 @@ pub struct ChannelRouter {
     bindings: Mutex<SessionBindings>,
     /// Session-token attempts on the channel of a forced mode.
     forced_session_attempts: u32,
+    /// Vendor figures per channel over a rolling window.
+    figures: Arc<ChannelFigures>,
+    /// Where the per-channel verification series of `/metrics` go.
+    metrics: Option<Metrics>,
     /// The fleet's shared bindings and control state (see `fleet`).
     shared: Arc<dyn SharedState>,
     /// True once the mode and drains in force came from the fleet.
@@ -163,9 +169,55 @@ impl ChannelRouter {
                 routing.max_bindings,
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
+            figures: Arc::new(ChannelFigures::new(routing.figures_retention_minutes)),
+            metrics: None,
             shared: Arc::new(MemoryState::new(Ttls::default())),
             fleet_control: AtomicBool::new(false),
         })
+    }
+
+    /// The same router, feeding the per-channel verification series of
+    /// `metrics` (the gateway's registry).
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// The vendor figures this router records.
+    pub fn figures(&self) -> &ChannelFigures {
+        &self.figures
+    }
+
+    /// Counts a session start that was sent (one this gateway refused
+    /// itself, at its bulkhead, says nothing about the vendor).
+    fn record_session_figures(
+        &self,
+        channel: &str,
+        result: &Result<SessionGrant, UpstreamError>,
+        elapsed: Duration,
+    ) {
+        if matches!(result, Err(UpstreamError::Saturated { .. })) {
+            return;
+        }
+        let outcome = result.as_ref().map(|g| g.contingency);
+        self.figures.record_session(channel, outcome, elapsed);
+    }
+
+    /// Counts a verification that was sent, in the figures and `/metrics`.
+    fn record_verify_figures(
+        &self,
+        channel: &str,
+        result: &Result<LivenessVerdict, UpstreamError>,
+        elapsed: Duration,
+    ) {
+        if matches!(result, Err(UpstreamError::Saturated { .. })) {
+            return;
+        }
+        let outcome = VerifyOutcome::of(result);
+        self.figures.record_verification(channel, outcome, elapsed);
+        if let Some(m) = &self.metrics {
+            m.record_channel_verification(channel, outcome.label(), elapsed);
+        }
     }
 
     /// The same router, sharing its bindings and control state through
@@ -312,7 +364,9 @@ impl ChannelRouter {
                     .unwrap_or(Err(UpstreamError::Timeout {
                         op: Operation::SessionToken3D,
                     }));
+            let sent = now;
             let now = Instant::now();
+            self.record_session_figures(channel.name(), &result, now - sent);
             match health(&result, caller_bound) {
                 Some(true) => permit.failure(now),
                 Some(false) => permit.success(now),
@@ -471,6 +525,7 @@ impl ChannelRouter {
         let call = self
             .transport
             .liveness(target.endpoint(), appkey, token, &attempt);
+        let sent = Instant::now();
         let result =
             tokio::time::timeout_at(until, call)
                 .await
@@ -478,6 +533,7 @@ impl ChannelRouter {
                     op: Operation::Liveness3D,
                 }));
         let now = Instant::now();
+        self.record_verify_figures(target.name(), &result, now - sent);
         if let Some(fault) = health(&result, caller_bound) {
             target.breaker().record(fault, now);
         }

@@ -1,6 +1,7 @@
 //! Support for `idgate channels list|mode|drain|undrain`: each function
 //! calls `ChannelAdminService` at an admin address with the bearer token and
-//! returns text to print. Argument parsing (clap) lives in `main.rs`.
+//! returns text to print. Argument parsing (clap) lives in `main.rs`;
+//! `idgate channels compare` in [`super::compare`].
 
 use std::fmt::Write as _;
 
@@ -44,6 +45,12 @@ pub enum CliError {
     /// The routing mode given is not one the gateway knows.
     #[error(transparent)]
     Mode(#[from] ChannelConfigError),
+    /// `--window` is not a duration the gateways accept.
+    #[error("--window: {0}")]
+    Window(&'static str),
+    /// A gateway's figures cannot be merged with the others.
+    #[error(transparent)]
+    Figures(#[from] crate::api::figures::FiguresError),
     /// The gateway refused or failed the call.
     #[error("{code:?}{}: {message}", reason.as_deref().map(|r| format!(" [{r}]")).unwrap_or_default())]
     Refused {
@@ -122,7 +129,7 @@ pub async fn connect(
 }
 
 /// Turns a refused call into a one-line error: code, reason, message.
-fn explain(status: Status) -> CliError {
+pub(super) fn explain(status: Status) -> CliError {
     CliError::Refused {
         code: status.code(),
         reason: status.get_details_error_info().map(|i| i.reason),

@@ -136,6 +136,7 @@ struct Inner {
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
     otel: OtelRed,
+    verifications: VerificationSeries,
 }
 
 /// The journey hub's state at scrape time (see [`Metrics::sync_watch`]).
@@ -447,6 +448,8 @@ mod otel;
 mod registry;
 #[cfg(test)]
 mod tests;
+mod verification;
 
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use otel::OtelRed;
+use verification::VerificationSeries;

@@ -35,6 +35,7 @@ impl Metrics {
         let watch_result_reads = Counter::default();
         let watch_notice_timeouts = Counter::default();
         let cluster = ClusterSeries::register(&mut registry);
+        let verifications = VerificationSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -160,6 +161,7 @@ impl Metrics {
             drop(channel_sessions.get_or_create(&labels));
             drop(channel_session_failures.get_or_create(&labels));
             drop(channel_contingency_answers.get_or_create(&labels));
+            verifications.preset(&labels.channel);
         }
 
         Metrics {
@@ -188,6 +190,7 @@ impl Metrics {
                 watch_notice_timeouts,
                 otel: OtelRed::new(),
                 cluster,
+                verifications,
             }),
         }
     }
