@@ -6,6 +6,7 @@ mod errors;
 mod events;
 mod journeys;
 mod lifecycle;
+mod migration;
 mod serving;
 mod smoke;
 mod validation;
