@@ -466,3 +466,20 @@ async fn compare_refuses_a_window_beyond_the_retention_naming_the_field() {
     );
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn a_weighted_mode_in_the_configuration_routes_from_the_first_session() {
+    let gw = TestGateway::start_with(|c| {
+        c.routing.mode = "weighted:primary=0,alternative=1".parse().unwrap();
+    })
+    .await;
+    let listed = gw.list_channels().await;
+    assert_eq!(listed.mode(), RoutingMode::Weighted);
+    assert_eq!(
+        listed.weights,
+        weights(&[("primary", 0), ("alternative", 1)])
+    );
+    let sessions = gw.new_sessions(10).await;
+    assert_eq!(count(&sessions, "alternative"), 10);
+    gw.stop().await;
+}
