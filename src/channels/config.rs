@@ -256,11 +256,9 @@ impl FromStr for RoutingMode {
                 }
                 match other.strip_prefix("channel:") {
                     Some(name) if valid_name(name) => Ok(RoutingMode::Channel(name.to_owned())),
-                    // The text is not quoted: it is whatever was typed.
-                    _ => Err(ChannelConfigError(
-                        "routing mode must be auto, force_primary, force_alternative, channel:<name> or weighted:<name>=<weight>,..."
-                            .to_owned(),
-                    )),
+                    _ => Err(ChannelConfigError(format!(
+                        "routing mode must be auto, force_primary, force_alternative, channel:<name> or weighted:<name>=<weight>,..., not `{other}`"
+                    ))),
                 }
             }
         }
