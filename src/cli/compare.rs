@@ -51,13 +51,16 @@ pub fn parse_window(text: &str) -> Result<u32, CliError> {
 }
 
 /// The figures of `targets` over `window_secs`, summed: the text table,
-/// or JSON when `json`.
+/// or JSON when `json`. An address given twice is asked once (its figures
+/// would count twice).
 pub async fn compare(
-    targets: Vec<AdminTarget>,
+    mut targets: Vec<AdminTarget>,
     token: &AdminToken,
     window_secs: u32,
     json: bool,
 ) -> Result<String, CliError> {
+    let mut seen = std::collections::HashSet::new();
+    targets.retain(|t| seen.insert(t.addr.trim_end_matches('/').to_owned()));
     let mut sum: BTreeMap<String, ChannelTally> = BTreeMap::new();
     let mut window = window_secs;
     let count = targets.len();
