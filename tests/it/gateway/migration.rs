@@ -487,3 +487,29 @@ async fn a_weighted_mode_in_the_configuration_routes_from_the_first_session() {
     assert_eq!(count(&sessions, "alternative"), 10);
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn channel_figures_need_the_admin_token() {
+    let gw = TestGateway::start().await;
+    let mut client = v1::channel_admin_service_client::ChannelAdminServiceClient::connect(format!(
+        "http://{}",
+        gw.admin_addr()
+    ))
+    .await
+    .expect("connect");
+    let err = client
+        .get_channel_figures(v1::GetChannelFiguresRequest { window_seconds: 60 })
+        .await
+        .unwrap_err();
+    assert_error(&err, Code::Unauthenticated, "ADMIN_TOKEN_INVALID");
+    let err = compare::compare(
+        vec![AdminTarget::from(&gw.admin_addr())],
+        &idgate::domain::AdminToken::new("not-the-admin-token").unwrap(),
+        60,
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("ADMIN_TOKEN_INVALID"), "{err}");
+    gw.stop().await;
+}
