@@ -14,7 +14,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::{
     Error,
-    api::figures::{figures_to_proto, window_minutes},
+    api::figures::{figures_to_proto, seconds, window_minutes},
     channels::{
         ChannelRouter, ChannelSnapshot, CircuitState, RoutingMode, SplitError, WeightedSplit,
         figures::LATENCY_BOUNDS_MS, valid_name,
@@ -354,14 +354,14 @@ impl ChannelAdminService for ChannelAdmin {
     ) -> Result<Response<pb::GetChannelFiguresResponse>, Status> {
         let req = request.into_inner();
         let figures = self.router.figures();
-        let minutes = window_minutes(req.window_seconds, figures.retention_minutes())?;
+        let minutes = window_minutes(req.window.as_ref(), figures.retention_minutes())?;
         let mut tallies = figures.window(minutes);
         // Configured channels show up even before their first call.
         for c in self.router.snapshot().channels {
             tallies.entry(c.name).or_default();
         }
         Ok(Response::new(pb::GetChannelFiguresResponse {
-            window_seconds: minutes * 60,
+            window: Some(seconds(minutes * 60)),
             latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
             channels: tallies
                 .iter()

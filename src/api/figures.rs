@@ -12,25 +12,43 @@ use crate::{
 /// Window of a request that names none: one hour.
 pub const DEFAULT_WINDOW_SECS: u32 = 3_600;
 
-/// Minutes a request's window covers (rounded up), checked against the
-/// router's retention. Refusals name the field `window_seconds`.
-pub fn window_minutes(window_seconds: u32, retention_minutes: u32) -> Result<u32, Error> {
-    let secs = if window_seconds == 0 {
-        DEFAULT_WINDOW_SECS
-    } else {
-        window_seconds
+/// Minutes a request's window covers (rounded up to whole minutes; unset
+/// or zero: [`DEFAULT_WINDOW_SECS`]), checked against the router's
+/// retention. Refusals name the field `window`.
+pub fn window_minutes(
+    window: Option<&prost_types::Duration>,
+    retention_minutes: u32,
+) -> Result<u32, Error> {
+    let (secs, nanos) = window.map_or((0, 0), |w| (w.seconds, w.nanos));
+    if secs < 0 || !(0..1_000_000_000).contains(&nanos) {
+        return Err(Error::invalid("window", "must be a positive duration"));
+    }
+    // Non-negative, checked above.
+    let secs = secs.unsigned_abs();
+    let secs = match (secs, nanos) {
+        (0, 0) => u64::from(DEFAULT_WINDOW_SECS),
+        (s, n) => s.saturating_add(u64::from(n > 0)),
     };
     let minutes = secs.div_ceil(60);
-    if minutes > retention_minutes {
+    if minutes > u64::from(retention_minutes) {
         return Err(Error::invalid(
-            "window_seconds",
+            "window",
             format!(
                 "at most {} seconds: the gateway keeps {retention_minutes} minutes of figures",
                 u64::from(retention_minutes) * 60
             ),
         ));
     }
-    Ok(minutes)
+    // At most `retention_minutes`, so it fits.
+    Ok(u32::try_from(minutes).unwrap_or(retention_minutes))
+}
+
+/// A whole number of seconds as a proto duration.
+pub fn seconds(secs: u32) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::from(secs),
+        nanos: 0,
+    }
 }
 
 fn errors_to_proto(e: &ErrorCounts) -> Vec<pb::ErrorCount> {
@@ -127,7 +145,7 @@ mod tests {
         t.verification_errors.add("timeout", 4);
         t.liveness_latency.observe(Duration::from_millis(30));
         let resp = pb::GetChannelFiguresResponse {
-            window_seconds: 60,
+            window: Some(seconds(60)),
             latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
             channels: vec![figures_to_proto("alt", &t)],
         };
@@ -141,9 +159,28 @@ mod tests {
 
     #[test]
     fn windows_default_to_an_hour_and_stay_within_the_retention() {
-        assert_eq!(window_minutes(0, 1_440).unwrap(), 60);
-        assert_eq!(window_minutes(61, 1_440).unwrap(), 2);
-        assert!(window_minutes(86_400, 1_440).is_ok());
-        assert!(window_minutes(86_401, 1_440).is_err());
+        let w = |s: i64, n: i32| {
+            window_minutes(
+                Some(&prost_types::Duration {
+                    seconds: s,
+                    nanos: n,
+                }),
+                1_440,
+            )
+        };
+        assert_eq!(window_minutes(None, 1_440).unwrap(), 60);
+        assert_eq!(w(0, 0).unwrap(), 60);
+        assert_eq!(w(61, 0).unwrap(), 2);
+        assert_eq!(w(60, 1).unwrap(), 2);
+        assert!(w(86_400, 0).is_ok());
+        for (s, n) in [
+            (86_401, 0),
+            (-1, 0),
+            (0, -1),
+            (1, 1_000_000_000),
+            (i64::MAX, 0),
+        ] {
+            assert!(w(s, n).is_err(), "{s} {n}");
+        }
     }
 }

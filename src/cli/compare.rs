@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::channels::{AdminTarget, CliError, connect, explain};
 use crate::{
-    api::figures::figures_from_proto,
+    api::figures::{figures_from_proto, seconds},
     channels::figures::{ChannelTally, LatencyHistogram},
     domain::AdminToken,
     proto::v1 as pb,
@@ -68,12 +68,15 @@ pub async fn compare(
         let mut client = connect(target, token).await?;
         let resp = client
             .get_channel_figures(pb::GetChannelFiguresRequest {
-                window_seconds: window_secs,
+                window: Some(seconds(window_secs)),
             })
             .await
             .map_err(explain)?
             .into_inner();
-        window = resp.window_seconds;
+        window = resp
+            .window
+            .and_then(|w| u32::try_from(w.seconds).ok())
+            .unwrap_or(window_secs);
         for (name, tally) in figures_from_proto(&resp)? {
             sum.entry(name).or_default().merge(&tally);
         }

@@ -445,20 +445,23 @@ async fn compare_refuses_a_window_beyond_the_retention_naming_the_field() {
         .admin()
         .await
         .get_channel_figures(v1::GetChannelFiguresRequest {
-            window_seconds: 2 * 3_600,
+            window: Some(prost_types::Duration {
+                seconds: 2 * 3_600,
+                nanos: 0,
+            }),
         })
         .await
         .unwrap_err();
     assert_error(&err, Code::InvalidArgument, "INVALID_REQUEST");
-    assert_eq!(bad_fields(&err), ["window_seconds"]);
+    assert_eq!(bad_fields(&err), ["window"]);
     let ok = gw
         .admin()
         .await
-        .get_channel_figures(v1::GetChannelFiguresRequest { window_seconds: 0 })
+        .get_channel_figures(v1::GetChannelFiguresRequest { window: None })
         .await
         .expect("default window")
         .into_inner();
-    assert_eq!(ok.window_seconds, 3_600);
+    assert_eq!(ok.window.map(|w| w.seconds), Some(3_600));
     let names: HashMap<String, u64> = ok
         .channels
         .iter()
@@ -498,7 +501,7 @@ async fn channel_figures_need_the_admin_token() {
     .await
     .expect("connect");
     let err = client
-        .get_channel_figures(v1::GetChannelFiguresRequest { window_seconds: 60 })
+        .get_channel_figures(v1::GetChannelFiguresRequest { window: None })
         .await
         .unwrap_err();
     assert_error(&err, Code::Unauthenticated, "ADMIN_TOKEN_INVALID");
