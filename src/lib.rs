@@ -28,7 +28,8 @@
 //! - [`upstream`]: the REST client, its wire types and its client spans.
 //! - [`error`]: the crate's error and its mapping to `tonic::Status`.
 //! - [`journey`]: the journey's operations over domain types, operator
-//!   credentials; [`channels`]: 3D vendor channels, routing, breakers.
+//!   credentials; [`channels`]: 3D vendor channels, routing (weighted
+//!   split included), breakers, per-channel vendor figures.
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
 //! - [`api`]: every tonic service (the channel admin one included) and all
 //!   request validation.
