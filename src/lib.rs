@@ -28,7 +28,8 @@
 //! - [`upstream`]: the REST client, its wire types and its client spans.
 //! - [`error`]: the crate's error and its mapping to `tonic::Status`.
 //! - [`journey`]: the journey's operations over domain types, operator
-//!   credentials; [`channels`]: 3D vendor channels, routing, breakers.
+//!   credentials; [`channels`]: 3D vendor channels, routing (weighted
+//!   split included), breakers, per-channel vendor figures.
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
 //! - [`guard`]: the spending guard: idempotent `CreateJourney`
 //!   (`request_id`) and `[[budgets]]` per operator profile, fleet-wide.

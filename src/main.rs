@@ -119,7 +119,8 @@ struct ChannelsArgs {
 enum ChannelsCommand {
     /// Lists the channels: mode, circuit state, drain flag, counters.
     List,
-    /// Sets the routing mode: auto, force_primary, force_alternative or channel:<name>.
+    /// Sets the routing mode: auto, force_primary, force_alternative, channel:<name>
+    /// or weighted:<name>=<weight>,... (e.g. weighted:primary=90,alternative=10).
     Mode {
         /// The mode.
         mode: String,
@@ -133,6 +134,21 @@ enum ChannelsCommand {
     Undrain {
         /// Channel name.
         name: String,
+    },
+    /// Compares the channels' vendor figures over a window: sessions,
+    /// verifications, pass rate (95% interval), p50/p95 latency, error and
+    /// contingency rates, summed over every gateway given.
+    Compare {
+        /// How far back: 90s, 30m, 1h, 2d (at most the gateways' retention).
+        #[arg(long, default_value = "1h")]
+        window: String,
+        /// A replica's admin address, once per replica (figures are per
+        /// replica: this sums them); default: --admin.
+        #[arg(long = "gateway")]
+        gateways: Vec<String>,
+        /// Prints JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -252,10 +268,36 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ChannelsCommand::Mode { mode } => cli::set_mode(admin, &token, &mode).await,
                 ChannelsCommand::Drain { name } => cli::drain(admin, &token, &name).await,
                 ChannelsCommand::Undrain { name } => cli::undrain(admin, &token, &name).await,
+                ChannelsCommand::Compare {
+                    window,
+                    gateways,
+                    json,
+                } => {
+                    use idgate::cli::compare;
+                    match compare::parse_window(&window) {
+                        Ok(secs) => {
+                            let targets = if gateways.is_empty() {
+                                vec![admin]
+                            } else {
+                                gateways
+                                    .into_iter()
+                                    .map(|addr| cli::AdminTarget {
+                                        addr,
+                                        tls: admin.tls.clone(),
+                                    })
+                                    .collect()
+                            };
+                            compare::compare(targets, &token, secs, json).await
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
             }
             .map_err(|e| match e {
                 // Refused before anything was sent: the message says why.
-                cli::CliError::Mode(_) | cli::CliError::TokenNotAHeader => anyhow::Error::new(e),
+                cli::CliError::Mode(_)
+                | cli::CliError::Window(_)
+                | cli::CliError::TokenNotAHeader => anyhow::Error::new(e),
                 _ => anyhow::Error::new(e).context("calling the channel admin service"),
             })?;
             print!("{text}");

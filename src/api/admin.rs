@@ -14,7 +14,11 @@ use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::{
     Error,
-    channels::{ChannelRouter, ChannelSnapshot, CircuitState, RoutingMode, valid_name},
+    api::figures::{figures_to_proto, seconds, window_minutes},
+    channels::{
+        ChannelRouter, ChannelSnapshot, CircuitState, RoutingMode, SplitError, WeightedSplit,
+        figures::LATENCY_BOUNDS_MS, valid_name,
+    },
     config_source::{ConfigError, read_secret},
     domain::{AdminToken, authorization_credentials, secrets_match},
     error::ERROR_DOMAIN,
@@ -136,17 +140,38 @@ impl ChannelAdmin {
     }
 }
 
-/// The proto form of a mode: `(mode, mode_channel)`.
+/// The proto form of a mode: `(mode, mode_channel)`; the weights of a
+/// weighted mode are [`mode_weights`].
 pub fn mode_to_proto(mode: &RoutingMode) -> (pb::RoutingMode, String) {
     match mode {
         RoutingMode::Auto => (pb::RoutingMode::Auto, String::new()),
         RoutingMode::ForcePrimary => (pb::RoutingMode::ForcePrimary, String::new()),
         RoutingMode::ForceAlternative => (pb::RoutingMode::ForceAlternative, String::new()),
         RoutingMode::Channel(n) => (pb::RoutingMode::NamedChannel, n.clone()),
+        RoutingMode::Weighted(_) => (pb::RoutingMode::Weighted, String::new()),
     }
 }
 
-fn mode_from_proto(mode: i32, channel: &str) -> Result<RoutingMode, Status> {
+/// The split of a weighted mode, in the order given; empty for the others.
+pub fn mode_weights(mode: &RoutingMode) -> Vec<pb::ChannelWeight> {
+    match mode {
+        RoutingMode::Weighted(split) => split
+            .entries()
+            .iter()
+            .map(|(channel, weight)| pb::ChannelWeight {
+                channel: channel.clone(),
+                weight: *weight,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn mode_from_proto(
+    mode: i32,
+    channel: &str,
+    weights: &[pb::ChannelWeight],
+) -> Result<RoutingMode, Status> {
     let mode = pb::RoutingMode::try_from(mode).unwrap_or(pb::RoutingMode::Unspecified);
     let named = matches!(mode, pb::RoutingMode::NamedChannel);
     if !named && !channel.is_empty() {
@@ -154,10 +179,14 @@ fn mode_from_proto(mode: i32, channel: &str) -> Result<RoutingMode, Status> {
             Error::invalid("channel", "only allowed with ROUTING_MODE_NAMED_CHANNEL").into(),
         );
     }
+    let weighted = matches!(mode, pb::RoutingMode::Weighted);
+    if !weighted && !weights.is_empty() {
+        return Err(Error::invalid("weights", "only allowed with ROUTING_MODE_WEIGHTED").into());
+    }
     match mode {
         pb::RoutingMode::Unspecified => Err(Error::invalid(
             "mode",
-            "must be AUTO, FORCE_PRIMARY, FORCE_ALTERNATIVE or NAMED_CHANNEL",
+            "must be AUTO, FORCE_PRIMARY, FORCE_ALTERNATIVE, NAMED_CHANNEL or WEIGHTED",
         )
         .into()),
         pb::RoutingMode::Auto => Ok(RoutingMode::Auto),
@@ -167,6 +196,57 @@ fn mode_from_proto(mode: i32, channel: &str) -> Result<RoutingMode, Status> {
             Err(Error::invalid("channel", "required with ROUTING_MODE_NAMED_CHANNEL").into())
         }
         pb::RoutingMode::NamedChannel => Ok(RoutingMode::Channel(channel.to_owned())),
+        pb::RoutingMode::Weighted => weighted_from_proto(weights),
+    }
+}
+
+/// A weighted split from its proto form. Refusals name the entry's field
+/// (`weights[2].weight`) and quote a channel only when well formed.
+fn weighted_from_proto(weights: &[pb::ChannelWeight]) -> Result<RoutingMode, Status> {
+    let entries = weights
+        .iter()
+        .map(|w| (w.channel.clone(), w.weight))
+        .collect();
+    let at = |name: &str, leaf: &str| {
+        weights
+            .iter()
+            .position(|w| w.channel == name)
+            .map_or_else(|| "weights".to_owned(), |i| format!("weights[{i}].{leaf}"))
+    };
+    WeightedSplit::new(entries)
+        .map(RoutingMode::Weighted)
+        .map_err(|e| {
+            let field = match &e {
+                SplitError::Empty => "weights".to_owned(),
+                SplitError::TooManyChannels | SplitError::ZeroTotal => "weights".to_owned(),
+                SplitError::Malformed { index } | SplitError::BadName { index } => {
+                    format!("weights[{index}].channel")
+                }
+                SplitError::Duplicate(name) => {
+                    // The second occurrence is the offending one.
+                    let first = weights.iter().position(|w| &w.channel == name);
+                    let second = weights
+                        .iter()
+                        .enumerate()
+                        .skip(first.map_or(0, |i| i + 1))
+                        .find(|(_, w)| &w.channel == name)
+                        .map(|(i, _)| i);
+                    second.map_or_else(|| "weights".to_owned(), |i| format!("weights[{i}].channel"))
+                }
+                SplitError::BadWeight(name) => at(name, "weight"),
+            };
+            Error::invalid(field, e.to_string()).into()
+        })
+}
+
+/// The field a mode's unknown channel is reported under.
+fn mode_field(mode: &RoutingMode, channel: &str) -> String {
+    match mode {
+        RoutingMode::Weighted(split) => split
+            .names()
+            .position(|n| n == channel)
+            .map_or_else(|| "weights".to_owned(), |i| format!("weights[{i}].channel")),
+        _ => "channel".to_owned(),
     }
 }
 
@@ -241,6 +321,7 @@ impl ChannelAdminService for ChannelAdmin {
         Ok(Response::new(pb::ListChannelsResponse {
             mode: mode as i32,
             mode_channel,
+            weights: mode_weights(&snap.mode),
             channels: snap.channels.iter().map(channel_status).collect(),
             fleet_control: snap.fleet_control,
         }))
@@ -251,16 +332,41 @@ impl ChannelAdminService for ChannelAdmin {
         request: Request<pb::SetRoutingModeRequest>,
     ) -> Result<Response<pb::SetRoutingModeResponse>, Status> {
         let req = request.into_inner();
-        let mode = mode_from_proto(req.mode, &req.channel)?;
-        let mode = self
-            .router
-            .change_mode(mode)
-            .await
-            .map_err(|e| to_status("channel", e))?;
-        let (mode, mode_channel) = mode_to_proto(&mode);
+        let mode = mode_from_proto(req.mode, &req.channel, &req.weights)?;
+        let mode = match self.router.change_mode(mode.clone()).await {
+            Ok(mode) => mode,
+            Err(Error::ChannelUnknown(name)) => {
+                return Err(channel_unknown(&mode_field(&mode, &name), &name));
+            }
+            Err(e) => return Err(to_status("channel", e)),
+        };
+        let (pb_mode, mode_channel) = mode_to_proto(&mode);
         Ok(Response::new(pb::SetRoutingModeResponse {
-            mode: mode as i32,
+            mode: pb_mode as i32,
             mode_channel,
+            weights: mode_weights(&mode),
+        }))
+    }
+
+    async fn get_channel_figures(
+        &self,
+        request: Request<pb::GetChannelFiguresRequest>,
+    ) -> Result<Response<pb::GetChannelFiguresResponse>, Status> {
+        let req = request.into_inner();
+        let figures = self.router.figures();
+        let minutes = window_minutes(req.window.as_ref(), figures.retention_minutes())?;
+        let mut tallies = figures.window(minutes);
+        // Configured channels show up even before their first call.
+        for c in self.router.snapshot().channels {
+            tallies.entry(c.name).or_default();
+        }
+        Ok(Response::new(pb::GetChannelFiguresResponse {
+            window: Some(seconds(minutes * 60)),
+            latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
+            channels: tallies
+                .iter()
+                .map(|(name, t)| figures_to_proto(name, t))
+                .collect(),
         }))
     }
 
@@ -372,24 +478,68 @@ mod tests {
     #[test]
     fn unspecified_and_stray_channel_modes_are_invalid() {
         assert_eq!(
-            mode_from_proto(0, "").unwrap_err().code(),
+            mode_from_proto(0, "", &[]).unwrap_err().code(),
             Code::InvalidArgument
         );
         assert_eq!(
-            mode_from_proto(99, "").unwrap_err().code(),
+            mode_from_proto(99, "", &[]).unwrap_err().code(),
             Code::InvalidArgument
         );
         assert_eq!(
-            mode_from_proto(4, "").unwrap_err().code(),
+            mode_from_proto(4, "", &[]).unwrap_err().code(),
             Code::InvalidArgument
         );
         assert_eq!(
-            mode_from_proto(1, "x").unwrap_err().code(),
+            mode_from_proto(1, "x", &[]).unwrap_err().code(),
             Code::InvalidArgument
         );
         assert_eq!(
-            mode_from_proto(4, "x").unwrap(),
+            mode_from_proto(4, "x", &[]).unwrap(),
             RoutingMode::Channel("x".into())
         );
+    }
+
+    fn weight(channel: &str, weight: u32) -> pb::ChannelWeight {
+        pb::ChannelWeight {
+            channel: channel.into(),
+            weight,
+        }
+    }
+
+    fn violation(status: &Status) -> String {
+        let details = status.get_error_details();
+        let bad = details.bad_request().expect("BadRequest");
+        bad.field_violations[0].field.clone()
+    }
+
+    #[test]
+    fn bad_weighted_modes_are_invalid_and_name_the_field() {
+        let w = pb::RoutingMode::Weighted as i32;
+        let ok = mode_from_proto(w, "", &[weight("primary", 90), weight("alternative", 10)]);
+        assert_eq!(
+            ok.unwrap().to_string(),
+            "weighted:primary=90,alternative=10"
+        );
+        let cases: [(Vec<pb::ChannelWeight>, &str); 6] = [
+            (vec![], "weights"),
+            (vec![weight("a", 0), weight("b", 0)], "weights"),
+            (vec![weight("a", 1), weight("a b", 1)], "weights[1].channel"),
+            (
+                vec![weight("a", 1), weight("b", 1), weight("a", 2)],
+                "weights[2].channel",
+            ),
+            (
+                vec![weight("a", 1), weight("b", u32::MAX)],
+                "weights[1].weight",
+            ),
+            (vec![weight("", 1)], "weights[0].channel"),
+        ];
+        for (weights, field) in cases {
+            let err = mode_from_proto(w, "", &weights).unwrap_err();
+            assert_eq!(err.code(), Code::InvalidArgument, "{weights:?}");
+            assert_eq!(violation(&err), field, "{weights:?}");
+        }
+        let stray = mode_from_proto(1, "", &[weight("a", 1)]).unwrap_err();
+        assert_eq!(violation(&stray), "weights");
     }
 }

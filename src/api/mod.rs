@@ -7,9 +7,11 @@
 //! - [`JourneyApi`], [`LivenessApi`], [`DocumentApi`]: the public API.
 //! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
 //!   the admin listener only; `[admin]` ([`AdminConfig`]).
+//! - [`figures`]: the proto form of the channels' vendor figures.
 
 pub mod admin;
 mod document;
+pub mod figures;
 mod journey;
 mod limits;
 mod liveness;

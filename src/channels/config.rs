@@ -5,6 +5,7 @@
 //! ```toml
 //! [routing]
 //! mode = "auto"                 # force_primary | force_alternative | channel:<name>
+//!                               # | weighted:primary=90,alternative=10
 //! contingency_hold_secs = 0     # > 0: after the primary answers isContingency,
 //!                               # prefer the alternative for this long
 //!
@@ -20,6 +21,7 @@ use std::{collections::HashSet, fmt, str::FromStr, time::Duration};
 
 use serde::Deserialize;
 
+use super::weighted::{WEIGHTED_PREFIX, WeightedSplit, parse_entries};
 use crate::upstream::ChannelEndpoint;
 
 /// Default path of the session-token operation (spec 4.5).
@@ -209,6 +211,9 @@ pub enum RoutingMode {
     ForceAlternative,
     /// Only the named channel; no failover.
     Channel(String),
+    /// New sessions split among channels by weight, per journey (see
+    /// [`WeightedSplit`]); failover as in `auto`.
+    Weighted(WeightedSplit),
 }
 
 impl RoutingMode {
@@ -228,6 +233,7 @@ impl fmt::Display for RoutingMode {
             RoutingMode::ForcePrimary => f.write_str("force_primary"),
             RoutingMode::ForceAlternative => f.write_str("force_alternative"),
             RoutingMode::Channel(name) => write!(f, "channel:{name}"),
+            RoutingMode::Weighted(split) => split.fmt(f),
         }
     }
 }
@@ -235,19 +241,26 @@ impl fmt::Display for RoutingMode {
 impl FromStr for RoutingMode {
     type Err = ChannelConfigError;
 
-    /// Parses `auto`, `force_primary`, `force_alternative` or
-    /// `channel:<name>`.
+    /// Parses `auto`, `force_primary`, `force_alternative`,
+    /// `channel:<name>` or `weighted:<name>=<weight>,...`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "auto" => Ok(RoutingMode::Auto),
             "force_primary" => Ok(RoutingMode::ForcePrimary),
             "force_alternative" => Ok(RoutingMode::ForceAlternative),
-            other => match other.strip_prefix("channel:") {
-                Some(name) if valid_name(name) => Ok(RoutingMode::Channel(name.to_owned())),
-                _ => Err(ChannelConfigError(format!(
-                    "routing mode must be auto, force_primary, force_alternative or channel:<name>, not `{other}`"
-                ))),
-            },
+            other => {
+                if let Some(entries) = other.strip_prefix(WEIGHTED_PREFIX) {
+                    return parse_entries(entries)
+                        .map(RoutingMode::Weighted)
+                        .map_err(|e| ChannelConfigError(format!("routing mode: {e}")));
+                }
+                match other.strip_prefix("channel:") {
+                    Some(name) if valid_name(name) => Ok(RoutingMode::Channel(name.to_owned())),
+                    _ => Err(ChannelConfigError(format!(
+                        "routing mode must be auto, force_primary, force_alternative, channel:<name> or weighted:<name>=<weight>,..., not `{other}`"
+                    ))),
+                }
+            }
         }
     }
 }
@@ -278,6 +291,10 @@ pub struct RoutingConfig {
     /// it consumes nothing, so a transient fault is retried there (a
     /// forced mode never fails over). `auto` fails over instead.
     pub forced_session_attempts: u32,
+    /// Minutes of per-channel vendor figures kept for
+    /// `GetChannelFigures` / `idgate channels compare` (per-minute
+    /// buckets), 1 to 10080.
+    pub figures_retention_minutes: u32,
 }
 
 impl Default for RoutingConfig {
@@ -288,6 +305,7 @@ impl Default for RoutingConfig {
             binding_ttl_secs: 600,
             max_bindings: 100_000,
             forced_session_attempts: 2,
+            figures_retention_minutes: super::figures::DEFAULT_RETENTION_MINUTES,
         }
     }
 }
@@ -382,22 +400,25 @@ impl From<ModeError> for ChannelConfigError {
 }
 
 /// Checks that `mode` can apply to the channels named `channels`: a named
-/// channel must be among them, `force_primary` needs one channel and
+/// channel (and every channel of a weighted split) must be among them,
+/// `force_primary` needs one channel and
 /// `force_alternative` two. The one set of rules for start-up, reloads and
 /// `SetRoutingMode`.
 pub fn validate_mode<'a>(
     mode: &RoutingMode,
     channels: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), ModeError> {
-    let mut count = 0;
-    let mut named = false;
-    for name in channels {
-        count += 1;
-        named |= mode.channel() == Some(name);
-    }
+    let configured: HashSet<&str> = channels.into_iter().collect();
+    let count = configured.len();
     let too_few = |mode, needed| Err(ModeError::TooFewChannels { mode, needed });
     match mode {
-        RoutingMode::Channel(name) if !named => Err(ModeError::UnknownChannel(name.clone())),
+        RoutingMode::Channel(name) if !configured.contains(name.as_str()) => {
+            Err(ModeError::UnknownChannel(name.clone()))
+        }
+        RoutingMode::Weighted(split) => match split.names().find(|n| !configured.contains(n)) {
+            Some(name) => Err(ModeError::UnknownChannel(name.to_owned())),
+            None => Ok(()),
+        },
         RoutingMode::ForcePrimary if count < 1 => too_few("force_primary", 1),
         RoutingMode::ForceAlternative if count < 2 => too_few("force_alternative", 2),
         _ => Ok(()),
@@ -424,6 +445,12 @@ pub(crate) fn validate_set(
     validate_channels(specs)?;
     if derived || !specs.is_empty() {
         validate_mode(&routing.mode, specs.iter().map(|c| c.name.as_str()))?;
+    }
+    if !(1..=super::figures::MAX_RETENTION_MINUTES).contains(&routing.figures_retention_minutes) {
+        return Err(ChannelConfigError(format!(
+            "routing.figures_retention_minutes must be from 1 to {}",
+            super::figures::MAX_RETENTION_MINUTES
+        )));
     }
     if routing.max_bindings == 0 || routing.binding_ttl_secs == 0 {
         return Err(ChannelConfigError(

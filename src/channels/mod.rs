@@ -7,6 +7,8 @@
 //! - [`breaker`]: the per-channel circuit breaker.
 //! - [`bindings`]: which channel issued the session of an appkey.
 //! - [`channel`]: a channel at run time, its counters and snapshots.
+//! - [`weighted`]: the per-journey weighted split of new sessions.
+//! - [`figures`]: per-channel vendor figures over a rolling window.
 //!
 //! The run-time control API (`ChannelAdminService`) lives with the other
 //! tonic services in `api::admin`; `idgate channels` in `cli::channels`.
@@ -16,9 +18,11 @@ pub mod bindings;
 pub mod breaker;
 pub mod channel;
 pub mod config;
+pub mod figures;
 pub mod http;
 pub mod router;
 pub mod transport;
+pub mod weighted;
 
 pub use breaker::CircuitState;
 pub use channel::ChannelSnapshot;
@@ -29,3 +33,4 @@ pub use config::{
 pub use http::HttpTransport;
 pub use router::{ChannelRouter, ReloadSummary, RouterSnapshot, StartedSession};
 pub use transport::{Liveness3DTransport, SessionGrant};
+pub use weighted::{SplitError, WeightedSplit};

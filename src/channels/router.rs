@@ -1,7 +1,9 @@
 //! Routing of 3D liveness calls across vendor channels.
 //!
 //! `StartSession3D` picks a channel: the operator's mode first, then drained
-//! channels are skipped, then open circuits, then priority. In `auto` mode
+//! channels are skipped, then open circuits, then priority. A weighted
+//! mode puts the journey's pick among the available channels first (see
+//! [`super::weighted`]) and fails over like `auto`. In `auto` mode
 //! an upstream fault (connect, timeout, 5xx, malformed answer) on one
 //! channel fails over to the next within the caller's deadline; a 4xx is
 //! the channel's answer about this appkey and is returned at once. Forced
@@ -25,12 +27,15 @@ use tokio::time::Instant;
 
 use super::{
     bindings::SessionBindings,
+    breaker::CircuitState,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{
         ChannelConfigError, ChannelSpec, ModeError, RoutingConfig, RoutingMode, validate_channels,
         validate_mode,
     },
+    figures::{ChannelFigures, VerifyOutcome},
     transport::{Liveness3DTransport, SessionGrant},
+    weighted::WeightedSplit,
 };
 use crate::{
     Error,
@@ -39,6 +44,7 @@ use crate::{
     domain::{Appkey, JourneyRef, Operation, SessionToken},
     proto::v1::LivenessVerdict,
     sync::{lock, read, write},
+    telemetry::Metrics,
     upstream::UpstreamError,
 };
 
@@ -91,6 +97,10 @@ pub struct ChannelRouter {
     bindings: Mutex<SessionBindings>,
     /// Session-token attempts on the channel of a forced mode.
     forced_session_attempts: u32,
+    /// Vendor figures per channel over a rolling window.
+    figures: Arc<ChannelFigures>,
+    /// Where the per-channel verification series of `/metrics` go.
+    metrics: Option<Metrics>,
     /// The fleet's shared bindings and control state (see `fleet`).
     shared: Arc<dyn SharedState>,
     /// True once the mode and drains in force came from the fleet.
@@ -159,9 +169,55 @@ impl ChannelRouter {
                 routing.max_bindings,
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
+            figures: Arc::new(ChannelFigures::new(routing.figures_retention_minutes)),
+            metrics: None,
             shared: Arc::new(MemoryState::new(Ttls::default())),
             fleet_control: AtomicBool::new(false),
         })
+    }
+
+    /// The same router, feeding the per-channel verification series of
+    /// `metrics` (the gateway's registry).
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// The vendor figures this router records.
+    pub fn figures(&self) -> &ChannelFigures {
+        &self.figures
+    }
+
+    /// Counts a session start that was sent (one this gateway refused
+    /// itself, at its bulkhead, says nothing about the vendor).
+    fn record_session_figures(
+        &self,
+        channel: &str,
+        result: &Result<SessionGrant, UpstreamError>,
+        elapsed: Duration,
+    ) {
+        if matches!(result, Err(UpstreamError::Saturated { .. })) {
+            return;
+        }
+        let outcome = result.as_ref().map(|g| g.contingency);
+        self.figures.record_session(channel, outcome, elapsed);
+    }
+
+    /// Counts a verification that was sent, in the figures and `/metrics`.
+    fn record_verify_figures(
+        &self,
+        channel: &str,
+        result: &Result<LivenessVerdict, UpstreamError>,
+        elapsed: Duration,
+    ) {
+        if matches!(result, Err(UpstreamError::Saturated { .. })) {
+            return;
+        }
+        let outcome = VerifyOutcome::of(result);
+        self.figures.record_verification(channel, outcome, elapsed);
+        if let Some(m) = &self.metrics {
+            m.record_channel_verification(channel, outcome.label(), elapsed);
+        }
     }
 
     /// The same router, sharing its bindings and control state through
@@ -199,6 +255,7 @@ impl ChannelRouter {
                 (set.alternative().cloned().into_iter().collect(), false)
             }
             RoutingMode::Channel(name) => (set.get(name).cloned().into_iter().collect(), false),
+            RoutingMode::Weighted(split) => (self.weighted_order(&set, split, appkey, now), true),
         };
         if candidates.is_empty() {
             return Err(Error::NoChannelAvailable(format!(
@@ -307,7 +364,9 @@ impl ChannelRouter {
                     .unwrap_or(Err(UpstreamError::Timeout {
                         op: Operation::SessionToken3D,
                     }));
+            let sent = now;
             let now = Instant::now();
+            self.record_session_figures(channel.name(), &result, now - sent);
             match health(&result, caller_bound) {
                 Some(true) => permit.failure(now),
                 Some(false) => permit.success(now),
@@ -351,6 +410,37 @@ impl ChannelRouter {
         let held = lock(&self.hold_until).is_some_and(|until| now < until);
         if held && order.len() > 1 {
             order.rotate_left(1);
+        }
+        order
+    }
+
+    /// Weighted mode: the journey's pick among the available channels
+    /// first, then the rest as in `auto` (the failover order). A channel
+    /// is available when it is not drained, its circuit is not open and,
+    /// during a contingency hold, it is not the primary.
+    fn weighted_order(
+        &self,
+        set: &ChannelSet,
+        split: &WeightedSplit,
+        appkey: &Appkey,
+        now: Instant,
+    ) -> Vec<Arc<Channel>> {
+        let mut order = self.auto_order(set, now);
+        let held = lock(&self.hold_until).is_some_and(|until| now < until);
+        let primary = set.primary().map(|c| c.name());
+        let available = |name: &str| {
+            set.get(name).is_some_and(|c| {
+                !c.is_drained()
+                    && c.breaker().snapshot(now).state != CircuitState::Open
+                    && !(held && set.len() > 1 && Some(name) == primary)
+            })
+        };
+        let journey = JourneyRef::from_appkey(appkey);
+        if let Some(pick) = split.pick(&journey, available) {
+            if let Some(at) = order.iter().position(|c| c.name() == pick) {
+                let chosen = order.remove(at);
+                order.insert(0, chosen);
+            }
         }
         order
     }
@@ -435,6 +525,7 @@ impl ChannelRouter {
         let call = self
             .transport
             .liveness(target.endpoint(), appkey, token, &attempt);
+        let sent = Instant::now();
         let result =
             tokio::time::timeout_at(until, call)
                 .await
@@ -442,6 +533,7 @@ impl ChannelRouter {
                     op: Operation::Liveness3D,
                 }));
         let now = Instant::now();
+        self.record_verify_figures(target.name(), &result, now - sent);
         if let Some(fault) = health(&result, caller_bound) {
             target.breaker().record(fault, now);
         }

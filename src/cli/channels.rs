@@ -1,6 +1,7 @@
 //! Support for `idgate channels list|mode|drain|undrain`: each function
 //! calls `ChannelAdminService` at an admin address with the bearer token and
-//! returns text to print. Argument parsing (clap) lives in `main.rs`.
+//! returns text to print. Argument parsing (clap) lives in `main.rs`;
+//! `idgate channels compare` in [`super::compare`].
 
 use std::fmt::Write as _;
 
@@ -44,6 +45,12 @@ pub enum CliError {
     /// The routing mode given is not one the gateway knows.
     #[error(transparent)]
     Mode(#[from] ChannelConfigError),
+    /// `--window` is not a duration the gateways accept.
+    #[error("--window: {0}")]
+    Window(&'static str),
+    /// A gateway's figures cannot be merged with the others.
+    #[error(transparent)]
+    Figures(#[from] crate::api::figures::FiguresError),
     /// The gateway refused or failed the call.
     #[error("{code:?}{}: {message}", reason.as_deref().map(|r| format!(" [{r}]")).unwrap_or_default())]
     Refused {
@@ -122,7 +129,7 @@ pub async fn connect(
 }
 
 /// Turns a refused call into a one-line error: code, reason, message.
-fn explain(status: Status) -> CliError {
+pub(super) fn explain(status: Status) -> CliError {
     CliError::Refused {
         code: status.code(),
         reason: status.get_details_error_info().map(|i| i.reason),
@@ -141,7 +148,7 @@ pub async fn list(addr: impl Into<AdminTarget>, token: &AdminToken) -> Result<St
     Ok(format_list(&resp))
 }
 
-/// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME>`.
+/// `idgate channels mode <auto|force_primary|force_alternative|channel:NAME|weighted:NAME=W,...>`.
 pub async fn set_mode(
     addr: impl Into<AdminTarget>,
     token: &AdminToken,
@@ -154,13 +161,14 @@ pub async fn set_mode(
         .set_routing_mode(pb::SetRoutingModeRequest {
             mode: pb_mode as i32,
             channel,
+            weights: crate::api::admin::mode_weights(&mode),
         })
         .await
         .map_err(explain)?
         .into_inner();
     Ok(format!(
         "routing mode: {}\n",
-        mode_text(resp.mode, &resp.mode_channel)
+        mode_text(resp.mode, &resp.mode_channel, &resp.weights)
     ))
 }
 
@@ -210,12 +218,19 @@ pub async fn undrain(
     ))
 }
 
-fn mode_text(mode: i32, channel: &str) -> String {
+fn mode_text(mode: i32, channel: &str, weights: &[pb::ChannelWeight]) -> String {
     match pb::RoutingMode::try_from(mode) {
         Ok(pb::RoutingMode::Auto) => "auto".to_owned(),
         Ok(pb::RoutingMode::ForcePrimary) => "force_primary".to_owned(),
         Ok(pb::RoutingMode::ForceAlternative) => "force_alternative".to_owned(),
         Ok(pb::RoutingMode::NamedChannel) => format!("channel:{channel}"),
+        Ok(pb::RoutingMode::Weighted) => {
+            let split: Vec<String> = weights
+                .iter()
+                .map(|w| format!("{}={}", w.channel, w.weight))
+                .collect();
+            format!("weighted:{}", split.join(","))
+        }
         _ => format!("unknown ({mode})"),
     }
 }
@@ -266,7 +281,7 @@ pub fn format_list(resp: &pb::ListChannelsResponse) -> String {
     let _ = writeln!(
         out,
         "routing mode: {}{}",
-        mode_text(resp.mode, &resp.mode_channel),
+        mode_text(resp.mode, &resp.mode_channel, &resp.weights),
         if resp.fleet_control {
             " (mode and drains shared by the fleet)"
         } else {
@@ -324,6 +339,7 @@ mod tests {
                 ..Default::default()
             }],
             fleet_control: true,
+            weights: Vec::new(),
         };
         let text = format_list(&resp);
         assert!(text.contains("shared by the fleet"), "{text}");

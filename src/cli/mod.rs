@@ -1,9 +1,10 @@
 //! Command-line front ends that talk to a running gateway: `idgate
 //! journey` (a whole journey through the public API) and `idgate channels`
-//! (run-time control through the admin API), over plaintext or TLS
-//! (`tls`). Argument parsing (clap) lives in `main.rs`.
+//! (run-time control and vendor figures through the admin API), over
+//! plaintext or TLS (`tls`). Argument parsing (clap) lives in `main.rs`.
 
 pub mod channels;
+pub mod compare;
 pub mod inputs;
 pub mod journey;
 pub mod summary;

@@ -342,7 +342,8 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             &config.routing,
             Arc::new(HttpTransport::new(client)),
         )?
-        .with_shared(shared.state.clone()),
+        .with_shared(shared.state.clone())
+        .with_metrics(metrics.clone()),
     );
     let hub = JourneyHub::with_shared(
         CoreResults {

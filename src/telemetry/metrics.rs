@@ -137,6 +137,7 @@ struct Inner {
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
     otel: OtelRed,
+    verifications: VerificationSeries,
 }
 
 /// The journey hub's state at scrape time (see [`Metrics::sync_watch`]).
@@ -449,7 +450,9 @@ mod otel;
 mod registry;
 #[cfg(test)]
 mod tests;
+mod verification;
 
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
 use otel::OtelRed;
+use verification::VerificationSeries;

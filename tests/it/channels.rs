@@ -160,6 +160,7 @@ async fn the_admin_service_lists_steers_and_drains_channels() {
             pb::SetRoutingModeRequest {
                 mode: pb::RoutingMode::NamedChannel as i32,
                 channel: "alternative".into(),
+                weights: Vec::new(),
             },
             &bearer,
         ))
@@ -211,6 +212,7 @@ async fn the_admin_service_rejects_unspecified_modes_and_unknown_channels() {
             pb::SetRoutingModeRequest {
                 mode: pb::RoutingMode::Unspecified as i32,
                 channel: String::new(),
+                weights: Vec::new(),
             },
             &bearer,
         ))
@@ -227,6 +229,7 @@ async fn the_admin_service_rejects_unspecified_modes_and_unknown_channels() {
             pb::SetRoutingModeRequest {
                 mode: pb::RoutingMode::NamedChannel as i32,
                 channel: "ghost".into(),
+                weights: Vec::new(),
             },
             &bearer,
         ))

@@ -470,6 +470,7 @@ impl Replica {
             .set_routing_mode(v1::SetRoutingModeRequest {
                 mode: mode as i32,
                 channel: String::new(),
+                weights: Vec::new(),
             })
             .await
             .map(|_| ())
@@ -1115,3 +1116,106 @@ async fn redis_calls_are_client_spans_named_by_command_without_keys_or_values() 
 }
 
 mod guard;
+impl Replica {
+    /// `SetRoutingMode` to a weighted split.
+    async fn set_weighted(&self, split: &[(&str, u32)]) -> Result<(), tonic::Status> {
+        self.admin()
+            .await
+            .set_routing_mode(v1::SetRoutingModeRequest {
+                mode: v1::RoutingMode::Weighted as i32,
+                channel: String::new(),
+                weights: split
+                    .iter()
+                    .map(|(channel, weight)| v1::ChannelWeight {
+                        channel: (*channel).into(),
+                        weight: *weight,
+                    })
+                    .collect(),
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// The weighted split this replica routes by, as `name=weight` text.
+    async fn split(&self) -> String {
+        let listed = self.list_channels().await;
+        if listed.mode() != v1::RoutingMode::Weighted {
+            return String::new();
+        }
+        let entries: Vec<String> = listed
+            .weights
+            .iter()
+            .map(|w| format!("{}={}", w.channel, w.weight))
+            .collect();
+        entries.join(",")
+    }
+
+    /// A journey of its own (a customer reference per journey).
+    async fn own_journey(&self, i: usize) -> String {
+        let p = samples::HAPPY_PERSON;
+        let parts: Vec<&str> = p.birth_date.split('/').collect();
+        self.journeys()
+            .create_journey(v1::CreateJourneyRequest {
+                cpf: p.cpf.into(),
+                name: p.name.into(),
+                birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
+                customer_reference: format!("FLEETW{i:04}"),
+                operator_profile: String::new(),
+            })
+            .await
+            .expect("create journey")
+            .into_inner()
+            .appkey
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weighted_split_set_on_one_replica_applies_to_all_and_a_journey_picks_the_same_channel_on_each()
+ {
+    let fleet = Fleet::start(2, 30).await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    a.set_weighted(&[("primary", 50), ("alternative", 50)])
+        .await
+        .expect("weighted mode on A");
+    eventually("B takes the split", FLEET_BOUND, async || {
+        b.split().await == "primary=50,alternative=50"
+    })
+    .await;
+
+    let mut on_primary = None;
+    let mut seen = BTreeMap::new();
+    for i in 0..40 {
+        let appkey = a.own_journey(i).await;
+        let first = a.start_3d(&appkey).await.expect("start on A");
+        let again = b.start_3d(&appkey).await.expect("start on B");
+        assert_eq!(first.channel, again.channel, "one journey, one channel");
+        *seen.entry(first.channel.clone()).or_insert(0) += 1;
+        if first.channel == "primary" {
+            on_primary = Some((appkey, again.session_token));
+        }
+    }
+    assert_eq!(seen.len(), 2, "both channels get a share: {seen:?}");
+
+    // New weights from B reach A; new sessions follow them, a started
+    // session still verifies on its channel.
+    b.set_weighted(&[("primary", 0), ("alternative", 1)])
+        .await
+        .expect("weights on B");
+    eventually("A takes the new weights", FLEET_BOUND, async || {
+        a.split().await == "primary=0,alternative=1"
+    })
+    .await;
+    for i in 100..110 {
+        let appkey = a.own_journey(i).await;
+        assert_eq!(a.start_3d(&appkey).await.unwrap().channel, "alternative");
+    }
+    let (appkey, token) = on_primary.expect("a session on the primary");
+    let before = fleet.sandbox.calls(Operation::Liveness3D, Some("primary"));
+    let verdict = a.verify_3d(&appkey, &token, "").await.expect("verify");
+    assert!(verdict.valid);
+    assert_eq!(
+        fleet.sandbox.calls(Operation::Liveness3D, Some("primary")),
+        before + 1
+    );
+    fleet.stop().await;
+}

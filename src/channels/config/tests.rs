@@ -138,3 +138,57 @@ fn modes_round_trip_through_text() {
     }
     assert!("channel:".parse::<RoutingMode>().is_err());
 }
+
+#[test]
+fn a_weighted_mode_is_read_from_the_configuration_and_checked_against_the_channels() {
+    let d: RoutingConfig =
+        toml::from_str("mode = \"weighted:primary=90,alternative=10\"\n").unwrap();
+    let RoutingMode::Weighted(split) = &d.mode else {
+        panic!("{:?}", d.mode);
+    };
+    assert_eq!(split.weight("primary"), 90);
+    assert!(validate_mode(&d.mode, ["primary", "alternative"]).is_ok());
+    assert_eq!(
+        validate_mode(&d.mode, ["primary"]),
+        Err(ModeError::UnknownChannel("alternative".into()))
+    );
+    for bad in [
+        "weighted:",
+        "weighted:primary=-1",
+        "weighted:primary=0",
+        "weighted:primary=4294967296",
+        "weighted:primary=90;alternative=10",
+    ] {
+        let e = bad.parse::<RoutingMode>().unwrap_err();
+        assert!(e.0.starts_with("routing mode:"), "{bad}: {e}");
+    }
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::channels::WeightedSplit;
+
+    fn name() -> impl Strategy<Value = String> {
+        "[A-Za-z0-9_.-]{1,12}"
+    }
+
+    proptest! {
+        #[test]
+        fn weighted_modes_round_trip_through_text(
+            entries in proptest::collection::vec((name(), 0u32..=1_000_000), 1..8)
+        ) {
+            if let Ok(split) = WeightedSplit::new(entries) {
+                let mode = RoutingMode::Weighted(split);
+                prop_assert_eq!(mode.to_string().parse::<RoutingMode>().unwrap(), mode);
+            }
+        }
+
+        #[test]
+        fn any_text_parses_or_is_refused_without_panicking(text in "\\PC{0,80}") {
+            let _ = text.parse::<RoutingMode>();
+            let _ = format!("weighted:{text}").parse::<RoutingMode>();
+        }
+    }
+}

@@ -895,3 +895,138 @@ async fn in_one_process_admin_changes_apply_at_once() {
     assert_eq!(router.mode(), RoutingMode::ForceAlternative);
     assert!(!router.snapshot().fleet_control);
 }
+
+fn weighted(text: &str) -> RoutingMode {
+    text.parse().expect("a weighted mode")
+}
+
+/// Sessions of journeys `0..n` per channel.
+async fn split_of(router: &ChannelRouter, n: u32) -> HashMap<String, u32> {
+    let mut by = HashMap::new();
+    for i in 0..n {
+        *by.entry(start(router, i).await.unwrap().channel)
+            .or_default() += 1;
+    }
+    by
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_weighted_split_sends_about_its_share_and_a_journey_always_to_the_same_channel() {
+    let (router, _) = router();
+    router
+        .set_mode(weighted("weighted:primary=90,alternative=10"))
+        .unwrap();
+    let by = split_of(&router, 2_000).await;
+    let primary = by["primary"];
+    assert!((1_700..=1_900).contains(&primary), "{by:?}");
+    assert_eq!(primary + by["alternative"], 2_000);
+    for i in 0..200 {
+        let first = start(&router, i).await.unwrap().channel;
+        assert_eq!(
+            start(&router, i).await.unwrap().channel,
+            first,
+            "journey {i}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drained_or_open_circuit_channel_drops_out_of_the_split() {
+    let (router, double) = router();
+    router
+        .set_mode(weighted("weighted:primary=50,alternative=50"))
+        .unwrap();
+    router.drain("alternative").unwrap();
+    assert_eq!(split_of(&router, 300).await["primary"], 300);
+    assert!(!double.calls().contains(&session("alternative")));
+
+    // An open circuit: its share goes to the rest without a call to it.
+    router.undrain("alternative").unwrap();
+    double.on_start("alternative", Start::Status(503));
+    for i in 1_000..1_100 {
+        start(&router, i).await.unwrap();
+    }
+    assert_eq!(
+        channel(&router.snapshot(), "alternative").circuit,
+        CircuitState::Open
+    );
+    double.clear();
+    assert_eq!(split_of(&router, 300).await["primary"], 300);
+    assert!(!double.calls().contains(&session("alternative")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_weighted_pick_that_fails_fails_over_as_in_auto() {
+    let (router, double) = router();
+    router
+        .set_mode(weighted("weighted:primary=0,alternative=1"))
+        .unwrap();
+    double.on_start("alternative", Start::Status(500));
+    let started = start(&router, 1).await.unwrap();
+    assert_eq!(started.channel, "primary");
+    assert_eq!(
+        double.calls(),
+        vec![session("alternative"), session("primary")]
+    );
+    assert_eq!(channel(&router.snapshot(), "alternative").failovers, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn changing_the_weights_moves_new_sessions_but_never_a_started_one() {
+    let (router, double) = router();
+    router
+        .set_mode(weighted("weighted:primary=0,alternative=1"))
+        .unwrap();
+    let started = start(&router, 500).await.unwrap();
+    assert_eq!(started.channel, "alternative");
+    router
+        .set_mode(weighted("weighted:primary=1,alternative=0"))
+        .unwrap();
+    assert_eq!(split_of(&router, 50).await["primary"], 50);
+    double.clear();
+    router
+        .verify(&CallContext::unbounded(), &key(500), &token(), None)
+        .await
+        .unwrap();
+    assert_eq!(double.calls(), vec![liveness("alternative")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_weighted_mode_naming_an_unknown_channel_is_refused() {
+    let (router, _) = router();
+    let err = router
+        .set_mode(weighted("weighted:primary=9,ghost=1"))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::ChannelUnknown(ref n) if n == "ghost"),
+        "{err:?}"
+    );
+    assert_eq!(router.mode(), RoutingMode::Auto);
+}
+
+#[tokio::test(start_paused = true)]
+async fn figures_count_sessions_outcomes_errors_and_latency_per_channel() {
+    let (router, double) = router();
+    double.on_start("primary", Start::Grant { contingency: true });
+    start(&router, 1).await.unwrap();
+    router
+        .verify(&CallContext::unbounded(), &key(1), &token(), None)
+        .await
+        .unwrap();
+    double.on_verify("primary", Verify::Status(503));
+    start(&router, 2).await.unwrap();
+    let _ = router
+        .verify(&CallContext::unbounded(), &key(2), &token(), None)
+        .await;
+    let figures = router.figures().window(60);
+    let p = figures["primary"];
+    assert_eq!((p.sessions_started, p.contingency_answers), (2, 2));
+    assert_eq!(p.verifications(), 2);
+    assert_eq!(
+        p.verification_errors.classes().collect::<Vec<_>>(),
+        [("http_5xx", 1)]
+    );
+    assert_eq!(p.session_latency.count(), 2);
+    assert_eq!(p.liveness_latency.count(), 2);
+    assert!(!figures.contains_key("alternative"), "nothing sent there");
+}

@@ -36,6 +36,7 @@ impl Metrics {
         let watch_notice_timeouts = Counter::default();
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
+        let verifications = VerificationSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -161,6 +162,7 @@ impl Metrics {
             drop(channel_sessions.get_or_create(&labels));
             drop(channel_session_failures.get_or_create(&labels));
             drop(channel_contingency_answers.get_or_create(&labels));
+            verifications.preset(&labels.channel);
         }
 
         Metrics {
@@ -190,6 +192,7 @@ impl Metrics {
                 otel: OtelRed::new(),
                 cluster,
                 guard,
+                verifications,
             }),
         }
     }

@@ -226,6 +226,7 @@ async fn an_unknown_channel_name_is_invalid_argument_without_retry_info_on_every
                 .set_routing_mode(v1::SetRoutingModeRequest {
                     mode: RoutingMode::NamedChannel as i32,
                     channel: "ghost".into(),
+                    weights: Vec::new(),
                 })
                 .await
                 .map(drop),
@@ -543,6 +544,7 @@ async fn the_admin_service_refuses_missing_or_wrong_tokens() {
         .set_routing_mode(v1::SetRoutingModeRequest {
             mode: RoutingMode::ForceAlternative as i32,
             channel: String::new(),
+            weights: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -706,6 +708,7 @@ async fn a_reload_refused_for_the_routing_mode_changes_nothing() {
         .set_routing_mode(v1::SetRoutingModeRequest {
             mode: RoutingMode::NamedChannel as i32,
             channel: "primary".into(),
+            weights: Vec::new(),
         })
         .await
         .expect("set mode");

@@ -7,6 +7,7 @@ mod events;
 mod guard;
 mod journeys;
 mod lifecycle;
+mod migration;
 mod serving;
 mod smoke;
 mod validation;

@@ -521,6 +521,7 @@ impl TestGateway {
             .set_routing_mode(SetRoutingModeRequest {
                 mode: mode as i32,
                 channel: String::new(),
+                weights: Vec::new(),
             })
             .await
             .expect("set routing mode");
