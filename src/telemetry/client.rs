@@ -180,7 +180,7 @@ impl UpstreamCall {
             self.span.record("error.type", status.as_str());
             self.span.record("otel.status_code", "ERROR");
         }
-        self.record(Cow::Owned(status.as_u16().to_string()));
+        self.record(super::metrics::http_status_label(status.as_u16()));
     }
 
     /// Ends a call that got no response, labelled with the class the

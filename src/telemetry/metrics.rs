@@ -42,21 +42,25 @@ fn latency_histogram() -> Histogram {
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
+// Labels recorded on every call hold `&'static str` only: building them
+// allocates nothing. Method names are the served API's (`grpc::method_of`),
+// channel names are interned once ([`channel_label`]).
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RpcLabels {
-    method: String,
+    method: &'static str,
     code: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabels {
-    method: String,
+    method: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamLabels {
     operation: &'static str,
-    channel: String,
+    channel: &'static str,
     status: Cow<'static, str>,
 }
 
@@ -195,21 +199,19 @@ impl Metrics {
 
     /// Counts one RPC as in flight until the guard drops. `method` must be
     /// a known method name or `_OTHER` (see [`super::grpc`]).
-    pub fn rpc_in_flight(&self, method: &str) -> InFlight {
+    pub fn rpc_in_flight(&self, method: &'static str) -> InFlight {
         let gauge = self
             .inner
             .rpc_in_flight
-            .get_or_create(&MethodLabels {
-                method: method.to_owned(),
-            })
+            .get_or_create(&MethodLabels { method })
             .clone();
         InFlight::start(gauge)
     }
 
     /// Records one finished RPC.
-    pub fn record_rpc(&self, method: &str, code: tonic::Code, elapsed: Duration) {
+    pub fn record_rpc(&self, method: &'static str, code: tonic::Code, elapsed: Duration) {
         let labels = RpcLabels {
-            method: method.to_owned(),
+            method,
             code: grpc_code_name(code),
         };
         self.inner.rpc_requests.get_or_create(&labels).inc();
@@ -241,7 +243,7 @@ impl Metrics {
     ) {
         let labels = UpstreamLabels {
             operation: operation.as_str(),
-            channel: channel.unwrap_or(CORE_CHANNEL).to_owned(),
+            channel: channel.map_or(CORE_CHANNEL, channel_label),
             status,
         };
         self.inner.upstream_requests.get_or_create(&labels).inc();
@@ -446,6 +448,7 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
 
 mod cluster;
 mod guard;
+mod labels;
 mod otel;
 mod registry;
 #[cfg(test)]
@@ -454,5 +457,6 @@ mod verification;
 
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
+pub use labels::{channel_label, http_status_label};
 use otel::OtelRed;
 use verification::VerificationSeries;

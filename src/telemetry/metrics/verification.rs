@@ -11,7 +11,7 @@ use super::*;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct VerificationLabels {
-    channel: String,
+    channel: &'static str,
     outcome: &'static str,
 }
 
@@ -51,7 +51,7 @@ impl VerificationSeries {
     pub(super) fn preset(&self, channel: &str) {
         for outcome in VERDICT_OUTCOMES {
             drop(self.count.get_or_create(&VerificationLabels {
-                channel: channel.to_owned(),
+                channel: channel_label(channel),
                 outcome,
             }));
         }
@@ -69,7 +69,7 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let labels = VerificationLabels {
-            channel: channel.to_owned(),
+            channel: channel_label(channel),
             outcome,
         };
         let series = &self.inner.verifications;
