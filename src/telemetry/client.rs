@@ -30,25 +30,72 @@ use super::{
 };
 use crate::domain::{JourneyRef, Operation};
 
+/// Where an upstream call goes, as its client span shows it: the span
+/// name (`POST /path`), host, port and path, worked out once per
+/// configured URL (the REST client keeps one per operation and channel)
+/// rather than parsed and formatted on every call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallTarget {
+    name: String,
+    host: Option<String>,
+    port: Option<u16>,
+    path: Option<String>,
+}
+
+impl CallTarget {
+    /// The target of `method` to `url`. The URL's path must be the
+    /// configured operation path (a template: values travel in bodies); its
+    /// query and user information, if any, are never recorded. A URL that
+    /// does not parse gives a target with the method alone.
+    pub fn new(method: &Method, url: &str) -> Self {
+        let method = method.as_str();
+        match target_of(url) {
+            Some((host, port, path)) => Self {
+                name: format!("{method} {path}"),
+                host: Some(host),
+                port: Some(port),
+                path: Some(path),
+            },
+            None => Self {
+                name: method.to_owned(),
+                host: None,
+                port: None,
+                path: None,
+            },
+        }
+    }
+}
+
 /// What is about to be called.
 #[derive(Debug, Clone)]
 pub struct UpstreamRequest<'a> {
     operation: Operation,
     method: &'a Method,
-    url: &'a str,
+    target: Cow<'a, CallTarget>,
     channel: Option<&'a str>,
     journey: Option<&'a JourneyRef>,
 }
 
 impl<'a> UpstreamRequest<'a> {
-    /// A call of `operation` with `method` to `url`. The URL's path must be
-    /// the configured operation path (a template: values travel in bodies);
-    /// its query, if any, is never recorded.
-    pub fn new(operation: Operation, method: &'a Method, url: &'a str) -> Self {
+    /// A call of `operation` with `method` to `url`, parsed now (see
+    /// [`CallTarget::new`]; a client that calls the same URL again keeps
+    /// its target and uses [`UpstreamRequest::to`]).
+    pub fn new(operation: Operation, method: &'a Method, url: &str) -> Self {
         Self {
             operation,
             method,
-            url,
+            target: Cow::Owned(CallTarget::new(method, url)),
+            channel: None,
+            journey: None,
+        }
+    }
+
+    /// A call of `operation` with `method` to a target worked out before.
+    pub fn to(operation: Operation, method: &'a Method, target: &'a CallTarget) -> Self {
+        Self {
+            operation,
+            method,
+            target: Cow::Borrowed(target),
             channel: None,
             journey: None,
         }
@@ -73,7 +120,8 @@ pub struct UpstreamCall {
     span: Span,
     metrics: Metrics,
     operation: Operation,
-    channel: Option<String>,
+    /// Interned: recording the call allocates no label.
+    channel: Option<&'static str>,
     journey: Option<JourneyRef>,
     started: Instant,
     finished: bool,
@@ -94,24 +142,19 @@ fn target_of(url: &str) -> Option<(String, u16, String)> {
 impl UpstreamCall {
     /// Opens the client span, a child of the current span.
     pub fn start(metrics: &Metrics, request: UpstreamRequest<'_>) -> Self {
-        let method = request.method.as_str();
-        let target = target_of(request.url);
-        let path = target.as_ref().map(|(_, _, p)| p.as_str());
-        let name = match path {
-            Some(path) => format!("{method} {path}"),
-            None => method.to_owned(),
-        };
+        let target = &*request.target;
+        let path = target.path.as_deref();
         let span = tracing::info_span!(
             "http.client",
-            otel.name = name,
+            otel.name = target.name.as_str(),
             otel.kind = "client",
             otel.status_code = Empty,
-            http.request.method = method,
+            http.request.method = request.method.as_str(),
             http.response.status_code = Empty,
             url.path = path,
             url.template = path,
-            server.address = target.as_ref().map(|(h, _, _)| h.as_str()),
-            server.port = target.as_ref().map(|(_, p, _)| i64::from(*p)),
+            server.address = target.host.as_deref(),
+            server.port = target.port.map(i64::from),
             error.type = Empty,
             idgate.operation = request.operation.as_str(),
             idgate.channel = request.channel,
@@ -129,7 +172,7 @@ impl UpstreamCall {
             span,
             metrics: metrics.clone(),
             operation: request.operation,
-            channel: request.channel.map(str::to_owned),
+            channel: request.channel.map(super::metrics::channel_label),
             journey,
             started: Instant::now(),
             finished: false,
@@ -199,12 +242,8 @@ impl UpstreamCall {
 
     fn record(&mut self, status: Cow<'static, str>) {
         self.finished = true;
-        self.metrics.record_upstream(
-            self.operation,
-            self.channel.as_deref(),
-            status,
-            self.started.elapsed(),
-        );
+        self.metrics
+            .record_upstream(self.operation, self.channel, status, self.started.elapsed());
     }
 }
 

@@ -45,12 +45,12 @@ pub mod propagation;
 pub mod redact;
 pub mod setup;
 
-pub use client::{UpstreamCall, UpstreamRequest};
+pub use client::{CallTarget, UpstreamCall, UpstreamRequest};
 pub use config::TelemetryConfig;
 pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
-pub use metrics::{Metrics, metrics_handler, metrics_router};
+pub use metrics::{Metrics, channel_label, metrics_handler, metrics_router};
 pub use otlp::OtlpProtocol;
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
