@@ -13,7 +13,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use reqwest::Url;
 use time::PrimitiveDateTime;
 
 use super::{
@@ -21,9 +20,9 @@ use super::{
     body::{self, FormBody, JsonBody},
     config::{FieldsConfig, UpstreamConfig},
     convert::{self, Session3D},
-    endpoint::{Bulkhead, ChannelEndpoint, join},
+    endpoint::{Bulkhead, ChannelEndpoint, Target, join},
     request::{Prepared, RequestDefaults},
-    send::Sender,
+    send::{self, Sender},
     wire::{self, WireError, field},
 };
 use crate::{
@@ -71,9 +70,9 @@ pub enum ClientSetupError {
         /// The configuration key.
         key: &'static str,
     },
-    /// The HTTP client could not be built (TLS set-up).
+    /// The HTTP client could not be built (the TLS trust store).
     #[error("cannot build the upstream HTTP client: {0}")]
-    Http(#[source] reqwest::Error),
+    Tls(#[source] rustls::Error),
 }
 
 /// The REST client of the identity-verification service. Cheap to clone:
@@ -100,12 +99,12 @@ struct Inner {
 
 /// The core service's operation URLs, parsed once.
 struct Urls {
-    credential: Url,
-    appkey: Url,
-    challenge: Url,
-    captcha: Url,
-    document: Url,
-    result: Url,
+    credential: Target,
+    appkey: Target,
+    challenge: Target,
+    captcha: Target,
+    document: Target,
+    result: Target,
 }
 
 impl UpstreamClient {
@@ -121,15 +120,12 @@ impl UpstreamClient {
     ) -> Result<Self, ClientSetupError> {
         // Selects ring as the process's rustls provider if none is yet.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout())
-            .pool_max_idle_per_host(config.pool_max_idle_per_host)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            // A redirected POST would be replayed as a GET: never follow.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(ClientSetupError::Http)?;
+        let http = send::http_client(send::PoolSettings {
+            connect_timeout: config.connect_timeout(),
+            max_idle_per_host: config.pool_max_idle_per_host,
+            idle_timeout: Duration::from_secs(60),
+        })
+        .map_err(ClientSetupError::Tls)?;
         let url = |key: &'static str, base: &str, path: &str| {
             join(base, path).ok_or(ClientSetupError::InvalidUrl { key })
         };
@@ -385,11 +381,11 @@ impl UpstreamClient {
         convert::journey_result(parsed, self.inner.times).map_err(|e| malformed(op, e))
     }
 
-    fn form(&self, op: Operation, url: &Url, form: FormBody) -> Prepared {
+    fn form(&self, op: Operation, url: &Target, form: FormBody) -> Prepared {
         Prepared::form(op, url, form, &self.inner.defaults)
     }
 
-    fn json(&self, op: Operation, url: &Url, json: JsonBody) -> Prepared {
+    fn json(&self, op: Operation, url: &Target, json: JsonBody) -> Prepared {
         Prepared::json(op, url, json.finish(), &self.inner.defaults)
     }
 
@@ -413,7 +409,7 @@ fn journey_of_appkey_answer(body: &[u8]) -> Option<JourneyRef> {
 
 /// The URL of a 3D operation on a channel; a channel whose URL does not
 /// parse fails without sending anything.
-fn channel_url(op: Operation, channel: &ChannelEndpoint) -> Result<&Url, UpstreamError> {
+fn channel_url(op: Operation, channel: &ChannelEndpoint) -> Result<&Target, UpstreamError> {
     channel.url(op).ok_or_else(|| {
         tracing::error!(
             operation = op.as_str(),

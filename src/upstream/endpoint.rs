@@ -1,21 +1,73 @@
 //! Where REST operations go: URLs joined and parsed once, when the client
 //! or a channel is built, never per call.
 
-use std::{sync::Arc, time::Duration};
+use std::{fmt, sync::Arc, time::Duration};
 
+use http::{Method, Uri};
 use reqwest::Url;
 use tokio::sync::Semaphore;
 
-use crate::domain::Operation;
+use crate::{
+    domain::Operation,
+    telemetry::{CallTarget, channel_label},
+};
+
+/// One operation's URL, parsed once: the `Uri` its requests carry and what
+/// its client span shows ([`CallTarget`]). Cloning shares it.
+#[derive(Clone)]
+pub(crate) struct Target(Arc<TargetInner>);
+
+struct TargetInner {
+    url: Url,
+    uri: Uri,
+    call: CallTarget,
+}
+
+impl Target {
+    /// The URL as text.
+    #[cfg(test)]
+    pub(crate) fn as_str(&self) -> &str {
+        self.0.url.as_str()
+    }
+
+    /// The request URI.
+    pub(crate) fn uri(&self) -> &Uri {
+        &self.0.uri
+    }
+
+    /// What the client span shows of it.
+    pub(crate) fn call(&self) -> &CallTarget {
+        &self.0.call
+    }
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The configured URL may carry user information: show the target.
+        f.debug_tuple("Target").field(&self.0.call).finish()
+    }
+}
+
+impl PartialEq for Target {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.url == other.0.url
+    }
+}
+
+impl Eq for Target {}
 
 /// `base` + `path`, keeping the base's own path (`Url::join` would replace
-/// it); `None` unless the result is an `http` or `https` URL.
-pub(crate) fn join(base: &str, path: &str) -> Option<Url> {
+/// it); `None` unless the result is an `http` or `https` URL that is also
+/// a valid request URI.
+pub(crate) fn join(base: &str, path: &str) -> Option<Target> {
     let base = base.trim_end_matches('/');
     let path = path.trim_start_matches('/');
-    Url::parse(&format!("{base}/{path}"))
+    let url = Url::parse(&format!("{base}/{path}"))
         .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .filter(|u| matches!(u.scheme(), "http" | "https"))?;
+    let uri: Uri = url.as_str().parse().ok()?;
+    let call = CallTarget::new(&Method::POST, url.as_str());
+    Some(Target(Arc::new(TargetInner { url, uri, call })))
 }
 
 /// A bulkhead: at most its size of requests in flight to one upstream or
@@ -65,11 +117,13 @@ impl Default for Bulkhead {
 #[derive(Debug, Clone)]
 pub struct ChannelEndpoint {
     name: String,
+    /// `name` interned for metric labels, once per endpoint.
+    label: &'static str,
     base_url: String,
     /// `None` when the configured URL does not parse: calls then fail as
     /// a connect failure, without sending anything.
-    session_token_url: Option<Url>,
-    liveness_url: Option<Url>,
+    session_token_url: Option<Target>,
+    liveness_url: Option<Target>,
     timeout: Duration,
     session_attempts: u32,
     bulkhead: Bulkhead,
@@ -108,6 +162,7 @@ impl ChannelEndpoint {
             timeout,
             session_attempts: 1,
             name: "core".to_owned(),
+            label: "core",
             bulkhead: Bulkhead::default(),
         }
     }
@@ -126,6 +181,7 @@ impl ChannelEndpoint {
     /// Names the channel in spans and metrics.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
+        self.label = channel_label(&self.name);
         self
     }
 
@@ -139,6 +195,11 @@ impl ChannelEndpoint {
     /// The channel's name, for spans and metrics.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The channel's name as an interned label (allocates nothing per call).
+    pub(crate) fn label(&self) -> &'static str {
+        self.label
     }
 
     /// The base URL as configured.
@@ -162,7 +223,7 @@ impl ChannelEndpoint {
     }
 
     /// The URL of `op` (a 3D operation) on this channel.
-    pub(crate) fn url(&self, op: Operation) -> Option<&Url> {
+    pub(crate) fn url(&self, op: Operation) -> Option<&Target> {
         match op {
             Operation::SessionToken3D => self.session_token_url.as_ref(),
             Operation::Liveness3D => self.liveness_url.as_ref(),
@@ -188,7 +249,7 @@ mod tests {
         let ok = ChannelEndpoint::new("http://v/alt", "/s", "/l", Duration::from_secs(1));
         assert!(ok.is_valid());
         assert_eq!(
-            ok.url(Operation::Liveness3D).map(Url::as_str),
+            ok.url(Operation::Liveness3D).map(Target::as_str),
             Some("http://v/alt/l")
         );
         assert!(ok.url(Operation::Result).is_none());

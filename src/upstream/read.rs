@@ -1,6 +1,9 @@
 //! Reading an answer body within a size bound.
 
 use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_LENGTH;
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
 
 use super::UpstreamError;
 use crate::domain::Operation;
@@ -10,11 +13,16 @@ use crate::domain::Operation;
 /// in one chunk is returned without a copy.
 pub(super) async fn read_bounded(
     op: Operation,
-    mut response: reqwest::Response,
+    response: http::Response<Incoming>,
     limit: usize,
 ) -> Result<Bytes, UpstreamError> {
     let oversize = UpstreamError::Oversize { op, limit };
-    let declared = response.content_length();
+    let declared = response
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let mut body = response.into_body();
     if declared.is_some_and(|len| len > limit as u64) {
         return Err(oversize);
     }
@@ -22,11 +30,15 @@ pub(super) async fn read_bounded(
     let mut buf: Option<BytesMut> = None;
     let mut total = 0usize;
     loop {
-        let chunk = match response.chunk().await {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break,
-            Err(e) if e.is_timeout() => return Err(UpstreamError::Timeout { op }),
-            Err(_) => return Err(UpstreamError::Transport { op }),
+        let chunk = match body.frame().await {
+            // Trailers carry nothing the gateway reads.
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(chunk) => chunk,
+                Err(_) => continue,
+            },
+            None => break,
+            Some(Err(e)) if e.is_timeout() => return Err(UpstreamError::Timeout { op }),
+            Some(Err(_)) => return Err(UpstreamError::Transport { op }),
         };
         total = total.saturating_add(chunk.len());
         if total > limit {

@@ -5,11 +5,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::Url;
 
 use super::{
     body::{self, FormBody},
-    endpoint::{Bulkhead, ChannelEndpoint},
+    endpoint::{Bulkhead, ChannelEndpoint, Target},
 };
 use crate::domain::{Appkey, JourneyRef, Operation};
 
@@ -30,15 +29,15 @@ pub(super) struct RequestDefaults {
 /// One request, ready to send (again).
 pub(super) struct Prepared {
     pub(super) op: Operation,
-    pub(super) url: Url,
+    pub(super) target: Target,
     pub(super) content_type: &'static str,
     pub(super) body: Bytes,
     pub(super) timeout: Duration,
     pub(super) attempts: u32,
     /// The bulkhead of where it goes: one slot for all its attempts.
     pub(super) bulkhead: Bulkhead,
-    /// The 3D channel, for spans and metrics.
-    pub(super) channel: Option<String>,
+    /// The 3D channel (its interned name), for spans and metrics.
+    pub(super) channel: Option<&'static str>,
     /// The journey, for spans (derived from the appkey, never the appkey).
     pub(super) journey: Option<JourneyRef>,
     /// For a call that creates the journey (`/appkey`): how its span
@@ -48,25 +47,30 @@ pub(super) struct Prepared {
 
 impl Prepared {
     /// A form-encoded request of `op` to `url`.
-    pub(super) fn form(op: Operation, url: &Url, form: FormBody, d: &RequestDefaults) -> Self {
-        Self::new(op, url, body::FORM, form.finish(), d)
+    pub(super) fn form(
+        op: Operation,
+        target: &Target,
+        form: FormBody,
+        d: &RequestDefaults,
+    ) -> Self {
+        Self::new(op, target, body::FORM, form.finish(), d)
     }
 
     /// A JSON request of `op` to `url`.
-    pub(super) fn json(op: Operation, url: &Url, json: String, d: &RequestDefaults) -> Self {
-        Self::new(op, url, body::JSON, json, d)
+    pub(super) fn json(op: Operation, target: &Target, json: String, d: &RequestDefaults) -> Self {
+        Self::new(op, target, body::JSON, json, d)
     }
 
     fn new(
         op: Operation,
-        url: &Url,
+        target: &Target,
         content_type: &'static str,
         body: String,
         d: &RequestDefaults,
     ) -> Self {
         Prepared {
             op,
-            url: url.clone(),
+            target: target.clone(),
             content_type,
             body: Bytes::from(body),
             timeout: d.timeout,
@@ -92,7 +96,7 @@ impl Prepared {
     /// Sends on `channel`: its name on spans and metrics, its timeout, and
     /// for the session token its attempts.
     pub(super) fn on_channel(mut self, channel: &ChannelEndpoint) -> Self {
-        self.channel = Some(channel.name().to_owned());
+        self.channel = Some(channel.label());
         self.timeout = channel.timeout();
         self.bulkhead = channel.bulkhead().clone();
         if !self.op.consumes_appkey() {
