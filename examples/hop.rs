@@ -882,3 +882,40 @@ fn main() -> anyhow::Result<()> {
         .build()?
         .block_on(run(args))
 }
+
+// `cargo test --release --example hop`: the pieces that parse.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_is_read_once_it_is_all_there() {
+        let one = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+        assert_eq!(parse_response(&one[..one.len() - 1]), Ok(None));
+        assert_eq!(parse_response(one), Ok(Some((200, one.len()))));
+        let two = [
+            &one[..],
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+        ]
+        .concat();
+        assert_eq!(parse_response(&two), Ok(Some((200, one.len()))));
+        assert_eq!(
+            parse_response(&two[one.len()..]),
+            Ok(Some((404, two.len() - one.len())))
+        );
+        assert!(parse_response(b"HTTP/1.1 200 OK\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn this_process_has_spent_cpu() {
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(50) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(x > 0);
+        assert!(cpu_ticks("self") > 0);
+        assert_eq!(cpu_ticks("no-such-process"), 0);
+        assert!(clock_ticks_per_second() > 0);
+    }
+}
