@@ -10,6 +10,8 @@
 //! cargo run --release --example hop -- --calls 30000 --otlp   # also with span export on
 //! ```
 //!
+//! `cargo test --release --example hop` runs its few unit tests.
+//!
 //! For each target it prints calls/s, failures, latency (mean, p50, p99,
 //! max) and the hop process's CPU microseconds per call: utime + stime of
 //! the `idgate` child, all threads, from `/proc/<pid>/stat`, read before
