@@ -44,6 +44,7 @@ pub mod otlp;
 pub mod propagation;
 pub mod redact;
 pub mod setup;
+mod text_fields;
 
 pub use client::{CallTarget, UpstreamCall, UpstreamRequest};
 pub use config::TelemetryConfig;

@@ -273,7 +273,11 @@ impl TelemetryBuilder {
         let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
         let mut trace_ids = None;
         layers.push(match self.log_format {
-            LogFormat::Text => fmt.with_ansi(to_terminal).with_filter(filter).boxed(),
+            LogFormat::Text => fmt
+                .fmt_fields(super::text_fields::TextFields)
+                .with_ansi(to_terminal)
+                .with_filter(filter)
+                .boxed(),
             LogFormat::Json => fmt
                 .json()
                 .flatten_event(true)
