@@ -1,5 +1,12 @@
 //! The `idgate` binary: the gateway, the sandbox, and clients of both.
 
+/// mimalloc instead of glibc's allocator: a call allocates and frees
+/// dozens of small buffers (headers, frames, spans) across threads, and
+/// glibc's malloc/free were about a tenth of a call's CPU in the hop's
+/// profile; mimalloc measured 9 % less CPU per call (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::Context as _;
