@@ -135,6 +135,10 @@ pub struct ServingConfig {
     /// Then calls in flight get this long to finish; what is left is
     /// closed and the process exits.
     pub shutdown_grace_secs: u64,
+    /// Threads serving the public gRPC listener, each a single-threaded
+    /// runtime that keeps a connection and its calls on one thread
+    /// (0: one per core). See docs/serving.md.
+    pub grpc_threads: usize,
 }
 
 impl Default for ServingConfig {
@@ -153,6 +157,7 @@ impl Default for ServingConfig {
             request_body_timeout_ms: 30_000,
             drain_delay_secs: 5,
             shutdown_grace_secs: 30,
+            grpc_threads: 0,
         }
     }
 }

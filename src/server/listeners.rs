@@ -140,7 +140,13 @@ pub(super) async fn serve_public(
     .add_service(LivenessServiceServer::new(api.liveness).limits(max))
     .add_service(DocumentServiceServer::new(api.documents).limits(max));
     Ok((
-        serve_grpc("gRPC", router, accept, stopped)?,
+        serve_grpc(
+            "gRPC",
+            router,
+            accept,
+            stopped,
+            Some(super::workers::count(serving.grpc_threads)),
+        )?,
         health_reporter,
     ))
 }
@@ -163,19 +169,74 @@ pub(super) fn serve_admin(
         &[<AdminServer as NamedService>::NAME],
         &[FILE_DESCRIPTOR_SET],
     )?;
-    serve_grpc("admin", router, accept, stopped)
+    serve_grpc("admin", router, accept, stopped, None)
 }
 
 /// Runs a tonic router on the connections the gate admits (after their TLS
 /// handshake, when configured) until `stopped`, then drains: no new
 /// connections, GOAWAY on open ones, and the task ends when they have
-/// closed (the caller bounds that wait).
+/// closed (the caller bounds that wait). With `threads`, on that many
+/// serving threads of their own ([`super::workers`]); without, on the
+/// runtime of the caller.
 fn serve_grpc<L, ResBody>(
     what: &'static str,
     router: TonicRouter<L>,
     accept: Accept,
     stopped: watch::Receiver<bool>,
+    threads: Option<usize>,
 ) -> Result<JoinHandle<()>, StartError>
+where
+    L: Layer<tonic::service::Routes> + Clone + Send + 'static,
+    L::Service: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Error:
+        Into<tonic::codegen::StdError> + Send,
+    ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    ResBody::Error: Into<tonic::codegen::StdError>,
+{
+    let Some(threads) = threads else {
+        let served = tokio::spawn(serve_incoming(
+            router,
+            accept.gate,
+            accept.listener,
+            accept.tls,
+            stopped,
+        ));
+        return Ok(tokio::spawn(async move {
+            if let Ok(Err(e)) = served.await {
+                tracing::error!(listener = what, error = %e, "listener failed");
+            }
+        }));
+    };
+    let addr = accept.listener.local_addr().ok();
+    let (gate, tls) = (accept.gate, accept.tls);
+    super::workers::spawn("idgate-grpc", accept.listener, threads, move |listener| {
+        let (router, gate, tls, stopped) =
+            (router.clone(), gate.clone(), tls.clone(), stopped.clone());
+        async move {
+            if let Err(e) = serve_incoming(router, gate, listener, tls, stopped).await {
+                tracing::error!(listener = what, error = %e, "listener failed");
+            }
+        }
+    })
+    .map_err(|source| StartError::Bind {
+        what,
+        addr: addr.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
+        source,
+    })
+}
+
+/// Serves `router` on what `gate` admits from `listener` until `stopped`.
+async fn serve_incoming<L, ResBody>(
+    router: TonicRouter<L>,
+    gate: ConnectionGate,
+    listener: TcpListener,
+    tls: Option<Arc<ServerTls>>,
+    stopped: watch::Receiver<bool>,
+) -> Result<(), tonic::transport::Error>
 where
     L: Layer<tonic::service::Routes> + Send + 'static,
     L::Service: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>
@@ -188,20 +249,22 @@ where
     ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     ResBody::Error: Into<tonic::codegen::StdError>,
 {
-    let accepted = accept.gate.incoming(accept.listener);
-    let served =
-        match accept.tls {
-            None => tokio::spawn(router.serve_with_incoming_shutdown(accepted, wait(stopped))),
-            Some(tls) => tokio::spawn(router.serve_with_incoming_shutdown(
-                TlsIncoming::from_stream(accepted, tls),
-                wait(stopped),
-            )),
-        };
-    Ok(tokio::spawn(async move {
-        if let Ok(Err(e)) = served.await {
-            tracing::error!(listener = what, error = %e, "listener failed");
+    let accepted = gate.incoming(listener);
+    match tls {
+        None => {
+            router
+                .serve_with_incoming_shutdown(accepted, wait(stopped))
+                .await
         }
-    }))
+        Some(tls) => {
+            router
+                .serve_with_incoming_shutdown(
+                    TlsIncoming::from_stream(accepted, tls),
+                    wait(stopped),
+                )
+                .await
+        }
+    }
 }
 
 /// A connection the HTTP listener serves: plain, or after TLS.

@@ -23,6 +23,7 @@ mod listeners;
 mod reflection;
 mod setup;
 mod upstream;
+mod workers;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 

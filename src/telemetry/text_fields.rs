@@ -12,7 +12,7 @@
 //! and hands anything else (messages, errors, `Debug` values, strings that
 //! need escaping, styled output) to `DefaultFields`' own visitor.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use tracing::field::{Field, Visit};
 use tracing_subscriber::{
