@@ -81,7 +81,9 @@ fn journey_result(c: &mut Criterion) {
             b.iter(|| {
                 let w: wire::JourneyResultWire<'_> =
                     wire::parse_json(black_box(&body)).expect("parse");
-                black_box(convert::journey_result(w, convert::WireTimes::default()).expect("convert"))
+                black_box(
+                    convert::journey_result(w, convert::WireTimes::default()).expect("convert"),
+                )
             })
         });
     }
