@@ -1161,6 +1161,7 @@ impl Replica {
                 birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
                 customer_reference: format!("FLEETW{i:04}"),
                 operator_profile: String::new(),
+                request_id: String::new(),
             })
             .await
             .expect("create journey")
