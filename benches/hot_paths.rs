@@ -1,5 +1,6 @@
 //! Benchmarks of the gateway's hot paths that touch image payloads: the
-//! journey result (parse + convert, photos decoded from Base64 once), the
+//! journey result with 1.5 MB and 4 MB of photos (parse + convert, photos
+//! decoded from Base64 once; throughput is of the whole JSON body), the
 //! document upload body (images Base64-encoded straight into the body),
 //! and edge validation.
 //!
@@ -31,9 +32,9 @@ fn jpeg(n: usize) -> Vec<u8> {
     v
 }
 
-/// A complete journey result with a 300 KB selfie and two 600 KB
-/// document photos, as the upstream sends it.
-fn result_json() -> Vec<u8> {
+/// A complete journey result with a `selfie`-byte liveness photo and two
+/// `document`-byte document photos, as the upstream sends it.
+fn result_json(selfie: usize, document: usize) -> Vec<u8> {
     let b64 = |n| base64::engine::general_purpose::STANDARD.encode(jpeg(n));
     serde_json::to_vec(&serde_json::json!({
         "status": "Completo",
@@ -59,24 +60,33 @@ fn result_json() -> Vec<u8> {
         "serviceID": {"codigo": 200, "protocolo": "55", "score": "300"},
         "livenessResult": {"causa": "", "codID": 200.0, "protocolo": "1", "valid": true},
         "fotos": {
-            "livenessResult": {"frontal": b64(300_000)},
-            "documento": [{"descricao": "RG frente", "imagem": b64(600_000)},
-                          {"descricao": "RG verso", "imagem": b64(600_000)}]
+            "livenessResult": {"frontal": b64(selfie)},
+            "documento": [{"descricao": "RG frente", "imagem": b64(document)},
+                          {"descricao": "RG verso", "imagem": b64(document)}]
         }
     }))
     .expect("json")
 }
 
 fn journey_result(c: &mut Criterion) {
-    let body = result_json();
     let mut g = c.benchmark_group("journey_result");
-    g.throughput(Throughput::Bytes(body.len() as u64));
-    g.bench_function("parse_and_convert_1.5MB_of_photos", |b| {
-        b.iter(|| {
-            let w: wire::JourneyResultWire<'_> = wire::parse_json(black_box(&body)).expect("parse");
-            black_box(convert::journey_result(w, convert::WireTimes::default()).expect("convert"))
-        })
-    });
+    // (name, selfie bytes, bytes of each of the two document photos)
+    for (name, selfie, document) in [
+        ("parse_and_convert_1.5MB_of_photos", 300_000, 600_000),
+        ("parse_and_convert_4MB_of_photos", 1_000_000, 1_500_000),
+    ] {
+        let body = result_json(selfie, document);
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let w: wire::JourneyResultWire<'_> =
+                    wire::parse_json(black_box(&body)).expect("parse");
+                black_box(
+                    convert::journey_result(w, convert::WireTimes::default()).expect("convert"),
+                )
+            })
+        });
+    }
     g.finish();
 }
 

@@ -2,10 +2,11 @@
 //!
 //! Image payloads are Base64-encoded directly into the body (in chunks for
 //! the form encoding, which must also percent-escape the Base64), so an
-//! upload costs the body buffer and nothing else.
+//! upload costs the body buffer and nothing else. The Base64 is
+//! `base64-simd`'s (AVX2/SSE4.1 chosen at run time, scalar otherwise): the
+//! same text as the `base64` crate's, a few times faster on images.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use base64_simd::STANDARD;
 
 use crate::domain::{ImageKind, ImagePayload, Snapshot};
 
@@ -69,7 +70,7 @@ impl FormBody {
         let mut chunk = String::with_capacity(4096);
         for part in bytes.chunks(3 * 1024) {
             chunk.clear();
-            STANDARD.encode_string(part, &mut chunk);
+            STANDARD.encode_append(part, &mut chunk);
             escape_into(&mut self.buf, &chunk);
         }
         self
@@ -168,7 +169,7 @@ impl JsonBody {
     pub fn base64(&mut self, name: &str, bytes: &[u8]) -> &mut Self {
         self.name(name);
         self.buf.push('"');
-        STANDARD.encode_string(bytes, &mut self.buf);
+        STANDARD.encode_append(bytes, &mut self.buf);
         self.buf.push('"');
         self
     }
@@ -182,7 +183,7 @@ impl JsonBody {
                 self.buf.push(',');
             }
             self.buf.push('"');
-            STANDARD.encode_string(image.bytes(), &mut self.buf);
+            STANDARD.encode_append(image.bytes(), &mut self.buf);
             self.buf.push('"');
         }
         self.buf.push(']');
@@ -205,6 +206,8 @@ pub fn json_base64_capacity(images: &[ImagePayload]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
     use bytes::Bytes;
 
     #[test]
