@@ -120,7 +120,7 @@ impl UpstreamClient {
     ) -> Result<Self, ClientSetupError> {
         // Selects ring as the process's rustls provider if none is yet.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = send::http_client(send::PoolSettings {
+        let http = send::HttpClients::new(send::PoolSettings {
             connect_timeout: config.connect_timeout(),
             max_idle_per_host: config.pool_max_idle_per_host,
             idle_timeout: Duration::from_secs(60),

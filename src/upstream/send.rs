@@ -52,30 +52,59 @@ pub(super) struct PoolSettings {
     pub(super) idle_timeout: Duration,
 }
 
-/// Builds the client: TLS through rustls with the platform's verifier (the
-/// system's trust store), `TCP_NODELAY`, TCP keepalive, no redirects
-/// (hyper's client never follows them: a redirected POST would be replayed
-/// as a GET).
-pub(super) fn http_client(settings: PoolSettings) -> Result<HttpClient, rustls::Error> {
-    let mut tcp = HttpConnector::new();
-    tcp.set_connect_timeout(Some(settings.connect_timeout));
-    tcp.set_nodelay(true);
-    tcp.set_keepalive(Some(Duration::from_secs(60)));
-    // `https://` URLs pass through to the TLS wrapper.
-    tcp.enforce_http(false);
-    let tls = rustls::ClientConfig::builder()
-        .with_platform_verifier()?
-        .with_no_client_auth();
-    let connector = HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_all_versions()
-        .wrap_connector(tcp);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(settings.idle_timeout)
-        .pool_max_idle_per_host(settings.max_idle_per_host)
-        .pool_timer(TokioTimer::new())
-        .build(connector))
+/// The pools of every thread that calls the upstream, on one TLS setup.
+///
+/// A pooled connection is served by a task on the runtime that opened it.
+/// One pool shared by the public listener's serving threads (one runtime
+/// each, see `server::workers`) would hand a call on one thread a
+/// connection whose task runs on another, and every request and response
+/// would cross threads; profiles showed those wake-ups on every call. So
+/// each thread keeps a pool of its own: at most `max_idle_per_host` idle
+/// connections per host per thread (the bulkheads still bound the
+/// connections in use across all of them).
+pub(super) struct HttpClients {
+    connector: HttpsConnector<HttpConnector>,
+    settings: PoolSettings,
+    per_thread: thread_local::ThreadLocal<HttpClient>,
+}
+
+impl HttpClients {
+    /// The TLS setup, built once: rustls with the platform's verifier
+    /// (the system's trust store), `TCP_NODELAY`, TCP keepalive, no
+    /// redirects (hyper's client never follows them: a redirected POST
+    /// would be replayed as a GET).
+    pub(super) fn new(settings: PoolSettings) -> Result<Self, rustls::Error> {
+        let mut tcp = HttpConnector::new();
+        tcp.set_connect_timeout(Some(settings.connect_timeout));
+        tcp.set_nodelay(true);
+        tcp.set_keepalive(Some(Duration::from_secs(60)));
+        // `https://` URLs pass through to the TLS wrapper.
+        tcp.enforce_http(false);
+        let tls = rustls::ClientConfig::builder()
+            .with_platform_verifier()?
+            .with_no_client_auth();
+        let connector = HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_all_versions()
+            .wrap_connector(tcp);
+        Ok(Self {
+            connector,
+            settings,
+            per_thread: thread_local::ThreadLocal::new(),
+        })
+    }
+
+    /// The calling thread's pool.
+    pub(super) fn current(&self) -> &HttpClient {
+        self.per_thread.get_or(|| {
+            Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(self.settings.idle_timeout)
+                .pool_max_idle_per_host(self.settings.max_idle_per_host)
+                .pool_timer(TokioTimer::new())
+                .build(self.connector.clone())
+        })
+    }
 }
 
 /// Shortest time worth starting an attempt with: below it, a retry would
@@ -90,7 +119,7 @@ const ACCEPTED: &str = "application/json, text/plain, */*";
 
 /// The HTTP side of the client: the pool, the body bound, the metrics.
 pub(super) struct Sender {
-    pub(super) http: HttpClient,
+    pub(super) http: HttpClients,
     pub(super) max_response_bytes: usize,
     pub(super) metrics: Metrics,
 }
@@ -168,6 +197,7 @@ impl Sender {
         let exchange = async {
             let response = self
                 .http
+                .current()
                 .request(http_request)
                 .await
                 .map_err(|e| send_error(op, &e))?;
