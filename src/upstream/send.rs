@@ -136,8 +136,7 @@ impl Sender {
         // One slot for every attempt; a full bulkhead refuses at once,
         // before anything is sent (never a queue).
         let Some(_slot) = req.bulkhead.try_enter() else {
-            self.metrics
-                .record_upstream_rejected(op, req.channel.as_deref());
+            self.metrics.record_upstream_rejected(op, req.channel);
             return Err(UpstreamError::Saturated { op });
         };
         let mut attempt = 0u32;
