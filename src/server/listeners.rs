@@ -53,6 +53,15 @@ pub(super) async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpList
         .map_err(|source| StartError::Bind { what, addr, source })
 }
 
+/// Binds `addr` for the listener `what` with `SO_REUSEPORT`, so that the
+/// serving threads can each bind a socket of their own to the address it
+/// got (see [`super::workers`]).
+pub(super) fn bind_shared(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
+    super::workers::reuse_port_listener(addr)
+        .and_then(TcpListener::from_std)
+        .map_err(|source| StartError::Bind { what, addr, source })
+}
+
 /// The address `listener` (bound for `addr`) actually got.
 pub(super) fn local(
     what: &'static str,

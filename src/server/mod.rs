@@ -312,7 +312,7 @@ impl ResultSource for CoreResults {
 /// Starts the gateway with `options`.
 pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway, StartError> {
     telemetry::propagation::install_propagator();
-    let grpc_listener = listeners::bind("grpc", config.listen.grpc).await?;
+    let grpc_listener = listeners::bind_shared("grpc", config.listen.grpc)?;
     let http_listener = listeners::bind("http", config.listen.http).await?;
     let grpc_addr = listeners::local("grpc", &grpc_listener, config.listen.grpc)?;
     let http_addr = listeners::local("http", &http_listener, config.listen.http)?;

@@ -1,5 +1,6 @@
 //! Serving threads of the public gRPC listener: one current-thread Tokio
-//! runtime per core, each accepting from the same socket.
+//! runtime per core, each accepting on a socket of its own bound to the
+//! listener's address with `SO_REUSEPORT`.
 //!
 //! On the process's work-stealing runtime a call hops between worker
 //! threads: the connection task, the stream task hyper spawns, the upstream
@@ -7,8 +8,10 @@
 //! workers are woken to look for work they rarely find. Profiles of the
 //! hop measured that as about a third of a call's CPU (docs/performance.md).
 //! Here a connection, its streams, and the tasks its calls spawn stay on
-//! the thread that accepted it; the kernel spreads new connections over
-//! the threads waiting in `accept`. Everything the threads share (the
+//! the thread that accepted it. The kernel spreads new connections over
+//! the threads' sockets by a hash of their addresses (one shared socket
+//! would not: the first thread to wake accepts every connection that
+//! arrived together, which measured as one busy thread and one idle). Everything the threads share (the
 //! channel router, the journey hub, the admission and connection limits,
 //! metrics) is behind `Arc`s and locks, as on the shared runtime; what a
 //! call hands to another thread (an upstream connection pooled by another
@@ -19,7 +22,14 @@
 //! listener started, so spans and logs go where the rest of the gateway's
 //! go (a test's own subscriber included).
 
-use std::{future::Future, io, net::TcpListener as StdTcpListener, thread};
+use std::{
+    future::Future,
+    io,
+    net::{SocketAddr, TcpListener as StdTcpListener},
+    thread,
+};
+
+use socket2::{Domain, Socket, Type};
 
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
@@ -32,9 +42,23 @@ pub(super) fn count(configured: usize) -> usize {
     }
 }
 
+/// A listening socket on `addr` with `SO_REUSEPORT` (and `SO_REUSEADDR`,
+/// as Tokio sets), non-blocking, for [`spawn`] to bind more beside it.
+pub(super) fn reuse_port_listener(addr: SocketAddr) -> io::Result<StdTcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    Ok(socket.into())
+}
+
 /// Runs `serve(listener)` on `threads` threads, each on its own
-/// current-thread runtime with its own handle on `listener`. The returned
-/// task ends when every thread's `serve` has returned.
+/// current-thread runtime: the first on `listener` (bound with
+/// [`reuse_port_listener`]), the others on sockets of their own bound to
+/// the same address. The returned task ends when every thread's `serve`
+/// has returned.
 pub(super) fn spawn<F, Fut>(
     name: &'static str,
     listener: TcpListener,
@@ -45,11 +69,15 @@ where
     F: Fn(TcpListener) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    let listener: StdTcpListener = listener.into_std()?;
+    let addr = listener.local_addr()?;
+    let mut first = Some(listener.into_std()?);
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     let mut finished = Vec::with_capacity(threads);
     for i in 0..threads.max(1) {
-        let own = listener.try_clone()?;
+        let own = match first.take() {
+            Some(listener) => listener,
+            None => reuse_port_listener(addr)?,
+        };
         let serve = serve.clone();
         let dispatch = dispatch.clone();
         let (done, wait) = oneshot::channel::<()>();
@@ -95,27 +123,33 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn every_thread_accepts_from_the_one_socket_and_the_task_ends_with_them() {
-        use std::sync::{Arc, Mutex};
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    async fn every_thread_accepts_on_the_one_address_and_the_task_ends_with_them() {
+        let listener =
+            TcpListener::from_std(reuse_port_listener("127.0.0.1:0".parse().unwrap()).unwrap())
+                .unwrap();
         let addr = listener.local_addr().unwrap();
-        let served = Arc::new(Mutex::new(Vec::new()));
-        let seen = served.clone();
+        let (report, mut reports) = tokio::sync::mpsc::unbounded_channel();
         let all = spawn("test-serving", listener, 2, move |listener| {
-            let seen = seen.clone();
+            let report = report.clone();
             async move {
-                let (_conn, _) = listener.accept().await.unwrap();
-                seen.lock()
-                    .unwrap()
-                    .push(thread::current().name().map(str::to_owned));
+                let (conn, _) = listener.accept().await.unwrap();
+                // Closed before reporting: the next connection can only
+                // reach the other thread's socket.
+                drop(listener);
+                report
+                    .send((thread::current().name().map(str::to_owned), conn))
+                    .unwrap();
             }
         })
         .unwrap();
-        // Each thread accepts one connection, then returns.
-        let _a = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let _b = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut names = Vec::new();
+        let mut clients = Vec::new();
+        for _ in 0..2 {
+            clients.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+            let (name, _conn) = reports.recv().await.unwrap();
+            names.push(name);
+        }
         all.await.unwrap();
-        let mut names: Vec<_> = served.lock().unwrap().clone();
         names.sort();
         assert_eq!(
             names,
