@@ -322,6 +322,14 @@ impl Inner {
         .await
     }
 
+    /// `GET key`: the text stored under `key`, if any.
+    async fn get(&self, key: String) -> Result<Option<String>, ClusterError> {
+        self.exec("GET", move |mut c| async move {
+            redis::cmd("GET").arg(&key).query_async(&mut c).await
+        })
+        .await
+    }
+
     fn check_up(&self) -> Result<(), ClusterError> {
         if self.up.load(Ordering::Acquire) {
             Ok(())

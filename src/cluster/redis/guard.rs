@@ -213,12 +213,7 @@ impl Inner {
         let mut pause = POLL_FIRST;
         loop {
             self.check_up()?;
-            let k = redis_key.clone();
-            let value: Option<String> = self
-                .exec("GET", move |mut c| async move {
-                    redis::cmd("GET").arg(&k).query_async(&mut c).await
-                })
-                .await?;
+            let value = self.get(redis_key.clone()).await?;
             let state = value.map_or(IdemState::Absent, |v| self.parse_idem(&v));
             let still_pending = matches!(&state, IdemState::Pending { request: r } if r == request);
             let now = tokio::time::Instant::now();

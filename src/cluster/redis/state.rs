@@ -41,11 +41,7 @@ impl SharedState for RedisState {
         Box::pin(async move {
             inner.check_up()?;
             let key = inner.keys.journey(&journey);
-            let sealed: Option<String> = inner
-                .exec("GET", move |mut c| async move {
-                    redis::cmd("GET").arg(&key).query_async(&mut c).await
-                })
-                .await?;
+            let sealed = inner.get(key).await?;
             Ok(sealed.and_then(|s| {
                 let opened = inner.sealer.open(&journey, &s);
                 if opened.is_none() {
@@ -79,11 +75,7 @@ impl SharedState for RedisState {
         let key = inner.keys.binding(journey);
         Box::pin(async move {
             inner.check_up()?;
-            inner
-                .exec("GET", move |mut c| async move {
-                    redis::cmd("GET").arg(&key).query_async(&mut c).await
-                })
-                .await
+            inner.get(key).await
         })
     }
 
@@ -302,11 +294,7 @@ impl SharedState for RedisState {
         let key = inner.keys.profile(journey);
         Box::pin(async move {
             inner.check_up()?;
-            inner
-                .exec("GET", move |mut c| async move {
-                    redis::cmd("GET").arg(&key).query_async(&mut c).await
-                })
-                .await
+            inner.get(key).await
         })
     }
 }
