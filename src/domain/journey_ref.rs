@@ -16,6 +16,11 @@ pub struct JourneyRef(String);
 impl JourneyRef {
     /// Derives the reference of the journey of `appkey`.
     pub fn from_appkey(appkey: &Appkey) -> Self {
+        appkey.journey_ref(|| Self::derive(appkey)).clone()
+    }
+
+    /// The SHA-256 behind [`JourneyRef::from_appkey`].
+    fn derive(appkey: &Appkey) -> Self {
         let digest = Sha256::new()
             .chain_update(b"idgate.journey_ref.v1\0")
             .chain_update(appkey.expose().as_bytes())

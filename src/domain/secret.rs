@@ -66,11 +66,55 @@ pub(crate) fn authorization_credentials<'a>(header: &'a str, scheme: &str) -> Op
         .then(|| credentials.trim())
 }
 
-secret_newtype!(
-    /// The access key of one journey, issued by `/appkey`. Whoever holds it
-    /// can act on the journey and read its result.
-    Appkey
-);
+/// The access key of one journey, issued by `/appkey`. Whoever holds it
+/// can act on the journey and read its result.
+///
+/// It carries its journey reference once derived: one call names its
+/// journey on the server span, the handler span, the channel binding and
+/// the client span, and the reference is a SHA-256 of the key; deriving it
+/// once per appkey value keeps that hash off the call path's repeats.
+#[derive(Clone)]
+pub struct Appkey {
+    key: ::secrecy::SecretString,
+    journey: std::sync::OnceLock<super::JourneyRef>,
+}
+
+impl Appkey {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self {
+            key: ::secrecy::SecretString::from(value.into()),
+            journey: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        ::secrecy::ExposeSecret::expose_secret(&self.key)
+    }
+
+    /// The journey reference, derived on first use.
+    pub(crate) fn journey_ref(
+        &self,
+        derive: impl FnOnce() -> super::JourneyRef,
+    ) -> &super::JourneyRef {
+        self.journey.get_or_init(derive)
+    }
+}
+
+impl std::fmt::Debug for Appkey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Appkey(<redacted>)")
+    }
+}
+
+impl PartialEq for Appkey {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+impl Eq for Appkey {}
 /// Longest appkey or other opaque key accepted from outside (a caller or a
 /// notice): far above real ones, low enough to refuse junk at the edge.
 pub const MAX_KEY_CHARS: usize = 512;
