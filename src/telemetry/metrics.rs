@@ -231,19 +231,21 @@ impl Metrics {
     }
 
     /// Records one finished upstream call. `channel` is the 3D channel's
-    /// configured name, `None` for the core service ([`CORE_CHANNEL`]);
+    /// configured name as a label ([`channel_label`], interned once per
+    /// call by [`super::UpstreamCall`]), `None` for the core service
+    /// ([`CORE_CHANNEL`]);
     /// `status` is the HTTP status code or an error class (see
     /// [`super::UpstreamCall`], which calls this).
     pub fn record_upstream(
         &self,
         operation: Operation,
-        channel: Option<&str>,
+        channel: Option<&'static str>,
         status: Cow<'static, str>,
         elapsed: Duration,
     ) {
         let labels = UpstreamLabels {
             operation: operation.as_str(),
-            channel: channel.map_or(CORE_CHANNEL, channel_label),
+            channel: channel.unwrap_or(CORE_CHANNEL),
             status,
         };
         self.inner.upstream_requests.get_or_create(&labels).inc();
