@@ -391,7 +391,13 @@ impl ChannelFigures {
                 channels.remove(&name);
             }
         }
-        let buckets = channels.entry(channel.to_owned()).or_default();
+        // Owned names only for a channel not seen yet: no allocation per call.
+        if !channels.contains_key(channel) {
+            channels.insert(channel.to_owned(), Default::default());
+        }
+        let Some(buckets) = channels.get_mut(channel) else {
+            return;
+        };
         match buckets.back_mut() {
             // A clock stepped back lands in the newest bucket.
             Some((m, tally)) if *m >= minute => f(tally),
