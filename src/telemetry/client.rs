@@ -19,14 +19,14 @@
 use std::{borrow::Cow, time::Instant};
 
 use http::{HeaderMap, Method, StatusCode, Uri};
-use opentelemetry::{Context, trace::TraceContextExt};
+use opentelemetry::trace::TraceContextExt;
 use tracing::{Span, field::Empty};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{
-    journey::{journey_from_context, record_journey, with_journey_baggage},
+    journey::{journey_from_context, record_journey},
     metrics::Metrics,
-    propagation::{caller_of, inject_into_http},
+    propagation::{caller_of, inject_call},
 };
 use crate::domain::{JourneyRef, Operation};
 
@@ -194,11 +194,7 @@ impl UpstreamCall {
                 span_context = caller;
             }
         }
-        let mut cx = Context::new().with_remote_span_context(span_context);
-        if let Some(journey) = &self.journey {
-            cx = with_journey_baggage(&cx, journey);
-        }
-        inject_into_http(&cx, headers);
+        inject_call(&span_context, self.journey.as_ref(), headers);
     }
 
     /// The propagation headers alone, for `RequestBuilder::headers`.

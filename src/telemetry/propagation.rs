@@ -24,9 +24,12 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::{
     Context, global,
     propagation::{Extractor, Injector, TextMapCompositePropagator},
-    trace::{SpanContext, TraceContextExt},
+    trace::{SpanContext, TraceContextExt, TraceFlags},
 };
 use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+
+use super::journey::JOURNEY_REF_FIELD;
+use crate::domain::JourneyRef;
 use tracing::Span;
 use tracing_subscriber::{
     Registry,
@@ -45,12 +48,82 @@ pub fn install_propagator() {
     });
 }
 
+/// `traceparent`, the W3C trace context header.
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+/// `tracestate`, vendor data riding with `traceparent`.
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
+/// `baggage`, the W3C baggage header.
+const BAGGAGE: HeaderName = HeaderName::from_static("baggage");
+
 /// The context carried by `headers` (`traceparent`, `tracestate`,
 /// `baggage`). Malformed or non-UTF-8 values are ignored: the result is then
 /// an empty context and the caller's span starts a new trace.
+///
+/// Most calls carry neither `traceparent` nor `baggage` (`tracestate` alone
+/// means nothing): those skip the global propagator, its lock and its
+/// parsers, and get what it would give them, the current context.
 pub fn extract_from_http(headers: &HeaderMap) -> Context {
+    if !headers.contains_key(TRACEPARENT) && !headers.contains_key(BAGGAGE) {
+        return Context::current();
+    }
     install_propagator();
     global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)))
+}
+
+/// Writes the W3C headers of an outgoing call made in `span_context`:
+/// `traceparent` and `tracestate` when the context is valid, and `baggage`
+/// holding `idgate.journey_ref` alone when `journey` is given (baggage
+/// that came from the gateway's caller is not forwarded).
+///
+/// The same bytes [`inject_into_http`] writes for a context holding just
+/// that span context and baggage (a test holds them equal), except that an
+/// empty `tracestate` is left out rather than sent empty. Every upstream
+/// call goes through here: writing the headers straight costs a small
+/// fraction of building an OpenTelemetry `Context` and going through the
+/// global propagator's lock, `format!` and percent-encoder.
+pub fn inject_call(
+    span_context: &SpanContext,
+    journey: Option<&JourneyRef>,
+    headers: &mut HeaderMap,
+) {
+    if span_context.is_valid() {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        // 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>
+        let mut value = [b'-'; 55];
+        value[..2].copy_from_slice(b"00");
+        let flags = (span_context.trace_flags() & TraceFlags::SAMPLED).to_u8();
+        let trace_id = span_context.trace_id().to_bytes();
+        let span_id = span_context.span_id().to_bytes();
+        let hex = |out: &mut [u8], bytes: &[u8]| {
+            for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+                pair[0] = HEX[usize::from(b >> 4)];
+                pair[1] = HEX[usize::from(b & 0xF)];
+            }
+        };
+        hex(&mut value[3..35], &trace_id);
+        hex(&mut value[36..52], &span_id);
+        hex(&mut value[53..55], &[flags]);
+        if let Ok(value) = HeaderValue::from_bytes(&value) {
+            headers.insert(TRACEPARENT, value);
+        }
+        let state = span_context.trace_state().header();
+        if !state.is_empty() {
+            if let Ok(value) = HeaderValue::from_str(&state) {
+                headers.insert(TRACESTATE, value);
+            }
+        }
+    }
+    if let Some(journey) = journey {
+        // A journey reference is `j-` and hex digits: nothing in it needs
+        // percent-encoding.
+        let mut value = String::with_capacity(JOURNEY_REF_FIELD.len() + 1 + 18);
+        value.push_str(JOURNEY_REF_FIELD);
+        value.push('=');
+        value.push_str(journey.as_str());
+        if let Ok(value) = HeaderValue::try_from(value) {
+            headers.insert(BAGGAGE, value);
+        }
+    }
 }
 
 /// Writes `cx` into `headers` as `traceparent`, `tracestate` and `baggage`,
@@ -161,6 +234,51 @@ mod tests {
             TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
         );
         assert_eq!(sc.span_id(), SpanId::from_hex("00f067aa0ba902b7").unwrap());
+    }
+
+    #[test]
+    fn the_direct_injection_writes_what_the_propagator_writes() {
+        let journey = JourneyRef::parse("j-0123456789abcdef").unwrap();
+        for (flags, state) in [
+            (TraceFlags::SAMPLED, TraceState::default()),
+            (
+                TraceFlags::default(),
+                TraceState::from_key_value([("vendor", "opaque-7")]).unwrap(),
+            ),
+        ] {
+            let sc = SpanContext::new(
+                TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap(),
+                SpanId::from_hex("b7ad6b7169203331").unwrap(),
+                flags,
+                true,
+                state,
+            );
+            let cx = crate::telemetry::journey::with_journey_baggage(
+                &Context::new().with_remote_span_context(sc.clone()),
+                &journey,
+            );
+            let mut by_propagator = HeaderMap::new();
+            inject_into_http(&cx, &mut by_propagator);
+            let mut direct = HeaderMap::new();
+            inject_call(&sc, Some(&journey), &mut direct);
+            if sc.trace_state().header().is_empty() {
+                by_propagator.remove("tracestate");
+            }
+            assert_eq!(direct, by_propagator);
+        }
+        let mut none = HeaderMap::new();
+        inject_call(&SpanContext::empty_context(), None, &mut none);
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn headers_without_trace_context_or_baggage_extract_the_current_context() {
+        let mut headers = HeaderMap::new();
+        headers.insert("tracestate", HeaderValue::from_static("vendor=opaque-7"));
+        headers.insert("content-type", HeaderValue::from_static("application/grpc"));
+        let cx = extract_from_http(&headers);
+        assert!(!cx.span().span_context().is_valid());
+        assert_eq!(cx.baggage().len(), 0);
     }
 
     #[test]
