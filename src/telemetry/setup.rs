@@ -24,7 +24,7 @@ use opentelemetry_sdk::{
 use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
 use tracing_subscriber::{
     EnvFilter, Layer, Registry,
-    filter::{Targets, filter_fn},
+    filter::{FilterExt, Targets, filter_fn},
     fmt::{MakeWriter, writer::BoxMakeWriter},
     layer::SubscriberExt,
 };
@@ -271,6 +271,17 @@ impl TelemetryBuilder {
             .log_writer
             .unwrap_or_else(|| BoxMakeWriter::new(io::stdout));
         let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
+        // idgate's own spans exist whatever the log filter says: a server
+        // span keeps the caller's context, which outgoing calls pass on
+        // when nothing else records a span (`propagation::caller_of`). The
+        // log layer's filter enables them beside what `RUST_LOG` asks for
+        // (one filtered layer costs a call less than two: every span
+        // operation asks each filtered layer whether it cares).
+        let filter = filter.or(filter_fn(|meta| {
+            meta.is_span()
+                && *meta.level() <= Level::INFO
+                && meta.target().split("::").next() == Some(OWN_TARGET)
+        }));
         let mut trace_ids = None;
         layers.push(match self.log_format {
             LogFormat::Text => fmt
@@ -291,18 +302,6 @@ impl TelemetryBuilder {
                 .with_filter(filter)
                 .boxed(),
         });
-        // idgate's own spans exist whatever the log filter says: a server
-        // span keeps the caller's context, which outgoing calls pass on
-        // when nothing else records a span (`propagation::caller_of`).
-        layers.push(
-            tracing_subscriber::layer::Identity::new()
-                .with_filter(filter_fn(|meta| {
-                    meta.is_span()
-                        && *meta.level() <= Level::INFO
-                        && meta.target().split("::").next() == Some(OWN_TARGET)
-                }))
-                .boxed(),
-        );
         if let Some(provider) = &provider {
             let spans = NOT_EXPORTED
                 .iter()

@@ -48,30 +48,82 @@ struct TextVisitor<'w> {
     result: fmt::Result,
 }
 
-/// True when `str`'s `Debug` form is the value between two quotes.
+/// True when `str`'s `Debug` form is the value between two quotes:
+/// printable ASCII but `"` and `\\`. Eight bytes at a time: span values
+/// are tens of bytes (paths, references), checked on every span.
 fn needs_no_escape(value: &str) -> bool {
-    value
-        .bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    /// Bytes of `word` equal to `b` have their high bit set (and no other
+    /// byte does, given no byte of `word` has its own high bit set).
+    fn eq(word: u64, b: u8) -> u64 {
+        let x = word ^ (LOW * u64::from(b));
+        x.wrapping_sub(LOW) & !x & HIGH
+    }
+    let bytes = value.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // Non-ASCII (high bit), control bytes (below 0x20: adding 0x60
+        // leaves the high bit clear), DEL, `"` and `\\`.
+        let bad = (word & HIGH)
+            | (!word.wrapping_add(LOW * 0x60) & HIGH)
+            | eq(word, 0x7f)
+            | eq(word, b'"')
+            | eq(word, b'\\');
+        if bad != 0 {
+            return false;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .all(|b| (0x20..0x7f).contains(b) && *b != b'"' && *b != b'\\')
 }
 
 impl TextVisitor<'_> {
     /// Whether `field` takes a fast path: a plain `name=` prefix.
     fn fast(&self, field: &Field) -> bool {
-        self.plain
-            && self.result.is_ok()
-            && field.name() != "message"
-            && !field.name().starts_with("r#")
+        let name = field.name();
+        self.plain && self.result.is_ok() && name != "message" && !name.starts_with("r#")
     }
 
-    fn write_name(&mut self, field: &Field) -> fmt::Result {
-        if self.is_empty {
-            self.is_empty = false;
-        } else {
-            self.writer.write_char(' ')?;
+    /// Writes ` name=` (no space first) then `parts`, in one write to the
+    /// line when they fit a small buffer: each write is a dynamic call
+    /// into the line's `String`.
+    fn write_field(&mut self, field: &Field, parts: &[&str]) -> fmt::Result {
+        let mut buffer = [0u8; 160];
+        let mut len = 0;
+        let mut push = |s: &str| -> bool {
+            let end = len + s.len();
+            match buffer.get_mut(len..end) {
+                Some(slot) => {
+                    slot.copy_from_slice(s.as_bytes());
+                    len = end;
+                    true
+                }
+                None => false,
+            }
+        };
+        let separator = if self.is_empty { "" } else { " " };
+        self.is_empty = false;
+        let fits = [separator, field.name(), "="]
+            .iter()
+            .chain(parts)
+            .all(|part| push(part));
+        match std::str::from_utf8(&buffer[..len]) {
+            Ok(joined) if fits => self.writer.write_str(joined),
+            _ => {
+                self.writer.write_str(separator)?;
+                self.writer.write_str(field.name())?;
+                self.writer.write_char('=')?;
+                parts
+                    .iter()
+                    .try_for_each(|part| self.writer.write_str(part))
+            }
         }
-        self.writer.write_str(field.name())?;
-        self.writer.write_char('=')
     }
 
     /// Hands one field to `DefaultFields`' visitor.
@@ -89,11 +141,7 @@ impl TextVisitor<'_> {
 impl Visit for TextVisitor<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
         if self.fast(field) && needs_no_escape(value) {
-            self.result = self.write_name(field).and_then(|()| {
-                self.writer.write_char('"')?;
-                self.writer.write_str(value)?;
-                self.writer.write_char('"')
-            });
+            self.result = self.write_field(field, &["\"", value, "\""]);
         } else {
             self.delegate(|v| v.record_str(field, value));
         }
@@ -101,9 +149,8 @@ impl Visit for TextVisitor<'_> {
 
     fn record_i64(&mut self, field: &Field, value: i64) {
         if self.fast(field) {
-            self.result = self
-                .write_name(field)
-                .and_then(|()| write!(self.writer, "{value}"));
+            let mut digits = itoa::Buffer::new();
+            self.result = self.write_field(field, &[digits.format(value)]);
         } else {
             self.delegate(|v| v.record_i64(field, value));
         }
@@ -111,9 +158,8 @@ impl Visit for TextVisitor<'_> {
 
     fn record_u64(&mut self, field: &Field, value: u64) {
         if self.fast(field) {
-            self.result = self
-                .write_name(field)
-                .and_then(|()| write!(self.writer, "{value}"));
+            let mut digits = itoa::Buffer::new();
+            self.result = self.write_field(field, &[digits.format(value)]);
         } else {
             self.delegate(|v| v.record_u64(field, value));
         }
@@ -121,9 +167,7 @@ impl Visit for TextVisitor<'_> {
 
     fn record_bool(&mut self, field: &Field, value: bool) {
         if self.fast(field) {
-            self.result = self
-                .write_name(field)
-                .and_then(|()| self.writer.write_str(if value { "true" } else { "false" }));
+            self.result = self.write_field(field, &[if value { "true" } else { "false" }]);
         } else {
             self.delegate(|v| v.record_bool(field, value));
         }
@@ -188,6 +232,12 @@ mod tests {
             ok = true,
             quoted = "a \"b\" \\ c\n",
             accented = "São Paulo",
+            long_plain = "/facecaptcha/service/captcha/3d/session-token",
+            long_quoted = "/facecaptcha/service/\"captcha\"/3d",
+            tab = "a\tb",
+            del = "a\u{7f}b",
+            big = -9_223_372_036_854_775_808i64,
+            huge = u64::MAX,
             r#type = "raw",
             debug = ?Some(3),
         );
@@ -201,6 +251,21 @@ mod tests {
             "x"
         );
         tracing::warn!(message = "plain \"message\"", empty = "");
+    }
+
+    #[test]
+    fn the_escape_check_agrees_with_the_debug_form_for_every_byte() {
+        for b in 0..=0x7fu8 {
+            for at in 0..12 {
+                let mut value = vec![b'x'; 12];
+                value[at] = b;
+                let value = String::from_utf8(value).unwrap();
+                let plain = format!("{value:?}") == format!("\"{value}\"");
+                assert_eq!(needs_no_escape(&value), plain, "byte {b:#x} at {at}");
+            }
+        }
+        assert!(!needs_no_escape("0123456789é"));
+        assert!(!needs_no_escape("é0123456789"));
     }
 
     #[test]
