@@ -20,7 +20,9 @@ use tokio::time::Instant;
 pub(crate) struct TtlMap<K, V> {
     ttl: Duration,
     max_entries: usize,
-    entries: HashMap<K, Entry<V>>,
+    /// Seeded per map (keys can come from callers and senders), and a few
+    /// times cheaper per lookup than the standard SipHash.
+    entries: HashMap<K, Entry<V>, foldhash::quality::RandomState>,
     /// Insertion order: (key, generation). A key re-inserted later has a
     /// newer generation, so its stale queue items are skipped.
     order: VecDeque<(K, u64)>,
@@ -40,7 +42,7 @@ impl<K: Hash + Eq + Clone, V> TtlMap<K, V> {
         Self {
             ttl,
             max_entries: max_entries.max(1),
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             order: VecDeque::new(),
             next_generation: 0,
         }

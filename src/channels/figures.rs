@@ -309,11 +309,15 @@ impl ChannelTally {
     }
 }
 
+/// Each channel's per-minute tallies, oldest first.
+type TallyMap = HashMap<String, VecDeque<(u64, ChannelTally)>, foldhash::fast::RandomState>;
+
 /// The rolling per-minute figures of every channel of this gateway.
 #[derive(Debug)]
 pub struct ChannelFigures {
     retention_minutes: u32,
-    channels: Mutex<HashMap<String, VecDeque<(u64, ChannelTally)>>>,
+    /// By channel name (from configuration; looked up on every 3D call).
+    channels: Mutex<TallyMap>,
 }
 
 impl Default for ChannelFigures {
@@ -336,7 +340,7 @@ impl ChannelFigures {
     pub fn new(retention_minutes: u32) -> Self {
         Self {
             retention_minutes: retention_minutes.clamp(1, MAX_RETENTION_MINUTES),
-            channels: Mutex::new(HashMap::new()),
+            channels: Mutex::new(HashMap::default()),
         }
     }
 

@@ -61,22 +61,25 @@ const EXTRA_METHODS: [&str; 4] = [
 ];
 
 /// `package.Service/Method` of every RPC the gateway serves.
-static KNOWN_METHODS: LazyLock<HashSet<String>> = LazyLock::new(|| {
-    let mut known: HashSet<String> = EXTRA_METHODS.iter().map(|m| (*m).to_owned()).collect();
-    // The descriptor set is compiled in by build.rs; should it ever fail to
-    // decode, methods are reported as _OTHER rather than the server failing.
-    if let Ok(fds) = prost_types::FileDescriptorSet::decode(crate::proto::FILE_DESCRIPTOR_SET) {
-        for file in &fds.file {
-            let package = file.package();
-            for service in &file.service {
-                for method in &service.method {
-                    known.insert(format!("{package}.{}/{}", service.name(), method.name()));
+/// (Looked up on every call, never written after start: a fast hasher.)
+static KNOWN_METHODS: LazyLock<HashSet<String, foldhash::fast::RandomState>> =
+    LazyLock::new(|| {
+        let mut known: HashSet<String, foldhash::fast::RandomState> =
+            EXTRA_METHODS.iter().map(|m| (*m).to_owned()).collect();
+        // The descriptor set is compiled in by build.rs; should it ever fail to
+        // decode, methods are reported as _OTHER rather than the server failing.
+        if let Ok(fds) = prost_types::FileDescriptorSet::decode(crate::proto::FILE_DESCRIPTOR_SET) {
+            for file in &fds.file {
+                let package = file.package();
+                for service in &file.service {
+                    for method in &service.method {
+                        known.insert(format!("{package}.{}/{}", service.name(), method.name()));
+                    }
                 }
             }
         }
-    }
-    known
-});
+        known
+    });
 
 /// The `(full method, service, method)` of a request path, or `_OTHER`s.
 fn method_of(path: &str) -> (&'static str, &'static str, &'static str) {
@@ -278,8 +281,9 @@ pub fn is_server_error(code: Code) -> bool {
 
 /// The `grpc-status` in `headers`, if any.
 fn status_in(headers: &HeaderMap) -> Option<Code> {
+    const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
     headers
-        .get("grpc-status")
+        .get(&GRPC_STATUS)
         .map(|v| Code::from_bytes(v.as_bytes()))
 }
 

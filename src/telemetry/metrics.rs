@@ -122,6 +122,10 @@ struct Inner {
     rpc_in_flight: Family<MethodLabels, Gauge>,
     upstream_requests: Family<UpstreamLabels, Counter>,
     upstream_duration: HistogramFamily<UpstreamLabels>,
+    /// The series of the families above, by label set ([`Handles`]).
+    rpc_handles: Handles<RpcLabels, (Counter, Histogram)>,
+    in_flight_handles: Handles<MethodLabels, Gauge>,
+    upstream_handles: Handles<UpstreamLabels, (Counter, Histogram)>,
     channel_failovers: Family<ChannelLabels, Counter>,
     channel_circuit_state: Family<ChannelLabels, Gauge>,
     webhooks: Family<OutcomeLabels, Counter>,
@@ -200,11 +204,12 @@ impl Metrics {
     /// Counts one RPC as in flight until the guard drops. `method` must be
     /// a known method name or `_OTHER` (see [`super::grpc`]).
     pub fn rpc_in_flight(&self, method: &'static str) -> InFlight {
-        let gauge = self
-            .inner
-            .rpc_in_flight
-            .get_or_create(&MethodLabels { method })
-            .clone();
+        let inner = &self.inner;
+        let gauge = inner
+            .in_flight_handles
+            .get(&MethodLabels { method }, |labels| {
+                inner.rpc_in_flight.get_or_create(labels).clone()
+            });
         InFlight::start(gauge)
     }
 
@@ -214,11 +219,15 @@ impl Metrics {
             method,
             code: grpc_code_name(code),
         };
-        self.inner.rpc_requests.get_or_create(&labels).inc();
-        self.inner
-            .rpc_duration
-            .get_or_create(&labels)
-            .observe(elapsed.as_secs_f64());
+        let inner = &self.inner;
+        let (requests, duration) = inner.rpc_handles.get(&labels, |labels| {
+            (
+                inner.rpc_requests.get_or_create(labels).clone(),
+                inner.rpc_duration.get_or_create(labels).clone(),
+            )
+        });
+        requests.inc();
+        duration.observe(elapsed.as_secs_f64());
         let attributes = [
             KeyValue::new("method", labels.method),
             KeyValue::new("code", labels.code),
@@ -248,11 +257,15 @@ impl Metrics {
             channel: channel.unwrap_or(CORE_CHANNEL),
             status,
         };
-        self.inner.upstream_requests.get_or_create(&labels).inc();
-        self.inner
-            .upstream_duration
-            .get_or_create(&labels)
-            .observe(elapsed.as_secs_f64());
+        let inner = &self.inner;
+        let (requests, duration) = inner.upstream_handles.get(&labels, |labels| {
+            (
+                inner.upstream_requests.get_or_create(labels).clone(),
+                inner.upstream_duration.get_or_create(labels).clone(),
+            )
+        });
+        requests.inc();
+        duration.observe(elapsed.as_secs_f64());
         let attributes = [
             KeyValue::new("operation", labels.operation),
             KeyValue::new("channel", labels.channel),
@@ -450,6 +463,7 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
 
 mod cluster;
 mod guard;
+mod handles;
 mod labels;
 mod otel;
 mod registry;
@@ -459,6 +473,7 @@ mod verification;
 
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
+use handles::Handles;
 pub use labels::{channel_label, http_status_label};
 use otel::OtelRed;
 use verification::VerificationSeries;

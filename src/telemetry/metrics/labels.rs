@@ -23,8 +23,9 @@ const MAX_CHANNEL_LABELS: usize = 1024;
 /// The label of a channel name past [`MAX_CHANNEL_LABELS`].
 pub const OVERFLOW: &str = "_OTHER";
 
-static CHANNELS: LazyLock<RwLock<HashSet<&'static str>>> =
-    LazyLock::new(|| RwLock::new(HashSet::new()));
+/// Read on every 3D call: a fast hasher (names come from configuration).
+static CHANNELS: LazyLock<RwLock<HashSet<&'static str, foldhash::fast::RandomState>>> =
+    LazyLock::new(|| RwLock::new(HashSet::default()));
 
 /// `name` as a `'static` label value: interned (leaked once) on first use.
 /// The memory is bounded by [`MAX_CHANNEL_LABELS`] short names.
