@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The metadata key of the caller's timeout (gRPC over HTTP/2).
-pub const GRPC_TIMEOUT_HEADER: &str = "grpc-timeout";
+pub const GRPC_TIMEOUT_HEADER: http::HeaderName = http::HeaderName::from_static("grpc-timeout");
 
 /// What the caller allows one operation: the instant by which it wants an
 /// answer, if it set one. Retries and each attempt's timeout are capped by
@@ -61,7 +61,7 @@ impl CallContext {
     /// headers (for layers below tonic).
     pub fn from_headers(headers: &http::HeaderMap) -> Self {
         let timeout = headers
-            .get(GRPC_TIMEOUT_HEADER)
+            .get(&GRPC_TIMEOUT_HEADER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout);
         Self::from_deadline(timeout.and_then(|t| Instant::now().checked_add(t)))
@@ -118,7 +118,7 @@ mod tests {
 
     fn meta(v: &str) -> tonic::metadata::MetadataMap {
         let mut m = tonic::metadata::MetadataMap::new();
-        m.insert(GRPC_TIMEOUT_HEADER, v.parse().unwrap());
+        m.insert("grpc-timeout", v.parse().unwrap());
         m
     }
 

@@ -199,7 +199,8 @@ where
 
 /// The `grpc-status` of a trailers-only response.
 fn grpc_status<B>(response: &Response<B>) -> Option<Code> {
-    let raw = response.headers().get("grpc-status")?.to_str().ok()?;
+    const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+    let raw = response.headers().get(&GRPC_STATUS)?.to_str().ok()?;
     raw.parse::<i32>().ok().map(Code::from)
 }
 
