@@ -38,6 +38,7 @@ mod config;
 pub mod grpc;
 pub mod http;
 pub mod journey;
+mod lazy_fields;
 pub mod logs;
 pub mod metrics;
 pub mod otlp;

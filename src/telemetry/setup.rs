@@ -284,9 +284,17 @@ impl TelemetryBuilder {
         }));
         let mut trace_ids = None;
         layers.push(match self.log_format {
-            LogFormat::Text => fmt
+            // Styled output keeps the fmt layer's own (eager) span fields.
+            LogFormat::Text if to_terminal => fmt
                 .fmt_fields(super::text_fields::TextFields)
-                .with_ansi(to_terminal)
+                .with_ansi(true)
+                .with_filter(filter)
+                .boxed(),
+            LogFormat::Text => super::lazy_fields::LazySpanFields
+                .and_then(
+                    fmt.fmt_fields(super::lazy_fields::LazyTextFields)
+                        .with_ansi(false),
+                )
                 .with_filter(filter)
                 .boxed(),
             LogFormat::Json => fmt

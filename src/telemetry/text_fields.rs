@@ -40,6 +40,19 @@ impl<'w> FormatFields<'w> for TextFields {
     }
 }
 
+/// Writes the one field `record` hands its visitor into `out`, as
+/// [`TextFields`] writes a field without styling, with no leading space.
+pub(super) fn write_field(out: &mut String, record: impl FnOnce(&mut dyn Visit)) -> fmt::Result {
+    let mut visitor = TextVisitor {
+        plain: true,
+        writer: Writer::new(out),
+        is_empty: true,
+        result: Ok(()),
+    };
+    record(&mut visitor);
+    visitor.result
+}
+
 struct TextVisitor<'w> {
     writer: Writer<'w>,
     /// No ANSI styling: the fast paths apply.
@@ -51,7 +64,7 @@ struct TextVisitor<'w> {
 /// True when `str`'s `Debug` form is the value between two quotes:
 /// printable ASCII but `"` and `\\`. Eight bytes at a time: span values
 /// are tens of bytes (paths, references), checked on every span.
-fn needs_no_escape(value: &str) -> bool {
+pub(super) fn needs_no_escape(value: &str) -> bool {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     /// Bytes of `word` equal to `b` have their high bit set (and no other

@@ -1,0 +1,321 @@
+//! Span fields of text log lines, captured when a span opens and written
+//! out only when a line is logged inside the span.
+//!
+//! The fmt layer formats every span's fields the moment the span opens or
+//! records one, so that a line logged inside it can show them; a call
+//! opens three spans and, at the default level, logs nothing in them. That
+//! formatting was the largest cost of a span on the hop. [`LazySpanFields`]
+//! runs just before the fmt layer, under the same filter: it copies each
+//! span's values as they come (a plain string into one buffer, anything
+//! else formatted on the spot by [`TextFields`]) and leaves an empty
+//! `FormattedFields` so the fmt layer does not format them itself. When an
+//! event is about to be written, the spans in its scope get their fields
+//! written out, byte for byte what the fmt layer would have written (a test
+//! compares the two), and the fmt layer prints them as before.
+//!
+//! Only for plain (non-ANSI) text: styled output keeps the fmt layer's own
+//! eager formatting.
+
+use std::{fmt, ops::Range};
+
+use tracing::{
+    Event, Subscriber,
+    field::{Field, Visit},
+    span::{Attributes, Id, Record},
+};
+use tracing_subscriber::{
+    field::RecordFields,
+    fmt::{FormatFields, FormattedFields, format::Writer},
+    layer::{Context, Layer},
+    registry::LookupSpan,
+};
+
+use super::text_fields::{TextFields, needs_no_escape, write_field};
+
+/// The layer (see the module). Stack it right before a fmt layer whose
+/// fields formatter is [`LazyTextFields`], under one filter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LazySpanFields;
+
+/// The fields formatter of a fmt layer behind [`LazySpanFields`]: events'
+/// fields as [`TextFields`] writes them; span records are that layer's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LazyTextFields;
+
+impl<'w> FormatFields<'w> for LazyTextFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
+        TextFields.format_fields(writer, fields)
+    }
+
+    fn add_fields(&self, _: &'w mut FormattedFields<Self>, _: &Record<'_>) -> fmt::Result {
+        Ok(())
+    }
+}
+
+/// One span's values, in the order the span opened with and recorded them.
+#[derive(Debug, Default)]
+struct Captured {
+    /// Every value, in order.
+    entries: Vec<Entry>,
+    /// Where each `new_span` / `record` batch starts in `entries`: batches
+    /// are joined by a space, as the fmt layer's `add_fields` does.
+    batches: Vec<usize>,
+    /// The text of the values (plain strings and pre-formatted fields).
+    text: String,
+    /// `FormattedFields` holds the current values.
+    written: bool,
+}
+
+#[derive(Debug)]
+enum Entry {
+    /// `name="value"`, the value a range of `text`.
+    Plain(&'static str, Range<usize>),
+    /// A field formatted already (`name=value`, a message, a `Debug`
+    /// value, ...), a range of `text`.
+    Formatted(Range<usize>),
+}
+
+impl Captured {
+    fn capture(&mut self, fields: impl RecordFields) {
+        self.batches.push(self.entries.len());
+        fields.record(&mut Capture(self));
+        self.written = false;
+    }
+
+    /// The fields as the fmt layer would have formatted them.
+    fn write(&self) -> String {
+        let mut out = String::with_capacity(self.text.len() + 16 * self.entries.len());
+        let ends = self
+            .batches
+            .iter()
+            .skip(1)
+            .copied()
+            .chain([self.entries.len()]);
+        for (start, end) in self.batches.iter().copied().zip(ends) {
+            let batch = &self.entries[start..end];
+            if batch.is_empty() {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            for (i, entry) in batch.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                match entry {
+                    Entry::Plain(name, value) => {
+                        out.push_str(name);
+                        out.push_str("=\"");
+                        out.push_str(&self.text[value.clone()]);
+                        out.push('"');
+                    }
+                    Entry::Formatted(field) => out.push_str(&self.text[field.clone()]),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Records one batch of values into a [`Captured`].
+struct Capture<'a>(&'a mut Captured);
+
+impl Capture<'_> {
+    /// Formats one field with [`TextFields`]' visitor into the text.
+    fn one(&mut self, record: impl FnOnce(&mut dyn Visit)) {
+        let start = self.0.text.len();
+        if write_field(&mut self.0.text, record).is_err() {
+            self.0.text.truncate(start);
+            return;
+        }
+        let end = self.0.text.len();
+        self.0.entries.push(Entry::Formatted(start..end));
+    }
+}
+
+impl Visit for Capture<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        let name = field.name();
+        if name != "message" && !name.starts_with("r#") && needs_no_escape(value) {
+            let start = self.0.text.len();
+            self.0.text.push_str(value);
+            let end = self.0.text.len();
+            self.0.entries.push(Entry::Plain(name, start..end));
+        } else {
+            self.one(|v| v.record_str(field, value));
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.one(|v| v.record_i64(field, value));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.one(|v| v.record_u64(field, value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.one(|v| v.record_bool(field, value));
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.one(|v| v.record_error(field, value));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.one(|v| v.record_debug(field, value));
+    }
+}
+
+impl<S> Layer<S> for LazySpanFields
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut extensions = span.extensions_mut();
+        // Sized for the span's declared fields, a few records and short
+        // values, so that capturing does not grow them field by field.
+        let declared = attrs.metadata().fields().len();
+        let mut captured = Captured {
+            entries: Vec::with_capacity(declared),
+            batches: Vec::with_capacity(4),
+            text: String::with_capacity(24 * declared),
+            written: false,
+        };
+        captured.capture(attrs);
+        extensions.insert(captured);
+        // Present, so the fmt layer next in line formats nothing itself.
+        extensions.insert(FormattedFields::<LazyTextFields>::new(String::new()));
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        if let Some(captured) = span.extensions_mut().get_mut::<Captured>() {
+            captured.capture(values);
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let Some(scope) = ctx.event_scope(event) else {
+            return;
+        };
+        for span in scope {
+            let mut extensions = span.extensions_mut();
+            let Some(captured) = extensions.get_mut::<Captured>() else {
+                continue;
+            };
+            if captured.written {
+                continue;
+            }
+            captured.written = true;
+            let text = captured.write();
+            if let Some(fields) = extensions.get_mut::<FormattedFields<LazyTextFields>>() {
+                fields.fields = text;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::{Registry, layer::SubscriberExt};
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Sink {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    fn fmt_layer<S>(
+        sink: &Sink,
+    ) -> tracing_subscriber::fmt::Layer<
+        S,
+        tracing_subscriber::fmt::format::DefaultFields,
+        tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Full, ()>,
+        impl for<'w> tracing_subscriber::fmt::MakeWriter<'w> + 'static,
+    > {
+        let sink = sink.clone();
+        tracing_subscriber::fmt::layer()
+            .without_time()
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+    }
+
+    /// Spans opening with values, recording more before and after lines
+    /// are written in them, nested, empty, with escapes, numbers, errors
+    /// and `Debug` values.
+    fn emit() {
+        let server = tracing::info_span!(
+            "grpc.server",
+            otel.name = "idgate.v1.LivenessService/StartSession3D",
+            otel.kind = "server",
+            rpc.grpc.status_code = tracing::field::Empty,
+            idgate.journey_ref = tracing::field::Empty,
+            server.port = 8080i64,
+            ok = true,
+            quoted = "a \"b\" \\ c\n",
+            accented = "São Paulo",
+            r#type = "raw",
+            debug = ?Some(3),
+        );
+        let _in_server = server.enter();
+        tracing::info!("before any record");
+        server.record("idgate.journey_ref", "j-0123456789abcdef");
+        let empty = tracing::info_span!("handler", idgate.channel = tracing::field::Empty);
+        let _in_handler = empty.enter();
+        tracing::warn!(n = -4i64, "inside an empty span");
+        empty.record("idgate.channel", "primary");
+        let err = std::io::Error::other("refused");
+        let client = tracing::info_span!(
+            "http.client",
+            url.path = "/facecaptcha/service/captcha/3d/session-token",
+            error.type = tracing::field::Empty,
+        );
+        client.record("error.type", "connect");
+        client.record("error.type", &err as &dyn std::error::Error);
+        let _in_client = client.enter();
+        tracing::error!(message = "plain \"message\"", count = 7u64);
+        server.record("rpc.grpc.status_code", 14i64);
+        tracing::info!("after more records");
+    }
+
+    #[test]
+    fn lines_show_the_same_span_fields_as_the_eager_fmt_layer() {
+        let eager = Sink::default();
+        let subscriber = Registry::default().with(fmt_layer(&eager).fmt_fields(TextFields));
+        tracing::subscriber::with_default(subscriber, emit);
+
+        let lazy = Sink::default();
+        let subscriber = Registry::default()
+            .with(LazySpanFields.and_then(fmt_layer(&lazy).fmt_fields(LazyTextFields)));
+        tracing::subscriber::with_default(subscriber, emit);
+
+        let (eager, lazy) = (eager.text(), lazy.text());
+        assert_eq!(lazy, eager);
+        assert_eq!(lazy.lines().count(), 4, "{lazy}");
+        assert!(
+            lazy.contains(r#"idgate.journey_ref="j-0123456789abcdef""#),
+            "{lazy}"
+        );
+        assert!(lazy.contains("rpc.grpc.status_code=14"), "{lazy}");
+    }
+}
