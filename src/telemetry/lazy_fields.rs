@@ -220,44 +220,22 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use tracing_subscriber::{Registry, layer::SubscriberExt};
+    use tracing_subscriber::{
+        Registry,
+        fmt::format::{DefaultFields, Format, Full},
+        layer::SubscriberExt,
+    };
 
     use super::*;
-
-    #[derive(Clone, Default)]
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Sink {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
-    }
+    use crate::telemetry::CapturedLogs;
 
     fn fmt_layer<S>(
-        sink: &Sink,
-    ) -> tracing_subscriber::fmt::Layer<
-        S,
-        tracing_subscriber::fmt::format::DefaultFields,
-        tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Full, ()>,
-        impl for<'w> tracing_subscriber::fmt::MakeWriter<'w> + 'static,
-    > {
-        let sink = sink.clone();
+        logs: &CapturedLogs,
+    ) -> tracing_subscriber::fmt::Layer<S, DefaultFields, Format<Full, ()>, CapturedLogs> {
         tracing_subscriber::fmt::layer()
             .without_time()
             .with_ansi(false)
-            .with_writer(move || sink.clone())
+            .with_writer(logs.clone())
     }
 
     /// Spans opening with values, recording more before and after lines
@@ -300,16 +278,16 @@ mod tests {
 
     #[test]
     fn lines_show_the_same_span_fields_as_the_eager_fmt_layer() {
-        let eager = Sink::default();
+        let eager = CapturedLogs::new();
         let subscriber = Registry::default().with(fmt_layer(&eager).fmt_fields(TextFields));
         tracing::subscriber::with_default(subscriber, emit);
 
-        let lazy = Sink::default();
+        let lazy = CapturedLogs::new();
         let subscriber = Registry::default()
             .with(LazySpanFields.and_then(fmt_layer(&lazy).fmt_fields(LazyTextFields)));
         tracing::subscriber::with_default(subscriber, emit);
 
-        let (eager, lazy) = (eager.text(), lazy.text());
+        let (eager, lazy) = (eager.contents(), lazy.contents());
         assert_eq!(lazy, eager);
         assert_eq!(lazy.lines().count(), 4, "{lazy}");
         assert!(

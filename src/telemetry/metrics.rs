@@ -6,7 +6,7 @@
 //! the REST client (`connect`, `timeout`, ...). Nothing a caller or an end user types ever
 //! becomes a label, so neither personal data nor unbounded cardinality can.
 
-use std::{borrow::Cow, fmt, sync::Arc, time::Duration};
+use std::{borrow::Cow, fmt, hash::Hash, sync::Arc, time::Duration};
 
 use axum::{
     extract::State,
@@ -115,6 +115,24 @@ pub fn grpc_code_name(code: tonic::Code) -> &'static str {
     }
 }
 
+/// Counts one call and its duration in the series of `labels`, asking the
+/// families only the first time the label set is seen ([`Handles`]).
+fn record_call<L: Clone + Hash + Eq>(
+    handles: &Handles<L, (Counter, Histogram)>,
+    (requests, duration): (&Family<L, Counter>, &HistogramFamily<L>),
+    labels: &L,
+    elapsed: Duration,
+) {
+    let (count, histogram) = handles.get(labels, |labels| {
+        (
+            requests.get_or_create(labels).clone(),
+            duration.get_or_create(labels).clone(),
+        )
+    });
+    count.inc();
+    histogram.observe(elapsed.as_secs_f64());
+}
+
 struct Inner {
     registry: Registry,
     rpc_requests: Family<RpcLabels, Counter>,
@@ -220,14 +238,12 @@ impl Metrics {
             code: grpc_code_name(code),
         };
         let inner = &self.inner;
-        let (requests, duration) = inner.rpc_handles.get(&labels, |labels| {
-            (
-                inner.rpc_requests.get_or_create(labels).clone(),
-                inner.rpc_duration.get_or_create(labels).clone(),
-            )
-        });
-        requests.inc();
-        duration.observe(elapsed.as_secs_f64());
+        record_call(
+            &inner.rpc_handles,
+            (&inner.rpc_requests, &inner.rpc_duration),
+            &labels,
+            elapsed,
+        );
         let attributes = [
             KeyValue::new("method", labels.method),
             KeyValue::new("code", labels.code),
@@ -258,14 +274,12 @@ impl Metrics {
             status,
         };
         let inner = &self.inner;
-        let (requests, duration) = inner.upstream_handles.get(&labels, |labels| {
-            (
-                inner.upstream_requests.get_or_create(labels).clone(),
-                inner.upstream_duration.get_or_create(labels).clone(),
-            )
-        });
-        requests.inc();
-        duration.observe(elapsed.as_secs_f64());
+        record_call(
+            &inner.upstream_handles,
+            (&inner.upstream_requests, &inner.upstream_duration),
+            &labels,
+            elapsed,
+        );
         let attributes = [
             KeyValue::new("operation", labels.operation),
             KeyValue::new("channel", labels.channel),

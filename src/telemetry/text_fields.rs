@@ -206,32 +206,17 @@ mod tests {
     where
         N: for<'w> FormatFields<'w> + Send + Sync + 'static,
     {
-        use std::sync::{Arc, Mutex};
-        let out = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let sink = out.clone();
+        let logs = crate::telemetry::CapturedLogs::new();
         let subscriber = tracing_subscriber::fmt()
             .with_ansi(false)
             .without_time()
             .with_target(false)
             .with_level(false)
             .fmt_fields(fields)
-            .with_writer(move || Sink(sink.clone()))
+            .with_writer(logs.clone())
             .finish();
         tracing::subscriber::with_default(subscriber, emit);
-        let bytes = out.lock().unwrap().clone();
-        String::from_utf8(bytes).unwrap()
-    }
-
-    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
+        logs.contents()
     }
 
     fn emit() {
