@@ -367,6 +367,13 @@ async fn a_budget_window_at_80_percent_logs_one_warning_without_caller_data() {
         .filter(|l| l.contains("budget 80% used"))
         .collect();
     assert_eq!(warnings.len(), 1, "one warning per window:\n{logs}");
+    // Logged at `warn` inside the call, the line still names the RPC: the
+    // call's server span is in its context whatever the level.
+    assert!(
+        warnings[0].contains("\"otel.name\":\"idgate.v1.JourneyService/CreateJourney\""),
+        "{}",
+        warnings[0]
+    );
     for field in [
         "\"operator_profile\":\"sandbox\"",
         "\"operation\":\"create_journey\"",
