@@ -6,11 +6,12 @@
 //! opens three spans and, at the default level, logs nothing in them. That
 //! formatting was the largest cost of a span on the hop. [`LazySpanFields`]
 //! runs just before the fmt layer, under the same filter: it copies each
-//! span's values as they come (a plain string into one buffer, anything
-//! else formatted on the spot by [`TextFields`]) and leaves an empty
+//! span's values as they come (strings into one buffer, unexamined; any
+//! other value formatted on the spot by [`TextFields`]) and leaves an empty
 //! `FormattedFields` so the fmt layer does not format them itself. When an
 //! event is about to be written, the spans in its scope get their fields
-//! written out, byte for byte what the fmt layer would have written (a test
+//! written out (strings quoted and escaped then), byte for byte what the
+//! fmt layer would have written (a test
 //! compares the two), and the fmt layer prints them as before.
 //!
 //! Only for plain (non-ANSI) text: styled output keeps the fmt layer's own
@@ -30,7 +31,7 @@ use tracing_subscriber::{
     registry::LookupSpan,
 };
 
-use super::text_fields::{TextFields, needs_no_escape, write_field};
+use super::text_fields::{TextFields, write_field};
 
 /// The layer (see the module). Stack it right before a fmt layer whose
 /// fields formatter is [`LazyTextFields`], under one filter.
@@ -68,8 +69,9 @@ struct Captured {
 
 #[derive(Debug)]
 enum Entry {
-    /// `name="value"`, the value a range of `text`.
-    Plain(&'static str, Range<usize>),
+    /// A string value, a range of `text`, written (quoted, escaped if it
+    /// must be) only when a line needs it.
+    Str(Field, Range<usize>),
     /// A field formatted already (`name=value`, a message, a `Debug`
     /// value, ...), a range of `text`.
     Formatted(Range<usize>),
@@ -104,11 +106,12 @@ impl Captured {
                     out.push(' ');
                 }
                 match entry {
-                    Entry::Plain(name, value) => {
-                        out.push_str(name);
-                        out.push_str("=\"");
-                        out.push_str(&self.text[value.clone()]);
-                        out.push('"');
+                    Entry::Str(field, value) => {
+                        let value = &self.text[value.clone()];
+                        let start = out.len();
+                        if write_field(&mut out, |v| v.record_str(field, value)).is_err() {
+                            out.truncate(start);
+                        }
                     }
                     Entry::Formatted(field) => out.push_str(&self.text[field.clone()]),
                 }
@@ -136,15 +139,10 @@ impl Capture<'_> {
 
 impl Visit for Capture<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        let name = field.name();
-        if name != "message" && !name.starts_with("r#") && needs_no_escape(value) {
-            let start = self.0.text.len();
-            self.0.text.push_str(value);
-            let end = self.0.text.len();
-            self.0.entries.push(Entry::Plain(name, start..end));
-        } else {
-            self.one(|v| v.record_str(field, value));
-        }
+        let start = self.0.text.len();
+        self.0.text.push_str(value);
+        let end = self.0.text.len();
+        self.0.entries.push(Entry::Str(field.clone(), start..end));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {

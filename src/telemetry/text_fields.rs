@@ -64,7 +64,7 @@ struct TextVisitor<'w> {
 /// True when `str`'s `Debug` form is the value between two quotes:
 /// printable ASCII but `"` and `\\`. Eight bytes at a time: span values
 /// are tens of bytes (paths, references), checked on every span.
-pub(super) fn needs_no_escape(value: &str) -> bool {
+fn needs_no_escape(value: &str) -> bool {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     /// Bytes of `word` equal to `b` have their high bit set (and no other
