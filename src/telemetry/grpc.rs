@@ -18,7 +18,7 @@
 //! cannot mint label values.
 
 use std::{
-    collections::HashSet,
+    collections::HashMap,
     future::Future,
     net::SocketAddr,
     pin::Pin,
@@ -52,20 +52,30 @@ use super::{
 /// Label and attribute value of a method outside the served API.
 pub const OTHER: &str = "_OTHER";
 
-/// Services served beside `idgate.v1` whose methods are labelled by name.
-const EXTRA_METHODS: [&str; 4] = [
-    "grpc.health.v1.Health/Check",
-    "grpc.health.v1.Health/Watch",
-    "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-    "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+/// Services served beside `idgate.v1` whose methods are labelled by name,
+/// and whether each streams its response.
+const EXTRA_METHODS: [(&str, bool); 4] = [
+    ("grpc.health.v1.Health/Check", false),
+    ("grpc.health.v1.Health/Watch", true),
+    (
+        "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        true,
+    ),
+    (
+        "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+        true,
+    ),
 ];
 
-/// `package.Service/Method` of every RPC the gateway serves.
-/// (Looked up on every call, never written after start: a fast hasher.)
-static KNOWN_METHODS: LazyLock<HashSet<String, foldhash::fast::RandomState>> =
+/// `package.Service/Method` of every RPC the gateway serves, and whether it
+/// streams its response. (Looked up on every call, never written after
+/// start: a fast hasher.)
+static KNOWN_METHODS: LazyLock<HashMap<String, bool, foldhash::fast::RandomState>> =
     LazyLock::new(|| {
-        let mut known: HashSet<String, foldhash::fast::RandomState> =
-            EXTRA_METHODS.iter().map(|m| (*m).to_owned()).collect();
+        let mut known: HashMap<String, bool, foldhash::fast::RandomState> = EXTRA_METHODS
+            .iter()
+            .map(|(m, streams)| ((*m).to_owned(), *streams))
+            .collect();
         // The descriptor set is compiled in by build.rs; should it ever fail to
         // decode, methods are reported as _OTHER rather than the server failing.
         if let Ok(fds) = prost_types::FileDescriptorSet::decode(crate::proto::FILE_DESCRIPTOR_SET) {
@@ -73,7 +83,10 @@ static KNOWN_METHODS: LazyLock<HashSet<String, foldhash::fast::RandomState>> =
                 let package = file.package();
                 for service in &file.service {
                     for method in &service.method {
-                        known.insert(format!("{package}.{}/{}", service.name(), method.name()));
+                        known.insert(
+                            format!("{package}.{}/{}", service.name(), method.name()),
+                            method.server_streaming(),
+                        );
                     }
                 }
             }
@@ -81,16 +94,17 @@ static KNOWN_METHODS: LazyLock<HashSet<String, foldhash::fast::RandomState>> =
         known
     });
 
-/// The `(full method, service, method)` of a request path, or `_OTHER`s.
-fn method_of(path: &str) -> (&'static str, &'static str, &'static str) {
+/// The `(full method, service, method)` of a request path, or `_OTHER`s,
+/// and whether the method streams its response (true when unknown).
+fn method_of(path: &str) -> ((&'static str, &'static str, &'static str), bool) {
     path.strip_prefix('/')
-        .and_then(|p| KNOWN_METHODS.get(p))
-        .and_then(|full| {
+        .and_then(|p| KNOWN_METHODS.get_key_value(p))
+        .and_then(|(full, streams)| {
             let full = full.as_str();
             let (service, method) = full.split_once('/')?;
-            Some((full, service, method))
+            Some(((full, service, method), *streams))
         })
-        .unwrap_or((OTHER, OTHER, OTHER))
+        .unwrap_or(((OTHER, OTHER, OTHER), true))
 }
 
 /// The span of the request being served, as a request extension: tonic
@@ -172,7 +186,7 @@ where
     }
 
     fn call(&mut self, mut req: Request<ReqBody>) -> Self::Future {
-        let (full, service, method) = method_of(req.uri().path());
+        let ((full, service, method), streams) = method_of(req.uri().path());
         let parent = extract_from_http(req.headers());
         let span = server_span(full, service, method);
         if let Some(journey) = journey_from_context(&parent) {
@@ -203,6 +217,7 @@ where
             method: full,
             started: Instant::now(),
             span: span.clone(),
+            streams,
             access,
         };
         // The ready service is the one that must serve the call; keep a
@@ -225,6 +240,11 @@ struct Finisher {
     method: &'static str,
     started: Instant,
     span: Span,
+    /// The method streams its response: the handler's work happens while
+    /// the body is polled, so the body is polled in the span. (A unary
+    /// body only carries the answer out: entering the span for each of
+    /// its frames would cost a call a few hundred instructions for nothing.)
+    streams: bool,
     in_flight: Option<InFlight>,
     /// With the access log on: the peer's address, if known.
     access: Option<Option<SocketAddr>>,
@@ -374,11 +394,11 @@ where
         let this = self.project();
         let polled = match this.finisher {
             // A streaming handler's work happens here: keep it in the span.
-            Some(f) => {
+            Some(f) if f.streams => {
                 let _entered = f.span.enter();
                 ready!(this.inner.poll_frame(cx))
             }
-            None => ready!(this.inner.poll_frame(cx)),
+            _ => ready!(this.inner.poll_frame(cx)),
         };
         let code = match &polled {
             Some(Ok(frame)) => frame.trailers_ref().and_then(status_in),
@@ -412,21 +432,26 @@ mod tests {
         assert_eq!(
             method_of("/idgate.v1.JourneyService/CreateJourney"),
             (
-                "idgate.v1.JourneyService/CreateJourney",
-                "idgate.v1.JourneyService",
-                "CreateJourney"
+                (
+                    "idgate.v1.JourneyService/CreateJourney",
+                    "idgate.v1.JourneyService",
+                    "CreateJourney"
+                ),
+                false
             )
         );
         assert_eq!(
-            method_of("/grpc.health.v1.Health/Check").2,
+            method_of("/grpc.health.v1.Health/Check").0.2,
             "Check",
             "health is labelled by name"
         );
         assert_eq!(
             method_of("/idgate.v1.JourneyService/j-secret-123"),
-            (OTHER, OTHER, OTHER)
+            ((OTHER, OTHER, OTHER), true)
         );
-        assert_eq!(method_of("no-slash"), (OTHER, OTHER, OTHER));
+        assert_eq!(method_of("no-slash"), ((OTHER, OTHER, OTHER), true));
+        assert!(method_of("/idgate.v1.JourneyService/WatchJourney").1);
+        assert!(method_of("/grpc.health.v1.Health/Watch").1);
     }
 
     #[test]
@@ -456,6 +481,7 @@ mod tests {
             method: "grpc.health.v1.Health/Watch",
             started: Instant::now(),
             span: Span::none(),
+            streams: true,
             access: None,
         };
         let body = GrpcBody {
