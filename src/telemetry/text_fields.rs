@@ -266,6 +266,24 @@ mod tests {
         assert!(!needs_no_escape("é0123456789"));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn the_escape_check_agrees_with_the_debug_form_for_any_string(
+            value in proptest::prop_oneof![".{0,80}", "[ -~]{0,64}", "[ -~\t\x7f\x01é]{0,64}"]
+        ) {
+            // Writing the value between quotes is right whenever the check
+            // says so; for ASCII it says so exactly when it is right (other
+            // text always goes the slow, exact way).
+            let plain = format!("{value:?}") == format!("\"{value}\"");
+            if needs_no_escape(&value) {
+                proptest::prop_assert!(plain);
+            }
+            if value.is_ascii() {
+                proptest::prop_assert_eq!(needs_no_escape(&value), plain);
+            }
+        }
+    }
+
     #[test]
     fn lines_are_the_same_as_default_fields_writes() {
         let fast = format_with(TextFields, emit);
