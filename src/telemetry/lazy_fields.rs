@@ -11,8 +11,8 @@
 //! `FormattedFields` so the fmt layer does not format them itself. When an
 //! event is about to be written, the spans in its scope get their fields
 //! written out (strings quoted and escaped then), byte for byte what the
-//! fmt layer would have written (a test
-//! compares the two), and the fmt layer prints them as before.
+//! fmt layer would have written (a test compares the two), and the fmt
+//! layer prints them as before.
 //!
 //! Only for plain (non-ANSI) text: styled output keeps the fmt layer's own
 //! eager formatting.
@@ -61,7 +61,7 @@ struct Captured {
     /// Where each `new_span` / `record` batch starts in `entries`: batches
     /// are joined by a space, as the fmt layer's `add_fields` does.
     batches: Vec<usize>,
-    /// The text of the values (plain strings and pre-formatted fields).
+    /// The text of the values: string values and pre-formatted fields.
     text: String,
     /// `FormattedFields` holds the current values.
     written: bool,
