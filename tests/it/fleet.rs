@@ -291,6 +291,17 @@ impl Fleet {
         .await;
     }
 
+    /// Stops Redis and waits until every replica has noticed.
+    async fn stop_redis(&mut self) {
+        self.redis.stop();
+        eventually("every replica sees Redis down", EVENT_WAIT, async || {
+            self.replicas
+                .iter()
+                .all(|r| !r.gateway.shared_state().is_up())
+        })
+        .await;
+    }
+
     async fn stop(self) {
         for r in self.replicas {
             r.gateway.shutdown().await;
@@ -747,14 +758,7 @@ async fn with_redis_stopped_core_rpcs_work_admin_changes_are_refused_and_the_fle
         Some(1.0)
     );
 
-    fleet.redis.stop();
-    eventually("every replica sees Redis down", EVENT_WAIT, async || {
-        fleet
-            .replicas
-            .iter()
-            .all(|r| !r.gateway.shared_state().is_up())
-    })
-    .await;
+    fleet.stop_redis().await;
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
     assert_eq!(a.metric("idgate_cluster_up ").await, Some(0.0));
 

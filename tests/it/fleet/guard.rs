@@ -3,10 +3,11 @@
 //! is a gated proxy in front of the fleet's sandbox, so a first call can
 //! be held at `/appkey` while the second arrives on another replica.
 
-use idgate::guard::{BilledOperation, BudgetConfig};
+use idgate::guard::BilledOperation;
 use tonic::Code;
 
 use super::*;
+use crate::gateway::guard::budget;
 use crate::support::{net::gated_proxy, wait::Gate};
 
 const REQUEST_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
@@ -26,6 +27,15 @@ impl Fleet {
             .expect("connect to the replica");
         self.replicas.push(Replica { gateway, channel });
         self.replicas.len() - 1
+    }
+
+    /// Starts `n` replicas whose configuration `edit` changes alike, and
+    /// waits until every replica reaches Redis.
+    async fn add_replicas_with(&mut self, n: usize, edit: impl Fn(&mut Config)) {
+        for _ in 0..n {
+            self.add_replica_with(&edit).await;
+        }
+        self.all_up().await;
     }
 
     fn appkey_calls(&self) -> u64 {
@@ -201,19 +211,16 @@ async fn one_request_id_on_two_replicas_at_once_makes_one_appkey_call_and_one_ap
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
     let mut fleet = Fleet::start(0, 1).await;
-    for _ in 0..3 {
-        fleet
-            .add_replica_with(|c| {
-                c.budgets = vec![BudgetConfig {
-                    operator: "default".into(),
-                    operation: BilledOperation::CreateJourney,
-                    per_minute: Some(3),
-                    per_day: None,
-                }];
-            })
-            .await;
-    }
-    fleet.all_up().await;
+    fleet
+        .add_replicas_with(3, |c| {
+            c.budgets = vec![budget(
+                "default",
+                BilledOperation::CreateJourney,
+                Some(3),
+                None,
+            )];
+        })
+        .await;
     for r in &fleet.replicas {
         r.create_journey().await;
     }
@@ -268,22 +275,19 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_replica() {
     let mut fleet = Fleet::start(0, 1).await;
-    for _ in 0..2 {
-        fleet
-            .add_replica_with(|c| {
-                let mut second = c.operators[0].clone();
-                second.name = "partner".into();
-                c.operators.push(second);
-                c.budgets = vec![BudgetConfig {
-                    operator: "partner".into(),
-                    operation: BilledOperation::StartSession3D,
-                    per_minute: None,
-                    per_day: Some(1),
-                }];
-            })
-            .await;
-    }
-    fleet.all_up().await;
+    fleet
+        .add_replicas_with(2, |c| {
+            let mut second = c.operators[0].clone();
+            second.name = "partner".into();
+            c.operators.push(second);
+            c.budgets = vec![budget(
+                "partner",
+                BilledOperation::StartSession3D,
+                None,
+                Some(1),
+            )];
+        })
+        .await;
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
     let mut partner = request("FLEETREF4", "");
     partner.operator_profile = "partner".into();
@@ -332,27 +336,17 @@ async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_repl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica() {
     let mut fleet = Fleet::start(0, 1).await;
-    for _ in 0..2 {
-        fleet
-            .add_replica_with(|c| {
-                c.budgets = vec![BudgetConfig {
-                    operator: "default".into(),
-                    operation: BilledOperation::CreateJourney,
-                    per_minute: Some(1),
-                    per_day: None,
-                }];
-            })
-            .await;
-    }
-    fleet.all_up().await;
-    fleet.redis.stop();
-    eventually("every replica sees Redis down", EVENT_WAIT, async || {
-        fleet
-            .replicas
-            .iter()
-            .all(|r| !r.gateway.shared_state().is_up())
-    })
-    .await;
+    fleet
+        .add_replicas_with(2, |c| {
+            c.budgets = vec![budget(
+                "default",
+                BilledOperation::CreateJourney,
+                Some(1),
+                None,
+            )];
+        })
+        .await;
+    fleet.stop_redis().await;
     let before = fleet.appkey_calls();
     let a = &fleet.replicas[0];
     // Idempotency cannot be promised: refused, nothing created.

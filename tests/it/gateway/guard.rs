@@ -32,7 +32,8 @@ fn with_id(mut request: v1::CreateJourneyRequest, id: &str) -> v1::CreateJourney
     request
 }
 
-fn budget(
+/// One `[[budgets]]` entry (the fleet's tests use it too).
+pub(crate) fn budget(
     operator: &str,
     operation: BilledOperation,
     per_minute: Option<u64>,

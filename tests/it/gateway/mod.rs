@@ -4,7 +4,7 @@
 mod channels;
 mod errors;
 mod events;
-mod guard;
+pub(crate) mod guard;
 mod journeys;
 mod lifecycle;
 mod migration;
