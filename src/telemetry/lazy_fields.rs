@@ -31,7 +31,7 @@ use tracing_subscriber::{
     registry::LookupSpan,
 };
 
-use super::text_fields::{TextFields, write_field};
+use super::text_fields::{TextFields, format_field};
 
 /// The layer (see the module). Stack it right before a fmt layer whose
 /// fields formatter is [`LazyTextFields`], under one filter.
@@ -109,7 +109,7 @@ impl Captured {
                     Entry::Str(field, value) => {
                         let value = &self.text[value.clone()];
                         let start = out.len();
-                        if write_field(&mut out, |v| v.record_str(field, value)).is_err() {
+                        if format_field(&mut out, |v| v.record_str(field, value)).is_err() {
                             out.truncate(start);
                         }
                     }
@@ -128,7 +128,7 @@ impl Capture<'_> {
     /// Formats one field with [`TextFields`]' visitor into the text.
     fn one(&mut self, record: impl FnOnce(&mut dyn Visit)) {
         let start = self.0.text.len();
-        if write_field(&mut self.0.text, record).is_err() {
+        if format_field(&mut self.0.text, record).is_err() {
             self.0.text.truncate(start);
             return;
         }

@@ -42,7 +42,7 @@ impl<'w> FormatFields<'w> for TextFields {
 
 /// Writes the one field `record` hands its visitor into `out`, as
 /// [`TextFields`] writes a field without styling, with no leading space.
-pub(super) fn write_field(out: &mut String, record: impl FnOnce(&mut dyn Visit)) -> fmt::Result {
+pub(super) fn format_field(out: &mut String, record: impl FnOnce(&mut dyn Visit)) -> fmt::Result {
     let mut visitor = TextVisitor {
         plain: true,
         writer: Writer::new(out),
@@ -139,6 +139,22 @@ impl TextVisitor<'_> {
         }
     }
 
+    /// Writes an integer field, or has `slow` write it through
+    /// `DefaultFields`' visitor off the fast path.
+    fn record_integer(
+        &mut self,
+        field: &Field,
+        value: impl itoa::Integer,
+        slow: impl FnOnce(&mut DefaultVisitor<'_>),
+    ) {
+        if self.fast(field) {
+            let mut digits = itoa::Buffer::new();
+            self.result = self.write_field(field, &[digits.format(value)]);
+        } else {
+            self.delegate(slow);
+        }
+    }
+
     /// Hands one field to `DefaultFields`' visitor.
     fn delegate(&mut self, visit: impl FnOnce(&mut DefaultVisitor<'_>)) {
         if self.result.is_err() {
@@ -161,21 +177,11 @@ impl Visit for TextVisitor<'_> {
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if self.fast(field) {
-            let mut digits = itoa::Buffer::new();
-            self.result = self.write_field(field, &[digits.format(value)]);
-        } else {
-            self.delegate(|v| v.record_i64(field, value));
-        }
+        self.record_integer(field, value, |v| v.record_i64(field, value));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if self.fast(field) {
-            let mut digits = itoa::Buffer::new();
-            self.result = self.write_field(field, &[digits.format(value)]);
-        } else {
-            self.delegate(|v| v.record_u64(field, value));
-        }
+        self.record_integer(field, value, |v| v.record_u64(field, value));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
