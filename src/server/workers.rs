@@ -21,17 +21,31 @@
 //! Each thread installs the `tracing` dispatcher that was current when the
 //! listener started, so spans and logs go where the rest of the gateway's
 //! go (a test's own subscriber included).
+//!
+//! Each thread also keeps a [`HEARTBEAT`] timer. Tokio's timer wakes its
+//! driver (a write to an `eventfd`) whenever a new timer is due before the
+//! earliest one it parked for, even when the thread registering it is the
+//! driver's own and awake; with nothing else pending, every call's
+//! deadline and upstream timeout were such timers: two system calls per
+//! call. A timer always due within the heartbeat keeps them later than
+//! the earliest.
 
 use std::{
     future::Future,
     io,
     net::{SocketAddr, TcpListener as StdTcpListener},
     thread,
+    time::Duration,
 };
 
 use socket2::{Domain, Socket, Type};
 
-use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle, time::MissedTickBehavior};
+
+/// How often an otherwise idle serving thread wakes: short enough that a
+/// call's timers (a deadline, an upstream timeout: seconds) are not the
+/// earliest its runtime waits for, long enough to cost nothing.
+const HEARTBEAT: Duration = Duration::from_millis(500);
 
 /// How many serving threads `configured` asks for: itself, or one per core
 /// when 0.
@@ -90,6 +104,14 @@ where
                     .build();
                 match runtime {
                     Ok(runtime) => runtime.block_on(async move {
+                        // Ends with the runtime, after `serve`.
+                        tokio::spawn(async {
+                            let mut beat = tokio::time::interval(HEARTBEAT);
+                            beat.set_missed_tick_behavior(MissedTickBehavior::Skip);
+                            loop {
+                                beat.tick().await;
+                            }
+                        });
                         match TcpListener::from_std(own) {
                             Ok(listener) => serve(listener).await,
                             Err(e) => {
