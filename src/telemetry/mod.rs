@@ -39,6 +39,7 @@ pub mod grpc;
 pub mod http;
 pub mod journey;
 mod lazy_fields;
+mod log_filter;
 pub mod logs;
 pub mod metrics;
 pub mod otlp;

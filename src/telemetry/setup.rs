@@ -24,13 +24,14 @@ use opentelemetry_sdk::{
 use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
 use tracing_subscriber::{
     EnvFilter, Layer, Registry,
-    filter::{FilterExt, Targets, filter_fn},
+    filter::Targets,
     fmt::{MakeWriter, writer::BoxMakeWriter},
-    layer::SubscriberExt,
+    layer::{Layered, SubscriberExt},
 };
 
 use super::TelemetryConfig;
 use super::{
+    log_filter::LogFilter,
     logs::WithTraceIds,
     otlp::{OtlpProtocol, OtlpSettings, metric_exporter, span_exporter},
     propagation::install_propagator,
@@ -39,8 +40,9 @@ use super::{
 /// Instrumentation scope of every idgate span.
 const TRACER_NAME: &str = "idgate";
 
-/// The `tracing` target prefix of this crate's spans.
-const OWN_TARGET: &str = "idgate";
+/// What the log layer and the exporter's layer see: the registry, behind
+/// the log filter when that is the only filter.
+type Subscribed = Layered<Option<LogFilter>, Registry>;
 
 /// Crates whose own spans and events must not become exported spans: the
 /// exporter's transport (h2, hyper, tonic, tower) would otherwise trace its
@@ -265,37 +267,23 @@ impl TelemetryBuilder {
             )?),
         };
 
-        let mut layers: Vec<Box<dyn Layer<Registry> + Send + Sync>> = Vec::new();
         let to_terminal = self.log_writer.is_none() && io::stdout().is_terminal();
         let writer = self
             .log_writer
             .unwrap_or_else(|| BoxMakeWriter::new(io::stdout));
         let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
-        // idgate's own spans exist whatever the log filter says: a server
-        // span keeps the caller's context, which outgoing calls pass on
-        // when nothing else records a span (`propagation::caller_of`). The
-        // log layer's filter enables them beside what `RUST_LOG` asks for
-        // (one filtered layer costs a call less than two: every span
-        // operation asks each filtered layer whether it cares).
-        let filter = filter.or(filter_fn(|meta| {
-            meta.is_span()
-                && *meta.level() <= Level::INFO
-                && meta.target().split("::").next() == Some(OWN_TARGET)
-        }));
         let mut trace_ids = None;
-        layers.push(match self.log_format {
+        let log: Box<dyn Layer<Subscribed> + Send + Sync> = match self.log_format {
             // Styled output keeps the fmt layer's own (eager) span fields.
             LogFormat::Text if to_terminal => fmt
                 .fmt_fields(super::text_fields::TextFields)
                 .with_ansi(true)
-                .with_filter(filter)
                 .boxed(),
             LogFormat::Text => super::lazy_fields::LazySpanFields
                 .and_then(
                     fmt.fmt_fields(super::lazy_fields::LazyTextFields)
                         .with_ansi(false),
                 )
-                .with_filter(filter)
                 .boxed(),
             LogFormat::Json => fmt
                 .json()
@@ -307,23 +295,28 @@ impl TelemetryBuilder {
                     trace_ids = Some(handle);
                     format
                 })
-                .with_filter(filter)
                 .boxed(),
-        });
-        if let Some(provider) = &provider {
-            let spans = NOT_EXPORTED
-                .iter()
-                .fold(Targets::new().with_default(Level::INFO), |t, target| {
-                    t.with_target(*target, LevelFilter::OFF)
-                });
-            layers.push(
-                tracing_opentelemetry::layer()
+        };
+        let filter = LogFilter::new(filter);
+        // The log layer alone: its filter is the subscriber's (nothing to
+        // ask per span operation). Beside the exporter's layer, each layer
+        // filters for itself.
+        let (global, layers) = match &provider {
+            None => (Some(filter), vec![log]),
+            Some(provider) => {
+                let spans = NOT_EXPORTED
+                    .iter()
+                    .fold(Targets::new().with_default(Level::INFO), |t, target| {
+                        t.with_target(*target, LevelFilter::OFF)
+                    });
+                let export = tracing_opentelemetry::layer()
                     .with_tracer(provider.tracer(TRACER_NAME))
                     .with_filter(spans)
-                    .boxed(),
-            );
-        }
-        let dispatch = Dispatch::new(Registry::default().with(layers));
+                    .boxed();
+                (None, vec![log.with_filter(filter).boxed(), export])
+            }
+        };
+        let dispatch = Dispatch::new(Registry::default().with(global).with(layers));
         if let Some(handle) = trace_ids {
             handle.bind(&dispatch);
         }

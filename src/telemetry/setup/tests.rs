@@ -114,3 +114,49 @@ fn otlp_metrics_export_is_opt_in_with_an_endpoint() {
         ("OTEL_SDK_DISABLED", "true"),
     ])));
 }
+
+/// Text log lines written under `directives`, by what `write` logs.
+fn text_logs_under(directives: &str, write: impl FnOnce()) -> String {
+    let logs = CapturedLogs::new();
+    let telemetry = TelemetryBuilder::new(&TelemetryConfig::default())
+        .without_export()
+        .log_format(LogFormat::Text)
+        .log_filter(directives)
+        .log_writer(logs.clone())
+        .build()
+        .unwrap();
+    tracing::dispatcher::with_default(telemetry.dispatch(), write);
+    logs.contents()
+}
+
+#[test]
+fn idgate_spans_exist_under_any_level_while_events_follow_the_directives() {
+    let lines = text_logs_under("warn", || {
+        let own = tracing::info_span!(target: "idgate::api", "call", rpc = "StartSession3D");
+        let other = tracing::info_span!(target: "h2::proto", "frame");
+        assert!(!own.is_disabled(), "idgate's INFO span is kept at warn");
+        assert!(
+            other.is_disabled(),
+            "another crate's INFO span follows warn"
+        );
+        let _e = own.enter();
+        tracing::info!(target: "idgate::api", "not at warn");
+        tracing::warn!(target: "idgate::api", "logged at warn");
+    });
+    assert!(!lines.contains("not at warn"), "{lines}");
+    assert!(lines.contains("logged at warn"), "{lines}");
+    assert!(lines.contains("call{rpc=\"StartSession3D\"}"), "{lines}");
+}
+
+#[test]
+fn span_scoped_directives_still_select_the_events_of_matching_spans() {
+    let lines = text_logs_under("warn,idgate[call{attempt=2}]=debug", || {
+        for attempt in [1_u64, 2] {
+            let span = tracing::info_span!(target: "idgate::api", "call", attempt);
+            let _e = span.enter();
+            tracing::debug!(target: "idgate::api", "debug inside attempt {attempt}");
+        }
+    });
+    assert!(lines.contains("debug inside attempt 2"), "{lines}");
+    assert!(!lines.contains("debug inside attempt 1"), "{lines}");
+}
