@@ -84,6 +84,42 @@ impl LogFilter {
     }
 }
 
+/// The span hooks of [`Filter`] and [`Layer`], alike: `EnvFilter`'s, when
+/// it has span-scoped directives; nothing otherwise.
+macro_rules! span_hooks {
+    () => {
+        fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, cx: Context<'_, S>) {
+            if self.span_scoped {
+                self.directives.on_new_span(attrs, id, cx);
+            }
+        }
+
+        fn on_record(&self, id: &Id, values: &Record<'_>, cx: Context<'_, S>) {
+            if self.span_scoped {
+                self.directives.on_record(id, values, cx);
+            }
+        }
+
+        fn on_enter(&self, id: &Id, cx: Context<'_, S>) {
+            if self.span_scoped {
+                self.directives.on_enter(id, cx);
+            }
+        }
+
+        fn on_exit(&self, id: &Id, cx: Context<'_, S>) {
+            if self.span_scoped {
+                self.directives.on_exit(id, cx);
+            }
+        }
+
+        fn on_close(&self, id: Id, cx: Context<'_, S>) {
+            if self.span_scoped {
+                self.directives.on_close(id, cx);
+            }
+        }
+    };
+}
+
 impl<S> Filter<S> for LogFilter
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -100,35 +136,7 @@ where
         self.level_hint()
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_new_span(attrs, id, cx);
-        }
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_record(id, values, cx);
-        }
-    }
-
-    fn on_enter(&self, id: &Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_enter(id, cx);
-        }
-    }
-
-    fn on_exit(&self, id: &Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_exit(id, cx);
-        }
-    }
-
-    fn on_close(&self, id: Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_close(id, cx);
-        }
-    }
+    span_hooks!();
 }
 
 impl<S> Layer<S> for LogFilter
@@ -147,33 +155,5 @@ where
         self.level_hint()
     }
 
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_new_span(attrs, id, cx);
-        }
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_record(id, values, cx);
-        }
-    }
-
-    fn on_enter(&self, id: &Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_enter(id, cx);
-        }
-    }
-
-    fn on_exit(&self, id: &Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_exit(id, cx);
-        }
-    }
-
-    fn on_close(&self, id: Id, cx: Context<'_, S>) {
-        if self.span_scoped {
-            self.directives.on_close(id, cx);
-        }
-    }
+    span_hooks!();
 }
