@@ -55,16 +55,7 @@ impl LogFilter {
             span_scoped,
         }
     }
-}
 
-/// Whether `meta` is one of idgate's spans at INFO or more severe.
-fn own_span(meta: &Metadata<'_>) -> bool {
-    meta.is_span()
-        && *meta.level() <= Level::INFO
-        && meta.target().split("::").next() == Some(OWN_TARGET)
-}
-
-impl LogFilter {
     fn interest<S: Subscriber>(&self, meta: &'static Metadata<'static>) -> Interest {
         // Asked first whatever the answer: this is where `EnvFilter` learns
         // which callsites its span-scoped directives match.
@@ -82,6 +73,13 @@ impl LogFilter {
             .max_level_hint()
             .map(|hint| hint.max(LevelFilter::INFO))
     }
+}
+
+/// Whether `meta` is one of idgate's spans at INFO or more severe.
+fn own_span(meta: &Metadata<'_>) -> bool {
+    meta.is_span()
+        && *meta.level() <= Level::INFO
+        && meta.target().split("::").next() == Some(OWN_TARGET)
 }
 
 /// The span hooks of [`Filter`] and [`Layer`], alike: `EnvFilter`'s, when
