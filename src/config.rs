@@ -139,6 +139,10 @@ pub struct ServingConfig {
     /// runtime that keeps a connection and its calls on one thread
     /// (0: one per core). See docs/serving.md.
     pub grpc_threads: usize,
+    /// Microseconds a serving thread with at most one call in flight keeps
+    /// polling its sockets after a call begins or ends, instead of sleeping
+    /// (0: off). See docs/serving.md.
+    pub idle_poll_us: u64,
 }
 
 impl Default for ServingConfig {
@@ -158,6 +162,7 @@ impl Default for ServingConfig {
             drain_delay_secs: 5,
             shutdown_grace_secs: 30,
             grpc_threads: 0,
+            idle_poll_us: 100,
         }
     }
 }
@@ -185,12 +190,21 @@ impl ServingConfig {
                 self.request_body_timeout_ms,
             ),
         ];
-        match positive.iter().find(|(_, v)| *v == 0) {
-            Some((key, _)) => Err(ConfigError::Invalid(format!("{key} must be at least 1"))),
-            None => Ok(()),
+        if let Some((key, _)) = positive.iter().find(|(_, v)| *v == 0) {
+            return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
         }
+        if self.idle_poll_us > MAX_IDLE_POLL_US {
+            return Err(ConfigError::Invalid(format!(
+                "serving.idle_poll_us must be at most {MAX_IDLE_POLL_US} (each call may cost a serving thread twice that in CPU)"
+            )));
+        }
+        Ok(())
     }
 }
+
+/// The longest `serving.idle_poll_us`: past a few milliseconds the window
+/// no longer bridges a reply on its way, it only burns a core.
+const MAX_IDLE_POLL_US: u64 = 10_000;
 
 impl Config {
     /// Loads the file (if any), then applies `IDGATE_*` overrides from the
@@ -294,6 +308,15 @@ mod tests {
             crate::channels::RoutingMode::ForceAlternative
         );
         assert_eq!(c.admin.token_env, "MY_ADMIN_TOKEN");
+    }
+
+    #[test]
+    fn an_idle_poll_window_past_ten_milliseconds_fails_to_load() {
+        let c = Config::from_toml_and_env("[serving]\nidle_poll_us = 10000\n", env(&[])).unwrap();
+        assert_eq!(c.serving.idle_poll_us, 10_000);
+        let err = Config::from_toml_and_env("", env(&[("IDGATE_SERVING__IDLE_POLL_US", "10001")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("serving.idle_poll_us"), "{err}");
     }
 
     #[test]

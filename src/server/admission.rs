@@ -36,7 +36,10 @@ use tokio::{
 use tonic::{Code, transport::server::TlsConnectInfo};
 use tower::{Layer, Service};
 
-use super::connections::{ActiveRequest, ConnInfo};
+use super::{
+    connections::{ActiveRequest, ConnInfo},
+    idle_poll::CallOnThread,
+};
 use crate::{Error, context::CallContext, telemetry::Metrics};
 
 /// The long-lived streaming method, admitted under its own cap.
@@ -108,6 +111,7 @@ pub(super) struct Admission<S> {
 struct Held {
     _slot: Option<OwnedSemaphorePermit>,
     _active: Option<ActiveRequest>,
+    _on_thread: Option<CallOnThread>,
 }
 
 /// Wraps `body` so that it holds `held` until it ends or is dropped.
@@ -138,12 +142,15 @@ where
     fn call(&mut self, request: Request<tonic::body::Body>) -> Self::Future {
         let layer = &self.layer;
         let path = request.uri().path();
+        let now = Instant::now();
+        let mut unary = false;
         let slot = if ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p)) {
             None
         } else {
             let (pool, limit, what) = if path == STREAMING {
                 (&layer.streams, "streams", "WatchJourney streams")
             } else {
+                unary = true;
                 (&layer.unary, "in_flight", "calls in flight")
             };
             match Arc::clone(pool).try_acquire_owned() {
@@ -155,6 +162,13 @@ where
                 }
             }
         };
+        // Unary calls only: a watcher waits for long, not for a reply due
+        // within microseconds.
+        let on_thread = if unary {
+            CallOnThread::begin(now.into_std())
+        } else {
+            None
+        };
         let extensions = request.extensions();
         let active = extensions
             .get::<ConnInfo>()
@@ -164,7 +178,6 @@ where
                     .map(TlsConnectInfo::get_ref)
             })
             .map(|c| c.activity.start());
-        let now = Instant::now();
         let own = now + layer.limits.request_body_timeout;
         let deadline = CallContext::from_headers(request.headers())
             .deadline()
@@ -186,6 +199,7 @@ where
             let held = Held {
                 _slot: slot,
                 _active: active,
+                _on_thread: on_thread,
             };
             if grpc_status(&response) == Some(Code::OutOfRange) {
                 // Trailers-only: tonic refused the request message's size.

@@ -24,6 +24,7 @@ use super::{
     admission::{AdmissionLayer, EdgeLimits, holding},
     connections::{Activity, Conn, ConnectionGate},
     reflection::add_reflection,
+    workers::ServingThreads,
 };
 use crate::{
     api::{AdminServer, DocumentApi, JourneyApi, LivenessApi, admin_service},
@@ -154,7 +155,7 @@ pub(super) async fn serve_public(
             router,
             accept,
             stopped,
-            Some(super::workers::count(serving.grpc_threads)),
+            Some(ServingThreads::from_config(serving, &metrics)),
         )?,
         health_reporter,
     ))
@@ -184,15 +185,15 @@ pub(super) fn serve_admin(
 /// Runs a tonic router on the connections the gate admits (after their TLS
 /// handshake, when configured) until `stopped`, then drains: no new
 /// connections, GOAWAY on open ones, and the task ends when they have
-/// closed (the caller bounds that wait). With `threads`, on that many
-/// serving threads of their own ([`super::workers`]); without, on the
-/// runtime of the caller.
+/// closed (the caller bounds that wait). With `threads`, on serving
+/// threads of their own ([`super::workers`]); without, on the runtime of
+/// the caller.
 fn serve_grpc<L, ResBody>(
     what: &'static str,
     router: TonicRouter<L>,
     accept: Accept,
     stopped: watch::Receiver<bool>,
-    threads: Option<usize>,
+    threads: Option<ServingThreads>,
 ) -> Result<JoinHandle<()>, StartError>
 where
     L: Layer<tonic::service::Routes> + Clone + Send + 'static,

@@ -19,6 +19,7 @@ mod admission;
 mod connections;
 mod embedded;
 mod fleet;
+mod idle_poll;
 mod listeners;
 mod reflection;
 mod setup;

@@ -42,14 +42,43 @@ use socket2::{Domain, Socket, Type};
 
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle, time::MissedTickBehavior};
 
+use super::idle_poll::IdlePoll;
+use crate::{
+    config::ServingConfig,
+    telemetry::{IdlePollSeconds, Metrics},
+};
+
 /// How often an otherwise idle serving thread wakes: short enough that a
 /// call's timers (a deadline, an upstream timeout: seconds) are not the
 /// earliest its runtime waits for, long enough to cost nothing.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 
+/// The serving threads of a listener.
+#[derive(Debug, Clone)]
+pub(super) struct ServingThreads {
+    /// How many.
+    pub(super) count: usize,
+    /// How long each polls for work after a call begins or ends, instead
+    /// of sleeping ([`IdlePoll`]; zero: never).
+    pub(super) idle_poll: Duration,
+    /// Where that polling time is counted.
+    pub(super) polled: IdlePollSeconds,
+}
+
+impl ServingThreads {
+    /// The public listener's threads under `serving`.
+    pub(super) fn from_config(serving: &ServingConfig, metrics: &Metrics) -> Self {
+        Self {
+            count: count(serving.grpc_threads),
+            idle_poll: Duration::from_micros(serving.idle_poll_us),
+            polled: metrics.idle_poll_seconds(),
+        }
+    }
+}
+
 /// How many serving threads `configured` asks for: itself, or one per core
 /// when 0.
-pub(super) fn count(configured: usize) -> usize {
+fn count(configured: usize) -> usize {
     match configured {
         0 => thread::available_parallelism().map_or(1, usize::from),
         n => n,
@@ -68,7 +97,7 @@ pub(super) fn reuse_port_listener(addr: SocketAddr) -> io::Result<StdTcpListener
     Ok(socket.into())
 }
 
-/// Runs `serve(listener)` on `threads` threads, each on its own
+/// Runs `serve(listener)` on `threads.count` threads, each on its own
 /// current-thread runtime: the first on `listener` (bound with
 /// [`reuse_port_listener`]), the others on sockets of their own bound to
 /// the same address. The returned task ends when every thread's `serve`
@@ -76,7 +105,7 @@ pub(super) fn reuse_port_listener(addr: SocketAddr) -> io::Result<StdTcpListener
 pub(super) fn spawn<F, Fut>(
     name: &'static str,
     listener: TcpListener,
-    threads: usize,
+    threads: ServingThreads,
     serve: F,
 ) -> io::Result<JoinHandle<()>>
 where
@@ -86,14 +115,15 @@ where
     let addr = listener.local_addr()?;
     let mut first = Some(listener.into_std()?);
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
-    let mut finished = Vec::with_capacity(threads);
-    for i in 0..threads.max(1) {
+    let mut finished = Vec::with_capacity(threads.count);
+    for i in 0..threads.count.max(1) {
         let own = match first.take() {
             Some(listener) => listener,
             None => reuse_port_listener(addr)?,
         };
         let serve = serve.clone();
         let dispatch = dispatch.clone();
+        let (idle_poll, polled) = (threads.idle_poll, threads.polled.clone());
         let (done, wait) = oneshot::channel::<()>();
         thread::Builder::new()
             .name(format!("{name}-{i}"))
@@ -112,6 +142,7 @@ where
                                 beat.tick().await;
                             }
                         });
+                        IdlePoll::install(idle_poll, polled);
                         match TcpListener::from_std(own) {
                             Ok(listener) => serve(listener).await,
                             Err(e) => {
@@ -151,7 +182,12 @@ mod tests {
                 .unwrap();
         let addr = listener.local_addr().unwrap();
         let (report, mut reports) = tokio::sync::mpsc::unbounded_channel();
-        let all = spawn("test-serving", listener, 2, move |listener| {
+        let threads = ServingThreads {
+            count: 2,
+            idle_poll: Duration::ZERO,
+            polled: IdlePollSeconds::default(),
+        };
+        let all = spawn("test-serving", listener, threads, move |listener| {
             let report = report.clone();
             async move {
                 let (conn, _) = listener.accept().await.unwrap();

@@ -22,6 +22,10 @@ use prometheus_client::{
 
 use crate::domain::Operation;
 
+/// Seconds spent polling instead of sleeping, counted by the serving
+/// threads (`idgate_serving_idle_poll_seconds_total`).
+pub type IdlePollSeconds = Counter<f64, std::sync::atomic::AtomicU64>;
+
 /// Content type of the OpenMetrics text exposition.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -153,6 +157,7 @@ struct Inner {
     connections_open: Family<ListenerLabels, Gauge>,
     connections_rejected: Family<ListenerLabels, Counter>,
     draining: Gauge,
+    idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
     guard: GuardSeries,
     channel_sessions: Family<ChannelLabels, Counter>,
@@ -391,6 +396,12 @@ impl Metrics {
             .connections_rejected
             .get_or_create(&ListenerLabels { listener })
             .inc();
+    }
+
+    /// The counter of the time serving threads spend polling instead of
+    /// sleeping, for them to add to.
+    pub fn idle_poll_seconds(&self) -> IdlePollSeconds {
+        self.inner.idle_poll.clone()
     }
 
     /// Sets the draining gauge.

@@ -27,6 +27,7 @@ impl Metrics {
         let connections_open = Family::<ListenerLabels, Gauge>::default();
         let connections_rejected = Family::<ListenerLabels, Counter>::default();
         let draining = Gauge::default();
+        let idle_poll = IdlePollSeconds::default();
         let channel_sessions = Family::<ChannelLabels, Counter>::default();
         let channel_session_failures = Family::<ChannelLabels, Counter>::default();
         let channel_contingency_answers = Family::<ChannelLabels, Counter>::default();
@@ -110,6 +111,12 @@ impl Metrics {
             "1 from the stop signal until exit: health says NOT_SERVING",
             draining.clone(),
         );
+        registry.register_with_unit(
+            "idgate_serving_idle_poll",
+            "Time serving threads spent polling for the next call event instead of sleeping (serving.idle_poll_us)",
+            Unit::Seconds,
+            idle_poll.clone(),
+        );
         for limit in ["in_flight", "streams"] {
             drop(rpc_shed.get_or_create(&LimitLabels { limit }));
         }
@@ -185,6 +192,7 @@ impl Metrics {
                 connections_open,
                 connections_rejected,
                 draining,
+                idle_poll,
                 channel_sessions,
                 channel_session_failures,
                 channel_contingency_answers,

@@ -285,6 +285,46 @@ async fn past_max_in_flight_calls_are_refused_overloaded_while_the_admitted_ones
     up.gw.stop().await;
 }
 
+/// Seconds the serving threads spent polling instead of sleeping, in the
+/// metrics `text`.
+fn idle_poll_seconds(text: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("idgate_serving_idle_poll_seconds_total "))
+        .map_or(0.0, |v| v.trim().parse().expect("sample value"))
+}
+
+#[tokio::test]
+async fn a_serving_thread_polls_after_a_lone_call_and_never_with_a_zero_window() {
+    // A window far longer than a sandbox call, so that the upstream's
+    // answer always comes within it.
+    let polling = TestGateway::start_with(|c| {
+        c.serving.grpc_threads = 1;
+        c.serving.idle_poll_us = 50_000;
+    })
+    .await;
+    polling.create_journey().await;
+    eventually(
+        "the serving thread counts its polling",
+        EVENT_WAIT,
+        async || idle_poll_seconds(&polling.metrics_text().await) > 0.0,
+    )
+    .await;
+    polling.stop().await;
+
+    let sleeping = TestGateway::start_with(|c| {
+        c.serving.grpc_threads = 1;
+        c.serving.idle_poll_us = 0;
+    })
+    .await;
+    sleeping.create_journey().await;
+    let metrics = sleeping.metrics_text().await;
+    assert!(
+        metrics.contains("idgate_serving_idle_poll_seconds_total 0"),
+        "{metrics}"
+    );
+    sleeping.stop().await;
+}
+
 #[tokio::test]
 async fn watch_streams_have_their_own_cap_and_never_take_a_unary_slot() {
     let gw = TestGateway::start_with(|c| {
