@@ -15,7 +15,8 @@
 //!   this API returns).
 //!
 //! Each admitted request also counts on its connection's [`Activity`], for
-//! the connection's idle timeout.
+//! the connection's idle timeout, and each unary call on its serving
+//! thread's [`CallOnThread`], for whether the thread polls or sleeps.
 
 use std::{
     future::Future,

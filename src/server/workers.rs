@@ -29,6 +29,9 @@
 //! deadline and upstream timeout were such timers: two system calls per
 //! call. A timer always due within the heartbeat keeps them later than
 //! the earliest.
+//!
+//! And each thread polls for a short window, instead of sleeping, while it
+//! has at most one call ([`IdlePoll`]).
 
 use std::{
     future::Future,
