@@ -167,7 +167,7 @@ impl IdlePoll {
                 window.store(grow(current, self.ceiling_ns), Relaxed);
             }
         }
-        if self.calls.load(Relaxed) <= 1 {
+        if self.calls.load(Relaxed) <= 1 && self.window_ns(end) > 0 {
             self.wake.notify_one();
         }
     }
