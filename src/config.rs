@@ -139,8 +139,9 @@ pub struct ServingConfig {
     /// runtime that keeps a connection and its calls on one thread
     /// (0: one per core). See docs/serving.md.
     pub grpc_threads: usize,
-    /// Microseconds a serving thread with at most one call in flight keeps
-    /// polling its sockets after a call begins or ends, instead of sleeping
+    /// The longest window, in microseconds, for which a serving thread
+    /// with at most one call in flight keeps polling its sockets after a
+    /// call begins or ends instead of sleeping; the windows adapt below it
     /// (0: off). See docs/serving.md.
     pub idle_poll_us: u64,
 }

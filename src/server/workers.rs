@@ -61,8 +61,8 @@ const HEARTBEAT: Duration = Duration::from_millis(500);
 pub(super) struct ServingThreads {
     /// How many.
     pub(super) count: usize,
-    /// How long each polls for work after a call begins or ends, instead
-    /// of sleeping ([`IdlePoll`]; zero: never).
+    /// The longest each polls for work after a call begins or ends,
+    /// instead of sleeping ([`IdlePoll`]; zero: never).
     pub(super) idle_poll: Duration,
     /// Where that polling time is counted.
     pub(super) polled: IdlePollSeconds,
