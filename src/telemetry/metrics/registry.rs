@@ -113,7 +113,7 @@ impl Metrics {
         );
         registry.register_with_unit(
             "idgate_serving_idle_poll",
-            "Time serving threads spent polling for the next call event instead of sleeping (serving.idle_poll_us)",
+            "Wall time serving threads spent polling for the next call event instead of sleeping (serving.idle_poll_us)",
             Unit::Seconds,
             idle_poll.clone(),
         );
