@@ -144,14 +144,12 @@ where
         let layer = &self.layer;
         let path = request.uri().path();
         let now = Instant::now();
-        let mut unary = false;
         let slot = if ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p)) {
             None
         } else {
             let (pool, limit, what) = if path == STREAMING {
                 (&layer.streams, "streams", "WatchJourney streams")
             } else {
-                unary = true;
                 (&layer.unary, "in_flight", "calls in flight")
             };
             match Arc::clone(pool).try_acquire_owned() {
@@ -165,7 +163,7 @@ where
         };
         // Unary calls only: a watcher waits for long, not for a reply due
         // within microseconds.
-        let on_thread = if unary {
+        let on_thread = if slot.is_some() && path != STREAMING {
             CallOnThread::begin(now.into_std())
         } else {
             None

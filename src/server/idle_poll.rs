@@ -232,6 +232,17 @@ mod tests {
         poll.event(at(poll, end), true, 1);
     }
 
+    /// Five calls that each take 50 ms upstream, the caller calling again
+    /// 20 µs after each answer; returns when the next would begin.
+    fn slow_upstream_calls(poll: &IdlePoll) -> u64 {
+        let mut t = 1_000;
+        for _ in 0..5 {
+            call(poll, t, t + 50_000);
+            t += 50_020;
+        }
+        t
+    }
+
     #[test]
     fn a_thread_polls_within_the_window_after_a_call_begins_or_ends() {
         let poll = poller();
@@ -266,13 +277,7 @@ mod tests {
     #[test]
     fn a_slow_upstream_soon_costs_no_polling_after_a_call_begins() {
         let poll = poller();
-        // Each call takes 50 ms upstream; the caller calls again 20 µs
-        // after each answer.
-        let mut t = 1_000;
-        for _ in 0..5 {
-            call(&poll, t, t + 50_000);
-            t += 50_020;
-        }
+        let t = slow_upstream_calls(&poll);
         assert_eq!(poll.window_ns(false), 0, "nothing after a call begins");
         assert_eq!(
             u128::from(poll.window_ns(true)),
@@ -288,11 +293,7 @@ mod tests {
     fn a_window_that_would_have_caught_the_next_event_grows_back() {
         let poll = poller();
         // A slow phase shrinks the window after a call begins to nothing...
-        let mut t = 1_000;
-        for _ in 0..5 {
-            call(&poll, t, t + 50_000);
-            t += 50_020;
-        }
+        let mut t = slow_upstream_calls(&poll);
         assert_eq!(poll.window_ns(false), 0);
         // ...and a fast upstream (40 µs) brings it back.
         let mut windows = Vec::new();

@@ -319,9 +319,10 @@ async fn a_serving_thread_polls_after_a_lone_call_and_never_with_a_zero_window()
     sleeping.create_journey().await;
     let metrics = sleeping.metrics_text().await;
     assert!(
-        metrics.contains("idgate_serving_idle_poll_seconds_total 0"),
+        metrics.contains("idgate_serving_idle_poll_seconds_total "),
         "{metrics}"
     );
+    assert_eq!(idle_poll_seconds(&metrics), 0.0, "{metrics}");
     sleeping.stop().await;
 }
 
