@@ -52,6 +52,21 @@ pub fn test_config() -> Config {
     config
 }
 
+/// Starts `config` as `idgate serve` does (the system clock), for tests
+/// that run in real time or on an upstream of their own.
+pub async fn start_gateway(config: Config) -> Gateway {
+    idgate::server::start(config).await.expect("gateway starts")
+}
+
+/// A channel connected to `url`.
+pub async fn connect(url: String) -> Channel {
+    Channel::from_shared(url)
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect")
+}
+
 impl TestGateway {
     /// A gateway with the test configuration.
     pub async fn start() -> Self {

@@ -9,8 +9,9 @@
 //!   REST client;
 //! - [`net`]: loopback listeners, a refusing port, the HTTP client;
 //! - [`webhook`]: completion notices, signed or with Basic credentials;
-//! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to an
-//!   in-process OTLP collector;
+//! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to the
+//!   in-process OTLP collector (traces and metrics, plaintext or TLS);
+//! - [`tls`]: a certificate authority per test and a TLS listener;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
 //!   measurements.
@@ -21,6 +22,7 @@ pub mod otlp_collector;
 pub mod process;
 pub mod sandbox;
 pub mod telemetry;
+pub mod tls;
 pub mod upstream;
 pub mod wait;
 pub mod webhook;
