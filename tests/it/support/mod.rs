@@ -3,6 +3,8 @@
 //! - [`gateway`]: `TestGateway` (a gateway on its embedded sandbox) and
 //!   `ExternalGateway` (a gateway on a sandbox of its own), typed clients,
 //!   request builders and status assertions;
+//! - [`fleet`] and [`redis`]: gateway replicas sharing a sandbox and a
+//!   `redis-server` of their own;
 //! - [`sandbox`]: a sandbox on a manual clock and a client for its REST
 //!   operations;
 //! - [`upstream`]: purpose-built fake upstream servers and fixtures for the
@@ -16,10 +18,12 @@
 //! - [`process`]: a test alone in a child process, for whole-process
 //!   measurements.
 
+pub mod fleet;
 pub mod gateway;
 pub mod net;
 pub mod otlp_collector;
 pub mod process;
+pub mod redis;
 pub mod sandbox;
 pub mod telemetry;
 pub mod tls;
