@@ -18,6 +18,7 @@
 //! a child process of this binary ([`support::process`]).
 
 mod channels;
+mod docs;
 mod events;
 mod fleet;
 mod gateway;
