@@ -26,6 +26,7 @@
 
 mod access_log;
 mod channels;
+mod docs;
 mod events;
 mod fleet;
 mod gateway;
