@@ -39,7 +39,7 @@ use super::{
 };
 use crate::{
     Error,
-    cluster::{MemoryState, SharedState, Ttls},
+    cluster::{BindingStore, ControlStore, MemoryBindings, MemoryControl},
     context::CallContext,
     domain::{Appkey, JourneyRef, Operation, SessionToken},
     proto::v1::LivenessVerdict,
@@ -101,8 +101,10 @@ pub struct ChannelRouter {
     figures: Arc<ChannelFigures>,
     /// Where the per-channel verification series of `/metrics` go.
     metrics: Option<Metrics>,
-    /// The fleet's shared bindings and control state (see `fleet`).
-    shared: Arc<dyn SharedState>,
+    /// The fleet's shared bindings (see `fleet`).
+    shared_bindings: Arc<dyn BindingStore>,
+    /// The fleet's shared control state (see `fleet`).
+    shared_control: Arc<dyn ControlStore>,
     /// True once the mode and drains in force came from the fleet.
     fleet_control: AtomicBool,
 }
@@ -171,7 +173,8 @@ impl ChannelRouter {
             forced_session_attempts: routing.forced_session_attempts.max(1),
             figures: Arc::new(ChannelFigures::new(routing.figures_retention_minutes)),
             metrics: None,
-            shared: Arc::new(MemoryState::new(Ttls::default())),
+            shared_bindings: Arc::new(MemoryBindings),
+            shared_control: Arc::new(MemoryControl),
             fleet_control: AtomicBool::new(false),
         })
     }
@@ -220,10 +223,16 @@ impl ChannelRouter {
         }
     }
 
-    /// The same router, sharing its bindings and control state through
-    /// `shared` (the gateway passes the one of `[cluster]`).
-    pub fn with_shared(mut self, shared: Arc<dyn SharedState>) -> Self {
-        self.shared = shared;
+    /// The same router, sharing its session bindings and control state
+    /// through `bindings` and `control` (the gateway passes those of
+    /// `[cluster]`).
+    pub fn with_shared(
+        mut self,
+        bindings: Arc<dyn BindingStore>,
+        control: Arc<dyn ControlStore>,
+    ) -> Self {
+        self.shared_bindings = bindings;
+        self.shared_control = control;
         self
     }
 

@@ -33,7 +33,7 @@ use tokio::{sync::watch, task::JoinHandle};
 use crate::{
     api::{DocumentApi, JourneyApi, LivenessApi},
     channels::{self, ChannelRouter, ChannelSpec, HttpTransport},
-    cluster::{RedisState, SharedState},
+    cluster::Shared,
     config::{Config, ConfigError},
     context::CallContext,
     domain::Appkey,
@@ -114,8 +114,7 @@ pub struct Gateway {
     kill_switches: Vec<Arc<connections::KillSwitch>>,
     drain_delay: Duration,
     shutdown_grace: Duration,
-    shared: Arc<dyn SharedState>,
-    redis: Option<RedisState>,
+    shared: Shared,
 }
 
 impl Gateway {
@@ -222,7 +221,7 @@ impl Gateway {
     }
 
     /// The shared state (in memory, or the fleet's on Redis).
-    pub fn shared_state(&self) -> &Arc<dyn SharedState> {
+    pub fn shared_state(&self) -> &Shared {
         &self.shared
     }
 
@@ -262,9 +261,7 @@ impl Gateway {
         let _ = self.stop.send(true);
         // Open WatchJourney streams would hold up the graceful shutdown.
         self.hub.close();
-        if let Some(redis) = &self.redis {
-            redis.stop();
-        }
+        self.shared.stop();
         let listeners = futures_util::future::join_all(self.tasks);
         tokio::pin!(listeners);
         if tokio::time::timeout(self.shutdown_grace, &mut listeners)
@@ -344,7 +341,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             &config.routing,
             Arc::new(HttpTransport::new(client)),
         )?
-        .with_shared(shared.state.clone())
+        .with_shared(shared.bindings.clone(), shared.control.clone())
         .with_metrics(metrics.clone()),
     );
     let hub = JourneyHub::with_shared(
@@ -353,7 +350,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             timeout: up.config.timeout(),
         },
         WatchSettings::from(&config.watch),
-        shared.state.clone(),
+        shared.directory.clone(),
     );
 
     let (stop, stopped) = watch::channel(false);
@@ -376,16 +373,16 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         )
     };
     let mut kill_switches = Vec::new();
-    if let Some(redis) = &shared.redis {
+    if shared.is_fleet() {
         // The fleet's control state applies before any 3D call is served.
-        tasks.push(fleet::join(redis, &config, &router, &hub, stopped.clone()).await);
+        tasks.push(fleet::join(&shared, &config, &router, &hub, stopped.clone()).await);
     }
 
     let guard = Guard::new(
         &config.idempotency,
         &config.budgets,
         profiles,
-        shared.state.clone(),
+        shared.guard.clone(),
         metrics.clone(),
     );
     let api = listeners::PublicApi {
@@ -424,7 +421,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         Some(WebhookReceiver::with_shared(
             webhook,
             hub.clone(),
-            shared.state.clone(),
+            shared.dedupe.clone(),
         )?)
     } else {
         tracing::warn!(
@@ -502,7 +499,6 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         kill_switches,
         drain_delay: Duration::from_secs(config.serving.drain_delay_secs),
         shutdown_grace: Duration::from_secs(config.serving.shutdown_grace_secs),
-        shared: shared.state,
-        redis: shared.redis,
+        shared,
     })
 }
