@@ -3,9 +3,10 @@
 //! reference resolves on any replica.
 //!
 //! The whole directory is this file: the record, the trait, and both
-//! implementations with the record's encoding. Adding a field to the
-//! record (the next one: the journey's creator, for caller ownership)
-//! changes this file alone, besides the callers that fill or read it.
+//! implementations, with the record's Redis encoding
+//! (`RedisDirectory::encode` / `decode`). Adding a field to the record
+//! (the next one: the journey's creator, for caller ownership) changes
+//! this file alone, besides the callers that fill or read it.
 //!
 //! - [`MemoryDirectory`]: one process. The hub's own directory
 //!   (`events::JourneyDirectory`) already holds every journey this process
@@ -92,6 +93,21 @@ impl RedisDirectory {
     fn key(&self, journey: &JourneyRef) -> String {
         self.conn.key(&format!("journey:{journey}"))
     }
+
+    /// The record as Redis holds it: the appkey, sealed to `journey`.
+    fn encode(&self, journey: &JourneyRef, record: &JourneyRecord) -> String {
+        self.conn.sealer().seal(journey, &record.appkey)
+    }
+
+    /// The record of a stored value; `None` (with a warning) when it does
+    /// not open.
+    fn decode(&self, journey: &JourneyRef, stored: &str) -> Option<JourneyRecord> {
+        let opened = self.conn.sealer().open(journey, stored);
+        if opened.is_none() {
+            tracing::warn!(journey = %journey, "a sealed appkey in Redis did not open (another secret_key?)");
+        }
+        opened.map(|appkey| JourneyRecord { appkey })
+    }
 }
 
 impl DirectoryStore for RedisDirectory {
@@ -106,7 +122,7 @@ impl DirectoryStore for RedisDirectory {
     ) -> BoxFuture<Result<(), ClusterError>> {
         let conn = self.conn.clone();
         let key = self.key(journey);
-        let sealed = conn.sealer().seal(journey, &record.appkey);
+        let sealed = self.encode(journey, record);
         let ttl = millis(self.ttl);
         Box::pin(async move {
             conn.check_up()?;
@@ -118,19 +134,13 @@ impl DirectoryStore for RedisDirectory {
         &self,
         journey: &JourneyRef,
     ) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>> {
-        let conn = self.conn.clone();
+        let this = self.clone();
         let key = self.key(journey);
         let journey = journey.clone();
         Box::pin(async move {
-            conn.check_up()?;
-            let sealed = conn.get(key).await?;
-            Ok(sealed.and_then(|s| {
-                let opened = conn.sealer().open(&journey, &s);
-                if opened.is_none() {
-                    tracing::warn!(journey = %journey, "a sealed appkey in Redis did not open (another secret_key?)");
-                }
-                opened.map(|appkey| JourneyRecord { appkey })
-            }))
+            this.conn.check_up()?;
+            let stored = this.conn.get(key).await?;
+            Ok(stored.and_then(|s| this.decode(&journey, &s)))
         })
     }
 }

@@ -8,9 +8,9 @@
 //! seals before storing. Budget windows are named by configuration names
 //! only (operator profile, operation, window).
 //!
-//! - [`memory`]: [`MemoryGuard`], one process (and the fallback the Redis
+//! - `memory`: [`MemoryGuard`], one process (and the fallback the Redis
 //!   store counts budgets in while Redis is unreachable).
-//! - [`redis`]: [`RedisGuard`], its keys and scripts.
+//! - `redis`: [`RedisGuard`], its keys and scripts.
 
 mod memory;
 mod redis;

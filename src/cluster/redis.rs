@@ -4,7 +4,7 @@
 //! exponential backoff by itself), each under the configured command
 //! timeout and in a client span (`db.system = redis`, the command name,
 //! never a key or a value). Every key starts with `key_prefix`; each store
-//! names its own keys in its own file. A supervisor task ([`pubsub`])
+//! names its own keys in its own file. A supervisor task (`pubsub`)
 //! holds the pub/sub connection on `{prefix}events`: on every
 //! (re)connection it seeds the control state if Redis lost it, reads it,
 //! hands it to the replica ([`FleetEvent::Control`]) and marks the cluster
