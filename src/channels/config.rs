@@ -256,9 +256,11 @@ impl FromStr for RoutingMode {
                 }
                 match other.strip_prefix("channel:") {
                     Some(name) if valid_name(name) => Ok(RoutingMode::Channel(name.to_owned())),
-                    _ => Err(ChannelConfigError(format!(
-                        "routing mode must be auto, force_primary, force_alternative, channel:<name> or weighted:<name>=<weight>,..., not `{other}`"
-                    ))),
+                    // The value is not echoed: it may come from anywhere
+                    // (an override, an admin call), and errors quote no value.
+                    _ => Err(ChannelConfigError(
+                        "routing mode must be auto, force_primary, force_alternative, channel:<name> or weighted:<name>=<weight>,...".to_owned(),
+                    )),
                 }
             }
         }
