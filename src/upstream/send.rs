@@ -54,7 +54,8 @@ impl Sender {
         // One slot for every attempt; a full bulkhead refuses at once,
         // before anything is sent (never a queue).
         let Some(_slot) = req.bulkhead.try_enter() else {
-            self.metrics.record_upstream_rejected(op, req.channel);
+            self.metrics
+                .record_upstream_rejected(op, req.channel.as_deref());
             return Err(UpstreamError::Saturated { op });
         };
         let mut attempt = 0u32;
@@ -97,7 +98,7 @@ impl Sender {
         let op = req.op;
         let limit = self.max_response_bytes;
         let mut request = UpstreamRequest::to(op, &Method::POST, req.target.call());
-        if let Some(channel) = req.channel {
+        if let Some(channel) = &req.channel {
             request = request.channel(channel);
         }
         if let Some(journey) = req.journey.as_ref() {
