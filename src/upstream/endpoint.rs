@@ -112,7 +112,7 @@ impl Default for Bulkhead {
 /// A 3D liveness vendor channel's address: where `/3d/session-token` and
 /// `/3d/liveness` go, with the channel's timeout, session-token attempts
 /// and bulkhead. The channel router builds one per configured channel (and
-/// rebuilds it on reload); the client sends on it with the shared pool.
+/// rebuilds it on reload); the client sends on it with its pools.
 #[derive(Debug, Clone)]
 pub struct ChannelEndpoint {
     name: String,
