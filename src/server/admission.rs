@@ -325,3 +325,76 @@ where
         self.inner.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    use super::*;
+
+    /// Counts what admission tells the runtime.
+    #[derive(Default)]
+    struct Counted {
+        began: AtomicUsize,
+        ended: AtomicUsize,
+    }
+
+    struct Hook(Arc<Counted>);
+
+    impl CallEvents for Hook {
+        fn began(&self, _: std::time::Instant) -> Option<Arc<dyn CallEnd>> {
+            self.0.began.fetch_add(1, Relaxed);
+            Some(self.0.clone())
+        }
+    }
+
+    impl CallEnd for Counted {
+        fn ended(&self, _: std::time::Instant) {
+            self.ended.fetch_add(1, Relaxed);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_runtime_hears_of_unary_calls_until_their_response_ends_and_of_nothing_else() {
+        let counted = Arc::new(Counted::default());
+        let layer = AdmissionLayer::new(
+            EdgeLimits {
+                max_in_flight: 8,
+                max_streams: 8,
+                request_body_timeout: Duration::from_secs(5),
+                max_message_bytes: 1024,
+            },
+            Metrics::default(),
+            Arc::new(Hook(counted.clone())),
+        );
+        // A body with something in it (an empty one ends at once).
+        let mut service = layer.layer(tower::service_fn(|_: Request<tonic::body::Body>| async {
+            let body = http_body_util::Full::new(Bytes::from_static(b"answer"));
+            Ok::<_, std::convert::Infallible>(Response::new(tonic::body::Body::new(body)))
+        }));
+        let call = |path: &str| {
+            Request::builder()
+                .uri(format!("http://gateway{path}"))
+                .body(tonic::body::Body::empty())
+                .unwrap()
+        };
+
+        let response = service
+            .call(call("/idgate.v1.JourneyService/CreateJourney"))
+            .await
+            .unwrap();
+        assert_eq!(counted.began.load(Relaxed), 1);
+        assert_eq!(counted.ended.load(Relaxed), 0, "held by the response body");
+        drop(response);
+        assert_eq!(counted.ended.load(Relaxed), 1);
+
+        for path in [STREAMING, "/grpc.health.v1.Health/Check"] {
+            drop(service.call(call(path)).await.unwrap());
+        }
+        assert_eq!(
+            counted.began.load(Relaxed),
+            1,
+            "streams and health are not calls"
+        );
+    }
+}
