@@ -40,6 +40,7 @@ use tokio::{
     sync::{Semaphore, watch},
     task::JoinHandle,
 };
+use tonic_health::server::HealthReporter;
 
 use crate::{
     api::{DocumentApi, JourneyApi, LivenessApi},
@@ -131,7 +132,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let services = build_services(&config, &mut up, &runtime, shared, metrics)?;
     let mut launch = Launch::new(&config, &services, &up.config);
     launch.join_fleet(&config, &services).await;
-    let addrs = launch
+    let (addrs, health) = launch
         .spawn(&config, sockets, &tls, webhook, &services, &runtime)
         .await?;
     tracing::info!(
@@ -149,7 +150,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             sandbox: up.sandbox,
             tls,
         },
-        lifecycle: launch.finish(&config.serving),
+        lifecycle: launch.finish(health, &config.serving),
     })
 }
 
@@ -266,7 +267,6 @@ struct Launch {
     metrics: Metrics,
     tasks: Vec<JoinHandle<()>>,
     kill_switches: Vec<Arc<KillSwitch>>,
-    health: Option<tonic_health::server::HealthReporter>,
 }
 
 impl Launch {
@@ -285,7 +285,6 @@ impl Launch {
             metrics: services.metrics.clone(),
             tasks: Vec::new(),
             kill_switches: Vec::new(),
-            health: None,
         }
     }
 
@@ -326,7 +325,8 @@ impl Launch {
         }
     }
 
-    /// Starts the three listeners; returns where they listen.
+    /// Starts the three listeners; returns where they listen, and the
+    /// public listener's health reporter (what the drain flips).
     async fn spawn(
         &mut self,
         config: &Config,
@@ -335,7 +335,7 @@ impl Launch {
         webhook: WebhookSettings,
         services: &Services,
         runtime: &ServingRuntime,
-    ) -> Result<Addresses, StartError> {
+    ) -> Result<(Addresses, HealthReporter), StartError> {
         // Server spans, RPC metrics and the access log of both gRPC listeners.
         let grpc_layer = GrpcServerLayer::new(services.metrics.clone())
             .with_access_log(config.telemetry.access_log);
@@ -352,7 +352,6 @@ impl Launch {
         )
         .await?;
         self.tasks.push(public);
-        self.health = Some(health);
 
         let receiver = webhook_receiver(webhook, services)?;
         let app = listeners::http_app(
@@ -371,11 +370,12 @@ impl Launch {
         self.tasks.push(http);
 
         let admin = self.spawn_admin(config, tls, services, grpc_layer).await?;
-        Ok(Addresses {
+        let addrs = Addresses {
             grpc: addrs.0,
             http: addrs.1,
             admin,
-        })
+        };
+        Ok((addrs, health))
     }
 
     /// The admin listener, only with a token: bound, started, its address.
@@ -409,13 +409,11 @@ impl Launch {
     }
 
     /// What the gateway keeps of the launch, to drain and stop.
-    fn finish(self, serving: &ServingConfig) -> Lifecycle {
+    fn finish(self, health: HealthReporter, serving: &ServingConfig) -> Lifecycle {
         Lifecycle {
             stop: self.stop,
             ready: self.ready,
-            health: self
-                .health
-                .expect("the public listener started before the gateway is returned"),
+            health,
             tasks: self.tasks,
             kill_switches: self.kill_switches,
             drain_delay: Duration::from_secs(serving.drain_delay_secs),
