@@ -26,6 +26,7 @@
 //! most one window per call start and end, and nothing once calls stop.
 //! Each window adapts between zero and that ceiling to what it waits for
 //! ([`IdlePoll`]), so a slow upstream soon costs no polling.
+//!
 //! Off unless `serving.idle_poll_us` is set (docs/serving.md says when it
 //! pays). Admission tells the poller of a call's start and end through
 //! [`ThreadPollers`], the [`CallEvents`] hook the runtime hands it; the
