@@ -25,7 +25,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{
     journey::{journey_from_context, record_journey},
-    metrics::Metrics,
+    metrics::{ChannelLabel, Metrics},
     propagation::{caller_of, inject_call},
 };
 use crate::domain::{JourneyRef, Operation};
@@ -120,8 +120,8 @@ pub struct UpstreamCall {
     span: Span,
     metrics: Metrics,
     operation: Operation,
-    /// Interned: recording the call allocates no label.
-    channel: Option<&'static str>,
+    /// The registry's own label: recording the call allocates none.
+    channel: Option<ChannelLabel>,
     journey: Option<JourneyRef>,
     started: Instant,
     finished: bool,
@@ -172,7 +172,7 @@ impl UpstreamCall {
             span,
             metrics: metrics.clone(),
             operation: request.operation,
-            channel: request.channel.map(super::metrics::channel_label),
+            channel: request.channel.map(|name| metrics.channel_label(name)),
             journey,
             started: Instant::now(),
             finished: false,
@@ -238,8 +238,12 @@ impl UpstreamCall {
 
     fn record(&mut self, status: Cow<'static, str>) {
         self.finished = true;
-        self.metrics
-            .record_upstream(self.operation, self.channel, status, self.started.elapsed());
+        self.metrics.record_upstream(
+            self.operation,
+            self.channel.clone(),
+            status,
+            self.started.elapsed(),
+        );
     }
 }
 

@@ -46,9 +46,10 @@ fn latency_histogram() -> Histogram {
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
-// Labels recorded on every call hold `&'static str` only: building them
-// allocates nothing. Method names are the served API's (`grpc::method_of`),
-// channel names are interned once ([`channel_label`]).
+// Labels recorded on every call hold `&'static str` or a shared
+// [`ChannelLabel`] only: building them allocates nothing. Method names are
+// the served API's (`grpc::method_of`), channel names are interned once per
+// registry ([`Metrics::channel_label`]).
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RpcLabels {
@@ -64,7 +65,7 @@ struct MethodLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamLabels {
     operation: &'static str,
-    channel: &'static str,
+    channel: ChannelLabel,
     status: Cow<'static, str>,
 }
 
@@ -169,6 +170,10 @@ struct Inner {
     watch_notice_timeouts: Counter,
     otel: OtelRed,
     verifications: VerificationSeries,
+    /// Channel label values, by name.
+    labels: LabelInterner,
+    /// The label of the core service ([`CORE_CHANNEL`]).
+    core_label: ChannelLabel,
 }
 
 /// The journey hub's state at scrape time (see [`Metrics::sync_watch`]).
@@ -261,21 +266,21 @@ impl Metrics {
     }
 
     /// Records one finished upstream call. `channel` is the 3D channel's
-    /// configured name as a label ([`channel_label`], interned once per
-    /// call by [`super::UpstreamCall`]), `None` for the core service
+    /// configured name as a label ([`Metrics::channel_label`], found once
+    /// per call by [`super::UpstreamCall`]), `None` for the core service
     /// ([`CORE_CHANNEL`]);
     /// `status` is the HTTP status code or an error class (see
     /// [`super::UpstreamCall`], which calls this).
     pub fn record_upstream(
         &self,
         operation: Operation,
-        channel: Option<&'static str>,
+        channel: Option<ChannelLabel>,
         status: Cow<'static, str>,
         elapsed: Duration,
     ) {
         let labels = UpstreamLabels {
             operation: operation.as_str(),
-            channel: channel.unwrap_or(CORE_CHANNEL),
+            channel: channel.unwrap_or_else(|| self.inner.core_label.clone()),
             status,
         };
         let inner = &self.inner;
@@ -287,7 +292,7 @@ impl Metrics {
         );
         let attributes = [
             KeyValue::new("operation", labels.operation),
-            KeyValue::new("channel", labels.channel),
+            KeyValue::new("channel", labels.channel.shared()),
             KeyValue::new("status", labels.status),
         ];
         self.inner.otel.upstream_requests.add(1, &attributes);
@@ -499,6 +504,15 @@ mod verification;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
 use handles::Handles;
-pub use labels::{channel_label, http_status_label};
+use labels::LabelInterner;
+pub use labels::{ChannelLabel, http_status_label};
+
+impl Metrics {
+    /// `name` (a channel's configured name) as a label value: the one this
+    /// registry keeps, made the first time; allocates nothing after.
+    pub fn channel_label(&self, name: &str) -> ChannelLabel {
+        self.inner.labels.channel(name)
+    }
+}
 use otel::OtelRed;
 use verification::VerificationSeries;

@@ -160,6 +160,7 @@ impl Metrics {
             watch_notice_timeouts.clone(),
         );
 
+        let labels_interner = LabelInterner::default();
         for channel in channels {
             let labels = ChannelLabels {
                 channel: channel.into(),
@@ -169,7 +170,7 @@ impl Metrics {
             drop(channel_sessions.get_or_create(&labels));
             drop(channel_session_failures.get_or_create(&labels));
             drop(channel_contingency_answers.get_or_create(&labels));
-            verifications.preset(&labels.channel);
+            verifications.preset(labels_interner.channel(&labels.channel));
         }
 
         Metrics {
@@ -204,6 +205,8 @@ impl Metrics {
                 cluster,
                 guard,
                 verifications,
+                core_label: labels_interner.channel(CORE_CHANNEL),
+                labels: labels_interner,
             }),
         }
     }

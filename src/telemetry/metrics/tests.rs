@@ -28,7 +28,7 @@ fn series_carry_their_labels_and_values() {
     );
     m.record_upstream(
         Operation::Liveness3D,
-        Some("alternative"),
+        Some(m.channel_label("alternative")),
         "503".into(),
         Duration::from_millis(7),
     );

@@ -11,7 +11,7 @@ use super::*;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct VerificationLabels {
-    channel: &'static str,
+    channel: ChannelLabel,
     outcome: &'static str,
 }
 
@@ -48,10 +48,10 @@ impl VerificationSeries {
     }
 
     /// Shows the verdict outcomes of `channel` at zero.
-    pub(super) fn preset(&self, channel: &str) {
+    pub(super) fn preset(&self, channel: ChannelLabel) {
         for outcome in VERDICT_OUTCOMES {
             drop(self.count.get_or_create(&VerificationLabels {
-                channel: channel_label(channel),
+                channel: channel.clone(),
                 outcome,
             }));
         }
@@ -69,7 +69,7 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let labels = VerificationLabels {
-            channel: channel_label(channel),
+            channel: self.channel_label(channel),
             outcome,
         };
         let series = &self.inner.verifications;

@@ -45,6 +45,9 @@ pub fn test_config() -> Config {
     config.sandbox.processing_delay_ms = 2_000;
     // Tests stop at once: no load balancer to tell.
     config.serving.drain_delay_secs = 0;
+    // One serving thread, and no idle polling (the default): a test that
+    // needs more threads, or polling, asks for them.
+    config.serving.grpc_threads = 1;
     // Fallback polling quickly, so tests that lose the webhook finish fast.
     config.watch.webhook_grace_secs = 1;
     config.watch.poll_initial_ms = 50;
