@@ -302,7 +302,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             .map_err(|e| match e {
                 // Refused before anything was sent: the message says why.
-                cli::CliError::Mode(_)
+                cli::CliError::Mode { .. }
                 | cli::CliError::Window(_)
                 | cli::CliError::TokenNotAHeader => anyhow::Error::new(e),
                 _ => anyhow::Error::new(e).context("calling the channel admin service"),

@@ -42,9 +42,17 @@ pub enum CliError {
         #[source]
         source: tonic::transport::Error,
     },
-    /// The routing mode given is not one the gateway knows.
-    #[error(transparent)]
-    Mode(#[from] ChannelConfigError),
+    /// The routing mode given is not one the gateway knows. The operator's
+    /// own input is quoted back to their terminal; the library's error
+    /// quotes nothing.
+    #[error("`{given}`: {source}")]
+    Mode {
+        /// What was typed.
+        given: String,
+        /// Why it is not a mode.
+        #[source]
+        source: ChannelConfigError,
+    },
     /// `--window` is not a duration the gateways accept.
     #[error("--window: {0}")]
     Window(&'static str),
@@ -154,7 +162,10 @@ pub async fn set_mode(
     token: &AdminToken,
     mode: &str,
 ) -> Result<String, CliError> {
-    let mode: RoutingMode = mode.parse()?;
+    let mode: RoutingMode = mode.parse().map_err(|source| CliError::Mode {
+        given: mode.to_owned(),
+        source,
+    })?;
     let (pb_mode, channel) = crate::api::admin::mode_to_proto(&mode);
     let mut client = connect(addr, token).await?;
     let resp = client

@@ -812,7 +812,7 @@ async fn the_channels_commands_report_errors_clearly() {
     let token = admin_token();
 
     let err = cli::set_mode(&addr, &token, "sometimes").await.unwrap_err();
-    assert!(matches!(err, CliError::Mode(_)), "{err:?}");
+    assert!(matches!(err, CliError::Mode { .. }), "{err:?}");
     assert!(err.to_string().contains("sometimes"), "{err}");
 
     let err = cli::drain(&addr, &token, "ghost").await.unwrap_err();

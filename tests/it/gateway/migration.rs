@@ -232,7 +232,7 @@ async fn a_malformed_weighted_mode_is_invalid_argument_naming_the_field_and_chan
         let err = cli::set_mode(&gw.admin_addr(), &admin_token(), text)
             .await
             .unwrap_err();
-        assert!(matches!(err, CliError::Mode(_)), "{text}: {err}");
+        assert!(matches!(err, CliError::Mode { .. }), "{text}: {err}");
     }
     assert_eq!(gw.list_channels().await.mode(), RoutingMode::Auto);
     gw.stop().await;
