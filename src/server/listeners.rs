@@ -40,10 +40,7 @@ use crate::{
             liveness_service_server::{LivenessService, LivenessServiceServer},
         },
     },
-    telemetry::{
-        self, GrpcServerLayer, HttpServerLayer, Metrics,
-        metrics::{ChannelSessionCounts, WatchCounts},
-    },
+    telemetry::{self, GrpcServerLayer, HttpServerLayer, Metrics, metrics::WatchCounts},
     tls::{ServerTls, TlsIncoming},
 };
 
@@ -444,21 +441,13 @@ struct Scrape {
     hub: JourneyHub,
 }
 
-/// Brings the counters kept by the router, the webhook receiver and the
-/// journey hub into the registry, then encodes it.
+/// Sets the channels' circuit states and brings the counters kept by the
+/// webhook receiver and the journey hub into the registry, then encodes
+/// it. (The router counts its channel series as each call ends.)
 async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     for ch in s.router.snapshot().channels {
-        s.metrics.sync_channel_failovers(&ch.name, ch.failovers);
         s.metrics
             .set_channel_circuit_state(&ch.name, ch.circuit.gauge_value());
-        s.metrics.sync_channel_sessions(
-            &ch.name,
-            ChannelSessionCounts {
-                started: ch.sessions_started,
-                failed: ch.session_failures,
-                contingency: ch.contingency_answers,
-            },
-        );
     }
     let hub = s.hub.stats();
     s.metrics.sync_watch(WatchCounts {

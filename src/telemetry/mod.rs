@@ -53,7 +53,10 @@ pub use config::TelemetryConfig;
 pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
-pub use metrics::{IdlePollSeconds, Metrics, channel_label, metrics_handler, metrics_router};
+pub use metrics::{
+    ChannelSessionEnd, IdlePollSeconds, Metrics, UpstreamEnd, UpstreamOutcome, channel_label,
+    metrics_handler, metrics_router,
+};
 pub use otlp::OtlpProtocol;
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,

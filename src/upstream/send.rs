@@ -28,7 +28,7 @@ use super::{UpstreamError, read::read_bounded, request::Prepared};
 use crate::{
     context::CallContext,
     domain::Operation,
-    telemetry::{Metrics, UpstreamCall, UpstreamRequest},
+    telemetry::{Metrics, UpstreamCall, UpstreamEnd, UpstreamOutcome, UpstreamRequest},
 };
 
 /// The pooled HTTP client of every upstream call: HTTP/1.1 keep-alive,
@@ -136,7 +136,11 @@ impl Sender {
         // One slot for every attempt; a full bulkhead refuses at once,
         // before anything is sent (never a queue).
         let Some(_slot) = req.bulkhead.try_enter() else {
-            self.metrics.record_upstream_rejected(op, req.channel);
+            self.metrics.record_upstream(&UpstreamOutcome {
+                operation: op,
+                channel: req.channel,
+                ended: UpstreamEnd::Refused,
+            });
             return Err(UpstreamError::Saturated { op });
         };
         let mut attempt = 0u32;
