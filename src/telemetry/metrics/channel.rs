@@ -176,11 +176,15 @@ impl Metrics {
     }
 
     /// Sets the circuit breaker gauge of `channel`: 0 closed, 1 half-open,
-    /// 2 open (higher is worse, for alerts). Read at scrape time: an open
-    /// circuit turns half-open with time alone.
+    /// 2 open (higher is worse, for alerts). Called at scrape time for
+    /// every configured channel: an open circuit turns half-open with time
+    /// alone. Also shows the channel's other series at zero, so a channel
+    /// added by a reload is seen before its first call, like one
+    /// configured at start.
     pub fn set_channel_circuit_state(&self, channel: &str, value: i64) {
-        self.inner
-            .channels
+        let series = &self.inner.channels;
+        series.preset(channel);
+        series
             .circuit_state
             .get_or_create(&labels(channel))
             .set(value);

@@ -81,3 +81,20 @@ fn series_carry_their_labels_and_values() {
     }
     assert!(m.encode().unwrap().contains("idgate_http_in_flight 0"));
 }
+
+#[test]
+fn a_channel_seen_first_at_scrape_time_shows_every_series_at_zero() {
+    let m = Metrics::default();
+    m.set_channel_circuit_state("added-by-reload", 0);
+    let text = m.encode().unwrap();
+    for line in [
+        r#"idgate_channel_circuit_state{channel="added-by-reload"} 0"#,
+        r#"idgate_channel_failovers_total{channel="added-by-reload"} 0"#,
+        r#"idgate_channel_sessions_total{channel="added-by-reload"} 0"#,
+        r#"idgate_channel_session_failures_total{channel="added-by-reload"} 0"#,
+        r#"idgate_channel_contingency_answers_total{channel="added-by-reload"} 0"#,
+        r#"idgate_channel_verifications_total{channel="added-by-reload",outcome="valid"} 0"#,
+    ] {
+        assert!(text.contains(line), "missing `{line}` in\n{text}");
+    }
+}
