@@ -23,8 +23,8 @@
 //!
 //! - this file: the router, its state and its snapshot;
 //! - `order`: which channels a new session may go to, in which order;
-//! - `session`: starting a session, failing over across channels and
-//!   retrying on a forced mode's channel;
+//! - `session`: starting a session, failing over across channels;
+//! - `attempt`: one channel's session start, retried on a forced mode;
 //! - `verify`: the sticky verification;
 //! - `control`: the operator's controls (mode, drain, reload);
 //! - `fleet`: bindings and control state shared with other replicas.
@@ -212,6 +212,7 @@ impl ChannelRouter {
     }
 }
 
+mod attempt;
 mod control;
 mod fleet;
 mod order;
