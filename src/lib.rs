@@ -22,9 +22,10 @@
 //!   (the listeners' certificates, reloadable, and mTLS).
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
 //!   takes labels, and knows no upstream or channel type.
-//! - [`cluster`]: the state a fleet of replicas shares (journey
-//!   directory, session bindings, webhook dedupe, channel control state,
-//!   notice fan-out) behind one trait, in memory or on Redis.
+//! - [`cluster`]: the state a fleet of replicas shares, one store trait
+//!   per concern (journey directory, session bindings, webhook dedupe and
+//!   notice fan-out, channel control state, guard records), each in memory
+//!   or on Redis, composed in [`Shared`](cluster::Shared).
 //! - [`upstream`]: the REST client, its wire types and its client spans.
 //! - [`error`]: the crate's error and its mapping to `tonic::Status`.
 //! - [`journey`]: the journey's operations over domain types, operator

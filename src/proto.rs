@@ -13,6 +13,19 @@ pub mod v1 {
     tonic::include_proto!("idgate.v1");
 }
 
+/// The generated service traits and their tonic servers, under one path:
+/// the API implements the traits, the server mounts the servers, and
+/// neither names the generated `*_server` modules (whose paths read like
+/// the gateway's own `server` module).
+pub mod services {
+    pub use super::v1::{
+        channel_admin_service_server::{ChannelAdminService, ChannelAdminServiceServer},
+        document_service_server::{DocumentService, DocumentServiceServer},
+        journey_service_server::{JourneyService, JourneyServiceServer},
+        liveness_service_server::{LivenessService, LivenessServiceServer},
+    };
+}
+
 /// A `Debug` that names the message and prints none of its fields, for
 /// the messages that carry personal data or bearer secrets (listed in
 /// `build.rs`), so that a careless `?request` cannot leak them.

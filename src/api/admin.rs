@@ -20,9 +20,9 @@ use crate::{
     },
     config_source::{ConfigError, read_secret},
     domain::{AdminToken, authorization_credentials, secrets_match},
-    proto::v1::{
-        self as pb,
-        channel_admin_service_server::{ChannelAdminService, ChannelAdminServiceServer},
+    proto::{
+        services::{ChannelAdminService, ChannelAdminServiceServer},
+        v1 as pb,
     },
 };
 

@@ -7,7 +7,7 @@ use crate::{
     context::CallContext,
     guard::{BilledOperation, Guard},
     journey::JourneyCore,
-    proto::v1::{self, document_service_server::DocumentService},
+    proto::{services::DocumentService, v1},
 };
 
 /// The `DocumentService` implementation.

@@ -8,7 +8,7 @@ use crate::{
     events::{JourneyHub, WatchStream, WatchTarget},
     guard::Guard,
     journey::JourneyCore,
-    proto::v1::{self, journey_service_server::JourneyService},
+    proto::{services::JourneyService, v1},
     telemetry::{self, TelemetryConfig},
 };
 

@@ -11,7 +11,7 @@ use crate::{
     context::CallContext,
     guard::{BilledOperation, Guard},
     journey::JourneyCore,
-    proto::v1::{self, liveness_service_server::LivenessService},
+    proto::{services::LivenessService, v1},
 };
 
 /// The `LivenessService` implementation.

@@ -24,9 +24,9 @@ use serde::Deserialize;
 use super::weighted::{WEIGHTED_PREFIX, WeightedSplit, parse_entries};
 use crate::upstream::ChannelEndpoint;
 
-/// Default path of the session-token operation (spec 4.5).
+/// Default path of the session-token operation (`docs/upstream.md`).
 pub const DEFAULT_SESSION_TOKEN_PATH: &str = "/service/captcha/3d/session-token";
-/// Default path of the liveness operation (spec 4.6).
+/// Default path of the liveness operation (`docs/upstream.md`).
 pub const DEFAULT_LIVENESS_PATH: &str = "/service/captcha/3d/liveness";
 
 /// A channel configuration that cannot be used; messages name keys and
@@ -256,9 +256,11 @@ impl FromStr for RoutingMode {
                 }
                 match other.strip_prefix("channel:") {
                     Some(name) if valid_name(name) => Ok(RoutingMode::Channel(name.to_owned())),
-                    _ => Err(ChannelConfigError(format!(
-                        "routing mode must be auto, force_primary, force_alternative, channel:<name> or weighted:<name>=<weight>,..., not `{other}`"
-                    ))),
+                    // The value is not echoed: it may come from anywhere
+                    // (an override, an admin call), and errors quote no value.
+                    _ => Err(ChannelConfigError(
+                        "routing mode must be auto, force_primary, force_alternative, channel:<name> or weighted:<name>=<weight>,...".to_owned(),
+                    )),
                 }
             }
         }

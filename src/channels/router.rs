@@ -48,7 +48,7 @@ use super::{
     transport::{Liveness3DTransport, SessionGrant},
 };
 use crate::{
-    cluster::{MemoryState, SharedState, Ttls},
+    cluster::{BindingStore, ControlStore, MemoryBindings, MemoryControl},
     context::CallContext,
     sync::{lock, read},
     telemetry::Metrics,
@@ -107,8 +107,10 @@ pub struct ChannelRouter {
     /// Where every call's outcome is counted: channel counters, vendor
     /// figures, `/metrics`.
     outcomes: OutcomeRecorder,
-    /// The fleet's shared bindings and control state (see `fleet`).
-    shared: Arc<dyn SharedState>,
+    /// The fleet's shared bindings (see `fleet`).
+    shared_bindings: Arc<dyn BindingStore>,
+    /// The fleet's shared control state (see `fleet`).
+    shared_control: Arc<dyn ControlStore>,
     /// True once the mode and drains in force came from the fleet.
     fleet_control: AtomicBool,
 }
@@ -165,7 +167,8 @@ impl ChannelRouter {
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
             outcomes: OutcomeRecorder::new(ChannelFigures::new(routing.figures_retention_minutes)),
-            shared: Arc::new(MemoryState::new(Ttls::default())),
+            shared_bindings: Arc::new(MemoryBindings),
+            shared_control: Arc::new(MemoryControl),
             fleet_control: AtomicBool::new(false),
         })
     }
@@ -182,10 +185,16 @@ impl ChannelRouter {
         self.outcomes.figures()
     }
 
-    /// The same router, sharing its bindings and control state through
-    /// `shared` (the gateway passes the one of `[cluster]`).
-    pub fn with_shared(mut self, shared: Arc<dyn SharedState>) -> Self {
-        self.shared = shared;
+    /// The same router, sharing its session bindings and control state
+    /// through `bindings` and `control` (the gateway passes those of
+    /// `[cluster]`).
+    pub fn with_shared(
+        mut self,
+        bindings: Arc<dyn BindingStore>,
+        control: Arc<dyn ControlStore>,
+    ) -> Self {
+        self.shared_bindings = bindings;
+        self.shared_control = control;
         self
     }
 

@@ -13,7 +13,8 @@ use crate::{
     upstream::{ChannelEndpoint, UpstreamError},
 };
 
-/// A 3D session as the channel granted it (spec 2.3).
+/// A 3D session as the channel granted it
+/// (`docs/upstream.md#3d-session-3dsession-token`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionGrant {
     /// Session token for the front-end SDK (`token` or `sessionToken`).

@@ -1,15 +1,92 @@
 //! What the fleet shares for the spending guard (`crate::guard`):
-//! idempotency records of `CreateJourney` and budget window counters.
+//! idempotency records of `CreateJourney`, budget window counters, and
+//! which operator profile created a journey (for billing its later calls).
 //!
 //! Nothing personal crosses this boundary: an idempotency record holds a
 //! keyed digest of the request (never the request), the journey
 //! reference, the expiry and the appkey, which the Redis implementation
 //! seals before storing. Budget windows are named by configuration names
 //! only (operator profile, operation, window).
+//!
+//! - `memory`: [`MemoryGuard`], one process (and the fallback the Redis
+//!   store counts budgets in while Redis is unreachable).
+//! - `redis`: [`RedisGuard`], its keys and scripts.
+
+mod memory;
+mod redis;
 
 use std::time::Duration;
 
+pub use memory::MemoryGuard;
+pub use redis::RedisGuard;
+
+use super::{BoxFuture, ClusterError, seal::Digester};
 use crate::domain::{Appkey, JourneyRef};
+
+/// Where the spending guard keeps its records. Every method answers
+/// within the implementation's command timeout.
+pub trait GuardStore: Send + Sync + 'static {
+    /// True when other replicas share these records (the guard then
+    /// shares which profile created a journey; one process remembers it
+    /// itself).
+    fn is_fleet(&self) -> bool;
+
+    /// The keyed digester whose digests every replica of this store
+    /// agrees on (random per process for memory).
+    fn digester(&self) -> Digester;
+
+    /// Claims idempotency `key` for a call whose request digest is
+    /// `request`: `None` when this call now holds it (as pending for
+    /// `pending_ttl`), else where the key stands.
+    fn idempotency_claim(
+        &self,
+        key: &str,
+        request: &str,
+        pending_ttl: Duration,
+    ) -> BoxFuture<Result<Option<IdemState>, ClusterError>>;
+
+    /// Completes the claim on `key` with `record`, kept for `ttl`; waiters
+    /// see it at once.
+    fn idempotency_complete(
+        &self,
+        key: &str,
+        record: IdemRecord,
+        ttl: Duration,
+    ) -> BoxFuture<Result<(), ClusterError>>;
+
+    /// Releases the claim on `key` if it is still pending for `request`
+    /// (the call failed): waiters and later calls may claim it again.
+    fn idempotency_release(&self, key: &str, request: &str) -> BoxFuture<Result<(), ClusterError>>;
+
+    /// Waits while `key` is pending for `request`, at most `max`; returns
+    /// where it stands then.
+    fn idempotency_wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: Duration,
+    ) -> BoxFuture<Result<IdemState, ClusterError>>;
+
+    /// Counts one call in every window, unless one is spent (then counts
+    /// nothing). Never fails: unreachable, the fleet's state counts in
+    /// this replica alone.
+    fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake>;
+
+    /// Remembers which operator profile created `journey`, for billing
+    /// its later calls on any replica (a no-op for one process, whose
+    /// guard remembers it itself).
+    fn remember_profile(
+        &self,
+        journey: &JourneyRef,
+        profile: &str,
+    ) -> BoxFuture<Result<(), ClusterError>>;
+
+    /// The operator profile that created `journey`, if remembered.
+    fn journey_profile(
+        &self,
+        journey: &JourneyRef,
+    ) -> BoxFuture<Result<Option<String>, ClusterError>>;
+}
 
 /// A completed idempotent `CreateJourney`, as replayed to a caller that
 /// sends the same `request_id` with the same request.

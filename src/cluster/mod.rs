@@ -1,11 +1,18 @@
-//! The state a fleet of gateway replicas shares, behind one trait.
+//! The state a fleet of gateway replicas shares: one trait per concern,
+//! each with its memory and its Redis implementation side by side,
+//! composed in [`Shared`].
 //!
 //! ```text
-//! events (directory, dedupe, notices) --.
-//!                                        >-- SharedState --+-- MemoryState (one process, the default)
-//! channels (bindings, control state) ---'                  `-- RedisState  ([cluster] redis_url)
-//!                                                                 |  commands: ConnectionManager (reconnects)
-//!                                                                 |  {prefix}events: pub/sub fan-out
+//! events::JourneyHub ------> DirectoryStore  directory.rs  journey ref -> appkey (sealed)
+//! channels::ChannelRouter -> BindingStore    bindings.rs   journey ref -> channel name
+//!                      `---> ControlStore    control.rs    routing mode, drains, hold
+//! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
+//! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
+//!
+//! Shared::memory  (one process, the default): Memory* stores
+//! Shared::redis   ([cluster] redis_url):      Redis* stores on one RedisConn (redis.rs)
+//!                   commands: ConnectionManager (reconnects), key prefix, command timeout
+//!                   {prefix}events: pub/sub fan-out, supervised (redis/pubsub.rs)
 //! ```
 //!
 //! What is shared: the journey directory (journey reference -> appkey,
@@ -14,7 +21,8 @@
 //! channels, contingency hold) and completion notices, fanned out as
 //! (journey reference, status, delivery id). Nothing personal and no
 //! result ever goes to Redis: each replica with watchers reads the result
-//! from the upstream itself. Circuit breakers stay per replica.
+//! from the upstream itself. Circuit breakers stay per replica. Each
+//! store's file names its keys.
 //!
 //! Each replica keeps its own tier too (the hub's directory, the router's
 //! bindings, which hold the issuing channel generation): the shared tier
@@ -27,30 +35,50 @@
 //! idempotency records of `CreateJourney` (a keyed digest of the request,
 //! the sealed appkey) and budget window counters.
 //!
+//! Each user takes only the store it needs. A change to one concern stays
+//! in its file: the directory's record ([`JourneyRecord`]) and both its
+//! implementations are in `directory.rs` alone, so the journey's creator
+//! (caller ownership, next) is added there.
+//!
 //! - [`config`]: the `[cluster]` section.
 //! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
-//! - [`guard`]: the idempotency and budget types of the trait.
-//! - [`memory`]: [`MemoryState`]; [`redis`]: [`RedisState`].
+//! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`]: the
+//!   five stores.
+//! - [`redis`]: the connection the Redis stores share, and the pub/sub
+//!   task.
 
+pub mod bindings;
 pub mod config;
+pub mod control;
+pub mod dedupe;
+pub mod directory;
 pub mod guard;
-pub mod memory;
 pub mod redis;
 pub mod seal;
 
-use std::{collections::BTreeSet, future::Future, pin::Pin, time::Duration};
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use tokio::sync::broadcast;
 
+pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings};
-pub use guard::{BudgetTake, BudgetWindow, IdemRecord, IdemState, WindowUse};
-pub use memory::MemoryState;
-pub use redis::RedisState;
+pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
+pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
+pub use directory::{DirectoryStore, JourneyRecord, MemoryDirectory, RedisDirectory};
+pub use guard::{
+    BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
+};
+pub use redis::{RedisConn, pubsub::SeedFn};
 
-use crate::domain::{Appkey, JourneyRef};
+use crate::telemetry::Metrics;
 
-/// A boxed future, so [`SharedState`] is object-safe.
+/// A boxed future, so the stores are object-safe.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// A future that is ready at once (the memory stores' answers).
+pub(crate) fn ready<T: Send + 'static>(value: T) -> BoxFuture<T> {
+    Box::pin(std::future::ready(value))
+}
 
 /// The shared tier could not answer (unreachable, timed out, or refused);
 /// nothing was changed by this call.
@@ -92,66 +120,6 @@ impl Default for Ttls {
     }
 }
 
-/// What identifies a webhook delivery for dedupe.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum DeliveryKey {
-    /// The sender's `webhook-id`.
-    Id(String),
-    /// No id: the journey and the announced status label.
-    Journey(JourneyRef, &'static str),
-}
-
-impl DeliveryKey {
-    /// A short, non-reversible id of the delivery (hex of SHA-256), as it
-    /// travels in notices and keys.
-    pub fn digest(&self) -> String {
-        use sha2::{Digest as _, Sha256};
-        let text = match self {
-            DeliveryKey::Id(id) => format!("id:{id}"),
-            DeliveryKey::Journey(j, s) => format!("journey:{j}:{s}"),
-        };
-        let hash = Sha256::digest(text.as_bytes());
-        hash[..16].iter().map(|b| format!("{b:02x}")).collect()
-    }
-}
-
-/// A completion notice as it crosses the fleet: no appkey, no result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FleetNotice {
-    /// The journey.
-    pub journey: JourneyRef,
-    /// The announced status label (`complete`, `error`).
-    pub status: String,
-    /// [`DeliveryKey::digest`] of the delivery.
-    pub delivery: String,
-}
-
-/// The fleet's channel control state. Channel names and modes travel as
-/// text (`RoutingMode`'s `Display` form); the router parses them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ControlState {
-    /// The routing mode set with `SetRoutingMode`; `None`: never set in
-    /// this fleet (each replica keeps its configured mode).
-    pub mode: Option<String>,
-    /// Drained channels.
-    pub drained: BTreeSet<String>,
-    /// What is left of a contingency hold, if one is active.
-    pub hold: Option<Duration>,
-}
-
-/// One change of the control state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ControlChange {
-    /// Sets the routing mode (its text form).
-    Mode(String),
-    /// Drains a channel.
-    Drain(String),
-    /// Undrains a channel.
-    Undrain(String),
-    /// Starts (or extends) a contingency hold.
-    Hold(Duration),
-}
-
 /// What other replicas did, as this replica learns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FleetEvent {
@@ -162,130 +130,136 @@ pub enum FleetEvent {
     Control(ControlState),
 }
 
-/// The shared state of a fleet. Every method answers within the
-/// implementation's command timeout. Implementations never see a result,
-/// a name, a CPF or a token; appkeys only to seal them.
-pub trait SharedState: Send + Sync + 'static {
-    /// `memory` or `redis`, for logs.
-    fn kind(&self) -> &'static str;
-
-    /// True when other replicas share this state.
-    fn is_fleet(&self) -> bool;
-
-    /// True while the shared tier answers (always for memory).
-    fn is_up(&self) -> bool;
-
-    /// Remembers the appkey of `journey` for the fleet.
-    fn remember_journey(
-        &self,
-        journey: &JourneyRef,
-        appkey: &Appkey,
-    ) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// The appkey of `journey`, if another replica remembered it.
-    fn find_journey(&self, journey: &JourneyRef)
-    -> BoxFuture<Result<Option<Appkey>, ClusterError>>;
-
-    /// Records that `channel` issued the 3D session of `journey`.
-    fn bind_session(
-        &self,
-        journey: &JourneyRef,
-        channel: &str,
-    ) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// The channel that issued the 3D session of `journey`, if known.
-    fn bound_channel(
-        &self,
-        journey: &JourneyRef,
-    ) -> BoxFuture<Result<Option<String>, ClusterError>>;
-
-    /// Forgets the binding of `journey` if it still names `channel`.
-    fn unbind_session(
-        &self,
-        journey: &JourneyRef,
-        channel: &str,
-    ) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// True the first time `key` is seen across the fleet within the
-    /// dedupe TTL. Never fails: unreachable, it decides for this replica.
-    fn first_delivery(&self, key: &DeliveryKey) -> BoxFuture<bool>;
-
-    /// The fleet's control state; `None` for a single process (its own
-    /// router is the whole truth).
-    fn control(&self) -> BoxFuture<Result<Option<ControlState>, ClusterError>>;
-
-    /// Applies `change` for the whole fleet and tells the other replicas.
-    /// An error means nothing was applied anywhere.
-    fn change_control(&self, change: ControlChange) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// Fans a notice this replica accepted out to the other replicas.
-    fn publish_notice(&self, notice: FleetNotice) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// What the other replicas do, from now on.
-    fn subscribe(&self) -> broadcast::Receiver<FleetEvent>;
-
-    /// The keyed digester whose digests every replica of this state
-    /// agrees on (random per process for memory).
-    fn digester(&self) -> seal::Digester;
-
-    /// Claims idempotency `key` for a call whose request digest is
-    /// `request`: `None` when this call now holds it (as pending for
-    /// `pending_ttl`), else where the key stands.
-    fn idempotency_claim(
-        &self,
-        key: &str,
-        request: &str,
-        pending_ttl: Duration,
-    ) -> BoxFuture<Result<Option<IdemState>, ClusterError>>;
-
-    /// Completes the claim on `key` with `record`, kept for `ttl`; waiters
-    /// see it at once.
-    fn idempotency_complete(
-        &self,
-        key: &str,
-        record: IdemRecord,
-        ttl: Duration,
-    ) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// Releases the claim on `key` if it is still pending for `request`
-    /// (the call failed): waiters and later calls may claim it again.
-    fn idempotency_release(&self, key: &str, request: &str) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// Waits while `key` is pending for `request`, at most `max`; returns
-    /// where it stands then.
-    fn idempotency_wait(
-        &self,
-        key: &str,
-        request: &str,
-        max: Duration,
-    ) -> BoxFuture<Result<IdemState, ClusterError>>;
-
-    /// Counts one call in every window, unless one is spent (then counts
-    /// nothing). Never fails: unreachable, the fleet's state counts in
-    /// this replica alone.
-    fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake>;
-
-    /// Remembers which operator profile created `journey`, for billing
-    /// its later calls on any replica (a no-op for one process, whose
-    /// guard remembers it itself).
-    fn remember_profile(
-        &self,
-        journey: &JourneyRef,
-        profile: &str,
-    ) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// The operator profile that created `journey`, if remembered.
-    fn journey_profile(
-        &self,
-        journey: &JourneyRef,
-    ) -> BoxFuture<Result<Option<String>, ClusterError>>;
+/// The fleet's shared state: one store per concern, and the Redis
+/// connection they share when there is a fleet. Cheap to clone; hand each
+/// user the store it needs.
+#[derive(Clone)]
+pub struct Shared {
+    /// Journey reference -> appkey, for `WatchJourney` on any replica.
+    pub directory: Arc<dyn DirectoryStore>,
+    /// Journey reference -> the channel that issued its 3D session.
+    pub bindings: Arc<dyn BindingStore>,
+    /// Webhook deliveries seen, and completion notices told.
+    pub dedupe: Arc<dyn DedupeStore>,
+    /// Routing mode, drained channels, contingency hold.
+    pub control: Arc<dyn ControlStore>,
+    /// The spending guard's idempotency records and budget windows.
+    pub guard: Arc<dyn GuardStore>,
+    /// The fleet's connection; `None` for one process.
+    redis: Option<(RedisConn, RedisControl)>,
+    /// What one process tells itself: nothing (no other replica).
+    events: broadcast::Sender<FleetEvent>,
 }
 
-impl std::fmt::Debug for dyn SharedState {
+impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedState")
+        f.debug_struct("Shared")
             .field("kind", &self.kind())
             .field("up", &self.is_up())
-            .finish()
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// One process: every store in memory, bounded by `ttls`.
+    pub fn memory(ttls: Ttls) -> Self {
+        Self {
+            directory: Arc::new(MemoryDirectory),
+            bindings: Arc::new(MemoryBindings),
+            dedupe: Arc::new(MemoryDedupe::new(ttls.dedupe, ttls.dedupe_max_entries)),
+            control: Arc::new(MemoryControl),
+            guard: Arc::new(MemoryGuard::new(
+                ttls.idempotency,
+                ttls.idempotency_max_entries,
+            )),
+            redis: None,
+            events: broadcast::channel(1).0,
+        }
+    }
+
+    /// A fleet on the Redis of `settings`. Connects lazily: nothing waits
+    /// here; [`Shared::start`] runs the supervisor.
+    pub fn redis(
+        settings: &ClusterSettings,
+        ttls: Ttls,
+        metrics: Metrics,
+    ) -> Result<Self, ::redis::RedisError> {
+        let conn = RedisConn::new(settings, metrics)?;
+        let control = RedisControl::new(conn.clone());
+        Ok(Self {
+            directory: Arc::new(RedisDirectory::new(conn.clone(), ttls.journey)),
+            bindings: Arc::new(RedisBindings::new(conn.clone(), ttls.binding)),
+            dedupe: Arc::new(RedisDedupe::new(
+                conn.clone(),
+                ttls.dedupe,
+                ttls.dedupe_max_entries,
+            )),
+            control: Arc::new(control.clone()),
+            guard: Arc::new(RedisGuard::new(
+                conn.clone(),
+                ttls.journey,
+                MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
+            )),
+            events: broadcast::channel(1).0,
+            redis: Some((conn, control)),
+        })
+    }
+
+    /// `memory` or `redis`, for logs.
+    pub fn kind(&self) -> &'static str {
+        if self.redis.is_some() {
+            "redis"
+        } else {
+            "memory"
+        }
+    }
+
+    /// True when other replicas share this state.
+    pub fn is_fleet(&self) -> bool {
+        self.redis.is_some()
+    }
+
+    /// True while the shared tier answers (always for memory).
+    pub fn is_up(&self) -> bool {
+        self.redis.as_ref().is_none_or(|(conn, _)| conn.is_up())
+    }
+
+    /// What the other replicas do, from now on (nothing for one process).
+    pub fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
+        match &self.redis {
+            Some((conn, _)) => conn.subscribe(),
+            None => self.events.subscribe(),
+        }
+    }
+
+    /// Runs the fleet's supervisor: pub/sub, control state on
+    /// (re)connection, reconnection with backoff. `seed` is this
+    /// replica's own control state, written when Redis holds none.
+    /// Subscribe before starting to see the first [`FleetEvent::Control`].
+    /// Nothing to run for one process.
+    pub fn start(&self, seed: SeedFn) {
+        if let Some((conn, control)) = &self.redis {
+            conn.run(redis::pubsub::supervise(
+                conn.clone(),
+                control.clone(),
+                seed,
+            ));
+        }
+    }
+
+    /// Waits until the cluster is up, at most `timeout`; returns whether
+    /// it is (at once for one process).
+    pub async fn wait_up(&self, timeout: Duration) -> bool {
+        match &self.redis {
+            Some((conn, _)) => conn.wait_up(timeout).await,
+            None => true,
+        }
+    }
+
+    /// Stops the supervisor (the gateway is shutting down).
+    pub fn stop(&self) {
+        if let Some((conn, _)) = &self.redis {
+            conn.stop();
+        }
     }
 }

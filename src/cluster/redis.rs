@@ -1,21 +1,21 @@
-//! The fleet's shared state on Redis.
+//! The one Redis connection every Redis store of the fleet shares.
 //!
 //! Commands go through one `ConnectionManager` (it reconnects with
 //! exponential backoff by itself), each under the configured command
 //! timeout and in a client span (`db.system = redis`, the command name,
-//! never a key or a value). A supervisor task holds the pub/sub
-//! connection on `{prefix}events`: on every (re)connection it seeds the
-//! control state if Redis lost it, reads it, hands it to the replica
-//! ([`FleetEvent::Control`]) and marks the cluster up; when the
-//! connection drops it marks it down (`idgate_cluster_up` 0, one warning)
-//! and reconnects with backoff.
+//! never a key or a value). Every key starts with `key_prefix`; each store
+//! names its own keys in its own file. A supervisor task (`pubsub`)
+//! holds the pub/sub connection on `{prefix}events`: on every
+//! (re)connection it seeds the control state if Redis lost it, reads it,
+//! hands it to the replica ([`FleetEvent::Control`]) and marks the cluster
+//! up; when the connection drops it marks it down (`idgate_cluster_up` 0,
+//! one warning) and reconnects with backoff.
 //!
-//! Keys (`{p}` is `key_prefix`): `{p}journey:<ref>` (sealed appkey),
-//! `{p}binding:<ref>` (channel name), `{p}dedupe:<digest>`,
-//! `{p}control:mode`, `{p}control:drained` (a set), `{p}control:hold`,
-//! `{p}control:seeded`. Every entry but the control state expires with
-//! the TTL of its in-memory counterpart. The spending guard's keys
-//! (`{p}idem:`, `{p}budget:`, `{p}profile:`) are told in `guard`.
+//! The stores hold a [`RedisConn`] (cheap to clone) and nothing else of
+//! Redis: the connection, the prefix, the timeout, the up flag and the
+//! pub/sub task live here alone.
+
+pub(super) mod pubsub;
 
 use std::{
     future::Future,
@@ -26,7 +26,6 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use futures_util::StreamExt as _;
 use redis::{
     Client, RedisResult,
     aio::{ConnectionManager, ConnectionManagerConfig},
@@ -37,125 +36,88 @@ use tokio::{sync::broadcast, task::AbortHandle};
 use tracing::{Instrument as _, field::Empty};
 
 use super::{
-    BoxFuture, ClusterError, ClusterSettings, ControlChange, ControlState, DeliveryKey, FleetEvent,
-    FleetNotice, MemoryState, SharedState, Ttls,
+    ClusterError, ClusterSettings, FleetEvent,
     seal::{Digester, Sealer},
 };
-use crate::{
-    domain::{Appkey, JourneyRef},
-    telemetry::Metrics,
-};
+use crate::telemetry::Metrics;
 
-/// Deletes a binding only if it still names the channel.
-const UNBIND_SCRIPT: &str =
+/// Deletes `KEYS[1]` only if it still holds `ARGV[1]` (a binding that
+/// still names its channel, a claim still pending for its request).
+pub(super) const DELETE_IF_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
-/// Writes a replica's control state only when Redis holds none (a fresh or
-/// restarted Redis without persistence): the first replica to connect
-/// seeds, the others read what it wrote. ARGV: mode, then drained names.
-const SEED_SCRIPT: &str = "if redis.call('SET', KEYS[1], '1', 'NX') then \
-       redis.call('SET', KEYS[2], ARGV[1]) \
-       redis.call('DEL', KEYS[3]) \
-       for i = 2, #ARGV do redis.call('SADD', KEYS[3], ARGV[i]) end \
-       return 1 end return 0";
 
 /// What crosses the pub/sub channel. No appkey, no result, no person.
 #[derive(Debug, Serialize, Deserialize)]
-struct Message {
+pub(super) struct Message {
     /// The replica that sent it (its own messages are skipped).
-    origin: String,
+    pub(super) origin: String,
     /// Unix milliseconds at sending, for the lag metric.
-    sent_ms: u64,
+    pub(super) sent_ms: u64,
     #[serde(flatten)]
-    body: Body,
+    pub(super) body: Body,
 }
 
+/// What a fleet message tells.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-enum Body {
+pub(super) enum Body {
+    /// A completion notice another replica accepted.
     Notice {
         journey_ref: String,
         status: String,
         delivery: String,
     },
+    /// The control state changed: read it again.
     Control,
 }
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn millis(d: Duration) -> u64 {
+/// A duration as Redis takes it (`PX`), at least one millisecond.
+pub(super) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-/// The current control state of this replica, used to seed an empty Redis.
-pub type SeedFn = Arc<dyn Fn() -> ControlState + Send + Sync>;
-
-struct Keys {
-    prefix: String,
-}
-
-impl Keys {
-    fn journey(&self, j: &JourneyRef) -> String {
-        format!("{}journey:{j}", self.prefix)
-    }
-    fn binding(&self, j: &JourneyRef) -> String {
-        format!("{}binding:{j}", self.prefix)
-    }
-    fn dedupe(&self, digest: &str) -> String {
-        format!("{}dedupe:{digest}", self.prefix)
-    }
-    fn control(&self, part: &str) -> String {
-        format!("{}control:{part}", self.prefix)
-    }
-    fn events(&self) -> String {
-        format!("{}events", self.prefix)
-    }
 }
 
 struct Inner {
     client: Client,
     conn: ConnectionManager,
-    keys: Keys,
+    prefix: String,
     sealer: Sealer,
     digester: Digester,
-    ttls: Ttls,
     command_timeout: Duration,
     connect_timeout: Duration,
     max_backoff: Duration,
     server: (String, u16),
     up: AtomicBool,
-    /// Dedupe while Redis is unreachable.
-    local: MemoryState,
     events: broadcast::Sender<FleetEvent>,
     origin: String,
     metrics: Metrics,
     supervisor: Mutex<Option<AbortHandle>>,
 }
 
-/// The shared state of a fleet, on Redis. Cheap to clone.
+/// The fleet's Redis connection, shared by its stores. Cheap to clone.
 #[derive(Clone)]
-pub struct RedisState {
+pub struct RedisConn {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for RedisState {
+impl std::fmt::Debug for RedisConn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisState")
-            .field("up", &self.inner.up.load(Ordering::Relaxed))
+        f.debug_struct("RedisConn")
+            .field("up", &self.is_up())
             .finish_non_exhaustive()
     }
 }
 
-impl RedisState {
-    /// A state on the Redis of `settings`. Connects lazily: nothing waits
-    /// here; call [`RedisState::start`] to run the supervisor.
-    pub fn new(
+impl RedisConn {
+    /// A connection to the Redis of `settings`. Connects lazily: nothing
+    /// waits here; [`RedisConn::start`] runs the supervisor.
+    pub(super) fn new(
         settings: &ClusterSettings,
-        ttls: Ttls,
         metrics: Metrics,
     ) -> Result<Self, redis::RedisError> {
         // rediss:// uses rustls; the process-wide provider may be set already.
@@ -188,18 +150,14 @@ impl RedisState {
             inner: Arc::new(Inner {
                 client,
                 conn,
-                keys: Keys {
-                    prefix: settings.key_prefix.clone(),
-                },
+                prefix: settings.key_prefix.clone(),
                 sealer: settings.sealer.clone(),
                 digester: settings.digester.clone(),
-                ttls,
                 command_timeout: settings.command_timeout,
                 connect_timeout: settings.connect_timeout,
                 max_backoff: settings.max_backoff,
                 server,
                 up: AtomicBool::new(false),
-                local: MemoryState::new(ttls),
                 events: broadcast::channel(1024).0,
                 origin: uuid::Uuid::new_v4().simple().to_string(),
                 metrics,
@@ -208,21 +166,18 @@ impl RedisState {
         })
     }
 
-    /// Runs the supervisor: pub/sub, control state on (re)connection,
-    /// reconnection with backoff. `seed` is this replica's own control
-    /// state, written when Redis holds none. Subscribe before starting to
-    /// see the first [`FleetEvent::Control`].
-    pub fn start(&self, seed: SeedFn) {
-        let inner = self.inner.clone();
-        let task = tokio::spawn(supervise(inner, seed));
+    /// Runs `task`, the supervisor ([`pubsub::supervise`]), until
+    /// [`RedisConn::stop`].
+    pub(super) fn run(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let task = tokio::spawn(task);
         *crate::sync::lock(&self.inner.supervisor) = Some(task.abort_handle());
     }
 
     /// Waits until the cluster is up, at most `timeout`; returns whether it is.
-    pub async fn wait_up(&self, timeout: Duration) -> bool {
+    pub(super) async fn wait_up(&self, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            if self.inner.up.load(Ordering::Acquire) {
+            if self.is_up() {
                 return true;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -233,18 +188,86 @@ impl RedisState {
     }
 
     /// Stops the supervisor (the gateway is shutting down).
-    pub fn stop(&self) {
+    pub(super) fn stop(&self) {
         if let Some(task) = crate::sync::lock(&self.inner.supervisor).take() {
             task.abort();
         }
     }
-}
 
-impl Inner {
-    fn set_up(&self, up: bool, why: &str) {
-        let was = self.up.swap(up, Ordering::AcqRel);
+    /// True while Redis answers.
+    pub(super) fn is_up(&self) -> bool {
+        self.inner.up.load(Ordering::Acquire)
+    }
+
+    /// What the other replicas do, from now on.
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Hands an event to this replica's subscribers.
+    pub(super) fn tell(&self, event: FleetEvent) {
+        let _ = self.inner.events.send(event);
+    }
+
+    /// `{prefix}<name>`: every key and the pub/sub channel.
+    pub(super) fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.inner.prefix)
+    }
+
+    /// The pub/sub channel of the fleet.
+    pub(super) fn events_key(&self) -> String {
+        self.key("events")
+    }
+
+    /// Seals appkeys for the stores that keep one.
+    pub(super) fn sealer(&self) -> &Sealer {
+        &self.inner.sealer
+    }
+
+    /// The keyed digester every replica of this fleet agrees on.
+    pub(super) fn digester(&self) -> &Digester {
+        &self.inner.digester
+    }
+
+    /// This replica's id in fleet messages.
+    pub(super) fn origin(&self) -> &str {
+        &self.inner.origin
+    }
+
+    pub(super) fn metrics(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    pub(super) fn max_backoff(&self) -> Duration {
+        self.inner.max_backoff
+    }
+
+    pub(super) fn command_timeout(&self) -> Duration {
+        self.inner.command_timeout
+    }
+
+    pub(super) fn connect_timeout(&self) -> Duration {
+        self.inner.connect_timeout
+    }
+
+    pub(super) fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// A fleet message from this replica, as it is published.
+    pub(super) fn message(&self, body: Body) -> String {
+        serde_json::to_string(&Message {
+            origin: self.inner.origin.clone(),
+            sent_ms: now_ms(),
+            body,
+        })
+        .unwrap_or_default()
+    }
+
+    pub(super) fn set_up(&self, up: bool, why: &str) {
+        let was = self.inner.up.swap(up, Ordering::AcqRel);
         if was != up {
-            self.metrics.set_cluster_up(up);
+            self.inner.metrics.set_cluster_up(up);
             if up {
                 tracing::info!("fleet shared state (Redis) reachable again; control state re-read");
             } else {
@@ -257,11 +280,16 @@ impl Inner {
     }
 
     /// Runs one Redis call under the command timeout, in a client span.
-    async fn exec<T, F, Fut>(&self, command: &'static str, run: F) -> Result<T, ClusterError>
+    pub(super) async fn exec<T, F, Fut>(
+        &self,
+        command: &'static str,
+        run: F,
+    ) -> Result<T, ClusterError>
     where
         F: FnOnce(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
+        let inner = &self.inner;
         let span = tracing::info_span!(
             "redis",
             otel.name = command,
@@ -270,12 +298,12 @@ impl Inner {
             db.system = "redis",
             db.system.name = "redis",
             db.operation.name = command,
-            server.address = self.server.0.as_str(),
-            server.port = i64::from(self.server.1),
+            server.address = inner.server.0.as_str(),
+            server.port = i64::from(inner.server.1),
             error.type = Empty,
         );
         let started = std::time::Instant::now();
-        let result = tokio::time::timeout(self.command_timeout, run(self.conn.clone()))
+        let result = tokio::time::timeout(inner.command_timeout, run(inner.conn.clone()))
             .instrument(span.clone())
             .await;
         let (outcome, value) = match result {
@@ -292,7 +320,8 @@ impl Inner {
             }
             Err(_) => ("timeout", None),
         };
-        self.metrics
+        inner
+            .metrics
             .record_cluster_op(command, outcome, started.elapsed());
         match value {
             Some(v) => Ok(v),
@@ -307,9 +336,22 @@ impl Inner {
 
     /// Fails fast while the supervisor knows Redis is down, so callers do
     /// not each wait for the timeout.
+    pub(super) fn check_up(&self) -> Result<(), ClusterError> {
+        if self.is_up() {
+            Ok(())
+        } else {
+            Err(ClusterError::Unavailable)
+        }
+    }
+
     /// `SET key value PX ttl`: an entry that expires like its in-memory
     /// counterpart.
-    async fn set_px(&self, key: String, value: String, ttl: u64) -> Result<(), ClusterError> {
+    pub(super) async fn set_px(
+        &self,
+        key: String,
+        value: String,
+        ttl: u64,
+    ) -> Result<(), ClusterError> {
         self.exec("SET", move |mut c| async move {
             redis::cmd("SET")
                 .arg(&key)
@@ -323,172 +365,25 @@ impl Inner {
     }
 
     /// `GET key`: the text stored under `key`, if any.
-    async fn get(&self, key: String) -> Result<Option<String>, ClusterError> {
+    pub(super) async fn get(&self, key: String) -> Result<Option<String>, ClusterError> {
         self.exec("GET", move |mut c| async move {
             redis::cmd("GET").arg(&key).query_async(&mut c).await
         })
         .await
     }
 
-    fn check_up(&self) -> Result<(), ClusterError> {
-        if self.up.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            Err(ClusterError::Unavailable)
-        }
-    }
-
-    async fn read_control(&self) -> Result<ControlState, ClusterError> {
-        let (mode, drained, hold_ms) = {
-            let keys = [
-                self.keys.control("mode"),
-                self.keys.control("drained"),
-                self.keys.control("hold"),
-            ];
-            self.exec("MULTI GET SMEMBERS PTTL", move |mut c| async move {
-                let mut pipe = redis::pipe();
-                pipe.atomic()
-                    .get(&keys[0])
-                    .smembers(&keys[1])
-                    .pttl(&keys[2]);
-                pipe.query_async::<(Option<String>, Vec<String>, i64)>(&mut c)
-                    .await
-            })
-            .await?
-        };
-        Ok(ControlState {
-            mode,
-            drained: drained.into_iter().collect(),
-            hold: u64::try_from(hold_ms)
-                .ok()
-                .filter(|ms| *ms > 0)
-                .map(Duration::from_millis),
+    /// Deletes `key` if it still holds `value` ([`DELETE_IF_SCRIPT`]).
+    pub(super) async fn delete_if(&self, key: String, value: String) -> Result<(), ClusterError> {
+        self.exec("EVAL", move |mut c| async move {
+            redis::cmd("EVAL")
+                .arg(DELETE_IF_SCRIPT)
+                .arg(1)
+                .arg(&key)
+                .arg(&value)
+                .query_async::<i64>(&mut c)
+                .await
         })
-    }
-
-    async fn seed(&self, state: ControlState) -> Result<(), ClusterError> {
-        let keys = [
-            self.keys.control("seeded"),
-            self.keys.control("mode"),
-            self.keys.control("drained"),
-        ];
-        let mut args = vec![state.mode.unwrap_or_else(|| "auto".to_owned())];
-        args.extend(state.drained);
-        let seeded: i64 = self
-            .exec("EVAL", move |mut c| async move {
-                redis::cmd("EVAL")
-                    .arg(SEED_SCRIPT)
-                    .arg(3)
-                    .arg(&keys[..])
-                    .arg(&args[..])
-                    .query_async(&mut c)
-                    .await
-            })
-            .await?;
-        if seeded == 1 {
-            tracing::info!("fleet control state seeded from this replica (Redis held none)");
-        }
-        Ok(())
-    }
-
-    fn message(&self, body: Body) -> String {
-        serde_json::to_string(&Message {
-            origin: self.origin.clone(),
-            sent_ms: now_ms(),
-            body,
-        })
-        .unwrap_or_default()
-    }
-
-    async fn on_message(&self, payload: &[u8]) {
-        let Ok(message) = serde_json::from_slice::<Message>(payload) else {
-            tracing::debug!("unreadable fleet message ignored");
-            return;
-        };
-        if message.origin == self.origin {
-            return;
-        }
-        let lag = now_ms().saturating_sub(message.sent_ms);
-        self.metrics.record_cluster_lag(Duration::from_millis(lag));
-        match message.body {
-            Body::Notice {
-                journey_ref,
-                status,
-                delivery,
-            } => {
-                let Some(journey) = JourneyRef::parse(&journey_ref) else {
-                    return;
-                };
-                let _ = self.events.send(FleetEvent::Notice(FleetNotice {
-                    journey,
-                    status,
-                    delivery,
-                }));
-            }
-            Body::Control => match self.read_control().await {
-                Ok(state) => {
-                    let _ = self.events.send(FleetEvent::Control(state));
-                }
-                Err(_) => tracing::warn!("fleet control change announced but not readable"),
-            },
-        }
+        .await
+        .map(|_| ())
     }
 }
-
-/// Connects the pub/sub channel, loads the control state, relays
-/// messages; on a drop, marks the cluster down and starts over.
-async fn supervise(inner: Arc<Inner>, seed: SeedFn) {
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        match connect(&inner, &seed).await {
-            Ok(mut stream) => {
-                backoff = Duration::from_millis(50);
-                let mut check = tokio::time::interval(Duration::from_millis(500));
-                loop {
-                    tokio::select! {
-                        message = stream.next() => match message {
-                            Some(m) => inner.on_message(m.get_payload_bytes()).await,
-                            None => break,
-                        },
-                        _ = check.tick() => {
-                            // A command failure marked the cluster down while
-                            // pub/sub stayed up: re-read and mark it up again.
-                            if !inner.up.load(Ordering::Acquire) {
-                                if let Ok(state) = inner.read_control().await {
-                                    let _ = inner.events.send(FleetEvent::Control(state));
-                                    inner.set_up(true, "recovered");
-                                }
-                            }
-                        }
-                    }
-                }
-                inner.set_up(false, "pub/sub connection lost");
-            }
-            Err(why) => inner.set_up(false, why),
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(inner.max_backoff);
-    }
-}
-
-async fn connect(inner: &Inner, seed: &SeedFn) -> Result<redis::aio::PubSubStream, &'static str> {
-    let mut pubsub = tokio::time::timeout(inner.connect_timeout, inner.client.get_async_pubsub())
-        .await
-        .map_err(|_| "connect timeout")?
-        .map_err(|_| "connect failed")?;
-    tokio::time::timeout(inner.command_timeout, pubsub.subscribe(inner.keys.events()))
-        .await
-        .map_err(|_| "subscribe timeout")?
-        .map_err(|_| "subscribe failed")?;
-    inner.seed(seed()).await.map_err(|_| "seed failed")?;
-    let state = inner
-        .read_control()
-        .await
-        .map_err(|_| "control read failed")?;
-    let _ = inner.events.send(FleetEvent::Control(state));
-    inner.set_up(true, "connected");
-    Ok(pubsub.into_on_message())
-}
-
-mod guard;
-mod state;

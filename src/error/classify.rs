@@ -44,8 +44,9 @@ impl Error {
     }
 }
 
-/// Upstream failure -> (code, reason, retry-safe), per DESIGN.md: 400
-/// INVALID_ARGUMENT, 401 UNAUTHENTICATED, 404 NOT_FOUND, 500 INTERNAL,
+/// Upstream failure -> (code, reason, retry-safe), as `docs/upstream.md`
+/// (Status codes) tells it: 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED,
+/// 404 NOT_FOUND, 500 INTERNAL,
 /// timeout DEADLINE_EXCEEDED, connect or 502/503/504 UNAVAILABLE; an
 /// ambiguous failure of a call that consumes the appkey is OUTCOME_UNKNOWN.
 fn classify_upstream(e: &UpstreamError) -> (Code, Reason, bool) {

@@ -41,7 +41,7 @@ use super::{
 };
 use crate::{
     Error,
-    cluster::{MemoryState, SharedState},
+    cluster::{DirectoryStore, JourneyRecord, MemoryDirectory},
     context::CallContext,
     domain::{Appkey, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus},
@@ -110,7 +110,7 @@ pub struct JourneyHub {
 pub(crate) struct HubInner {
     source: Arc<dyn DynResultSource>,
     /// The fleet's journey directory (sealed appkeys by reference).
-    shared: Arc<dyn SharedState>,
+    shared: Arc<dyn DirectoryStore>,
     settings: WatchSettings,
     directory: JourneyDirectory,
     state: Mutex<HubState>,
@@ -151,18 +151,15 @@ struct JourneyEntry {
 impl JourneyHub {
     /// A hub reading results through `source`.
     pub fn new<S: ResultSource>(source: S, settings: WatchSettings) -> Self {
-        Self::with_shared(
-            source,
-            settings,
-            Arc::new(MemoryState::new(crate::cluster::Ttls::default())),
-        )
+        Self::with_shared(source, settings, Arc::new(MemoryDirectory))
     }
 
-    /// A hub whose journey references resolve across the fleet of `shared`.
+    /// A hub whose journey references resolve across the fleet's
+    /// directory `shared`.
     pub fn with_shared<S: ResultSource>(
         source: S,
         settings: WatchSettings,
-        shared: Arc<dyn SharedState>,
+        shared: Arc<dyn DirectoryStore>,
     ) -> Self {
         let directory =
             JourneyDirectory::new(settings.directory_ttl, settings.directory_max_entries);
@@ -205,8 +202,13 @@ impl JourneyHub {
     pub async fn register_shared(&self, appkey: &Appkey) -> JourneyRef {
         let journey = self.register(appkey);
         let shared = &self.inner.shared;
-        if shared.is_fleet() && shared.remember_journey(&journey, appkey).await.is_err() {
-            tracing::warn!(journey = %journey, "journey reference not shared with the fleet: watch it on this replica or by appkey");
+        if shared.is_fleet() {
+            let record = JourneyRecord {
+                appkey: appkey.clone(),
+            };
+            if shared.remember_journey(&journey, &record).await.is_err() {
+                tracing::warn!(journey = %journey, "journey reference not shared with the fleet: watch it on this replica or by appkey");
+            }
         }
         journey
     }
@@ -224,7 +226,7 @@ impl JourneyHub {
                     && self.inner.directory.resolve(&journey).is_none() =>
             {
                 match self.inner.shared.find_journey(&journey).await {
-                    Ok(Some(appkey)) => WatchTarget::Appkey(appkey),
+                    Ok(Some(record)) => WatchTarget::Appkey(record.appkey),
                     _ => WatchTarget::Journey(journey),
                 }
             }

@@ -38,7 +38,7 @@ use super::{
     hub::JourneyHub,
 };
 use crate::{
-    cluster::{DeliveryKey, FleetNotice, MemoryState, SharedState, Ttls},
+    cluster::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe},
     config_source::ConfigError,
     domain::{Appkey, JourneyRef},
     telemetry::{ServerSpan, record_journey},
@@ -197,7 +197,7 @@ struct ReceiverInner {
     settings: WebhookSettings,
     hub: JourneyHub,
     /// Dedupe and notice fan-out, for this process or the fleet.
-    shared: Arc<dyn SharedState>,
+    shared: Arc<dyn DedupeStore>,
     counters: Counters,
 }
 
@@ -205,20 +205,19 @@ impl WebhookReceiver {
     /// A receiver that hands notices to `hub`. Refuses settings without
     /// authentication unless `allow_unauthenticated` is set.
     pub fn new(settings: WebhookSettings, hub: JourneyHub) -> Result<Self, ConfigError> {
-        let shared = Arc::new(MemoryState::new(Ttls {
-            dedupe: settings.dedupe_ttl,
-            dedupe_max_entries: settings.dedupe_max_entries,
-            ..Ttls::default()
-        }));
+        let shared = Arc::new(MemoryDedupe::new(
+            settings.dedupe_ttl,
+            settings.dedupe_max_entries,
+        ));
         Self::with_shared(settings, hub, shared)
     }
 
-    /// A receiver whose dedupe spans the fleet of `shared` and that fans
-    /// accepted notices out to the other replicas.
+    /// A receiver whose dedupe spans the fleet's store `shared` and that
+    /// fans accepted notices out to the other replicas through it.
     pub fn with_shared(
         settings: WebhookSettings,
         hub: JourneyHub,
-        shared: Arc<dyn SharedState>,
+        shared: Arc<dyn DedupeStore>,
     ) -> Result<Self, ConfigError> {
         settings.validate()?;
         if settings.basic.is_none() && settings.hmac.is_none() {

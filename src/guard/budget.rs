@@ -20,7 +20,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use super::config::{BilledOperation, BudgetConfig};
 use crate::{
-    cluster::{BudgetTake, BudgetWindow, SharedState},
+    cluster::{BudgetTake, BudgetWindow, GuardStore},
     error::Error,
     telemetry::Metrics,
 };
@@ -39,7 +39,7 @@ struct Limits([Option<u64>; 2]);
 #[derive(Clone)]
 pub struct Budgets {
     limits: Arc<HashMap<(String, BilledOperation), Limits>>,
-    state: Arc<dyn SharedState>,
+    state: Arc<dyn GuardStore>,
     metrics: Metrics,
 }
 
@@ -60,7 +60,7 @@ fn warn_at(limit: u64) -> u64 {
 impl Budgets {
     /// The budgets of `config` (validated), counted in `state`; the
     /// remaining gauges start at each limit.
-    pub fn new(config: &[BudgetConfig], state: Arc<dyn SharedState>, metrics: Metrics) -> Self {
+    pub fn new(config: &[BudgetConfig], state: Arc<dyn GuardStore>, metrics: Metrics) -> Self {
         let mut limits = HashMap::new();
         for b in config {
             let l = Limits([b.per_minute, b.per_day]);
@@ -156,7 +156,7 @@ impl Budgets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{MemoryState, Ttls};
+    use crate::cluster::MemoryGuard;
 
     #[test]
     fn the_warning_threshold_is_80_percent_rounded_up() {
@@ -178,7 +178,7 @@ mod tests {
                 per_minute: Some(2),
                 per_day: Some(100),
             }],
-            Arc::new(MemoryState::new(Ttls::default())),
+            Arc::new(MemoryGuard::default()),
             metrics.clone(),
         );
         assert!(budgets.covers(BilledOperation::CreateJourney));

@@ -27,7 +27,7 @@ use time::OffsetDateTime;
 
 use super::config::IdempotencyConfig;
 use crate::{
-    cluster::{ClusterError, IdemRecord, IdemState, SharedState, seal::Digester},
+    cluster::{ClusterError, GuardStore, IdemRecord, IdemState, seal::Digester},
     context::CallContext,
     domain::{EndUser, RequestId},
     error::Error,
@@ -90,7 +90,7 @@ pub enum Begin {
 /// The idempotency of `CreateJourney`, over the shared state.
 #[derive(Clone)]
 pub struct Idempotency {
-    state: Arc<dyn SharedState>,
+    state: Arc<dyn GuardStore>,
     digester: Digester,
     ttl: Duration,
     pending_ttl: Duration,
@@ -116,7 +116,7 @@ fn replay(record: IdemRecord) -> NewJourney {
 
 impl Idempotency {
     /// Idempotency with the windows of `config`, over `state`.
-    pub fn new(config: &IdempotencyConfig, state: Arc<dyn SharedState>, metrics: Metrics) -> Self {
+    pub fn new(config: &IdempotencyConfig, state: Arc<dyn GuardStore>, metrics: Metrics) -> Self {
         Self {
             digester: state.digester(),
             state,
@@ -204,7 +204,7 @@ impl Idempotency {
 /// otherwise (the call failed, or its caller went away), it releases the
 /// `request_id` so that a retry may try again.
 pub struct Claim {
-    state: Arc<dyn SharedState>,
+    state: Arc<dyn GuardStore>,
     key: String,
     request: String,
     ttl: Duration,

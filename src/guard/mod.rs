@@ -8,7 +8,7 @@
 //! SubmitDocument* ---------------------------> budget (submit_documents) --> journey core (/document)
 //! ```
 //!
-//! Both halves keep their state in the [`SharedState`]: fleet-wide on
+//! Both halves keep their state in the [`GuardStore`]: fleet-wide on
 //! Redis, per process in memory.
 //!
 //! - [`config`]: `[idempotency]` and `[[budgets]]`.
@@ -26,7 +26,7 @@ pub use config::{BilledOperation, BudgetConfig, IdempotencyConfig, validate_budg
 pub use idempotency::{Begin, Claim, Idempotency};
 
 use crate::{
-    cluster::{MemoryState, SharedState, Ttls},
+    cluster::{GuardStore, MemoryGuard},
     context::CallContext,
     domain::{Appkey, EndUser, JourneyRef, RequestId},
     error::Error,
@@ -47,7 +47,7 @@ pub struct Created {
 struct Inner {
     idempotency: Idempotency,
     budgets: Budgets,
-    state: Arc<dyn SharedState>,
+    state: Arc<dyn GuardStore>,
     /// Operator profiles in configuration order; the first is the default.
     profiles: Vec<String>,
     /// Which profile created a journey, for billing its later calls (kept
@@ -77,7 +77,7 @@ impl Default for Guard {
             &IdempotencyConfig::default(),
             &[],
             Vec::new(),
-            Arc::new(MemoryState::new(Ttls::default())),
+            Arc::new(MemoryGuard::default()),
             Metrics::default(),
         )
     }
@@ -90,7 +90,7 @@ impl Guard {
         idempotency: &IdempotencyConfig,
         budgets: &[BudgetConfig],
         profiles: Vec<String>,
-        state: Arc<dyn SharedState>,
+        state: Arc<dyn GuardStore>,
         metrics: Metrics,
     ) -> Self {
         Self {

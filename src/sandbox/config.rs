@@ -39,10 +39,10 @@ pub struct SandboxConfig {
     /// How long after its expiry an appkey's journey result stays readable
     /// before the entry is purged (then the result answers 404).
     pub result_retention_secs: u64,
-    /// Whether the result stays readable once the appkey expired (spec
-    /// 2.2: the appkey "can be used to read the journey result"). When
-    /// false, such a read answers 401, as spec 4.9 and section 7 allow
-    /// ("credentials expired").
+    /// Whether the result stays readable once the appkey expired (the
+    /// spec says the appkey "can be used to read the journey result").
+    /// When false, such a read answers 401, which the spec also allows
+    /// ("credentials expired"); see `docs/upstream.md#timing-and-state-rules`.
     pub result_readable_after_expiry: bool,
     /// Upper bound of each table (credential tokens, appkeys, challenges,
     /// 3D sessions); a call that would exceed it answers 500.

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 
 use super::documents::markers;
 
-/// The three verdicts of spec 2.4.
+/// The three verdicts (`docs/upstream.md#2d-submission-captcha`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LivenessOutcome {
     /// codID 200.0, valid = true.

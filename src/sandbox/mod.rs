@@ -1,6 +1,6 @@
 //! The sandbox: a faithful reference implementation of the
-//! identity-verification REST service (spec `upstream-interface.md` and
-//! the wire contract of `DESIGN.md`), served by axum.
+//! identity-verification REST service (the interface told in
+//! `docs/upstream.md`), served by axum.
 //!
 //! It is a product feature (customers run it as their local test
 //! environment) and the upstream of every gateway test. Outcomes are chosen
@@ -12,8 +12,9 @@
 //! - [`Sandbox::start`] (`server`): listeners and routers; [`SandboxHandle`]
 //!   (`handle`): addresses, control, shutdown.
 //! - `ops`: one module per REST operation behind one dispatcher.
-//! - `store`: the state machine of spec section 3; `journey`: document
-//!   processing over time; `result`, `ocr`: the journey result body.
+//! - `store`: the state machine (timing and state rules of
+//!   `docs/upstream.md`); `journey`: document processing over time;
+//!   `result`, `ocr`: the journey result body.
 //! - `documents`, `liveness`, `outcomes`, `cpf`: how inputs choose outcomes.
 //! - `faults`, `admin`: fault injection and the `/_sandbox` control API.
 //! - `webhook`: the completion notice driver.

@@ -1,4 +1,5 @@
-//! The journey result of spec 2.5, built from an appkey's record at `now`.
+//! The journey result (`docs/upstream.md#the-journey-result`), built from
+//! an appkey's record at `now`.
 //!
 //! Two variants: the full journey (document images) and the digital
 //! licence, which has its own shapes of `serviceID`, `livenessResult` and

@@ -15,8 +15,10 @@
 //!   this API returns).
 //!
 //! Each admitted request also counts on its connection's [`Activity`], for
-//! the connection's idle timeout, and each unary call on its serving
-//! thread's [`CallOnThread`], for whether the thread polls or sleeps.
+//! the connection's idle timeout, and each unary call is told to the
+//! [`CallEvents`] hook the serving runtime passed in (its idle poller:
+//! whether the thread polls or sleeps). Admission knows nothing of
+//! threads.
 
 use std::{
     future::Future,
@@ -37,10 +39,7 @@ use tokio::{
 use tonic::{Code, transport::server::TlsConnectInfo};
 use tower::{Layer, Service};
 
-use super::{
-    connections::{ActiveRequest, ConnInfo},
-    idle_poll::CallOnThread,
-};
+use super::connections::{ActiveRequest, ConnInfo};
 use crate::{Error, context::CallContext, telemetry::Metrics};
 
 /// The long-lived streaming method, admitted under its own cap.
@@ -65,6 +64,29 @@ pub(super) struct EdgeLimits {
     pub(super) max_message_bytes: usize,
 }
 
+/// Told when a unary call is admitted: the serving runtime's hook (its
+/// idle poller), passed in where the layer is built.
+pub(super) trait CallEvents: Send + Sync + 'static {
+    /// A unary call was admitted at `now` on the calling thread. What is
+    /// returned, if anything, is told when the call's response ends.
+    fn began(&self, now: std::time::Instant) -> Option<Arc<dyn CallEnd>>;
+}
+
+/// Told when a call [`CallEvents::began`] reported has ended.
+pub(super) trait CallEnd: Send + Sync {
+    /// The call's response ended (or was dropped) at `now`.
+    fn ended(&self, now: std::time::Instant);
+}
+
+/// Tells its [`CallEnd`] when dropped with the response body.
+struct EndOnDrop(Arc<dyn CallEnd>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.0.ended(std::time::Instant::now());
+    }
+}
+
 /// The edge as a tower layer (inside the telemetry layer, so that what it
 /// answers is counted and traced like any answer).
 #[derive(Clone)]
@@ -73,10 +95,13 @@ pub(super) struct AdmissionLayer {
     streams: Arc<Semaphore>,
     limits: Arc<EdgeLimits>,
     metrics: Metrics,
+    calls: Arc<dyn CallEvents>,
 }
 
 impl AdmissionLayer {
-    pub(super) fn new(limits: EdgeLimits, metrics: Metrics) -> Self {
+    /// The edge enforcing `limits`, counting what it sheds in `metrics`
+    /// and telling `calls` of each unary call admitted.
+    pub(super) fn new(limits: EdgeLimits, metrics: Metrics, calls: Arc<dyn CallEvents>) -> Self {
         Self {
             unary: Arc::new(Semaphore::new(
                 limits.max_in_flight.clamp(1, Semaphore::MAX_PERMITS),
@@ -86,6 +111,7 @@ impl AdmissionLayer {
             )),
             limits: Arc::new(limits),
             metrics,
+            calls,
         }
     }
 }
@@ -112,7 +138,7 @@ pub(super) struct Admission<S> {
 struct Held {
     _slot: Option<OwnedSemaphorePermit>,
     _active: Option<ActiveRequest>,
-    _on_thread: Option<CallOnThread>,
+    _call: Option<EndOnDrop>,
 }
 
 /// Wraps `body` so that it holds `held` until it ends or is dropped.
@@ -163,8 +189,8 @@ where
         };
         // Unary calls only: a watcher waits for long, not for a reply due
         // within microseconds.
-        let on_thread = if slot.is_some() && path != STREAMING {
-            CallOnThread::begin(now.into_std())
+        let call_end = if slot.is_some() && path != STREAMING {
+            layer.calls.began(now.into_std()).map(EndOnDrop)
         } else {
             None
         };
@@ -198,7 +224,7 @@ where
             let held = Held {
                 _slot: slot,
                 _active: active,
-                _on_thread: on_thread,
+                _call: call_end,
             };
             if grpc_status(&response) == Some(Code::OutOfRange) {
                 // Trailers-only: tonic refused the request message's size.
@@ -297,5 +323,78 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    use super::*;
+
+    /// Counts what admission tells the runtime.
+    #[derive(Default)]
+    struct Counted {
+        began: AtomicUsize,
+        ended: AtomicUsize,
+    }
+
+    struct Hook(Arc<Counted>);
+
+    impl CallEvents for Hook {
+        fn began(&self, _: std::time::Instant) -> Option<Arc<dyn CallEnd>> {
+            self.0.began.fetch_add(1, Relaxed);
+            Some(self.0.clone())
+        }
+    }
+
+    impl CallEnd for Counted {
+        fn ended(&self, _: std::time::Instant) {
+            self.ended.fetch_add(1, Relaxed);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_runtime_hears_of_unary_calls_until_their_response_ends_and_of_nothing_else() {
+        let counted = Arc::new(Counted::default());
+        let layer = AdmissionLayer::new(
+            EdgeLimits {
+                max_in_flight: 8,
+                max_streams: 8,
+                request_body_timeout: Duration::from_secs(5),
+                max_message_bytes: 1024,
+            },
+            Metrics::default(),
+            Arc::new(Hook(counted.clone())),
+        );
+        // A body with something in it (an empty one ends at once).
+        let mut service = layer.layer(tower::service_fn(|_: Request<tonic::body::Body>| async {
+            let body = http_body_util::Full::new(Bytes::from_static(b"answer"));
+            Ok::<_, std::convert::Infallible>(Response::new(tonic::body::Body::new(body)))
+        }));
+        let call = |path: &str| {
+            Request::builder()
+                .uri(format!("http://gateway{path}"))
+                .body(tonic::body::Body::empty())
+                .unwrap()
+        };
+
+        let response = service
+            .call(call("/idgate.v1.JourneyService/CreateJourney"))
+            .await
+            .unwrap();
+        assert_eq!(counted.began.load(Relaxed), 1);
+        assert_eq!(counted.ended.load(Relaxed), 0, "held by the response body");
+        drop(response);
+        assert_eq!(counted.ended.load(Relaxed), 1);
+
+        for path in [STREAMING, "/grpc.health.v1.Health/Check"] {
+            drop(service.call(call(path)).await.unwrap());
+        }
+        assert_eq!(
+            counted.began.load(Relaxed),
+            1,
+            "streams and health are not calls"
+        );
     }
 }

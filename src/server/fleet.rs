@@ -2,8 +2,8 @@
 //! what it learns from the other replicas applied to its router and hub.
 //!
 //! ```text
-//! RedisState --FleetEvent::Notice--> JourneyHub::notify_from_fleet (watchers here read the result)
-//!            --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
+//! Shared::subscribe --FleetEvent::Notice--> JourneyHub::notify_from_fleet (watchers here read the result)
+//!                   --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
 //! ```
 
 use std::{sync::Arc, time::Duration};
@@ -16,20 +16,14 @@ use tokio::{
 use super::StartError;
 use crate::{
     channels::ChannelRouter,
-    cluster::{FleetEvent, MemoryState, RedisState, SharedState, Ttls},
+    cluster::{FleetEvent, Shared, Ttls},
     config::Config,
     events::{JourneyHub, NoticeStatus, WatchSettings, WebhookSettings},
     telemetry::Metrics,
 };
 
-/// The shared state of this gateway: on Redis with `[cluster] redis_url`,
-/// else in memory.
-pub(super) struct Shared {
-    pub(super) state: Arc<dyn SharedState>,
-    pub(super) redis: Option<RedisState>,
-}
-
-/// Builds the shared state; connects nothing yet.
+/// Builds the shared state of this gateway, on Redis with `[cluster]
+/// redis_url`, else in memory; connects nothing yet.
 pub(super) fn shared_state(
     config: &Config,
     webhook: &WebhookSettings,
@@ -44,18 +38,12 @@ pub(super) fn shared_state(
         idempotency_max_entries: config.idempotency.max_entries,
     };
     let Some(settings) = config.cluster.resolve()? else {
-        return Ok(Shared {
-            state: Arc::new(MemoryState::new(ttls)),
-            redis: None,
-        });
+        return Ok(Shared::memory(ttls));
     };
-    let redis = RedisState::new(&settings, ttls, metrics.clone())
+    let shared = Shared::redis(&settings, ttls, metrics.clone())
         .map_err(|e| StartError::Cluster(format!("{:?}", e.kind())))?;
     tracing::info!(key_prefix = %settings.key_prefix, "fleet mode: shared state on Redis");
-    Ok(Shared {
-        state: Arc::new(redis.clone()),
-        redis: Some(redis),
-    })
+    Ok(shared)
 }
 
 /// Joins the fleet before serving: relays the other replicas' events to
@@ -64,21 +52,21 @@ pub(super) fn shared_state(
 /// cannot reach Redis starts on its configured state and catches up on
 /// reconnection).
 pub(super) async fn join(
-    redis: &RedisState,
+    shared: &Shared,
     config: &Config,
     router: &Arc<ChannelRouter>,
     hub: &JourneyHub,
     stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let events = redis.subscribe();
+    let events = shared.subscribe();
     let relay = tokio::spawn(relay(events, router.clone(), hub.clone(), stopped));
     let seed_router = router.clone();
-    redis.start(Arc::new(move || seed_router.control_state()));
+    shared.start(Arc::new(move || seed_router.control_state()));
     let wait = Duration::from_millis(
         config.cluster.connect_timeout_ms + 4 * config.cluster.command_timeout_ms,
     );
-    if redis.wait_up(wait).await {
-        match redis.control().await {
+    if shared.wait_up(wait).await {
+        match shared.control.control().await {
             Ok(Some(state)) => router.apply_control(&state),
             Ok(None) => {}
             Err(_) => tracing::warn!("the fleet's control state could not be read at start"),

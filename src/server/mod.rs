@@ -1,14 +1,22 @@
 //! Assembles listeners and services into a running gateway.
 //!
-//! - `listeners`: the public gRPC API (with health and reflection), the
-//!   HTTP listener (webhook receiver, `/metrics`, `/healthz`) and the
-//!   admin gRPC listener (`ChannelAdminService`, behind a bearer token).
-//! - `upstream`: the configured REST service and its operators, or
-//! - `embedded`: with no `[upstream]` configured, the sandbox started in
-//!   process on loopback, the gateway pointed at it.
-//! - `connections`: every accepted connection, bounded (caps, descriptor
-//!   budget, idle timeout, kill switch); `admission`: the public gRPC
-//!   edge (in-flight caps, request-body timeout, caller-fault statuses).
+//! [`start_with`] reads as the order things happen in: bind the sockets,
+//! resolve the upstream (the configured one, or the embedded sandbox),
+//! build the serving runtime and the shared state, build the services,
+//! then start the listeners on them.
+//!
+//! | Module        | Job                                                                 |
+//! |---------------|---------------------------------------------------------------------|
+//! | `runtime`     | the serving runtime, Envoy's worker model: the public listener's threads, their heartbeat, their idle poller, their upstream pools; nothing outside it knows threads exist |
+//! | `listeners`   | binding the sockets; serving the public and admin gRPC listeners; the HTTP listener's accept loop (webhook receiver, `/healthz`); `/metrics` synced at scrape time |
+//! | `admission`   | the public gRPC edge: in-flight caps, request-body timeout, caller-fault statuses; tells the runtime's hook of each call |
+//! | `connections` | every accepted connection, bounded: caps, descriptor budget, idle timeout, kill switch |
+//! | `setup`       | each listener's TLS, and the process-wide connection budget          |
+//! | `upstream`    | the configured REST service and its operators, or                   |
+//! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
+//! | `fleet`       | the shared state (`[cluster]`) and what the other replicas send     |
+//! | `reflection`  | gRPC server reflection of what each listener serves                 |
+//! | `gateway`     | [`Gateway`]: what the listeners need, grouped; reload, drain, stop  |
 //!
 //! Stopping ([`Gateway::shutdown`]) drains: health says NOT_SERVING at
 //! once while calls are still served for `drain_delay_secs`, then the
@@ -19,33 +27,43 @@ mod admission;
 mod connections;
 mod embedded;
 mod fleet;
-mod idle_poll;
+mod gateway;
 mod listeners;
 mod reflection;
+mod runtime;
 mod setup;
 mod upstream;
-mod workers;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
-use tokio::{sync::watch, task::JoinHandle};
+use tokio::{
+    sync::{Semaphore, watch},
+    task::JoinHandle,
+};
+use tonic_health::server::HealthReporter;
 
 use crate::{
     api::{DocumentApi, JourneyApi, LivenessApi},
-    channels::{self, ChannelRouter, ChannelSpec, HttpTransport},
-    cluster::{RedisState, SharedState},
-    config::{Config, ConfigError},
+    channels::{self, ChannelRouter, HttpTransport},
+    cluster::Shared,
+    config::{Config, ConfigError, ServingConfig},
     context::CallContext,
     domain::Appkey,
-    events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver},
+    events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver, WebhookSettings},
     guard::Guard,
     journey::{CredentialPolicy, Credentials, JourneyCore},
-    sandbox::{self, Clock, SandboxHandle},
+    sandbox::{self, Clock},
     telemetry::{self, GrpcServerLayer, Metrics},
-    tls::TlsError,
-    upstream::UpstreamClient,
+    tls::{ServerTls, TlsError},
+    upstream::{HttpClientFactory, UpstreamClient},
 };
+use connections::{ConnectionGate, ConnectionLimits, KillSwitch};
+use gateway::{Addresses, Lifecycle, Reloadable, Services};
+use listeners::{Accept, Bound, PublicApi, Scrape};
+use runtime::ServingRuntime;
 use setup::{ListenerTlsSet, connection_budget};
+
+pub use gateway::Gateway;
 
 /// A gateway that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -92,205 +110,133 @@ pub struct StartOptions {
     pub sandbox_clock: Option<Arc<dyn Clock>>,
 }
 
-/// A running gateway. Dropping it does not stop it: call
-/// [`Gateway::shutdown`].
-pub struct Gateway {
-    grpc_addr: SocketAddr,
-    http_addr: SocketAddr,
-    admin_addr: Option<SocketAddr>,
-    sandbox: Option<SandboxHandle>,
-    router: Arc<ChannelRouter>,
-    hub: JourneyHub,
-    core: JourneyCore,
-    metrics: Metrics,
-    config_path: Option<PathBuf>,
-    embedded_channels: Vec<ChannelSpec>,
-    tls: ListenerTlsSet,
-    stop: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
-    /// Flips `/healthz` and gRPC health to NOT_SERVING.
-    ready: watch::Sender<bool>,
-    health: tonic_health::server::HealthReporter,
-    kill_switches: Vec<Arc<connections::KillSwitch>>,
-    drain_delay: Duration,
-    shutdown_grace: Duration,
-    shared: Arc<dyn SharedState>,
-    redis: Option<RedisState>,
-}
-
-impl Gateway {
-    /// The public gRPC API's address.
-    pub fn grpc_addr(&self) -> SocketAddr {
-        self.grpc_addr
-    }
-
-    /// `http://` (or, with `[tls.grpc]`, `https://`) URL of the public
-    /// gRPC API, for tonic clients.
-    pub fn grpc_url(&self) -> String {
-        let scheme = if self.tls.grpc.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        format!("{scheme}://{}", self.grpc_addr)
-    }
-
-    /// The HTTP listener's address (webhook, metrics, health).
-    pub fn http_addr(&self) -> SocketAddr {
-        self.http_addr
-    }
-
-    /// The admin listener's address, when an admin token is configured.
-    pub fn admin_addr(&self) -> Option<SocketAddr> {
-        self.admin_addr
-    }
-
-    /// The embedded sandbox, when no upstream is configured.
-    pub fn sandbox(&self) -> Option<&SandboxHandle> {
-        self.sandbox.as_ref()
-    }
-
-    /// The embedded sandbox, mutably (to stop one of its channels).
-    pub fn sandbox_mut(&mut self) -> Option<&mut SandboxHandle> {
-        self.sandbox.as_mut()
-    }
-
-    /// The 3D channel router.
-    pub fn router(&self) -> &Arc<ChannelRouter> {
-        &self.router
-    }
-
-    /// The journey event hub (watchers, directory).
-    pub fn hub(&self) -> &JourneyHub {
-        &self.hub
-    }
-
-    /// The journey core (credentials, REST client).
-    pub fn core(&self) -> &JourneyCore {
-        &self.core
-    }
-
-    /// The metrics registry.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
-    }
-
-    /// Re-reads the listeners' certificates, then the configuration file,
-    /// and applies what can change at run time: certificates (served from
-    /// the next connection on) and the channel set. Connections, bindings
-    /// and calls in flight are kept.
-    pub async fn reload(&self) -> Result<(), StartError> {
-        self.reload_tls()?;
-        let config = Config::load(self.config_path.as_deref())?;
-        self.reload_from(&config)
-    }
-
-    /// Re-reads every TLS listener's certificate, key and client CA files
-    /// (the paths the gateway started with). A listener whose files do not
-    /// load keeps its running certificate, and the error is returned.
-    pub fn reload_tls(&self) -> Result<(), StartError> {
-        let mut failed = None;
-        for tls in self.tls.all() {
-            if let Err(e) = tls.reload() {
-                tracing::error!(error = %e, "TLS certificate reload failed; keeping the running one");
-                failed = Some(e);
-            }
-        }
-        match failed {
-            Some(e) => Err(e.into()),
-            None => {
-                if self.tls.all().next().is_some() {
-                    tracing::info!("TLS certificates reloaded");
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Applies `config`'s channels, as [`Gateway::reload`] does. With no
-    /// `[[channels]]`, the channels the gateway started with come back
-    /// (on the embedded sandbox, with `config`'s `[embedded_channels]`).
-    pub fn reload_from(&self, config: &Config) -> Result<(), StartError> {
-        let specs = match (&self.sandbox, config.channels.is_empty()) {
-            (_, false) => config.channels.clone(),
-            (Some(sandbox), true) => embedded::channels(sandbox, config),
-            (None, true) => self.embedded_channels.clone(),
-        };
-        let summary = self.router.reload(specs)?;
-        tracing::info!(?summary, "channels reloaded");
-        Ok(())
-    }
-
-    /// The shared state (in memory, or the fleet's on Redis).
-    pub fn shared_state(&self) -> &Arc<dyn SharedState> {
-        &self.shared
-    }
-
-    /// Reports NOT_SERVING on gRPC health and `/healthz` while still
-    /// serving: the first step of [`Gateway::shutdown`], for load balancers
-    /// to move traffic away. Idempotent.
-    pub async fn begin_drain(&self) {
-        if !self.ready.send_replace(false) {
-            return;
-        }
-        self.metrics.set_draining(true);
-        for service in [
-            "",
-            "idgate.v1.JourneyService",
-            "idgate.v1.LivenessService",
-            "idgate.v1.DocumentService",
-        ] {
-            self.health
-                .set_service_status(service, tonic_health::ServingStatus::NotServing)
-                .await;
-        }
-        tracing::info!(
-            drain_delay_secs = self.drain_delay.as_secs(),
-            "draining: health reports NOT_SERVING"
-        );
-    }
-
-    /// Drains and stops: NOT_SERVING at once, calls still served for the
-    /// drain delay; then no new connections, GOAWAY on open ones, open
-    /// `WatchJourney` streams ended with `UNAVAILABLE` / `SHUTTING_DOWN`;
-    /// calls in flight get the shutdown grace to finish, then every
-    /// connection left is closed. Returns within drain delay + grace (plus
-    /// the embedded sandbox's own stop).
-    pub async fn shutdown(self) {
-        self.begin_drain().await;
-        tokio::time::sleep(self.drain_delay).await;
-        let _ = self.stop.send(true);
-        // Open WatchJourney streams would hold up the graceful shutdown.
-        self.hub.close();
-        if let Some(redis) = &self.redis {
-            redis.stop();
-        }
-        let listeners = futures_util::future::join_all(self.tasks);
-        tokio::pin!(listeners);
-        if tokio::time::timeout(self.shutdown_grace, &mut listeners)
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                grace_secs = self.shutdown_grace.as_secs(),
-                "shutdown grace over: closing the connections still open"
-            );
-            for kill in &self.kill_switches {
-                kill.kill();
-            }
-            // Closed connections end their tasks at once; never hang on one.
-            let _ = tokio::time::timeout(Duration::from_secs(1), listeners).await;
-        }
-        let _ = tokio::time::timeout(Duration::from_secs(1), self.hub.tasks_finished()).await;
-        if let Some(sandbox) = self.sandbox {
-            sandbox.shutdown().await;
-        }
-    }
-}
-
 /// Starts the gateway described by `config`.
 pub async fn start(config: Config) -> Result<Gateway, StartError> {
     start_with(config, StartOptions::default()).await
+}
+
+/// Starts the gateway with `options`.
+pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway, StartError> {
+    telemetry::propagation::install_propagator();
+    let sockets = bind_sockets(&config).await?;
+    let tls = ListenerTlsSet::load(&config.tls)?;
+    let (mut up, webhook) =
+        resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
+    let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
+    let runtime = ServingRuntime::new(
+        &config.serving,
+        &metrics,
+        HttpClientFactory::new(&up.config)?,
+    );
+    let shared = fleet::shared_state(&config, &webhook, &metrics)?;
+    let services = build_services(&config, &mut up, &runtime, shared, metrics)?;
+    let mut launch = Launch::new(&config, &services, &up.config);
+    launch.join_fleet(&config, &services).await;
+    let (addrs, health) = launch
+        .spawn(&config, sockets, &tls, webhook, &services, &runtime)
+        .await?;
+    tracing::info!(
+        grpc = %addrs.grpc,
+        http = %addrs.http,
+        admin = ?addrs.admin,
+        "idgate listening"
+    );
+    Ok(Gateway {
+        addrs,
+        services,
+        reloadable: Reloadable {
+            config_path: options.config_path,
+            embedded_channels: up.embedded_channels,
+            sandbox: up.sandbox,
+            tls,
+        },
+        lifecycle: launch.finish(health, &config.serving),
+    })
+}
+
+/// The public gRPC and HTTP sockets, bound before anything else starts.
+struct Sockets {
+    grpc: Bound,
+    http: Bound,
+}
+
+/// Binds the public gRPC listener (for the serving threads to share) and
+/// the HTTP listener.
+async fn bind_sockets(config: &Config) -> Result<Sockets, StartError> {
+    Ok(Sockets {
+        grpc: listeners::bind_shared("grpc", config.listen.grpc)?,
+        http: listeners::bind("http", config.listen.http).await?,
+    })
+}
+
+/// The upstream side (the configured REST service, or the embedded
+/// sandbox told to send its notices to `http_addr`) and the webhook
+/// settings it completed.
+async fn resolve_upstream(
+    config: &Config,
+    tls: &ListenerTlsSet,
+    http_addr: SocketAddr,
+    clock: Option<Arc<dyn Clock>>,
+) -> Result<(upstream::Upstream, WebhookSettings), StartError> {
+    let mut webhook = config.webhook.resolve_unchecked()?;
+    let scheme = if tls.http.is_some() { "https" } else { "http" };
+    let webhook_url = format!("{scheme}://{http_addr}{}", webhook.path);
+    let up = upstream::resolve(config, &mut webhook, webhook_url, clock).await?;
+    Ok((up, webhook))
+}
+
+/// The REST client on the runtime's pools, and what is built on it: the
+/// journey core, the channel router, the journey hub.
+fn build_services(
+    config: &Config,
+    up: &mut upstream::Upstream,
+    runtime: &ServingRuntime,
+    shared: Shared,
+    metrics: Metrics,
+) -> Result<Services, StartError> {
+    let client = UpstreamClient::with_pools(&up.config, metrics.clone(), runtime.http_pools())?;
+    let guard = Guard::new(
+        &config.idempotency,
+        &config.budgets,
+        up.operators.iter().map(|o| o.name.clone()).collect(),
+        shared.guard.clone(),
+        metrics.clone(),
+    );
+    let credentials = Credentials::new(
+        client.clone(),
+        std::mem::take(&mut up.operators),
+        CredentialPolicy::from_config(&up.config),
+    );
+    let core = JourneyCore::new(
+        client.clone(),
+        credentials,
+        Duration::from_secs(up.config.appkey_ttl_secs),
+    );
+    let router = Arc::new(
+        ChannelRouter::new(
+            std::mem::take(&mut up.channels),
+            &config.routing,
+            Arc::new(HttpTransport::new(client)),
+        )?
+        .with_shared(shared.bindings.clone(), shared.control.clone())
+        .with_metrics(metrics.clone()),
+    );
+    let hub = JourneyHub::with_shared(
+        CoreResults {
+            core: core.clone(),
+            timeout: up.config.timeout(),
+        },
+        WatchSettings::from(&config.watch),
+        shared.directory.clone(),
+    );
+    Ok(Services {
+        router,
+        hub,
+        core,
+        guard,
+        metrics,
+        shared,
+    })
 }
 
 /// Reads journey results for the watchers, through the core.
@@ -310,199 +256,212 @@ impl ResultSource for CoreResults {
     }
 }
 
-/// Starts the gateway with `options`.
-pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway, StartError> {
-    telemetry::propagation::install_propagator();
-    let grpc_listener = listeners::bind_shared("grpc", config.listen.grpc)?;
-    let http_listener = listeners::bind("http", config.listen.http).await?;
-    let grpc_addr = listeners::local("grpc", &grpc_listener, config.listen.grpc)?;
-    let http_addr = listeners::local("http", &http_listener, config.listen.http)?;
+/// What the listeners start with: the stop and readiness signals, the
+/// connection limits their gates enforce, and where their tasks and kill
+/// switches are kept for the stop.
+struct Launch {
+    stop: watch::Sender<bool>,
+    ready: watch::Sender<bool>,
+    limits: ConnectionLimits,
+    budget: Option<Arc<Semaphore>>,
+    metrics: Metrics,
+    tasks: Vec<JoinHandle<()>>,
+    kill_switches: Vec<Arc<KillSwitch>>,
+}
 
-    let tls = ListenerTlsSet::load(&config.tls)?;
-    let mut webhook = config.webhook.resolve_unchecked()?;
-    let scheme = if tls.http.is_some() { "https" } else { "http" };
-    let webhook_url = format!("{scheme}://{http_addr}{}", webhook.path);
-    let up = upstream::resolve(&config, &mut webhook, webhook_url, options.sandbox_clock).await?;
-
-    let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
-    let profiles = up.operators.iter().map(|o| o.name.clone()).collect();
-    let client = UpstreamClient::with_metrics(&up.config, metrics.clone())?;
-    let credentials = Credentials::new(
-        client.clone(),
-        up.operators,
-        CredentialPolicy::from_config(&up.config),
-    );
-    let core = JourneyCore::new(
-        client.clone(),
-        credentials,
-        Duration::from_secs(up.config.appkey_ttl_secs),
-    );
-    let shared = fleet::shared_state(&config, &webhook, &metrics)?;
-    let router = Arc::new(
-        ChannelRouter::new(
-            up.channels,
-            &config.routing,
-            Arc::new(HttpTransport::new(client)),
-        )?
-        .with_shared(shared.state.clone())
-        .with_metrics(metrics.clone()),
-    );
-    let hub = JourneyHub::with_shared(
-        CoreResults {
-            core: core.clone(),
-            timeout: up.config.timeout(),
-        },
-        WatchSettings::from(&config.watch),
-        shared.state.clone(),
-    );
-
-    let (stop, stopped) = watch::channel(false);
-    let (ready, readiness) = watch::channel(true);
-    let mut tasks = Vec::new();
-    let serving = &config.serving;
-    let budget = connection_budget(&config, &router, &up.config);
-    let gate = |listener: &'static str| {
-        connections::ConnectionGate::new(
-            listener,
-            connections::ConnectionLimits {
+impl Launch {
+    fn new(config: &Config, services: &Services, upstream: &crate::config::UpstreamConfig) -> Self {
+        let serving = &config.serving;
+        let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
+        Self {
+            stop: watch::channel(false).0,
+            ready: watch::channel(true).0,
+            limits: ConnectionLimits {
                 max_connections: serving.max_connections,
-                idle_timeout: (serving.idle_timeout_secs > 0)
-                    .then(|| Duration::from_secs(serving.idle_timeout_secs)),
-                tcp_keepalive: (serving.tcp_keepalive_secs > 0)
-                    .then(|| Duration::from_secs(serving.tcp_keepalive_secs)),
+                idle_timeout: secs(serving.idle_timeout_secs),
+                tcp_keepalive: secs(serving.tcp_keepalive_secs),
             },
-            budget.clone(),
-            metrics.clone(),
-        )
-    };
-    let mut kill_switches = Vec::new();
-    if let Some(redis) = &shared.redis {
-        // The fleet's control state applies before any 3D call is served.
-        tasks.push(fleet::join(redis, &config, &router, &hub, stopped.clone()).await);
+            budget: connection_budget(config, &services.router, upstream),
+            metrics: services.metrics.clone(),
+            tasks: Vec::new(),
+            kill_switches: Vec::new(),
+        }
     }
 
-    let guard = Guard::new(
-        &config.idempotency,
-        &config.budgets,
-        profiles,
-        shared.state.clone(),
-        metrics.clone(),
-    );
-    let api = listeners::PublicApi {
+    /// Turns true when the listeners must stop.
+    fn stopped(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Where `listener` accepts: `socket` behind a gate of its own (whose
+    /// kill switch the stop keeps), with `tls`.
+    fn accept(
+        &mut self,
+        listener: &'static str,
+        socket: Bound,
+        tls: &Option<Arc<ServerTls>>,
+    ) -> Accept {
+        let gate = ConnectionGate::new(
+            listener,
+            self.limits.clone(),
+            self.budget.clone(),
+            self.metrics.clone(),
+        );
+        self.kill_switches.push(gate.kill_switch());
+        Accept {
+            listener: socket.listener,
+            gate,
+            tls: tls.clone(),
+        }
+    }
+
+    /// In fleet mode, starts relaying what the other replicas send; the
+    /// fleet's control state applies before any 3D call is served.
+    async fn join_fleet(&mut self, config: &Config, services: &Services) {
+        if services.shared.is_fleet() {
+            let stopped = self.stopped();
+            let relay = fleet::join(
+                &services.shared,
+                config,
+                &services.router,
+                &services.hub,
+                stopped,
+            );
+            self.tasks.push(relay.await);
+        }
+    }
+
+    /// Starts the three listeners; returns where they listen, and the
+    /// public listener's health reporter (what the drain flips).
+    async fn spawn(
+        &mut self,
+        config: &Config,
+        sockets: Sockets,
+        tls: &ListenerTlsSet,
+        webhook: WebhookSettings,
+        services: &Services,
+        runtime: &ServingRuntime,
+    ) -> Result<(Addresses, HealthReporter), StartError> {
+        // Server spans, RPC metrics and the access log of both gRPC listeners.
+        let grpc_layer = GrpcServerLayer::new(services.metrics.clone())
+            .with_access_log(config.telemetry.access_log);
+        let addrs = (sockets.grpc.addr, sockets.http.addr);
+        let accept = self.accept("grpc", sockets.grpc, &tls.grpc);
+        let (public, health) = listeners::serve_public(
+            accept,
+            public_api(config, services),
+            &config.serving,
+            runtime,
+            grpc_layer.clone(),
+            services.metrics.clone(),
+            self.stopped(),
+        )
+        .await?;
+        self.tasks.push(public);
+
+        let receiver = webhook_receiver(webhook, services)?;
+        let app = listeners::http_app(
+            self.ready.subscribe(),
+            receiver.as_ref(),
+            Scrape {
+                metrics: services.metrics.clone(),
+                router: services.router.clone(),
+                receiver: receiver.clone(),
+                hub: services.hub.clone(),
+            },
+            services.metrics.clone(),
+        );
+        let accept = self.accept("http", sockets.http, &tls.http);
+        let http = listeners::serve_http(accept, app, &config.serving, self.stopped());
+        self.tasks.push(http);
+
+        let admin = self.spawn_admin(config, tls, services, grpc_layer).await?;
+        let addrs = Addresses {
+            grpc: addrs.0,
+            http: addrs.1,
+            admin,
+        };
+        Ok((addrs, health))
+    }
+
+    /// The admin listener, only with a token: bound, started, its address.
+    async fn spawn_admin(
+        &mut self,
+        config: &Config,
+        tls: &ListenerTlsSet,
+        services: &Services,
+        grpc_layer: GrpcServerLayer,
+    ) -> Result<Option<SocketAddr>, StartError> {
+        let token = match config.admin.resolve_token() {
+            Ok(token) => token,
+            Err(e @ ConfigError::MissingSecret { .. }) => {
+                tracing::warn!(reason = %e, "admin listener disabled: no admin token");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let socket = listeners::bind("admin", config.listen.admin).await?;
+        let addr = socket.addr;
+        let accept = self.accept("admin", socket, &tls.admin);
+        self.tasks.push(listeners::serve_admin(
+            accept,
+            services.router.clone(),
+            &token,
+            &config.serving,
+            grpc_layer,
+            self.stopped(),
+        )?);
+        Ok(Some(addr))
+    }
+
+    /// What the gateway keeps of the launch, to drain and stop.
+    fn finish(self, health: HealthReporter, serving: &ServingConfig) -> Lifecycle {
+        Lifecycle {
+            stop: self.stop,
+            ready: self.ready,
+            health,
+            tasks: self.tasks,
+            kill_switches: self.kill_switches,
+            drain_delay: Duration::from_secs(serving.drain_delay_secs),
+            shutdown_grace: Duration::from_secs(serving.shutdown_grace_secs),
+        }
+    }
+}
+
+/// The public API's services, behind the idempotency and budget guard.
+fn public_api(config: &Config, services: &Services) -> PublicApi {
+    let Services {
+        core,
+        router,
+        hub,
+        guard,
+        ..
+    } = services;
+    PublicApi {
         journeys: JourneyApi::new(core.clone(), hub.clone())
             .with_telemetry(config.telemetry.clone())
             .with_guard(guard.clone()),
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone()),
-        documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard),
+        documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard.clone()),
         max_message_bytes: config.limits.max_grpc_message_bytes,
-    };
-    // Server spans, RPC metrics and the access log of both gRPC listeners.
-    let grpc_layer =
-        GrpcServerLayer::new(metrics.clone()).with_access_log(config.telemetry.access_log);
-    let grpc_gate = gate("grpc");
-    kill_switches.push(grpc_gate.kill_switch());
-    let (public, health) = listeners::serve_public(
-        listeners::Accept {
-            listener: grpc_listener,
-            gate: grpc_gate,
-            tls: tls.grpc.clone(),
-        },
-        api,
-        serving,
-        grpc_layer.clone(),
-        metrics.clone(),
-        stopped.clone(),
-    )
-    .await?;
-    tasks.push(public);
+    }
+}
 
-    let receiver = if webhook.basic.is_some()
-        || webhook.hmac.is_some()
-        || webhook.allow_unauthenticated
-    {
-        Some(WebhookReceiver::with_shared(
-            webhook,
-            hub.clone(),
-            shared.state.clone(),
-        )?)
-    } else {
+/// The webhook receiver, when `[webhook]` says how notices authenticate.
+fn webhook_receiver(
+    webhook: WebhookSettings,
+    services: &Services,
+) -> Result<Option<WebhookReceiver>, StartError> {
+    if webhook.basic.is_none() && webhook.hmac.is_none() && !webhook.allow_unauthenticated {
         tracing::warn!(
             "webhook receiver disabled: configure [webhook] basic_user/basic_password_env or hmac_secret_env; WatchJourney falls back to reading the result"
         );
-        None
-    };
-    let http_gate = gate("http");
-    kill_switches.push(http_gate.kill_switch());
-    tasks.push(listeners::serve_http(
-        listeners::Accept {
-            listener: http_listener,
-            gate: http_gate,
-            tls: tls.http.clone(),
-        },
-        receiver,
-        router.clone(),
-        hub.clone(),
-        serving,
-        metrics.clone(),
-        readiness,
-        stopped.clone(),
-    ));
-
-    // Admin listener, only with a token.
-    let admin_addr = match config.admin.resolve_token() {
-        Ok(token) => {
-            let listener = listeners::bind("admin", config.listen.admin).await?;
-            let addr = listeners::local("admin", &listener, config.listen.admin)?;
-            let admin_gate = gate("admin");
-            kill_switches.push(admin_gate.kill_switch());
-            tasks.push(listeners::serve_admin(
-                listeners::Accept {
-                    listener,
-                    gate: admin_gate,
-                    tls: tls.admin.clone(),
-                },
-                router.clone(),
-                &token,
-                serving,
-                grpc_layer,
-                stopped,
-            )?);
-            Some(addr)
-        }
-        Err(e @ ConfigError::MissingSecret { .. }) => {
-            tracing::warn!(reason = %e, "admin listener disabled: no admin token");
-            None
-        }
-        Err(e) => return Err(e.into()),
-    };
-
-    tracing::info!(
-        grpc = %grpc_addr,
-        http = %http_addr,
-        admin = ?admin_addr,
-        "idgate listening"
-    );
-    Ok(Gateway {
-        grpc_addr,
-        http_addr,
-        admin_addr,
-        sandbox: up.sandbox,
-        router,
-        hub,
-        core,
-        metrics,
-        config_path: options.config_path,
-        embedded_channels: up.embedded_channels,
-        tls,
-        stop,
-        tasks,
-        ready,
-        health,
-        kill_switches,
-        drain_delay: Duration::from_secs(config.serving.drain_delay_secs),
-        shutdown_grace: Duration::from_secs(config.serving.shutdown_grace_secs),
-        shared: shared.state,
-        redis: shared.redis,
-    })
+        return Ok(None);
+    }
+    Ok(Some(WebhookReceiver::with_shared(
+        webhook,
+        services.hub.clone(),
+        services.shared.dedupe.clone(),
+    )?))
 }

@@ -27,7 +27,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{
     journey::{journey_from_context, record_journey},
-    metrics::{Metrics, UpstreamEnd, UpstreamOutcome},
+    metrics::{ChannelLabel, Metrics, UpstreamEnd, UpstreamOutcome},
     propagation::{caller_of, inject_call},
 };
 use crate::domain::{JourneyRef, Operation};
@@ -122,8 +122,8 @@ pub struct UpstreamCall {
     span: Span,
     metrics: Metrics,
     operation: Operation,
-    /// Interned: recording the call allocates no label.
-    channel: Option<&'static str>,
+    /// The registry's own label: recording the call allocates none.
+    channel: Option<ChannelLabel>,
     journey: Option<JourneyRef>,
     started: Instant,
     finished: bool,
@@ -174,7 +174,7 @@ impl UpstreamCall {
             span,
             metrics: metrics.clone(),
             operation: request.operation,
-            channel: request.channel.map(super::metrics::channel_label),
+            channel: request.channel.map(|name| metrics.channel_label(name)),
             journey,
             started: Instant::now(),
             finished: false,
@@ -246,7 +246,7 @@ impl UpstreamCall {
         self.finished = true;
         self.metrics.record_upstream(&UpstreamOutcome {
             operation: self.operation,
-            channel: self.channel,
+            channel: self.channel.clone(),
             ended: ended(self.started.elapsed()),
         });
     }

@@ -46,9 +46,10 @@ fn latency_histogram() -> Histogram {
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
-// Labels recorded on every call hold `&'static str` only: building them
-// allocates nothing. Method names are the served API's (`grpc::method_of`),
-// channel names are interned once ([`channel_label`]).
+// Labels recorded on every call hold `&'static str` or a shared
+// [`ChannelLabel`] only: building them allocates nothing. Method names are
+// the served API's (`grpc::method_of`), channel names are interned once per
+// registry ([`Metrics::channel_label`]).
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RpcLabels {
@@ -146,6 +147,10 @@ struct Inner {
     watch_notice_timeouts: Counter,
     otel: OtelRed,
     channels: ChannelSeries,
+    /// Channel label values, by name.
+    labels: LabelInterner,
+    /// The label of the core service ([`CORE_CHANNEL`]).
+    core_label: ChannelLabel,
 }
 
 /// The journey hub's state at scrape time (see [`Metrics::sync_watch`]).
@@ -376,7 +381,17 @@ pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
 use handles::Handles;
-pub use labels::{channel_label, http_status_label};
+use labels::LabelInterner;
+pub use labels::{ChannelLabel, http_status_label};
+
 use otel::OtelRed;
 use upstream::{RejectedLabels, UpstreamLabels};
 pub use upstream::{UpstreamEnd, UpstreamOutcome};
+
+impl Metrics {
+    /// `name` (a channel's configured name) as a label value: the one this
+    /// registry keeps, made the first time; allocates nothing after.
+    pub fn channel_label(&self, name: &str) -> ChannelLabel {
+        self.inner.labels.channel(name)
+    }
+}

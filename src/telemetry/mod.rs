@@ -54,7 +54,7 @@ pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
 pub use metrics::{
-    ChannelSessionEnd, IdlePollSeconds, Metrics, UpstreamEnd, UpstreamOutcome, channel_label,
+    ChannelLabel, ChannelSessionEnd, IdlePollSeconds, Metrics, UpstreamEnd, UpstreamOutcome,
     metrics_handler, metrics_router,
 };
 pub use otlp::OtlpProtocol;

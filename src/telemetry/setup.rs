@@ -2,6 +2,13 @@
 //! when a collector is configured, spans exported over OTLP (gRPC or
 //! HTTP/protobuf, see [`super::otlp`]).
 //!
+//! - This file: [`TelemetryBuilder`], which builds the subscriber.
+//! - `providers`: what the `OTEL_*` variables ask for, and the tracer and
+//!   meter providers built from it.
+//! - `lifecycle`: [`Telemetry`] installed, [`TelemetryGuard`] flushing and
+//!   stopping the exporters.
+//! - `captured`: [`CapturedLogs`], log lines kept for tests.
+//!
 //! Production calls [`init`] once. Tests build a [`Telemetry`] with
 //! [`TelemetryBuilder`] pointed at their own collector and log buffer and
 //! install it for their thread only ([`Telemetry::set_default`]), so tests
@@ -12,16 +19,15 @@
 use std::{
     io::{self, IsTerminal},
     path::PathBuf,
-    sync::{Arc, Mutex},
 };
 
-use opentelemetry::{KeyValue, global, trace::TracerProvider as _};
+use opentelemetry::{KeyValue, trace::TracerProvider as _};
 use opentelemetry_sdk::{
     Resource,
     metrics::{PeriodicReader, SdkMeterProvider},
     trace::SdkTracerProvider,
 };
-use tracing::{Dispatch, Level, dispatcher::DefaultGuard, level_filters::LevelFilter};
+use tracing::{Dispatch, Level, level_filters::LevelFilter};
 use tracing_subscriber::{
     EnvFilter, Layer, Registry,
     filter::Targets,
@@ -341,183 +347,14 @@ pub fn init(config: &TelemetryConfig, format: LogFormat) -> Result<TelemetryGuar
         .install_global()
 }
 
-/// A built subscriber and the provider behind its span export.
-pub struct Telemetry {
-    dispatch: Dispatch,
-    guard: TelemetryGuard,
-}
-
-impl std::fmt::Debug for Telemetry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Telemetry")
-            .field("guard", &self.guard)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Telemetry {
-    /// The subscriber, e.g. for `tracing::dispatcher::with_default`.
-    pub fn dispatch(&self) -> &Dispatch {
-        &self.dispatch
-    }
-
-    /// Installs the subscriber for the current thread until the returned
-    /// guard drops.
-    pub fn set_default(&self) -> DefaultGuard {
-        tracing::dispatcher::set_default(&self.dispatch)
-    }
-
-    /// The provider guard (flush, shutdown).
-    pub fn guard(&self) -> &TelemetryGuard {
-        &self.guard
-    }
-
-    /// Installs the meter provider of OTLP metrics export, if any, for the
-    /// whole process: metrics created afterwards ([`super::Metrics::new`])
-    /// export through it. [`Telemetry::install_global`] does it too.
-    pub fn install_meter_provider(&self) {
-        if let Some(meters) = &self.guard.meter_provider {
-            global::set_meter_provider(meters.clone());
-        }
-    }
-
-    /// Installs the subscriber, the tracer provider and the meter provider
-    /// for the whole process.
-    pub fn install_global(self) -> Result<TelemetryGuard, TelemetryError> {
-        tracing::dispatcher::set_global_default(self.dispatch)
-            .map_err(|_| TelemetryError::AlreadyInstalled)?;
-        if let Some(provider) = &self.guard.provider {
-            global::set_tracer_provider(provider.clone());
-        }
-        if let Some(meters) = &self.guard.meter_provider {
-            global::set_meter_provider(meters.clone());
-        }
-        Ok(self.guard)
-    }
-
-    /// Exports every ended span, then stops the exporter.
-    pub async fn shutdown(self) -> Result<(), TelemetryError> {
-        self.guard.shutdown().await
-    }
-}
-
-/// Owns the tracer provider and, with OTLP metrics export, the meter
-/// provider: dropping it flushes and stops the exporters.
-///
-/// The exporters' connections run on the Tokio runtime while a flush
-/// blocks a thread, so prefer [`TelemetryGuard::shutdown`] from async code;
-/// `Drop` does its best (blocking in place on a multi-threaded runtime, on a
-/// helper thread otherwise).
-#[derive(Debug)]
-pub struct TelemetryGuard {
-    provider: Option<SdkTracerProvider>,
-    meter_provider: Option<SdkMeterProvider>,
-}
-
-impl TelemetryGuard {
-    /// Exports every span ended and every metric recorded so far; returns
-    /// when the collector has answered.
-    pub async fn force_flush(&self) -> Result<(), TelemetryError> {
-        if let Some(provider) = self.provider.clone() {
-            run_blocking(move || provider.force_flush()).await?;
-        }
-        if let Some(meters) = self.meter_provider.clone() {
-            run_blocking(move || meters.force_flush()).await?;
-        }
-        Ok(())
-    }
-
-    /// Exports what is pending, then stops the exporters.
-    pub async fn shutdown(mut self) -> Result<(), TelemetryError> {
-        if let Some(provider) = self.provider.take() {
-            run_blocking(move || provider.shutdown()).await?;
-        }
-        if let Some(meters) = self.meter_provider.take() {
-            run_blocking(move || meters.shutdown()).await?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for TelemetryGuard {
-    fn drop(&mut self) {
-        let provider = self.provider.take();
-        let meters = self.meter_provider.take();
-        if provider.is_none() && meters.is_none() {
-            return;
-        }
-        let stop = move || {
-            if let Some(p) = provider {
-                let _ = p.shutdown();
-            }
-            if let Some(m) = meters {
-                let _ = m.shutdown();
-            }
-        };
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        match Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(stop),
-            // Blocking this thread would stop the very runtime the export
-            // needs: let a helper thread wait instead.
-            Ok(_) => {
-                std::thread::spawn(stop);
-            }
-            Err(_) => stop(),
-        }
-    }
-}
-
-async fn run_blocking(
-    f: impl FnOnce() -> opentelemetry_sdk::error::OTelSdkResult + Send + 'static,
-) -> Result<(), TelemetryError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| TelemetryError::Export(e.to_string()))?
-        .map_err(|e| TelemetryError::Export(e.to_string()))
-}
-
-/// Log output kept in memory, for tests that assert what was (not) logged.
-#[derive(Debug, Clone, Default)]
-pub struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
-
-impl CapturedLogs {
-    /// A new, empty buffer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Everything written so far.
-    pub fn contents(&self) -> String {
-        let bytes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        String::from_utf8_lossy(&bytes).into_owned()
-    }
-}
-
-impl io::Write for CapturedLogs {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for CapturedLogs {
-    type Writer = CapturedLogs;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
+mod captured;
+mod lifecycle;
 mod providers;
 #[cfg(test)]
 mod tests;
+
+pub use captured::CapturedLogs;
+pub use lifecycle::{Telemetry, TelemetryGuard};
 
 use providers::{
     build_meter_provider, build_provider, env_var, export_requested, metrics_export_requested,

@@ -1,5 +1,6 @@
 //! [`UpstreamClient`]: one method per REST operation of the wire contract,
-//! on a shared pool of keep-alive connections.
+//! on pools of keep-alive connections (whichever [`HttpPools`] it was
+//! given: one shared pool unless the serving runtime hands its own).
 //!
 //! Each method builds its request body (field names from [`wire::field`]
 //! and the configured [`FieldsConfig`]), hands a [`Prepared`] request to
@@ -11,7 +12,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use time::PrimitiveDateTime;
 
@@ -21,8 +22,9 @@ use super::{
     config::{FieldsConfig, UpstreamConfig},
     convert::{self, Session3D},
     endpoint::{Bulkhead, ChannelEndpoint, Target, join},
+    pool::{HttpClientFactory, HttpPools, SharedPool},
     request::{Prepared, RequestDefaults},
-    send::{self, Sender},
+    send::Sender,
     wire::{self, WireError, field},
 };
 use crate::{
@@ -76,7 +78,7 @@ pub enum ClientSetupError {
 }
 
 /// The REST client of the identity-verification service. Cheap to clone:
-/// all clones share one connection pool.
+/// all clones share its connection pools.
 #[derive(Clone)]
 pub struct UpstreamClient {
     inner: Arc<Inner>,
@@ -112,19 +114,23 @@ impl UpstreamClient {
         Self::with_metrics(config, Metrics::default())
     }
 
-    /// Builds the client, recording every upstream call in `metrics`.
+    /// Builds the client, recording every upstream call in `metrics`, on
+    /// one pool shared by every caller.
     pub fn with_metrics(
         config: &UpstreamConfig,
         metrics: Metrics,
     ) -> Result<Self, ClientSetupError> {
-        // Selects ring as the process's rustls provider if none is yet.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = send::HttpClients::new(send::PoolSettings {
-            connect_timeout: config.connect_timeout(),
-            max_idle_per_host: config.pool_max_idle_per_host,
-            idle_timeout: Duration::from_secs(60),
-        })
-        .map_err(ClientSetupError::Tls)?;
+        let pool = SharedPool::new(&HttpClientFactory::new(config)?);
+        Self::with_pools(config, metrics, Arc::new(pool))
+    }
+
+    /// Builds the client, recording every upstream call in `metrics`, on
+    /// the pools `http` hands out (the serving runtime's, one per thread).
+    pub fn with_pools(
+        config: &UpstreamConfig,
+        metrics: Metrics,
+        http: Arc<dyn HttpPools>,
+    ) -> Result<Self, ClientSetupError> {
         let url = |key: &'static str, base: &str, path: &str| {
             join(base, path).ok_or(ClientSetupError::InvalidUrl { key })
         };

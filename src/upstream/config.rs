@@ -83,7 +83,7 @@ impl UpstreamConfig {
     }
 }
 
-/// Operation paths (DESIGN.md wire contract defaults).
+/// Operation paths; the defaults are those of `docs/upstream.md`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PathsConfig {

@@ -20,7 +20,8 @@ pub use result::journey_result;
 
 use super::wire::{ChallengesWire, Session3DWire, VerdictWire, WireError};
 
-/// How long generated 2D challenges stay valid (spec section 3 and 8).
+/// How long generated 2D challenges stay valid
+/// (`docs/upstream.md#timing-and-state-rules`).
 pub const CHALLENGE_WINDOW: Duration = Duration::from_secs(60);
 
 /// The typed value of a code whose proto number equals the wire code, or 0

@@ -9,7 +9,7 @@ use tokio::sync::Semaphore;
 
 use crate::{
     domain::Operation,
-    telemetry::{CallTarget, channel_label},
+    telemetry::{CallTarget, ChannelLabel},
 };
 
 /// One operation's URL, parsed once: the `Uri` its requests carry and what
@@ -110,13 +110,14 @@ impl Default for Bulkhead {
 }
 
 /// A 3D liveness vendor channel's address: where `/3d/session-token` and
-/// `/3d/liveness` go, with the channel's timeout and bulkhead. The channel router builds one per configured channel (and
-/// rebuilds it on reload); the client sends on it with the shared pool.
+/// `/3d/liveness` go, with the channel's timeout and bulkhead. The channel
+/// router builds one per configured channel (and rebuilds it on reload);
+/// the client sends on it with its pools.
 #[derive(Debug, Clone)]
 pub struct ChannelEndpoint {
     name: String,
-    /// `name` interned for metric labels, once per endpoint.
-    label: &'static str,
+    /// `name` as a metric label, made once per endpoint.
+    label: ChannelLabel,
     base_url: String,
     /// `None` when the configured URL does not parse: calls then fail as
     /// a connect failure, without sending anything.
@@ -157,7 +158,7 @@ impl ChannelEndpoint {
             base_url,
             timeout,
             name: "core".to_owned(),
-            label: "core",
+            label: ChannelLabel::new("core"),
             bulkhead: Bulkhead::default(),
         }
     }
@@ -176,7 +177,7 @@ impl ChannelEndpoint {
     /// Names the channel in spans and metrics.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
-        self.label = channel_label(&self.name);
+        self.label = ChannelLabel::new(&self.name);
         self
     }
 
@@ -185,9 +186,9 @@ impl ChannelEndpoint {
         &self.name
     }
 
-    /// The channel's name as an interned label (allocates nothing per call).
-    pub(crate) fn label(&self) -> &'static str {
-        self.label
+    /// The channel's name as a label (cloning it allocates nothing).
+    pub(crate) fn label(&self) -> &ChannelLabel {
+        &self.label
     }
 
     /// The base URL as configured.

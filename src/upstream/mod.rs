@@ -14,11 +14,15 @@
 //! - `endpoint`: URLs joined and parsed once; [`ChannelEndpoint`], where a
 //!   3D channel's two operations go.
 //! - `request`: one request built once, ready to send again.
+//! - `pool`: where a call finds its connection pool ([`HttpPools`], made
+//!   by an [`HttpClientFactory`]): one [`SharedPool`] by default, or the
+//!   serving runtime's pools, one per serving thread (this module never
+//!   knows which).
 //! - `send`: the retry loop within the caller's deadline
 //!   ([`CallContext`](crate::context::CallContext)) and one attempt under
 //!   its client span; `read`: the bounded body read.
-//! - [`UpstreamClient`] (`client`): one method per operation on a shared
-//!   connection pool.
+//! - [`UpstreamClient`] (`client`): one method per operation on those
+//!   pools.
 //! - [`UpstreamError`] (`error`): how a call failed, classified once for
 //!   the gRPC mapping, retries, breakers, spans and metrics; messages carry
 //!   no values.
@@ -29,6 +33,7 @@ mod config;
 pub mod convert;
 mod endpoint;
 mod error;
+mod pool;
 mod read;
 mod request;
 mod send;
@@ -41,3 +46,4 @@ pub use config::{DEFAULT_MAX_CONCURRENT_REQUESTS, FieldsConfig, PathsConfig, Ups
 pub use convert::{Session3D, WireTimes};
 pub use endpoint::{Bulkhead, ChannelEndpoint};
 pub use error::UpstreamError;
+pub use pool::{HttpClient, HttpClientFactory, HttpPools, SharedPool};

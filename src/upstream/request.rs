@@ -10,7 +10,10 @@ use super::{
     body::{self, FormBody},
     endpoint::{Bulkhead, ChannelEndpoint, Target},
 };
-use crate::domain::{Appkey, JourneyRef, Operation};
+use crate::{
+    domain::{Appkey, JourneyRef, Operation},
+    telemetry::ChannelLabel,
+};
 
 /// Reads the journey a call created from its answer body.
 pub(super) type JourneyOfAnswer = fn(&[u8]) -> Option<JourneyRef>;
@@ -36,8 +39,8 @@ pub(super) struct Prepared {
     pub(super) attempts: u32,
     /// The bulkhead of where it goes: one slot for all its attempts.
     pub(super) bulkhead: Bulkhead,
-    /// The 3D channel (its interned name), for spans and metrics.
-    pub(super) channel: Option<&'static str>,
+    /// The 3D channel (its name as a label), for spans and metrics.
+    pub(super) channel: Option<ChannelLabel>,
     /// The journey, for spans (derived from the appkey, never the appkey).
     pub(super) journey: Option<JourneyRef>,
     /// For a call that creates the journey (`/appkey`): how its span
@@ -98,7 +101,7 @@ impl Prepared {
     /// failover (`/3d/liveness` keeps its one retry after a connect
     /// failure, which proves nothing was sent).
     pub(super) fn on_channel(mut self, channel: &ChannelEndpoint) -> Self {
-        self.channel = Some(channel.label());
+        self.channel = Some(channel.label().clone());
         self.timeout = channel.timeout();
         self.bulkhead = channel.bulkhead().clone();
         if !self.op.consumes_appkey() {

@@ -7,8 +7,7 @@
 //! that bind or spend the appkey are retried only after a connect failure,
 //! which proves the request never left.
 
-use std::hash::BuildHasher as _;
-use std::time::Duration;
+use std::{hash::BuildHasher as _, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http::{
@@ -16,96 +15,14 @@ use http::{
     header::{ACCEPT, CONTENT_TYPE},
 };
 use http_body_util::Full;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::{
-    client::legacy::{Client, connect::HttpConnector},
-    rt::{TokioExecutor, TokioTimer},
-};
-use rustls_platform_verifier::BuilderVerifierExt as _;
 use tracing::Instrument as _;
 
-use super::{UpstreamError, read::read_bounded, request::Prepared};
+use super::{UpstreamError, pool::HttpPools, read::read_bounded, request::Prepared};
 use crate::{
     context::CallContext,
     domain::Operation,
     telemetry::{Metrics, UpstreamCall, UpstreamEnd, UpstreamOutcome, UpstreamRequest},
 };
-
-/// The pooled HTTP client of every upstream call: HTTP/1.1 keep-alive,
-/// and HTTP/2 where a TLS upstream offers it (ALPN).
-///
-/// hyper's own client rather than reqwest's wrapper of it: the wrapper
-/// turns each request's URI back into a `Url` (twice: once for its
-/// redirect policy, even with redirects off, once for the response) and
-/// adds its own futures around the call; profiles of the hop showed that
-/// work on every call. The requests here are built from URIs parsed once.
-pub(super) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-/// How the pool connects and keeps connections.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct PoolSettings {
-    /// TCP (and TLS) connect budget.
-    pub(super) connect_timeout: Duration,
-    /// Idle connections kept per host.
-    pub(super) max_idle_per_host: usize,
-    /// How long an idle connection is kept.
-    pub(super) idle_timeout: Duration,
-}
-
-/// The pools of every thread that calls the upstream, on one TLS setup.
-///
-/// A pooled connection is served by a task on the runtime that opened it.
-/// One pool shared by the public listener's serving threads (one runtime
-/// each, see `server::workers`) would hand a call on one thread a
-/// connection whose task runs on another, and every request and response
-/// would cross threads; profiles showed those wake-ups on every call. So
-/// each thread keeps a pool of its own: at most `max_idle_per_host` idle
-/// connections per host per thread (the bulkheads still bound the
-/// connections in use across all of them).
-pub(super) struct HttpClients {
-    connector: HttpsConnector<HttpConnector>,
-    settings: PoolSettings,
-    per_thread: thread_local::ThreadLocal<HttpClient>,
-}
-
-impl HttpClients {
-    /// The TLS setup, built once: rustls with the platform's verifier
-    /// (the system's trust store), `TCP_NODELAY`, TCP keepalive, no
-    /// redirects (hyper's client never follows them: a redirected POST
-    /// would be replayed as a GET).
-    pub(super) fn new(settings: PoolSettings) -> Result<Self, rustls::Error> {
-        let mut tcp = HttpConnector::new();
-        tcp.set_connect_timeout(Some(settings.connect_timeout));
-        tcp.set_nodelay(true);
-        tcp.set_keepalive(Some(Duration::from_secs(60)));
-        // `https://` URLs pass through to the TLS wrapper.
-        tcp.enforce_http(false);
-        let tls = rustls::ClientConfig::builder()
-            .with_platform_verifier()?
-            .with_no_client_auth();
-        let connector = HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_all_versions()
-            .wrap_connector(tcp);
-        Ok(Self {
-            connector,
-            settings,
-            per_thread: thread_local::ThreadLocal::new(),
-        })
-    }
-
-    /// The calling thread's pool.
-    pub(super) fn current(&self) -> &HttpClient {
-        self.per_thread.get_or(|| {
-            Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(self.settings.idle_timeout)
-                .pool_max_idle_per_host(self.settings.max_idle_per_host)
-                .pool_timer(TokioTimer::new())
-                .build(self.connector.clone())
-        })
-    }
-}
 
 /// Shortest time worth starting an attempt with: below it, a retry would
 /// only turn into a timeout.
@@ -117,9 +34,10 @@ const BACKOFF_CAP: Duration = Duration::from_millis(800);
 /// What the gateway accepts back.
 const ACCEPTED: &str = "application/json, text/plain, */*";
 
-/// The HTTP side of the client: the pool, the body bound, the metrics.
+/// The HTTP side of the client: where its pools are, the body bound, the
+/// metrics.
 pub(super) struct Sender {
-    pub(super) http: HttpClients,
+    pub(super) http: Arc<dyn HttpPools>,
     pub(super) max_response_bytes: usize,
     pub(super) metrics: Metrics,
 }
@@ -138,7 +56,7 @@ impl Sender {
         let Some(_slot) = req.bulkhead.try_enter() else {
             self.metrics.record_upstream(&UpstreamOutcome {
                 operation: op,
-                channel: req.channel,
+                channel: req.channel.clone(),
                 ended: UpstreamEnd::Refused,
             });
             return Err(UpstreamError::Saturated { op });
@@ -183,7 +101,7 @@ impl Sender {
         let op = req.op;
         let limit = self.max_response_bytes;
         let mut request = UpstreamRequest::to(op, &Method::POST, req.target.call());
-        if let Some(channel) = req.channel {
+        if let Some(channel) = &req.channel {
             request = request.channel(channel);
         }
         if let Some(journey) = req.journey.as_ref() {

@@ -1,6 +1,6 @@
 //! Upstream wire types: serde mirrors of the REST answers, with the spec's
-//! field names (and the DESIGN.md wire contract where the spec says "not
-//! shown").
+//! field names (and, where the spec leaves a shape unstated, those of the
+//! service's public client code); both are in `docs/upstream.md`.
 //!
 //! Parsing is lenient where upstream encoders are known to differ (numbers
 //! as strings and back, an object or a list, the two names of the 3D
@@ -201,7 +201,8 @@ pub struct TipoFace<'a> {
     pub imagem: Base64Image<'a>,
 }
 
-/// The liveness verdict of `/captcha` and `/3d/liveness` (spec 2.4).
+/// The liveness verdict of `/captcha` and `/3d/liveness`
+/// (`docs/upstream.md#2d-submission-captcha`).
 #[derive(Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct VerdictWire {
@@ -216,7 +217,7 @@ pub struct VerdictWire {
     pub protocol: Text,
 }
 
-/// `/3d/session-token` (spec 2.3 / 4.5).
+/// `/3d/session-token` (`docs/upstream.md#3d-session-3dsession-token`).
 #[derive(Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Session3DWire {

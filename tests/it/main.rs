@@ -7,6 +7,13 @@
 //! - `channels`, `events`, `telemetry`: the admin service, the webhook
 //!   receiver and `WatchJourney`, and telemetry, each over real listeners;
 //! - `observability`: traces, logs and metrics of the real gateway;
+//! - `reflection`, `trace_propagation`, `access_log`, `otlp_export`,
+//!   `tls_listeners`: the tools operators and callers already hold (gRPC
+//!   reflection, W3C trace context, log lines joined to traces, OTLP
+//!   collectors behind a private CA, TLS on every listener);
+//! - `fleet`: replicas sharing state on a Redis of their own;
+//! - `prometheus`: the rules and dashboard of `deploy/`, with promtool and
+//!   a real Prometheus;
 //! - `properties`: property tests of every parser of outside input;
 //! - `support`: the one shared copy of every launcher, fake and helper.
 //!
@@ -17,15 +24,20 @@
 //! there). A test that measures the whole process (its RSS) runs alone in
 //! a child process of this binary ([`support::process`]).
 
+mod access_log;
 mod channels;
+mod docs;
 mod events;
 mod fleet;
 mod gateway;
 mod observability;
+mod otlp_export;
 mod prometheus;
 mod properties;
+mod reflection;
 mod sandbox;
 mod support;
 mod telemetry;
-mod tools_fit;
+mod tls_listeners;
+mod trace_propagation;
 mod upstream;

@@ -35,7 +35,7 @@ use serde_json::Value;
 use crate::support::gateway::{TestGateway, secret_file};
 
 const PACKAGE_HINT: &str = "install Debian's `prometheus` package (`apt-get install -y prometheus`), \
-     which provides both `prometheus` and `promtool`; .ci/run installs it when missing";
+     which provides both `prometheus` and `promtool`; scripts/test installs it when missing";
 
 /// Longest any wait of this file lasts (Prometheus start, scrapes, rule
 /// evaluation, a watch stream).

@@ -285,7 +285,8 @@ fn texts(secret: &str, names: &[&'static str]) -> Vec<(&'static str, BoxedStrate
         .collect()
 }
 
-/// `/document/result` (spec 2.5), every object and scalar optional.
+/// `/document/result` (`docs/upstream.md#the-journey-result`), every
+/// object and scalar optional.
 fn journey_result_json(s: String) -> BoxedStrategy<Value> {
     let sc = || lenient_scalar(s.clone());
     let check = || object(texts(&s, &["codigo", "causa", "score"]));

@@ -192,3 +192,13 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn an_unknown_routing_mode_is_refused_without_echoing_it() {
+    // A value with a backtick once closed the redaction's quote early.
+    for value in ["`0AA0##¡", "not-a-mode-MARKER", "channel:bad name"] {
+        let err = value.parse::<RoutingMode>().unwrap_err().to_string();
+        assert!(err.contains("routing mode must be"), "{err}");
+        assert!(!err.contains(value.trim_start_matches('`')), "{err}");
+    }
+}

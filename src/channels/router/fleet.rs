@@ -1,5 +1,6 @@
 //! The router in a fleet: bindings and control state shared through
-//! [`SharedState`](crate::cluster::SharedState).
+//! [`BindingStore`](crate::cluster::BindingStore) and
+//! [`ControlStore`](crate::cluster::ControlStore).
 //!
 //! - A granted session is bound here (with its channel generation) and in
 //!   the fleet (by channel name), so any replica can route its
@@ -12,7 +13,7 @@
 //! - A contingency hold started here is told to the fleet, so every
 //!   replica prefers the alternative for the rest of it.
 //!
-//! Circuit breakers stay per replica. In one process (`MemoryState`) the
+//! Circuit breakers stay per replica. In one process (`MemoryBindings`, `MemoryControl`) the
 //! shared calls are no-ops and the router behaves as it always did.
 
 use std::{sync::Arc, sync::atomic::Ordering};
@@ -37,12 +38,12 @@ impl ChannelRouter {
     /// (at most the cluster's command timeout), so a verification sent to
     /// another replica right after finds it.
     pub(super) async fn share_grant(&self, channel: &Arc<Channel>, appkey: &Appkey, held: bool) {
-        if !self.shared.is_fleet() {
+        if !self.shared_bindings.is_fleet() {
             return;
         }
         let journey = JourneyRef::from_appkey(appkey);
         if self
-            .shared
+            .shared_bindings
             .bind_session(&journey, channel.name())
             .await
             .is_err()
@@ -50,7 +51,7 @@ impl ChannelRouter {
             tracing::warn!(journey = %journey, "3D session binding not shared: verify on this replica or pass the channel");
         }
         if held {
-            let shared = self.shared.clone();
+            let shared = self.shared_control.clone();
             let hold = self.contingency_hold;
             tokio::spawn(async move {
                 if shared
@@ -66,10 +67,15 @@ impl ChannelRouter {
 
     /// The channel the fleet bound `journey` to, when it is configured here.
     pub(super) async fn shared_binding(&self, journey: &JourneyRef) -> Option<Arc<Channel>> {
-        if !self.shared.is_fleet() {
+        if !self.shared_bindings.is_fleet() {
             return None;
         }
-        let name = self.shared.bound_channel(journey).await.ok().flatten()?;
+        let name = self
+            .shared_bindings
+            .bound_channel(journey)
+            .await
+            .ok()
+            .flatten()?;
         let channel = self.current().get(&name).cloned();
         if channel.is_none() {
             tracing::warn!(channel = %name, journey = %journey, "the fleet bound a session to a channel not configured here");
@@ -80,10 +86,10 @@ impl ChannelRouter {
     /// Drops the fleet's binding of `journey` if it still names `target`
     /// (in the background: the caller has its answer).
     pub(super) fn forget_shared(&self, journey: &JourneyRef, target: &Channel) {
-        if !self.shared.is_fleet() {
+        if !self.shared_bindings.is_fleet() {
             return;
         }
-        let shared = self.shared.clone();
+        let shared = self.shared_bindings.clone();
         let journey = journey.clone();
         let name = target.name().to_owned();
         tokio::spawn(async move {
@@ -96,7 +102,7 @@ impl ChannelRouter {
     /// it (then no replica applies it).
     pub async fn change_mode(&self, mode: RoutingMode) -> Result<RoutingMode, Error> {
         self.check_mode(&mode)?;
-        self.shared
+        self.shared_control
             .change_control(ControlChange::Mode(mode.to_string()))
             .await
             .map_err(|_| Error::ClusterUnavailable)?;
@@ -114,7 +120,7 @@ impl ChannelRouter {
         } else {
             ControlChange::Undrain(name.to_owned())
         };
-        self.shared
+        self.shared_control
             .change_control(change)
             .await
             .map_err(|_| Error::ClusterUnavailable)?;

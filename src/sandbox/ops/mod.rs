@@ -132,7 +132,7 @@ fn run(app: &App, op: Operation, channel: usize, input: &Input) -> Result<Respon
     }
 }
 
-/// The liveness verdict of spec 2.4.
+/// The liveness verdict (`docs/upstream.md#2d-submission-captcha`).
 fn verdict(outcome: super::liveness::LivenessOutcome, protocol: u64) -> Response {
     (
         StatusCode::OK,

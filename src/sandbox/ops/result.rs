@@ -1,4 +1,5 @@
-//! `POST {result}/document/result`: the journey result of spec 2.5.
+//! `POST {result}/document/result`: the journey result
+//! (`docs/upstream.md#the-journey-result`).
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};

@@ -1,4 +1,5 @@
-//! The state machine of spec section 3, in memory, shared by every
+//! The state machine of the service
+//! (`docs/upstream.md#timing-and-state-rules`), in memory, shared by every
 //! listener.
 //!
 //! Every method takes `now` from the injected clock and validates before it

@@ -19,7 +19,7 @@ pub(super) struct ChannelLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct VerificationLabels {
-    channel: &'static str,
+    channel: ChannelLabel,
     outcome: &'static str,
 }
 
@@ -102,9 +102,9 @@ impl ChannelSeries {
         series
     }
 
-    /// Shows the series of `channel` at zero (closed circuit), so
-    /// dashboards see a channel before its first call.
-    pub(super) fn preset(&self, channel: &str) {
+    /// Shows the series of `channel` (`label` its label value) at zero
+    /// (closed circuit), so dashboards see a channel before its first call.
+    pub(super) fn preset(&self, channel: &str, label: ChannelLabel) {
         let labels = labels(channel);
         drop(self.failovers.get_or_create(&labels));
         drop(self.circuit_state.get_or_create(&labels));
@@ -113,7 +113,7 @@ impl ChannelSeries {
         drop(self.contingency_answers.get_or_create(&labels));
         for outcome in VERDICT_OUTCOMES {
             drop(self.verifications.get_or_create(&VerificationLabels {
-                channel: channel_label(channel),
+                channel: label.clone(),
                 outcome,
             }));
         }
@@ -164,7 +164,7 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let labels = VerificationLabels {
-            channel: channel_label(channel),
+            channel: self.channel_label(channel),
             outcome,
         };
         let series = &self.inner.channels;
@@ -183,7 +183,7 @@ impl Metrics {
     /// configured at start.
     pub fn set_channel_circuit_state(&self, channel: &str, value: i64) {
         let series = &self.inner.channels;
-        series.preset(channel);
+        series.preset(channel, self.channel_label(channel));
         series
             .circuit_state
             .get_or_create(&labels(channel))

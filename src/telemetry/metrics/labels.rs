@@ -3,18 +3,25 @@
 //! Every upstream call records its channel and HTTP status. Building an
 //! owned `String` for each, only to look up a series that already exists,
 //! was a measurable share of a call's cost (see `docs/performance.md`), so
-//! the values are `&'static str`: channel names are interned the first
-//! time they are seen, status codes come from a table.
+//! a channel's name is a [`ChannelLabel`], a shared string cloned by a
+//! reference count: made once per channel endpoint from its configured
+//! name, or found by name in the [`LabelInterner`] its [`super::Metrics`]
+//! owns (freed with it, never leaked). Status codes come from a table.
 
 use std::{
-    borrow::Cow,
+    borrow::{Borrow, Cow},
     collections::HashSet,
-    sync::{LazyLock, RwLock},
+    fmt,
+    hash::{Hash, Hasher},
+    ops::Deref,
+    sync::{Arc, RwLock},
 };
+
+use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 
 use crate::sync::{read, write};
 
-/// Most distinct channel names interned in one process. Channel names come
+/// Most distinct channel names one registry interns. Channel names come
 /// from the configuration (validated, at most 64 per set); reloads that
 /// rename channels add a few more. Past the cap a name is labelled
 /// [`OVERFLOW`] rather than growing the set further.
@@ -23,26 +30,100 @@ const MAX_CHANNEL_LABELS: usize = 1024;
 /// The label of a channel name past [`MAX_CHANNEL_LABELS`].
 pub const OVERFLOW: &str = "_OTHER";
 
-/// Read on every 3D call: a fast hasher (names come from configuration).
-static CHANNELS: LazyLock<RwLock<HashSet<&'static str, foldhash::fast::RandomState>>> =
-    LazyLock::new(|| RwLock::new(HashSet::default()));
+/// A channel's name as a metric label value: cloning it counts a
+/// reference, allocating nothing. Compared and hashed by its text.
+#[derive(Clone)]
+pub struct ChannelLabel(Arc<str>);
 
-/// `name` as a `'static` label value: interned (leaked once) on first use.
-/// The memory is bounded by [`MAX_CHANNEL_LABELS`] short names.
-pub fn channel_label(name: &str) -> &'static str {
-    if let Some(known) = read(&CHANNELS).get(name) {
-        return known;
+impl ChannelLabel {
+    /// `name` as a label (allocates: once per channel, not per call).
+    pub fn new(name: &str) -> Self {
+        Self(Arc::from(name))
     }
-    let mut set = write(&CHANNELS);
-    if let Some(known) = set.get(name) {
-        return known;
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
-    if set.len() >= MAX_CHANNEL_LABELS {
-        return OVERFLOW;
+
+    /// The shared string, for OpenTelemetry attributes.
+    pub fn shared(&self) -> Arc<str> {
+        self.0.clone()
     }
-    let interned: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    set.insert(interned);
-    interned
+}
+
+impl Deref for ChannelLabel {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for ChannelLabel {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq for ChannelLabel {
+    fn eq(&self, other: &Self) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl Eq for ChannelLabel {}
+
+impl Hash for ChannelLabel {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `str` hashes: `Borrow<str>` lookups must find it.
+        (*self.0).hash(state);
+    }
+}
+
+impl fmt::Debug for ChannelLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for ChannelLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl EncodeLabelValue for ChannelLabel {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), fmt::Error> {
+        fmt::Write::write_str(encoder, &self.0)
+    }
+}
+
+/// The channel labels of one metrics registry, by name: each name
+/// allocated the first time it is seen, at most [`MAX_CHANNEL_LABELS`].
+/// Read on every 3D call: a fast hasher (names come from configuration).
+#[derive(Default)]
+pub(super) struct LabelInterner {
+    channels: RwLock<HashSet<ChannelLabel, foldhash::fast::RandomState>>,
+}
+
+impl LabelInterner {
+    /// The label of `name`: found, or made once.
+    pub(super) fn channel(&self, name: &str) -> ChannelLabel {
+        if let Some(known) = read(&self.channels).get(name) {
+            return known.clone();
+        }
+        let mut set = write(&self.channels);
+        if let Some(known) = set.get(name) {
+            return known.clone();
+        }
+        if set.len() >= MAX_CHANNEL_LABELS {
+            return ChannelLabel::new(OVERFLOW);
+        }
+        let label = ChannelLabel::new(name);
+        set.insert(label.clone());
+        label
+    }
 }
 
 /// The `status` label of an HTTP status: a static string for the codes an
@@ -77,11 +158,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_channel_name_is_interned_once() {
-        let a = channel_label("labels-test-primary");
-        let b = channel_label(&String::from("labels-test-primary"));
-        assert!(std::ptr::eq(a, b));
-        assert_eq!(a, "labels-test-primary");
+    fn a_channel_name_is_interned_once_per_registry() {
+        let labels = LabelInterner::default();
+        let a = labels.channel("labels-test-primary");
+        let b = labels.channel(&String::from("labels-test-primary"));
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a.as_str(), "labels-test-primary");
+        let other = LabelInterner::default().channel("labels-test-primary");
+        assert!(!Arc::ptr_eq(&a.0, &other.0), "each registry its own");
+        assert_eq!(a, other, "equal by text");
+    }
+
+    #[test]
+    fn past_the_cap_a_name_is_labelled_overflow() {
+        let labels = LabelInterner::default();
+        for i in 0..MAX_CHANNEL_LABELS {
+            labels.channel(&format!("c{i}"));
+        }
+        assert_eq!(labels.channel("one-more").as_str(), OVERFLOW);
+        assert_eq!(labels.channel("c0").as_str(), "c0");
     }
 
     #[test]

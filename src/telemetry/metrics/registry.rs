@@ -130,8 +130,10 @@ impl Metrics {
             watch_notice_timeouts.clone(),
         );
 
+        let labels_interner = LabelInterner::default();
         for channel in channels {
-            channel_series.preset(&channel.into());
+            let name: String = channel.into();
+            channel_series.preset(&name, labels_interner.channel(&name));
         }
 
         Metrics {
@@ -161,6 +163,8 @@ impl Metrics {
                 cluster,
                 guard,
                 channels: channel_series,
+                core_label: labels_interner.channel(CORE_CHANNEL),
+                labels: labels_interner,
             }),
         }
     }

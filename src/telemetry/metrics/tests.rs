@@ -28,7 +28,7 @@ fn series_carry_their_labels_and_values() {
     );
     m.record_upstream(&UpstreamOutcome {
         operation: Operation::Liveness3D,
-        channel: Some("alternative"),
+        channel: Some(m.channel_label("alternative")),
         ended: UpstreamEnd::Answered {
             status: 503,
             elapsed: Duration::from_millis(7),
@@ -36,7 +36,7 @@ fn series_carry_their_labels_and_values() {
     });
     m.record_upstream(&UpstreamOutcome {
         operation: Operation::SessionToken3D,
-        channel: Some("alternative"),
+        channel: Some(m.channel_label("alternative")),
         ended: UpstreamEnd::Refused,
     });
     m.record_channel_failover("primary");

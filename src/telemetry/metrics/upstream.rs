@@ -13,7 +13,7 @@ use super::*;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct UpstreamLabels {
     operation: &'static str,
-    channel: &'static str,
+    channel: ChannelLabel,
     status: Cow<'static, str>,
 }
 
@@ -47,13 +47,13 @@ pub enum UpstreamEnd {
 /// One upstream REST exchange: the record its series are derived from.
 /// Holds an operation, a configured channel name, a status or class and
 /// a duration: nothing a caller sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpstreamOutcome {
     /// The operation called.
     pub operation: Operation,
-    /// The 3D channel's name as a label ([`channel_label`]), `None` for
-    /// the core service ([`CORE_CHANNEL`]).
-    pub channel: Option<&'static str>,
+    /// The 3D channel's name as a label ([`Metrics::channel_label`]),
+    /// `None` for the core service ([`CORE_CHANNEL`]).
+    pub channel: Option<ChannelLabel>,
     /// How it ended.
     pub ended: UpstreamEnd,
 }
@@ -61,7 +61,10 @@ pub struct UpstreamOutcome {
 impl Metrics {
     /// Records one upstream exchange in every upstream series.
     pub fn record_upstream(&self, outcome: &UpstreamOutcome) {
-        let channel = outcome.channel.unwrap_or(CORE_CHANNEL);
+        let channel = outcome
+            .channel
+            .clone()
+            .unwrap_or_else(|| self.inner.core_label.clone());
         let operation = outcome.operation.as_str();
         let (status, elapsed) = match outcome.ended {
             UpstreamEnd::Answered { status, elapsed } => (http_status_label(status), elapsed),
@@ -71,7 +74,7 @@ impl Metrics {
                     .upstream_rejected
                     .get_or_create(&RejectedLabels {
                         operation,
-                        channel: channel.to_owned(),
+                        channel: channel.to_string(),
                     })
                     .inc();
                 return;
@@ -91,7 +94,7 @@ impl Metrics {
         );
         let attributes = [
             KeyValue::new("operation", labels.operation),
-            KeyValue::new("channel", labels.channel),
+            KeyValue::new("channel", labels.channel.shared()),
             KeyValue::new("status", labels.status),
         ];
         inner.otel.upstream_requests.add(1, &attributes);

@@ -1,4 +1,5 @@
-//! The journey result (spec 2.5) -> [`pb::JourneyResult`].
+//! The journey result (`docs/upstream.md#the-journey-result`) ->
+//! [`pb::JourneyResult`].
 
 use crate::proto::v1 as pb;
 use crate::upstream::wire::{

@@ -1,4 +1,5 @@
-//! The journey result of `/document/result` (spec 2.5), field for field.
+//! The journey result of `/document/result`, field for field
+//! (`docs/upstream.md#the-journey-result`).
 //!
 //! Every object is optional (the upstream omits the face match when it is
 //! disabled, and the OCR objects of the types it did not read), unknown

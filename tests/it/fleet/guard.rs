@@ -3,60 +3,34 @@
 //! is a gated proxy in front of the fleet's sandbox, so a first call can
 //! be held at `/appkey` while the second arrives on another replica.
 
-use idgate::guard::BilledOperation;
-use tonic::Code;
+use std::time::Duration;
 
-use super::*;
+use idgate::{guard::BilledOperation, proto::v1, sandbox::samples};
+use tonic::Code;
+use tonic_types::StatusExt as _;
+
+use super::EVENT_WAIT;
 use crate::gateway::guard::budget;
-use crate::support::{net::gated_proxy, wait::Gate};
+use crate::support::{
+    fleet::Fleet,
+    gateway::{TestGateway, happy_person, reason},
+    net::gated_proxy,
+    redis::RedisServer,
+    wait::{Gate, eventually},
+};
 
 const REQUEST_ID: &str = "3b241101-e2bb-4255-8caf-4136c566a962";
 
-impl Fleet {
-    /// Starts a replica whose configuration `edit` changes.
-    async fn add_replica_with(&mut self, edit: impl FnOnce(&mut Config)) -> usize {
-        let mut config = self.config();
-        edit(&mut config);
-        let gateway = idgate::server::start_with(config, StartOptions::default())
-            .await
-            .expect("replica starts");
-        let channel = Channel::from_shared(gateway.grpc_url())
-            .expect("url")
-            .connect()
-            .await
-            .expect("connect to the replica");
-        self.replicas.push(Replica { gateway, channel });
-        self.replicas.len() - 1
-    }
-
-    /// Starts `n` replicas whose configuration `edit` changes alike, and
-    /// waits until every replica reaches Redis.
-    async fn add_replicas_with(&mut self, n: usize, edit: impl Fn(&mut Config)) {
-        for _ in 0..n {
-            self.add_replica_with(&edit).await;
-        }
-        self.all_up().await;
-    }
-
-    fn appkey_calls(&self) -> u64 {
-        self.sandbox.calls(Operation::Appkey, None)
-    }
-}
-
+/// The happy person's request with `reference` and `request_id` `id`.
 fn request(reference: &str, id: &str) -> v1::CreateJourneyRequest {
-    let p = samples::HAPPY_PERSON;
-    let parts: Vec<&str> = p.birth_date.split('/').collect();
     v1::CreateJourneyRequest {
-        cpf: p.cpf.into(),
-        name: p.name.into(),
-        birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
         customer_reference: reference.into(),
-        operator_profile: String::new(),
         request_id: id.into(),
+        ..happy_person()
     }
 }
 
-impl Replica {
+impl TestGateway {
     fn spawn_create(
         &self,
         request: v1::CreateJourneyRequest,
@@ -73,16 +47,8 @@ impl Replica {
 
 /// Every key and string value in the test's Redis.
 async fn redis_dump(redis: &RedisServer) -> Vec<(String, String)> {
+    let keys = redis.keys().await;
     let mut conn = redis.client().await;
-    let keys: Vec<String> = {
-        let mut iter: redis::AsyncIter<String> =
-            redis::AsyncCommands::scan(&mut conn).await.unwrap();
-        let mut keys = Vec::new();
-        while let Some(k) = iter.next_item().await {
-            keys.push(k.expect("key"));
-        }
-        keys
-    };
     let mut out = Vec::new();
     for key in keys {
         let kind: String = redis::cmd("TYPE")
@@ -127,8 +93,8 @@ async fn one_request_id_on_two_replicas_at_once_makes_one_appkey_call_and_one_ap
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
     // Credentials exchanged with the gate open: from now on a
     // CreateJourney is one /appkey.
-    a.create_journey().await;
-    b.create_journey().await;
+    a.create_journey_for(happy_person()).await;
+    b.create_journey_for(happy_person()).await;
     gate.close();
     let before = fleet.appkey_calls();
 
@@ -222,7 +188,7 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
         })
         .await;
     for r in &fleet.replicas {
-        r.create_journey().await;
+        r.create_journey_for(happy_person()).await;
     }
     let calls = fleet
         .sandbox
@@ -328,7 +294,7 @@ async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_repl
         "refused before any upstream call"
     );
     // The default profile's journeys have no session budget.
-    let default = b.create_journey().await;
+    let default = b.create_journey_for(happy_person()).await;
     b.start_3d(&default.appkey).await.expect("default profile");
     fleet.stop().await;
 }
@@ -361,7 +327,7 @@ async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica()
     assert_eq!(fleet.appkey_calls(), before);
     // Budgets: each replica counts alone (one call each), then refuses.
     for r in &fleet.replicas {
-        r.create_journey().await;
+        r.create_journey_for(happy_person()).await;
         let err = r
             .journeys()
             .create_journey(request("FLEETREF5", ""))

@@ -1,5 +1,6 @@
-//! Every upstream status code of spec section 7, and every broken answer,
-//! mapped to the gRPC error DESIGN.md and the README's error model promise; calls
+//! Every upstream status code of the REST interface, and every broken
+//! answer, mapped to the gRPC error that `docs/upstream.md#status-codes` and
+//! the error model of `docs/api.md` promise; calls
 //! that consume the appkey are sent exactly once; safe calls are retried.
 //! Faults are injected in the sandbox; counters prove what was sent.
 

@@ -1,4 +1,5 @@
-//! The lifecycle of spec section 3, as the gateway's callers see it:
+//! The lifecycle of `docs/upstream.md#timing-and-state-rules`, as the
+//! gateway's callers see it:
 //! credential refresh, appkey expiry, the 60 s challenge window, binding by
 //! `/captcha`, the single use of `/3d/liveness`, document re-uploads and
 //! the result before a liveness proof. Time moves on the sandbox's

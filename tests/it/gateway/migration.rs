@@ -24,33 +24,7 @@ use crate::support::gateway::*;
 /// Journeys created and started at once.
 const CONCURRENCY: usize = 16;
 
-fn weights(split: &[(&str, u32)]) -> Vec<v1::ChannelWeight> {
-    split
-        .iter()
-        .map(|(channel, weight)| v1::ChannelWeight {
-            channel: (*channel).into(),
-            weight: *weight,
-        })
-        .collect()
-}
-
 impl TestGateway {
-    /// `SetRoutingMode` to a weighted split.
-    async fn set_weighted(
-        &self,
-        split: &[(&str, u32)],
-    ) -> Result<v1::SetRoutingModeResponse, tonic::Status> {
-        self.admin()
-            .await
-            .set_routing_mode(v1::SetRoutingModeRequest {
-                mode: RoutingMode::Weighted as i32,
-                channel: String::new(),
-                weights: weights(split),
-            })
-            .await
-            .map(tonic::Response::into_inner)
-    }
-
     /// Creates journey `i` for `p` (its own customer reference, so no two
     /// journeys are taken for one).
     async fn journey(&self, i: usize, p: samples::TestPerson) -> v1::CreateJourneyResponse {

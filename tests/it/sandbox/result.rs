@@ -1,4 +1,5 @@
-//! `/document/result`: the journey result of spec 2.5.
+//! `/document/result`: the journey result
+//! (`docs/upstream.md#the-journey-result`).
 
 use idgate::sandbox::samples::{
     self, DocumentKind, DocumentType, FACE_MATCH_NEGATIVE, HAPPY_PERSON, LOW_FORENSICS_SCORE,

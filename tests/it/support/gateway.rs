@@ -45,11 +45,29 @@ pub fn test_config() -> Config {
     config.sandbox.processing_delay_ms = 2_000;
     // Tests stop at once: no load balancer to tell.
     config.serving.drain_delay_secs = 0;
+    // One serving thread, and no idle polling (the default): a test that
+    // needs more threads, or polling, asks for them.
+    config.serving.grpc_threads = 1;
     // Fallback polling quickly, so tests that lose the webhook finish fast.
     config.watch.webhook_grace_secs = 1;
     config.watch.poll_initial_ms = 50;
     config.watch.poll_max_ms = 200;
     config
+}
+
+/// Starts `config` as `idgate serve` does (the system clock), for tests
+/// that run in real time or on an upstream of their own.
+pub async fn start_gateway(config: Config) -> Gateway {
+    idgate::server::start(config).await.expect("gateway starts")
+}
+
+/// A channel connected to `url`.
+pub async fn connect(url: String) -> Channel {
+    Channel::from_shared(url)
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect")
 }
 
 impl TestGateway {
@@ -473,6 +491,17 @@ use idgate::{
     proto::v1::{ChannelStatus, ListChannelsResponse, RoutingMode, SetRoutingModeRequest},
 };
 
+/// A weighted split as `SetRoutingMode` weights: `[("primary", 90), ...]`.
+pub fn weights(split: &[(&str, u32)]) -> Vec<v1::ChannelWeight> {
+    split
+        .iter()
+        .map(|(channel, weight)| v1::ChannelWeight {
+            channel: (*channel).into(),
+            weight: *weight,
+        })
+        .collect()
+}
+
 /// The admin token of test gateways, typed.
 pub fn admin_token() -> AdminToken {
     AdminToken::new(ADMIN_TOKEN).expect("non-empty token")
@@ -525,6 +554,22 @@ impl TestGateway {
             })
             .await
             .expect("set routing mode");
+    }
+
+    /// `SetRoutingMode` to a weighted split, refused or not.
+    pub async fn set_weighted(
+        &self,
+        split: &[(&str, u32)],
+    ) -> Result<v1::SetRoutingModeResponse, tonic::Status> {
+        self.admin()
+            .await
+            .set_routing_mode(SetRoutingModeRequest {
+                mode: RoutingMode::Weighted as i32,
+                channel: String::new(),
+                weights: weights(split),
+            })
+            .await
+            .map(tonic::Response::into_inner)
     }
 
     /// `StartSession3D` for `appkey`.
@@ -636,10 +681,18 @@ pub fn secret_file(content: &str) -> std::path::PathBuf {
 /// Everything a watch stream sends until it closes: its messages and the
 /// status it ended with (`None`: closed with OK). Bounded by [`EVENT_WAIT`].
 pub async fn drain(
+    stream: tonic::Streaming<v1::WatchJourneyResponse>,
+) -> (Vec<v1::WatchJourneyResponse>, Option<tonic::Status>) {
+    drain_within(stream, EVENT_WAIT).await
+}
+
+/// [`drain`] bounded by `within`: the stream must end in that time.
+pub async fn drain_within(
     mut stream: tonic::Streaming<v1::WatchJourneyResponse>,
+    within: Duration,
 ) -> (Vec<v1::WatchJourneyResponse>, Option<tonic::Status>) {
     let mut items = Vec::new();
-    let end = tokio::time::timeout(EVENT_WAIT, async {
+    let end = tokio::time::timeout(within, async {
         loop {
             match stream.message().await {
                 Ok(Some(item)) => items.push(item),
@@ -649,7 +702,7 @@ pub async fn drain(
         }
     })
     .await
-    .expect("the watch stream ends in time");
+    .unwrap_or_else(|_| panic!("the watch stream did not end within {within:?}"));
     (items, end)
 }
 

@@ -3,24 +3,30 @@
 //! - [`gateway`]: `TestGateway` (a gateway on its embedded sandbox) and
 //!   `ExternalGateway` (a gateway on a sandbox of its own), typed clients,
 //!   request builders and status assertions;
+//! - [`fleet`] and [`redis`]: gateway replicas sharing a sandbox and a
+//!   `redis-server` of their own;
 //! - [`sandbox`]: a sandbox on a manual clock and a client for its REST
 //!   operations;
 //! - [`upstream`]: purpose-built fake upstream servers and fixtures for the
 //!   REST client;
 //! - [`net`]: loopback listeners, a refusing port, the HTTP client;
 //! - [`webhook`]: completion notices, signed or with Basic credentials;
-//! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to an
-//!   in-process OTLP collector;
+//! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to the
+//!   in-process OTLP collector (traces and metrics, plaintext or TLS);
+//! - [`tls`]: a certificate authority per test and a TLS listener;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
 //!   measurements.
 
+pub mod fleet;
 pub mod gateway;
 pub mod net;
 pub mod otlp_collector;
 pub mod process;
+pub mod redis;
 pub mod sandbox;
 pub mod telemetry;
+pub mod tls;
 pub mod upstream;
 pub mod wait;
 pub mod webhook;

@@ -1,8 +1,12 @@
-//! An in-process OTLP/gRPC trace collector for tests.
+//! The in-process OTLP collector of the tests, the only one.
 //!
-//! A real tonic server implementing the OTLP `TraceService` on
-//! `127.0.0.1:0`: the code under test exports to it over a real socket with
-//! the production exporter, and the test awaits the spans it expects.
+//! A real server on `127.0.0.1:0` implementing the OTLP `TraceService` and
+//! `MetricsService`: the code under test exports to it over a real socket
+//! with the production exporter, and the test awaits the spans (or metric
+//! points) it expects. It serves OTLP/gRPC in plaintext ([`Collector::start`])
+//! or over TLS ([`Collector::start_grpc_tls`]), or OTLP/HTTP with protobuf
+//! bodies over TLS ([`Collector::start_http_tls`]), for the exporter's
+//! private-CA settings.
 
 use std::{
     collections::HashMap,
@@ -12,14 +16,23 @@ use std::{
 };
 
 use opentelemetry_proto::tonic::{
-    collector::trace::v1::{
-        ExportTraceServiceRequest, ExportTraceServiceResponse,
-        trace_service_server::{TraceService, TraceServiceServer},
+    collector::{
+        metrics::v1::{
+            ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+            metrics_service_server::{MetricsService, MetricsServiceServer},
+        },
+        trace::v1::{
+            ExportTraceServiceRequest, ExportTraceServiceResponse,
+            trace_service_server::{TraceService, TraceServiceServer},
+        },
     },
     common::v1::{AnyValue, KeyValue, any_value::Value},
+    metrics::v1::{metric::Data, number_data_point},
 };
 use tokio::{net::TcpListener, sync::Notify, task::JoinHandle};
 use tokio_stream::wrappers::TcpListenerStream;
+
+use super::tls::{Leaf, TlsListener};
 
 /// OTLP span kinds, as numbers on the wire.
 pub mod kind {
@@ -99,12 +112,26 @@ impl CollectedSpan {
     }
 }
 
+/// One metric data point: metric name, string attributes, and the sum's
+/// value or the histogram's count.
+#[derive(Debug, Clone)]
+pub struct MetricPoint {
+    /// Metric name.
+    pub name: String,
+    /// The point's string attributes.
+    pub attributes: Vec<(String, String)>,
+    /// A sum's value (truncated), or a histogram's count.
+    pub value: u64,
+}
+
 #[derive(Default)]
 struct Store {
     spans: Mutex<Vec<CollectedSpan>>,
+    points: Mutex<Vec<MetricPoint>>,
     arrived: Notify,
 }
 
+#[derive(Clone)]
 struct Service(Arc<Store>);
 
 fn hex(bytes: &[u8]) -> String {
@@ -124,14 +151,11 @@ fn attrs(kvs: &[KeyValue]) -> HashMap<String, Attr> {
         .collect()
 }
 
-#[tonic::async_trait]
-impl TraceService for Service {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+impl Store {
+    /// Keeps the spans of one export request and wakes the waiters.
+    fn keep_spans(&self, request: ExportTraceServiceRequest) {
         let mut received = Vec::new();
-        for rs in request.into_inner().resource_spans {
+        for rs in request.resource_spans {
             let resource = rs
                 .resource
                 .as_ref()
@@ -163,13 +187,100 @@ impl TraceService for Service {
                 }
             }
         }
-        self.0
-            .spans
-            .lock()
-            .expect("collector lock")
-            .extend(received);
-        self.0.arrived.notify_waiters();
+        self.spans.lock().expect("collector lock").extend(received);
+        self.arrived.notify_waiters();
+    }
+
+    /// Keeps the sum and histogram points of one metrics export request.
+    fn keep_points(&self, request: ExportMetricsServiceRequest) {
+        let strings = |kvs: &[KeyValue]| {
+            kvs.iter()
+                .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                    Value::StringValue(v) => Some((kv.key.clone(), v.clone())),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut points = Vec::new();
+        let metrics = request
+            .resource_metrics
+            .into_iter()
+            .flat_map(|r| r.scope_metrics)
+            .flat_map(|s| s.metrics);
+        for m in metrics {
+            match &m.data {
+                Some(Data::Sum(sum)) => {
+                    for p in &sum.data_points {
+                        let value = match p.value {
+                            Some(number_data_point::Value::AsInt(i)) => i as u64,
+                            Some(number_data_point::Value::AsDouble(d)) => d as u64,
+                            None => 0,
+                        };
+                        points.push(MetricPoint {
+                            name: m.name.clone(),
+                            attributes: strings(&p.attributes),
+                            value,
+                        });
+                    }
+                }
+                Some(Data::Histogram(h)) => {
+                    for p in &h.data_points {
+                        points.push(MetricPoint {
+                            name: m.name.clone(),
+                            attributes: strings(&p.attributes),
+                            value: p.count,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.points.lock().expect("collector lock").extend(points);
+    }
+}
+
+#[tonic::async_trait]
+impl TraceService for Service {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0.keep_spans(request.into_inner());
         Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+#[tonic::async_trait]
+impl MetricsService for Service {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        self.0.keep_points(request.into_inner());
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
+}
+
+/// `POST /v1/traces` of OTLP/HTTP with a protobuf body.
+async fn export_http(
+    axum::extract::State(service): axum::extract::State<Service>,
+    body: axum::body::Bytes,
+) -> impl axum::response::IntoResponse {
+    use prost::Message as _;
+    match ExportTraceServiceRequest::decode(body) {
+        Ok(request) => {
+            service.0.keep_spans(request);
+            (
+                axum::http::StatusCode::OK,
+                [("content-type", "application/x-protobuf")],
+                ExportTraceServiceResponse::default().encode_to_vec(),
+            )
+        }
+        Err(_) => (
+            axum::http::StatusCode::BAD_REQUEST,
+            [("content-type", "text/plain")],
+            b"not an ExportTraceServiceRequest".to_vec(),
+        ),
     }
 }
 
@@ -181,17 +292,55 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Starts a collector on `127.0.0.1:0`.
+    /// Starts a collector of traces and metrics over OTLP/gRPC, plaintext.
     pub async fn start() -> Collector {
+        Self::start_grpc(None).await
+    }
+
+    /// Starts a collector of traces and metrics over OTLP/gRPC, TLS with
+    /// `identity`.
+    pub async fn start_grpc_tls(identity: &Leaf) -> Collector {
+        Self::start_grpc(Some(identity)).await
+    }
+
+    async fn start_grpc(identity: Option<&Leaf>) -> Collector {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
         let store = Arc::new(Store::default());
-        let service = TraceServiceServer::new(Service(store.clone()));
+        let mut server = tonic::transport::Server::builder();
+        if let Some(identity) = identity {
+            let tls = tonic::transport::ServerTlsConfig::new().identity(
+                tonic::transport::Identity::from_pem(&identity.cert_pem, &identity.key_pem),
+            );
+            server = server.tls_config(tls).expect("server TLS");
+        }
+        let router = server
+            .add_service(TraceServiceServer::new(Service(store.clone())))
+            .add_service(MetricsServiceServer::new(Service(store.clone())));
         let server = tokio::spawn(async move {
-            let _ = tonic::transport::Server::builder()
-                .add_service(service)
+            let _ = router
                 .serve_with_incoming(TcpListenerStream::new(listener))
                 .await;
+        });
+        Collector {
+            addr,
+            store,
+            server,
+        }
+    }
+
+    /// Starts a trace collector over OTLP/HTTP (`POST /v1/traces`,
+    /// protobuf), TLS with `identity`.
+    pub async fn start_http_tls(identity: &Leaf) -> Collector {
+        let tcp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = tcp.local_addr().expect("local addr");
+        let store = Arc::new(Store::default());
+        let app = axum::Router::new()
+            .route("/v1/traces", axum::routing::post(export_http))
+            .with_state(Service(store.clone()));
+        let listener = TlsListener::new(tcp, identity);
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
         });
         Collector {
             addr,
@@ -203,6 +352,17 @@ impl Collector {
     /// The endpoint for the exporter: `http://127.0.0.1:PORT`.
     pub fn endpoint(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The endpoint of a collector started over TLS:
+    /// `https://127.0.0.1:PORT`.
+    pub fn https_endpoint(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// Every metric point received so far.
+    pub fn points(&self) -> Vec<MetricPoint> {
+        self.store.points.lock().expect("collector lock").clone()
     }
 
     /// Every span received so far.

@@ -114,17 +114,7 @@ impl Traced {
     /// Flushes until `done` holds for the spans received (at most
     /// [`SPAN_WAIT`]); returns every span received.
     pub async fn spans_until(&self, done: impl Fn(&[CollectedSpan]) -> bool) -> Vec<CollectedSpan> {
-        let guard = self.telemetry.guard();
-        self.collector
-            .wait_until(
-                SPAN_WAIT,
-                || async {
-                    guard.force_flush().await.expect("flush");
-                },
-                done,
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
+        collected_until(&self.telemetry, &self.collector, done).await
     }
 
     /// Exports what is left and stops the exporter.
@@ -132,6 +122,71 @@ impl Traced {
         let Traced { telemetry, .. } = self;
         telemetry.shutdown().await.expect("shutdown");
     }
+}
+
+/// Logs of one test at WARN, kept in memory as JSON, with no span export:
+/// installed for the test's thread before anything starts.
+pub fn quiet_telemetry() -> (CapturedLogs, DefaultGuard) {
+    quiet_telemetry_at("warn")
+}
+
+/// [`quiet_telemetry`] with log filter `directives`.
+pub fn quiet_telemetry_at(directives: &str) -> (CapturedLogs, DefaultGuard) {
+    keep_callsites_asking();
+    let logs = CapturedLogs::new();
+    let telemetry = TelemetryBuilder::new(&TelemetryConfig::default())
+        .without_export()
+        .log_format(LogFormat::Json)
+        .log_filter(directives)
+        .log_writer(logs.clone())
+        .build()
+        .expect("telemetry");
+    (logs, telemetry.set_default())
+}
+
+/// Telemetry exporting spans to `collector` (OTLP/gRPC), JSON logs at INFO
+/// into memory, installed for the test's thread.
+pub fn exported_telemetry(collector: &Collector) -> (Telemetry, CapturedLogs, DefaultGuard) {
+    exported_telemetry_with(
+        TelemetryBuilder::new(&TelemetryConfig::default()).otlp_endpoint(collector.endpoint()),
+    )
+}
+
+/// `builder` (its export already set up) with JSON logs at INFO into
+/// memory, installed for the test's thread.
+pub fn exported_telemetry_with(
+    builder: TelemetryBuilder,
+) -> (Telemetry, CapturedLogs, DefaultGuard) {
+    keep_callsites_asking();
+    let logs = CapturedLogs::new();
+    let telemetry = builder
+        .log_format(LogFormat::Json)
+        .log_filter("info")
+        .log_writer(logs.clone())
+        .build()
+        .expect("telemetry");
+    let guard = telemetry.set_default();
+    (telemetry, logs, guard)
+}
+
+/// Flushes `telemetry` until `done` holds for the spans `collector`
+/// received (at most [`SPAN_WAIT`]); returns every span received.
+pub async fn collected_until(
+    telemetry: &Telemetry,
+    collector: &Collector,
+    done: impl Fn(&[CollectedSpan]) -> bool,
+) -> Vec<CollectedSpan> {
+    let guard = telemetry.guard();
+    collector
+        .wait_until(
+            SPAN_WAIT,
+            || async {
+                guard.force_flush().await.expect("flush");
+            },
+            done,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `series{labels} value` lines of an OpenMetrics text into a map;

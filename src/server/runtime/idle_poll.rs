@@ -26,7 +26,11 @@
 //! most one window per call start and end, and nothing once calls stop.
 //! Each window adapts between zero and that ceiling to what it waits for
 //! ([`IdlePoll`]), so a slow upstream soon costs no polling.
-//! `serving.idle_poll_us = 0` turns it off.
+//!
+//! Off unless `serving.idle_poll_us` is set (docs/serving.md says when it
+//! pays). Admission tells the poller of a call's start and end through
+//! [`ThreadPollers`], the [`CallEvents`] hook the runtime hands it; the
+//! thread-local that finds the current thread's poller stays here.
 
 use std::{
     cell::RefCell,
@@ -39,7 +43,10 @@ use std::{
 
 use tokio::sync::Notify;
 
-use crate::telemetry::IdlePollSeconds;
+use crate::{
+    server::admission::{CallEnd, CallEvents},
+    telemetry::IdlePollSeconds,
+};
 
 thread_local! {
     /// The polling state of the serving thread this is, if it is one.
@@ -186,26 +193,24 @@ fn grow(window: u64, ceiling: u64) -> u64 {
     window.saturating_mul(2).max(GROW_START_NS).min(ceiling)
 }
 
-/// A call on a serving thread, from admission to the end of its response:
-/// counted on that thread's [`IdlePoll`] until dropped.
-#[derive(Debug)]
-pub(super) struct CallOnThread(Arc<IdlePoll>);
+/// The calls admission reports, told to the poller of the serving thread
+/// they run on: what the runtime hands admission as its [`CallEvents`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct ThreadPollers;
 
-impl CallOnThread {
-    /// Counts a call admitted at `now` on this thread, if it is a serving
-    /// thread that polls.
-    pub(super) fn begin(now: Instant) -> Option<Self> {
+impl CallEvents for ThreadPollers {
+    fn began(&self, now: Instant) -> Option<Arc<dyn CallEnd>> {
         let poll = THIS_THREAD.with(|this| this.borrow().clone())?;
         let before = poll.calls.fetch_add(1, Relaxed);
         poll.event(now, false, before);
-        Some(Self(poll))
+        Some(poll)
     }
 }
 
-impl Drop for CallOnThread {
-    fn drop(&mut self) {
-        let before = self.0.calls.fetch_sub(1, Relaxed);
-        self.0.event(Instant::now(), true, before);
+impl CallEnd for IdlePoll {
+    fn ended(&self, now: Instant) {
+        let before = self.calls.fetch_sub(1, Relaxed);
+        self.event(now, true, before);
     }
 }
 
@@ -322,7 +327,7 @@ mod tests {
 
     #[test]
     fn only_serving_threads_that_poll_count_calls() {
-        assert!(CallOnThread::begin(Instant::now()).is_none());
+        assert!(ThreadPollers.began(Instant::now()).is_none());
     }
 
     #[tokio::test(flavor = "current_thread")]
@@ -330,7 +335,10 @@ mod tests {
         let polled = IdlePollSeconds::default();
         IdlePoll::install(Duration::from_millis(2), polled.clone());
         let poll = THIS_THREAD.with(|this| this.borrow().clone()).unwrap();
-        drop(CallOnThread::begin(Instant::now()).unwrap());
+        ThreadPollers
+            .began(Instant::now())
+            .unwrap()
+            .ended(Instant::now());
         assert_eq!(poll.calls.load(Relaxed), 0);
         while poll.should_poll(Instant::now()) {
             tokio::task::yield_now().await;

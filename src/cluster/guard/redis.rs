@@ -13,8 +13,17 @@
 //! - `{p}profile:<journey ref>`: the operator profile that created the
 //!   journey (only with several profiles), for billing later calls.
 
-use super::*;
-use crate::cluster::{BudgetTake, BudgetWindow, IdemRecord, IdemState, WindowUse};
+use std::time::Duration;
+
+use super::{GuardStore, MemoryGuard};
+use crate::{
+    cluster::{
+        BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse,
+        redis::{RedisConn, millis},
+        seal::Digester,
+    },
+    domain::JourneyRef,
+};
 
 /// Claims a key if absent; else returns what it holds ('' when claimed).
 const CLAIM_SCRIPT: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return '' end \
@@ -50,26 +59,51 @@ fn pending(request: &str) -> String {
     format!("p:{request}")
 }
 
-impl Keys {
-    pub(super) fn idem(&self, key: &str) -> String {
-        format!("{}idem:{key}", self.prefix)
-    }
-    pub(super) fn budget(&self, name: &str) -> String {
-        format!("{}budget:{name}", self.prefix)
-    }
-    pub(super) fn profile(&self, j: &JourneyRef) -> String {
-        format!("{}profile:{j}", self.prefix)
-    }
+/// The spending guard's records on Redis. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RedisGuard {
+    conn: RedisConn,
+    /// How long the profile that created a journey is remembered (as long
+    /// as the journey directory's entries).
+    profile_ttl: Duration,
+    /// Budgets counted while Redis is unreachable.
+    local: std::sync::Arc<MemoryGuard>,
 }
 
-impl Inner {
+impl RedisGuard {
+    /// The records on `conn`; `local` counts budgets while Redis is
+    /// unreachable.
+    pub(in crate::cluster) fn new(
+        conn: RedisConn,
+        profile_ttl: Duration,
+        local: MemoryGuard,
+    ) -> Self {
+        Self {
+            conn,
+            profile_ttl,
+            local: std::sync::Arc::new(local),
+        }
+    }
+
+    fn idem_key(&self, key: &str) -> String {
+        self.conn.key(&format!("idem:{key}"))
+    }
+
+    fn budget_key(&self, name: &str) -> String {
+        self.conn.key(&format!("budget:{name}"))
+    }
+
+    fn profile_key(&self, j: &JourneyRef) -> String {
+        self.conn.key(&format!("profile:{j}"))
+    }
+
     fn done_value(&self, record: &IdemRecord) -> String {
         format!(
             "d:{}:{}:{}:{}",
             record.request,
             record.journey,
             record.expires_unix,
-            self.sealer.seal(&record.journey, &record.appkey)
+            self.conn.sealer().seal(&record.journey, &record.appkey)
         )
     }
 
@@ -94,9 +128,10 @@ impl Inner {
         let Some(journey) = JourneyRef::parse(journey) else {
             return IdemState::Absent;
         };
-        let (Ok(expires_unix), Some(appkey)) =
-            (expires.parse::<i64>(), self.sealer.open(&journey, sealed))
-        else {
+        let (Ok(expires_unix), Some(appkey)) = (
+            expires.parse::<i64>(),
+            self.conn.sealer().open(&journey, sealed),
+        ) else {
             tracing::warn!(journey = %journey, "an idempotency record in Redis did not open (another secret_key?)");
             return IdemState::Absent;
         };
@@ -108,14 +143,14 @@ impl Inner {
         })
     }
 
-    pub(super) async fn idem_claim(
+    async fn idem_claim(
         &self,
         key: &str,
         request: &str,
         pending_ttl: Duration,
     ) -> Result<Option<IdemState>, ClusterError> {
-        self.check_up()?;
-        let key = self.keys.idem(key);
+        self.conn.check_up()?;
+        let key = self.idem_key(key);
         let value = pending(request);
         let ttl = millis(pending_ttl);
         // Twice at most: a record that does not read (another sealing
@@ -123,6 +158,7 @@ impl Inner {
         for _ in 0..2 {
             let (k, v) = (key.clone(), value.clone());
             let held: String = self
+                .conn
                 .exec("EVAL", move |mut c| async move {
                     redis::cmd("EVAL")
                         .arg(CLAIM_SCRIPT)
@@ -139,17 +175,7 @@ impl Inner {
             }
             match self.parse_idem(&held) {
                 IdemState::Absent => {
-                    let k = key.clone();
-                    self.exec("EVAL", move |mut c| async move {
-                        redis::cmd("EVAL")
-                            .arg(UNBIND_SCRIPT)
-                            .arg(1)
-                            .arg(&k)
-                            .arg(&held)
-                            .query_async::<i64>(&mut c)
-                            .await
-                    })
-                    .await?;
+                    self.conn.delete_if(key.clone(), held).await?;
                 }
                 state => return Ok(Some(state)),
             }
@@ -157,63 +183,54 @@ impl Inner {
         Err(ClusterError::Unavailable)
     }
 
-    pub(super) async fn idem_complete(
+    async fn idem_complete(
         &self,
         key: &str,
         record: &IdemRecord,
         ttl: Duration,
     ) -> Result<(), ClusterError> {
-        self.check_up()?;
-        let key = self.keys.idem(key);
+        self.conn.check_up()?;
+        let key = self.idem_key(key);
         let expected = pending(&record.request);
         let value = self.done_value(record);
         let ttl = millis(ttl);
-        self.exec("EVAL", move |mut c| async move {
-            redis::cmd("EVAL")
-                .arg(COMPLETE_SCRIPT)
-                .arg(1)
-                .arg(&key)
-                .arg(&expected)
-                .arg(&value)
-                .arg(ttl)
-                .query_async::<i64>(&mut c)
-                .await
-        })
-        .await
-        .map(|_| ())
+        self.conn
+            .exec("EVAL", move |mut c| async move {
+                redis::cmd("EVAL")
+                    .arg(COMPLETE_SCRIPT)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(&expected)
+                    .arg(&value)
+                    .arg(ttl)
+                    .query_async::<i64>(&mut c)
+                    .await
+            })
+            .await
+            .map(|_| ())
     }
 
-    pub(super) async fn idem_release(&self, key: &str, request: &str) -> Result<(), ClusterError> {
-        self.check_up()?;
-        let key = self.keys.idem(key);
+    async fn idem_release(&self, key: &str, request: &str) -> Result<(), ClusterError> {
+        self.conn.check_up()?;
+        let key = self.idem_key(key);
         let expected = pending(request);
-        self.exec("EVAL", move |mut c| async move {
-            redis::cmd("EVAL")
-                .arg(UNBIND_SCRIPT)
-                .arg(1)
-                .arg(&key)
-                .arg(&expected)
-                .query_async::<i64>(&mut c)
-                .await
-        })
-        .await
-        .map(|_| ())
+        self.conn.delete_if(key, expected).await
     }
 
     /// Polls (20 ms, backing off to 200 ms) while the key is pending for
     /// `request`, at most `max`: a waiter costs a few GETs a second.
-    pub(super) async fn idem_wait(
+    async fn idem_wait(
         &self,
         key: &str,
         request: &str,
         max: Duration,
     ) -> Result<IdemState, ClusterError> {
         let give_up = tokio::time::Instant::now() + max;
-        let redis_key = self.keys.idem(key);
+        let redis_key = self.idem_key(key);
         let mut pause = POLL_FIRST;
         loop {
-            self.check_up()?;
-            let value = self.get(redis_key.clone()).await?;
+            self.conn.check_up()?;
+            let value = self.conn.get(redis_key.clone()).await?;
             let state = value.map_or(IdemState::Absent, |v| self.parse_idem(&v));
             let still_pending = matches!(&state, IdemState::Pending { request: r } if r == request);
             let now = tokio::time::Instant::now();
@@ -225,18 +242,16 @@ impl Inner {
         }
     }
 
-    pub(super) async fn budget_take(
-        &self,
-        windows: &[BudgetWindow],
-    ) -> Result<BudgetTake, ClusterError> {
-        self.check_up()?;
-        let keys: Vec<String> = windows.iter().map(|w| self.keys.budget(&w.name)).collect();
+    async fn budget_take(&self, windows: &[BudgetWindow]) -> Result<BudgetTake, ClusterError> {
+        self.conn.check_up()?;
+        let keys: Vec<String> = windows.iter().map(|w| self.budget_key(&w.name)).collect();
         let args: Vec<u64> = windows
             .iter()
             .flat_map(|w| [w.limit, millis(w.length)])
             .collect();
         let n = keys.len();
         let answer: Vec<i64> = self
+            .conn
             .exec("EVAL", move |mut c| async move {
                 redis::cmd("EVAL")
                     .arg(BUDGET_SCRIPT)
@@ -263,5 +278,93 @@ impl Inner {
             )),
             _ => Err(ClusterError::Unavailable),
         }
+    }
+}
+
+impl GuardStore for RedisGuard {
+    fn is_fleet(&self) -> bool {
+        true
+    }
+
+    fn digester(&self) -> Digester {
+        self.conn.digester().clone()
+    }
+
+    fn idempotency_claim(
+        &self,
+        key: &str,
+        request: &str,
+        pending_ttl: Duration,
+    ) -> BoxFuture<Result<Option<IdemState>, ClusterError>> {
+        let this = self.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        Box::pin(async move { this.idem_claim(&key, &request, pending_ttl).await })
+    }
+
+    fn idempotency_complete(
+        &self,
+        key: &str,
+        record: IdemRecord,
+        ttl: Duration,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        let this = self.clone();
+        let key = key.to_owned();
+        Box::pin(async move { this.idem_complete(&key, &record, ttl).await })
+    }
+
+    fn idempotency_release(&self, key: &str, request: &str) -> BoxFuture<Result<(), ClusterError>> {
+        let this = self.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        Box::pin(async move { this.idem_release(&key, &request).await })
+    }
+
+    fn idempotency_wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: Duration,
+    ) -> BoxFuture<Result<IdemState, ClusterError>> {
+        let this = self.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        Box::pin(async move { this.idem_wait(&key, &request, max).await })
+    }
+
+    fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake> {
+        let this = self.clone();
+        Box::pin(async move {
+            // Unreachable: this replica counts alone (each replica then
+            // enforces the whole limit; docs/operations.md).
+            match this.budget_take(&windows).await {
+                Ok(take) => take,
+                Err(_) => this.local.take(&windows),
+            }
+        })
+    }
+
+    fn remember_profile(
+        &self,
+        journey: &JourneyRef,
+        profile: &str,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        let conn = self.conn.clone();
+        let key = self.profile_key(journey);
+        let profile = profile.to_owned();
+        let ttl = millis(self.profile_ttl);
+        Box::pin(async move {
+            conn.check_up()?;
+            conn.set_px(key, profile, ttl).await
+        })
+    }
+
+    fn journey_profile(
+        &self,
+        journey: &JourneyRef,
+    ) -> BoxFuture<Result<Option<String>, ClusterError>> {
+        let conn = self.conn.clone();
+        let key = self.profile_key(journey);
+        Box::pin(async move {
+            conn.check_up()?;
+            conn.get(key).await
+        })
     }
 }

@@ -2,19 +2,25 @@
 //! bounded, expiring map, with a [`Notify`] per pending claim for the
 //! calls that wait on it, and budget windows counted in memory.
 //!
-//! [`RedisState`](super::super::RedisState) keeps one of these too, and
-//! counts budgets here while Redis is unreachable.
+//! [`RedisGuard`](super::RedisGuard) keeps one of these too, and counts
+//! budgets here while Redis is unreachable.
 
 use std::{
     collections::HashMap,
+    future::Future,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use tokio::{sync::Notify, time::Instant};
 
+use super::GuardStore;
 use crate::{
-    cluster::{BudgetTake, BudgetWindow, IdemRecord, IdemState, WindowUse},
+    cluster::{
+        BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse, ready,
+        seal::Digester,
+    },
+    domain::JourneyRef,
     ttl::TtlMap,
 };
 
@@ -51,27 +57,39 @@ struct Window {
 }
 
 /// Idempotency records and budget windows of one process.
-pub(crate) struct MemoryGuard {
-    idem: Mutex<TtlMap<String, Slot>>,
+pub struct MemoryGuard {
+    idem: Arc<Mutex<TtlMap<String, Slot>>>,
     windows: Mutex<HashMap<String, Window>>,
+    digester: Digester,
+}
+
+impl std::fmt::Debug for MemoryGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryGuard").finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryGuard {
+    /// The default bounds of [`Ttls`](crate::cluster::Ttls).
+    fn default() -> Self {
+        let ttls = crate::cluster::Ttls::default();
+        Self::new(ttls.idempotency, ttls.idempotency_max_entries)
+    }
 }
 
 impl MemoryGuard {
     /// Completed records live `ttl`; at most `max_entries` are held (the
-    /// oldest is forgotten first).
-    pub(crate) fn new(ttl: Duration, max_entries: usize) -> Self {
+    /// oldest is forgotten first). Request digests are keyed at random
+    /// (no other process compares them).
+    pub fn new(ttl: Duration, max_entries: usize) -> Self {
         Self {
-            idem: Mutex::new(TtlMap::new(ttl, max_entries)),
+            idem: Arc::new(Mutex::new(TtlMap::new(ttl, max_entries))),
             windows: Mutex::new(HashMap::new()),
+            digester: Digester::random(),
         }
     }
 
-    pub(crate) fn claim(
-        &self,
-        key: &str,
-        request: &str,
-        pending_ttl: Duration,
-    ) -> Option<IdemState> {
+    pub fn claim(&self, key: &str, request: &str, pending_ttl: Duration) -> Option<IdemState> {
         let now = Instant::now();
         let mut idem = crate::sync::lock(&self.idem);
         if let Some(state) = idem.get(&key.to_owned(), now).and_then(|s| s.state(now)) {
@@ -91,7 +109,7 @@ impl MemoryGuard {
 
     /// Replaces the pending claim (or an expired or absent one) with
     /// `record`, and wakes its waiters.
-    pub(crate) fn complete(&self, key: &str, record: IdemRecord) {
+    pub fn complete(&self, key: &str, record: IdemRecord) {
         let now = Instant::now();
         let mut idem = crate::sync::lock(&self.idem);
         let key = key.to_owned();
@@ -112,7 +130,7 @@ impl MemoryGuard {
 
     /// Forgets the claim if it is still pending for `request`, and wakes
     /// its waiters.
-    pub(crate) fn release(&self, key: &str, request: &str) {
+    pub fn release(&self, key: &str, request: &str) {
         let mut idem = crate::sync::lock(&self.idem);
         let key = key.to_owned();
         let mut waiters = None;
@@ -132,37 +150,19 @@ impl MemoryGuard {
     }
 
     /// Waits while `key` is pending for `request`, at most `max`.
-    pub(crate) async fn wait(&self, key: &str, request: &str, max: Duration) -> IdemState {
-        let give_up = Instant::now() + max;
-        loop {
-            let now = Instant::now();
-            let (notified, until) = {
-                let mut idem = crate::sync::lock(&self.idem);
-                match idem.get(&key.to_owned(), now) {
-                    Some(Slot::Pending {
-                        request: r,
-                        until,
-                        notify,
-                    }) if r == request && *until > now => {
-                        // Created under the lock: a completion after the
-                        // lock is released still wakes it.
-                        (notify.clone().notified_owned(), *until)
-                    }
-                    Some(slot) => return slot.state(now).unwrap_or(IdemState::Absent),
-                    None => return IdemState::Absent,
-                }
-            };
-            let wake = until.min(give_up);
-            if tokio::time::timeout_at(wake, notified).await.is_err() && wake == give_up {
-                return IdemState::Pending {
-                    request: request.to_owned(),
-                };
-            }
-        }
+    pub fn wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: Duration,
+    ) -> impl Future<Output = IdemState> + Send + 'static {
+        let idem = self.idem.clone();
+        let (key, request) = (key.to_owned(), request.to_owned());
+        async move { wait(&idem, &key, &request, max).await }
     }
 
     /// Counts one call in every window unless one is spent.
-    pub(crate) fn take(&self, windows: &[BudgetWindow]) -> BudgetTake {
+    pub fn take(&self, windows: &[BudgetWindow]) -> BudgetTake {
         let now = Instant::now();
         let mut counted = crate::sync::lock(&self.windows);
         if counted.len() >= MAX_WINDOWS {
@@ -199,6 +199,99 @@ impl MemoryGuard {
             })
             .collect();
         BudgetTake::Granted(uses)
+    }
+}
+
+/// [`MemoryGuard::wait`] on its records.
+async fn wait(
+    idem: &Mutex<TtlMap<String, Slot>>,
+    key: &str,
+    request: &str,
+    max: Duration,
+) -> IdemState {
+    let give_up = Instant::now() + max;
+    loop {
+        let now = Instant::now();
+        let (notified, until) = {
+            let mut idem = crate::sync::lock(idem);
+            match idem.get(&key.to_owned(), now) {
+                Some(Slot::Pending {
+                    request: r,
+                    until,
+                    notify,
+                }) if r == request && *until > now => {
+                    // Created under the lock: a completion after the
+                    // lock is released still wakes it.
+                    (notify.clone().notified_owned(), *until)
+                }
+                Some(slot) => return slot.state(now).unwrap_or(IdemState::Absent),
+                None => return IdemState::Absent,
+            }
+        };
+        let wake = until.min(give_up);
+        if tokio::time::timeout_at(wake, notified).await.is_err() && wake == give_up {
+            return IdemState::Pending {
+                request: request.to_owned(),
+            };
+        }
+    }
+}
+
+/// The guard's records of one process. The profile that created a
+/// journey is the guard's own to remember: no-ops here.
+impl GuardStore for MemoryGuard {
+    fn is_fleet(&self) -> bool {
+        false
+    }
+
+    fn digester(&self) -> Digester {
+        self.digester.clone()
+    }
+
+    fn idempotency_claim(
+        &self,
+        key: &str,
+        request: &str,
+        pending_ttl: Duration,
+    ) -> BoxFuture<Result<Option<IdemState>, ClusterError>> {
+        ready(Ok(self.claim(key, request, pending_ttl)))
+    }
+
+    fn idempotency_complete(
+        &self,
+        key: &str,
+        record: IdemRecord,
+        _ttl: Duration,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        self.complete(key, record);
+        ready(Ok(()))
+    }
+
+    fn idempotency_release(&self, key: &str, request: &str) -> BoxFuture<Result<(), ClusterError>> {
+        self.release(key, request);
+        ready(Ok(()))
+    }
+
+    fn idempotency_wait(
+        &self,
+        key: &str,
+        request: &str,
+        max: Duration,
+    ) -> BoxFuture<Result<IdemState, ClusterError>> {
+        let waiting = self.wait(key, request, max);
+        Box::pin(async move { Ok(waiting.await) })
+    }
+
+    fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake> {
+        ready(self.take(&windows))
+    }
+
+    fn remember_profile(&self, _: &JourneyRef, _: &str) -> BoxFuture<Result<(), ClusterError>> {
+        ready(Ok(()))
+    }
+
+    fn journey_profile(&self, _: &JourneyRef) -> BoxFuture<Result<Option<String>, ClusterError>> {
+        ready(Ok(None))
     }
 }
 

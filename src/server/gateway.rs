@@ -1,0 +1,251 @@
+//! [`Gateway`]: a running gateway, what its listeners need grouped by
+//! concern, and how it reloads and stops.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use tokio::{sync::watch, task::JoinHandle};
+
+use super::{StartError, connections::KillSwitch, embedded, setup::ListenerTlsSet};
+use crate::{
+    channels::{ChannelRouter, ChannelSpec},
+    cluster::Shared,
+    config::Config,
+    events::JourneyHub,
+    guard::Guard,
+    journey::JourneyCore,
+    sandbox::SandboxHandle,
+    telemetry::Metrics,
+};
+
+/// Where the listeners listen.
+pub(super) struct Addresses {
+    pub(super) grpc: SocketAddr,
+    pub(super) http: SocketAddr,
+    /// Only with an admin token.
+    pub(super) admin: Option<SocketAddr>,
+}
+
+/// What the listeners serve from: one of each, shared by every listener
+/// and serving thread.
+pub(super) struct Services {
+    pub(super) router: Arc<ChannelRouter>,
+    pub(super) hub: JourneyHub,
+    pub(super) core: JourneyCore,
+    /// Idempotency and budgets of the public API.
+    pub(super) guard: Guard,
+    pub(super) metrics: Metrics,
+    /// The shared state (in memory, or the fleet's on Redis).
+    pub(super) shared: Shared,
+}
+
+/// What a reload re-reads and falls back to.
+pub(super) struct Reloadable {
+    /// The configuration file, re-read on [`Gateway::reload`].
+    pub(super) config_path: Option<PathBuf>,
+    /// The channels a reload with no `[[channels]]` returns to.
+    pub(super) embedded_channels: Vec<ChannelSpec>,
+    /// The embedded sandbox, when no upstream is configured.
+    pub(super) sandbox: Option<SandboxHandle>,
+    /// The listeners' certificates.
+    pub(super) tls: ListenerTlsSet,
+}
+
+/// How the gateway drains and stops.
+pub(super) struct Lifecycle {
+    /// Ends every listener's accept loop.
+    pub(super) stop: watch::Sender<bool>,
+    /// Flips `/healthz` and gRPC health to NOT_SERVING.
+    pub(super) ready: watch::Sender<bool>,
+    pub(super) health: tonic_health::server::HealthReporter,
+    /// The listeners (and the fleet relay), awaited on shutdown.
+    pub(super) tasks: Vec<JoinHandle<()>>,
+    /// Close what is still open once the grace is over.
+    pub(super) kill_switches: Vec<Arc<KillSwitch>>,
+    pub(super) drain_delay: Duration,
+    pub(super) shutdown_grace: Duration,
+}
+
+/// A running gateway. Dropping it does not stop it: call
+/// [`Gateway::shutdown`].
+pub struct Gateway {
+    pub(super) addrs: Addresses,
+    pub(super) services: Services,
+    pub(super) reloadable: Reloadable,
+    pub(super) lifecycle: Lifecycle,
+}
+
+impl Gateway {
+    /// The public gRPC API's address.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.addrs.grpc
+    }
+
+    /// `http://` (or, with `[tls.grpc]`, `https://`) URL of the public
+    /// gRPC API, for tonic clients.
+    pub fn grpc_url(&self) -> String {
+        let scheme = if self.reloadable.tls.grpc.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addrs.grpc)
+    }
+
+    /// The HTTP listener's address (webhook, metrics, health).
+    pub fn http_addr(&self) -> SocketAddr {
+        self.addrs.http
+    }
+
+    /// The admin listener's address, when an admin token is configured.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.addrs.admin
+    }
+
+    /// The embedded sandbox, when no upstream is configured.
+    pub fn sandbox(&self) -> Option<&SandboxHandle> {
+        self.reloadable.sandbox.as_ref()
+    }
+
+    /// The embedded sandbox, mutably (to stop one of its channels).
+    pub fn sandbox_mut(&mut self) -> Option<&mut SandboxHandle> {
+        self.reloadable.sandbox.as_mut()
+    }
+
+    /// The 3D channel router.
+    pub fn router(&self) -> &Arc<ChannelRouter> {
+        &self.services.router
+    }
+
+    /// The journey event hub (watchers, directory).
+    pub fn hub(&self) -> &JourneyHub {
+        &self.services.hub
+    }
+
+    /// The journey core (credentials, REST client).
+    pub fn core(&self) -> &JourneyCore {
+        &self.services.core
+    }
+
+    /// The metrics registry.
+    pub fn metrics(&self) -> &Metrics {
+        &self.services.metrics
+    }
+
+    /// The shared state (in memory, or the fleet's on Redis).
+    pub fn shared_state(&self) -> &Shared {
+        &self.services.shared
+    }
+
+    /// Re-reads the listeners' certificates, then the configuration file,
+    /// and applies what can change at run time: certificates (served from
+    /// the next connection on) and the channel set. Connections, bindings
+    /// and calls in flight are kept.
+    pub async fn reload(&self) -> Result<(), StartError> {
+        self.reload_tls()?;
+        let config = Config::load(self.reloadable.config_path.as_deref())?;
+        self.reload_from(&config)
+    }
+
+    /// Re-reads every TLS listener's certificate, key and client CA files
+    /// (the paths the gateway started with). A listener whose files do not
+    /// load keeps its running certificate, and the error is returned.
+    pub fn reload_tls(&self) -> Result<(), StartError> {
+        let tls = &self.reloadable.tls;
+        let mut failed = None;
+        for tls in tls.all() {
+            if let Err(e) = tls.reload() {
+                tracing::error!(error = %e, "TLS certificate reload failed; keeping the running one");
+                failed = Some(e);
+            }
+        }
+        match failed {
+            Some(e) => Err(e.into()),
+            None => {
+                if tls.all().next().is_some() {
+                    tracing::info!("TLS certificates reloaded");
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Applies `config`'s channels, as [`Gateway::reload`] does. With no
+    /// `[[channels]]`, the channels the gateway started with come back
+    /// (on the embedded sandbox, with `config`'s `[embedded_channels]`).
+    pub fn reload_from(&self, config: &Config) -> Result<(), StartError> {
+        let specs = match (&self.reloadable.sandbox, config.channels.is_empty()) {
+            (_, false) => config.channels.clone(),
+            (Some(sandbox), true) => embedded::channels(sandbox, config),
+            (None, true) => self.reloadable.embedded_channels.clone(),
+        };
+        let summary = self.services.router.reload(specs)?;
+        tracing::info!(?summary, "channels reloaded");
+        Ok(())
+    }
+
+    /// Reports NOT_SERVING on gRPC health and `/healthz` while still
+    /// serving: the first step of [`Gateway::shutdown`], for load balancers
+    /// to move traffic away. Idempotent.
+    pub async fn begin_drain(&self) {
+        let life = &self.lifecycle;
+        if !life.ready.send_replace(false) {
+            return;
+        }
+        self.services.metrics.set_draining(true);
+        for service in [
+            "",
+            "idgate.v1.JourneyService",
+            "idgate.v1.LivenessService",
+            "idgate.v1.DocumentService",
+        ] {
+            life.health
+                .set_service_status(service, tonic_health::ServingStatus::NotServing)
+                .await;
+        }
+        tracing::info!(
+            drain_delay_secs = life.drain_delay.as_secs(),
+            "draining: health reports NOT_SERVING"
+        );
+    }
+
+    /// Drains and stops: NOT_SERVING at once, calls still served for the
+    /// drain delay; then no new connections, GOAWAY on open ones, open
+    /// `WatchJourney` streams ended with `UNAVAILABLE` / `SHUTTING_DOWN`;
+    /// calls in flight get the shutdown grace to finish, then every
+    /// connection left is closed. Returns within drain delay + grace (plus
+    /// the embedded sandbox's own stop).
+    pub async fn shutdown(self) {
+        self.begin_drain().await;
+        let Self {
+            services,
+            reloadable,
+            lifecycle: life,
+            ..
+        } = self;
+        tokio::time::sleep(life.drain_delay).await;
+        let _ = life.stop.send(true);
+        // Open WatchJourney streams would hold up the graceful shutdown.
+        services.hub.close();
+        services.shared.stop();
+        let listeners = futures_util::future::join_all(life.tasks);
+        tokio::pin!(listeners);
+        if tokio::time::timeout(life.shutdown_grace, &mut listeners)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                grace_secs = life.shutdown_grace.as_secs(),
+                "shutdown grace over: closing the connections still open"
+            );
+            for kill in &life.kill_switches {
+                kill.kill();
+            }
+            // Closed connections end their tasks at once; never hang on one.
+            let _ = tokio::time::timeout(Duration::from_secs(1), listeners).await;
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), services.hub.tasks_finished()).await;
+        if let Some(sandbox) = reloadable.sandbox {
+            sandbox.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The HTTP listener: its routes (`/healthz`, `/metrics`, the webhook
+//! receiver when configured) and its accept loop, each connection served
+//! by hyper and counted on its connection's activity.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use axum::{Router, extract::State, routing::get};
+use futures_util::StreamExt as _;
+use http::StatusCode;
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo, TokioTimer},
+    server::{conn::auto, graceful::GracefulShutdown},
+};
+use tokio::{sync::watch, task::JoinHandle};
+use tower::ServiceExt as _;
+
+use super::{Accept, scrape::Scrape};
+use crate::{
+    config::ServingConfig,
+    events::WebhookReceiver,
+    server::{
+        admission::holding,
+        connections::{Activity, Conn},
+    },
+    telemetry::{HttpServerLayer, Metrics},
+    tls::TlsIncoming,
+};
+
+/// Whether the HTTP listener reports healthy: false from the stop signal.
+pub(in crate::server) type Readiness = watch::Receiver<bool>;
+
+/// The HTTP listener's routes: `/healthz` (`ready`), `/metrics`
+/// (`scrape`), and the webhook receiver when there is one; every request
+/// traced and counted in `metrics`.
+pub(in crate::server) fn app(
+    ready: Readiness,
+    receiver: Option<&WebhookReceiver>,
+    scrape: Scrape,
+    metrics: Metrics,
+) -> Router {
+    let mut http = Router::new().route("/healthz", get(healthz).with_state(ready));
+    if let Some(receiver) = receiver {
+        http = http.merge(receiver.router());
+    }
+    http.route("/metrics", scrape.route())
+        .layer(HttpServerLayer::with_metrics(metrics))
+}
+
+/// Serves `app` on the connections `accept`'s gate admits, with HTTP/1's
+/// head read bounded by `header_read_timeout`, until `stopped`.
+pub(in crate::server) fn serve_http(
+    accept: Accept,
+    app: Router,
+    serving: &ServingConfig,
+    stopped: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_millis(serving.header_read_timeout_ms));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(serving.max_concurrent_streams)
+        .max_header_list_size(serving.max_header_list_bytes);
+    let accepted = accept.gate.incoming(accept.listener);
+    match accept.tls {
+        // With TLS configured, never plain text: every connection goes
+        // through the handshake.
+        Some(tls) => tokio::spawn(serve_connections(
+            TlsIncoming::from_stream(accepted, tls),
+            app,
+            builder,
+            stopped,
+        )),
+        None => tokio::spawn(serve_connections(accepted, app, builder, stopped)),
+    }
+}
+
+/// A connection the HTTP listener serves: plain, or after TLS.
+trait Served: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {
+    /// The connection's requests in flight, for its idle timeout.
+    fn activity(&self) -> Arc<Activity>;
+}
+
+impl Served for Conn {
+    fn activity(&self) -> Arc<Activity> {
+        self.info().activity
+    }
+}
+
+impl Served for tokio_rustls::server::TlsStream<Conn> {
+    fn activity(&self) -> Arc<Activity> {
+        self.get_ref().0.info().activity
+    }
+}
+
+/// The accept loop: each connection served by `builder` with `app`, every
+/// request counted on its connection's activity; on `stopped`, stop
+/// accepting and let open connections finish.
+async fn serve_connections<I, IO, E>(
+    incoming: I,
+    app: Router,
+    builder: auto::Builder<TokioExecutor>,
+    mut stopped: watch::Receiver<bool>,
+) where
+    I: futures_util::Stream<Item = Result<IO, E>> + Send + 'static,
+    IO: Served,
+{
+    let graceful = GracefulShutdown::new();
+    let mut incoming = Box::pin(incoming);
+    loop {
+        let conn = tokio::select! {
+            conn = incoming.next() => conn,
+            _ = stopped.wait_for(|s| *s) => break,
+        };
+        let Some(Ok(conn)) = conn else { break };
+        let activity = conn.activity();
+        let app = app.clone();
+        let service =
+            hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let active = activity.start();
+                let call = app.clone().oneshot(request.map(axum::body::Body::new));
+                async move {
+                    let response = call.await?;
+                    Ok::<_, Infallible>(response.map(|b| axum::body::Body::new(holding(b, active))))
+                }
+            });
+        let connection = builder
+            .serve_connection(TokioIo::new(conn), service)
+            .into_owned();
+        let watched = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = watched.await {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+        });
+    }
+    // Stop accepting (the listener is dropped with `incoming`), ask open
+    // connections to finish, and wait for them.
+    drop(incoming);
+    graceful.shutdown().await;
+}
+
+/// `GET /healthz`: 200 while serving, 503 once draining.
+async fn healthz(State(ready): State<Readiness>) -> (StatusCode, &'static str) {
+    if *ready.borrow() {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining")
+    }
+}

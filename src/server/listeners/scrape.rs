@@ -1,0 +1,58 @@
+//! `GET /metrics`: the channels' circuit states (which change with time
+//! alone) and the counters the webhook receiver and the journey hub keep
+//! themselves, brought into the registry at scrape time, then the registry
+//! encoded. The router counts its channel series as each call ends.
+
+use std::sync::Arc;
+
+use axum::{extract::State, response::Response, routing::MethodRouter};
+
+use crate::{
+    channels::ChannelRouter,
+    events::{JourneyHub, RejectReason, WebhookReceiver},
+    telemetry::{self, Metrics, metrics::WatchCounts},
+};
+
+/// What `/metrics` reads at scrape time.
+#[derive(Clone)]
+pub(in crate::server) struct Scrape {
+    pub(in crate::server) metrics: Metrics,
+    pub(in crate::server) router: Arc<ChannelRouter>,
+    pub(in crate::server) receiver: Option<WebhookReceiver>,
+    pub(in crate::server) hub: JourneyHub,
+}
+
+impl Scrape {
+    /// The `/metrics` route.
+    pub(super) fn route(self) -> MethodRouter {
+        axum::routing::get(scrape_metrics).with_state(self)
+    }
+}
+
+/// Sets the channels' circuit states and brings the counters kept by the
+/// webhook receiver and the journey hub into the registry, then encodes
+/// it.
+async fn scrape_metrics(State(s): State<Scrape>) -> Response {
+    for ch in s.router.snapshot().channels {
+        s.metrics
+            .set_channel_circuit_state(&ch.name, ch.circuit.gauge_value());
+    }
+    let hub = s.hub.stats();
+    s.metrics.sync_watch(WatchCounts {
+        journeys: hub.journeys,
+        watchers: hub.watchers,
+        result_reads: hub.result_reads,
+        notice_timeouts: hub.notice_timeouts,
+    });
+    if let Some(r) = &s.receiver {
+        let stats = r.stats();
+        s.metrics.sync_webhooks("received", stats.received);
+        s.metrics.sync_webhooks("accepted", stats.accepted);
+        s.metrics.sync_webhooks("duplicate", stats.duplicates);
+        for reason in RejectReason::ALL {
+            s.metrics
+                .sync_webhooks(reason.metric_label(), stats.rejected(reason));
+        }
+    }
+    telemetry::metrics_handler(State(s.metrics)).await
+}

@@ -1,0 +1,143 @@
+//! What a built [`Telemetry`] is for: installing it (for the thread or the
+//! process), and flushing and stopping its exporters ([`TelemetryGuard`]).
+
+use opentelemetry::global;
+use opentelemetry_sdk::{metrics::SdkMeterProvider, trace::SdkTracerProvider};
+use tracing::{Dispatch, dispatcher::DefaultGuard};
+
+use super::TelemetryError;
+
+/// A built subscriber and the provider behind its span export.
+pub struct Telemetry {
+    pub(super) dispatch: Dispatch,
+    pub(super) guard: TelemetryGuard,
+}
+
+impl std::fmt::Debug for Telemetry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Telemetry")
+            .field("guard", &self.guard)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Telemetry {
+    /// The subscriber, e.g. for `tracing::dispatcher::with_default`.
+    pub fn dispatch(&self) -> &Dispatch {
+        &self.dispatch
+    }
+
+    /// Installs the subscriber for the current thread until the returned
+    /// guard drops.
+    pub fn set_default(&self) -> DefaultGuard {
+        tracing::dispatcher::set_default(&self.dispatch)
+    }
+
+    /// The provider guard (flush, shutdown).
+    pub fn guard(&self) -> &TelemetryGuard {
+        &self.guard
+    }
+
+    /// Installs the meter provider of OTLP metrics export, if any, for the
+    /// whole process: metrics created afterwards ([`crate::telemetry::Metrics::new`])
+    /// export through it. [`Telemetry::install_global`] does it too.
+    pub fn install_meter_provider(&self) {
+        if let Some(meters) = &self.guard.meter_provider {
+            global::set_meter_provider(meters.clone());
+        }
+    }
+
+    /// Installs the subscriber, the tracer provider and the meter provider
+    /// for the whole process.
+    pub fn install_global(self) -> Result<TelemetryGuard, TelemetryError> {
+        tracing::dispatcher::set_global_default(self.dispatch)
+            .map_err(|_| TelemetryError::AlreadyInstalled)?;
+        if let Some(provider) = &self.guard.provider {
+            global::set_tracer_provider(provider.clone());
+        }
+        if let Some(meters) = &self.guard.meter_provider {
+            global::set_meter_provider(meters.clone());
+        }
+        Ok(self.guard)
+    }
+
+    /// Exports every ended span, then stops the exporter.
+    pub async fn shutdown(self) -> Result<(), TelemetryError> {
+        self.guard.shutdown().await
+    }
+}
+
+/// Owns the tracer provider and, with OTLP metrics export, the meter
+/// provider: dropping it flushes and stops the exporters.
+///
+/// The exporters' connections run on the Tokio runtime while a flush
+/// blocks a thread, so prefer [`TelemetryGuard::shutdown`] from async code;
+/// `Drop` does its best (blocking in place on a multi-threaded runtime, on a
+/// helper thread otherwise).
+#[derive(Debug)]
+pub struct TelemetryGuard {
+    pub(super) provider: Option<SdkTracerProvider>,
+    pub(super) meter_provider: Option<SdkMeterProvider>,
+}
+
+impl TelemetryGuard {
+    /// Exports every span ended and every metric recorded so far; returns
+    /// when the collector has answered.
+    pub async fn force_flush(&self) -> Result<(), TelemetryError> {
+        if let Some(provider) = self.provider.clone() {
+            run_blocking(move || provider.force_flush()).await?;
+        }
+        if let Some(meters) = self.meter_provider.clone() {
+            run_blocking(move || meters.force_flush()).await?;
+        }
+        Ok(())
+    }
+
+    /// Exports what is pending, then stops the exporters.
+    pub async fn shutdown(mut self) -> Result<(), TelemetryError> {
+        if let Some(provider) = self.provider.take() {
+            run_blocking(move || provider.shutdown()).await?;
+        }
+        if let Some(meters) = self.meter_provider.take() {
+            run_blocking(move || meters.shutdown()).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        let provider = self.provider.take();
+        let meters = self.meter_provider.take();
+        if provider.is_none() && meters.is_none() {
+            return;
+        }
+        let stop = move || {
+            if let Some(p) = provider {
+                let _ = p.shutdown();
+            }
+            if let Some(m) = meters {
+                let _ = m.shutdown();
+            }
+        };
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(stop),
+            // Blocking this thread would stop the very runtime the export
+            // needs: let a helper thread wait instead.
+            Ok(_) => {
+                std::thread::spawn(stop);
+            }
+            Err(_) => stop(),
+        }
+    }
+}
+
+async fn run_blocking(
+    f: impl FnOnce() -> opentelemetry_sdk::error::OTelSdkResult + Send + 'static,
+) -> Result<(), TelemetryError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| TelemetryError::Export(e.to_string()))?
+        .map_err(|e| TelemetryError::Export(e.to_string()))
+}

@@ -1,0 +1,53 @@
+//! A journey belongs to the fleet, not to the replica that created it: its
+//! reference and its 3D session resolve on any other replica, and a wrong
+//! channel hint is refused by the fleet's binding before any call.
+
+use super::EVENT_WAIT;
+use crate::support::{
+    fleet::{Fleet, assert_complete},
+    gateway::{by_ref, drain_within, happy_person, reason},
+};
+use idgate::domain::Operation;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn journey_refs_and_3d_sessions_resolve_on_a_replica_other_than_the_creator() {
+    let fleet = Fleet::start(3, 30).await;
+    let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
+
+    let created = a.create_journey_for(happy_person()).await;
+    // The session starts on A; C verifies it without a channel hint.
+    let s = a.start_3d(&created.appkey).await.expect("start on A");
+    // A wrong hint on B is refused by the fleet's binding, before sending.
+    let wrong = if s.channel == "primary" {
+        "alternative"
+    } else {
+        "primary"
+    };
+    let err = b
+        .verify_3d(&created.appkey, &s.session_token, wrong)
+        .await
+        .unwrap_err();
+    assert_eq!(reason(&err), "CHANNEL_MISMATCH");
+    let v = c
+        .verify_3d(&created.appkey, &s.session_token, "")
+        .await
+        .expect("verify on C with no hint");
+    assert!(v.valid);
+    assert_eq!(
+        fleet.sandbox.calls(Operation::Liveness3D, Some(&s.channel)),
+        1
+    );
+
+    // WatchJourney by reference on B, a journey B never saw.
+    a.submit_rg(&created.appkey).await;
+    let watcher = b.watch(by_ref(&created.journey_ref)).await;
+    fleet.finish_processing();
+    assert_eq!(
+        a.post_notice("Completo", &created.appkey, None).await.0,
+        202
+    );
+    let (items, end) = drain_within(watcher, EVENT_WAIT).await;
+    assert_complete(&items, &end);
+    assert_eq!(items.last().unwrap().journey_ref, created.journey_ref);
+    fleet.stop().await;
+}

@@ -1,0 +1,29 @@
+//! Gateway replicas sharing journey state on Redis (issue 11), each test
+//! on a fleet of its own: a `redis-server` on a free loopback port (never
+//! the machine's shared 6379), one sandbox, and replicas pointed at both,
+//! all over real sockets (`support::fleet`, `support::redis`). Waits are
+//! bounded polls.
+//!
+//! - `notices`: a completion notice on one replica reaches every other,
+//!   deduplicated fleet-wide;
+//! - `journeys`: references and 3D sessions resolve on any replica;
+//! - `routing`: drains, modes, weighted splits and contingency holds are
+//!   the fleet's;
+//! - `outage`: without Redis (stopped, or the wrong password) core RPCs
+//!   work, fleet changes are refused, and the fleet converges after;
+//! - `secrecy`: nothing personal in clear in Redis or in its spans;
+//! - `guard`: idempotent `CreateJourney` and budgets across replicas.
+
+use std::time::Duration;
+
+pub use crate::support::wait::EVENT_WAIT;
+
+/// How soon a fleet-wide change must reach every replica (issue 11).
+pub const FLEET_BOUND: Duration = Duration::from_secs(1);
+
+mod guard;
+mod journeys;
+mod notices;
+mod outage;
+mod routing;
+mod secrecy;

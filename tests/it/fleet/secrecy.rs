@@ -1,0 +1,265 @@
+//! Redis holds nothing personal in clear: no appkey, session token, CPF,
+//! name, birth date or secret in its keys, values or pub/sub messages, and
+//! the spans of Redis calls name the command only, never a key or value.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use futures_util::StreamExt as _;
+use idgate::sandbox::samples;
+
+use super::EVENT_WAIT;
+use crate::support::{
+    fleet::{Fleet, assert_complete},
+    gateway::{ADMIN_TOKEN, by_ref, drain_within, happy_person},
+    wait::eventually,
+    webhook::PASSWORD,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
+    let fleet = Fleet::start(3, 30).await;
+    let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
+
+    // Everything that crosses the pub/sub channel, too.
+    let mut pubsub = redis::Client::open(fleet.redis.url())
+        .unwrap()
+        .get_async_pubsub()
+        .await
+        .expect("pubsub");
+    pubsub.subscribe("idgate:events").await.expect("subscribe");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let listener = tokio::spawn(async move {
+        let mut messages = pubsub.into_on_message();
+        while let Some(m) = messages.next().await {
+            let _ = tx.send(m.get_payload_bytes().to_vec());
+        }
+    });
+
+    let created = a.create_journey_for(happy_person()).await;
+    let session = a.start_3d(&created.appkey).await.unwrap();
+    let held_session = b.create_journey_for(happy_person()).await;
+    let open_session = b.start_3d(&held_session.appkey).await.unwrap();
+    c.verify_3d(&created.appkey, &session.session_token, "")
+        .await
+        .unwrap();
+    a.submit_rg(&created.appkey).await;
+    fleet.finish_processing();
+    let watcher = c.watch(by_ref(&created.journey_ref)).await;
+    assert_eq!(
+        a.post_notice("Completo", &created.appkey, Some("msg_scan"))
+            .await
+            .0,
+        202
+    );
+    let (items, end) = drain_within(watcher, EVENT_WAIT).await;
+    assert_complete(&items, &end);
+    b.drain("alternative").await.unwrap();
+
+    let person = samples::HAPPY_PERSON;
+    let formatted_cpf = format!(
+        "{}.{}.{}-{}",
+        &person.cpf[..3],
+        &person.cpf[3..6],
+        &person.cpf[6..9],
+        &person.cpf[9..]
+    );
+    let secrets = [
+        ("appkey", created.appkey.as_str()),
+        ("appkey", held_session.appkey.as_str()),
+        ("session token", session.session_token.as_str()),
+        ("session token", open_session.session_token.as_str()),
+        ("CPF", person.cpf),
+        ("CPF", formatted_cpf.as_str()),
+        ("name", person.name),
+        ("birth date", person.birth_date),
+        ("webhook password", PASSWORD),
+        ("admin token", ADMIN_TOKEN),
+    ];
+    let first_name = person.name.split(' ').next().unwrap();
+    let check = |what: &str, text: &str| {
+        for (kind, secret) in &secrets {
+            assert!(!text.contains(secret), "{kind} in clear in {what}");
+        }
+        // As a word: a sealed value's Base64 may contain the letters of a
+        // short first name by chance, which is not the name in clear.
+        assert!(
+            !text
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|word| word.eq_ignore_ascii_case(first_name)),
+            "name in clear in {what}"
+        );
+    };
+
+    // `redis-cli --scan`, then every value by its type.
+    let keys = fleet.redis.keys().await;
+    let mut conn = fleet.redis.client().await;
+    let kinds = [
+        "journey:",
+        "binding:",
+        "dedupe:",
+        "control:drained",
+        "control:mode",
+    ];
+    for kind in kinds {
+        assert!(
+            keys.iter()
+                .any(|k| k.starts_with(&format!("idgate:{kind}"))),
+            "a key of kind {kind} in {keys:?}"
+        );
+    }
+    for key in &keys {
+        check("a key", key);
+        let kind: String = redis::cmd("TYPE")
+            .arg(key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let values: Vec<Vec<u8>> = match kind.as_str() {
+            "string" => vec![
+                redis::cmd("GET")
+                    .arg(key)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap(),
+            ],
+            "set" => redis::cmd("SMEMBERS")
+                .arg(key)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            other => panic!("unexpected type {other} of {key}"),
+        };
+        for v in values {
+            check(key, &String::from_utf8_lossy(&v));
+        }
+    }
+    // Every journey key holds a sealed value, not the appkey.
+    let journey_key = format!("idgate:journey:{}", created.journey_ref);
+    let sealed: String = redis::cmd("GET")
+        .arg(&journey_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(sealed.len() > created.appkey.len());
+
+    // The notice and the drain crossed pub/sub.
+    let mut messages = Vec::new();
+    eventually("two pub/sub messages", EVENT_WAIT, async || {
+        while let Ok(m) = rx.try_recv() {
+            messages.push(m);
+        }
+        messages.len() >= 2
+    })
+    .await;
+    for m in &messages {
+        check("a pub/sub message", &String::from_utf8_lossy(m));
+    }
+    listener.abort();
+    fleet.stop().await;
+}
+
+/// Every span the process opens with a `db.system` field: name and fields.
+type RecordedSpans = Arc<std::sync::Mutex<Vec<(String, BTreeMap<String, String>)>>>;
+
+struct DbSpans(RecordedSpans);
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for DbSpans {
+    /// Only the Redis spans are enabled: the rest of the binary's tests
+    /// run as without a subscriber.
+    fn register_callsite(
+        &self,
+        metadata: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if metadata.is_span() && metadata.fields().field("db.system").is_some() {
+            tracing::subscriber::Interest::always()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if attrs.metadata().fields().field("db.system").is_none() {
+            return;
+        }
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        self.0
+            .lock()
+            .unwrap()
+            .push((attrs.metadata().name().to_owned(), fields));
+    }
+}
+
+/// Records the Redis spans made on this thread (the test runs on a
+/// current-thread runtime, so every replica's span is made here) until the
+/// guard drops. The test binary's global dispatcher keeps every callsite
+/// asking the current thread's subscriber.
+fn record_db_spans() -> (RecordedSpans, tracing::subscriber::DefaultGuard) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    crate::support::telemetry::keep_callsites_asking();
+    let spans = RecordedSpans::default();
+    let guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(DbSpans(spans.clone())),
+    );
+    tracing::callsite::rebuild_interest_cache();
+    (spans, guard)
+}
+
+#[tokio::test]
+async fn redis_calls_are_client_spans_named_by_command_without_keys_or_values() {
+    let (spans, _recording) = record_db_spans();
+    let fleet = Fleet::start(2, 30).await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    let created = a.create_journey_for(happy_person()).await;
+    let s = a.start_3d(&created.appkey).await.unwrap();
+    b.verify_3d(&created.appkey, &s.session_token, "")
+        .await
+        .unwrap();
+    let port = fleet.redis.port().to_string();
+    let ours: Vec<_> = spans
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, f)| f.get("server.port") == Some(&port))
+        .cloned()
+        .collect();
+    let commands: Vec<&str> = ours
+        .iter()
+        .map(|(_, f)| f["db.operation.name"].as_str())
+        .collect();
+    assert!(
+        commands.contains(&"SET") && commands.contains(&"GET"),
+        "{commands:?}"
+    );
+    for (name, fields) in &ours {
+        assert_eq!(name, "redis");
+        assert_eq!(fields["db.system"], "redis");
+        assert_eq!(fields["otel.kind"], "client");
+        assert_eq!(fields["otel.name"], fields["db.operation.name"]);
+        let text = format!("{fields:?}");
+        for secret in [
+            created.appkey.as_str(),
+            created.journey_ref.as_str(),
+            "idgate:",
+        ] {
+            assert!(!text.contains(secret), "{secret} in a Redis span: {text}");
+        }
+    }
+    fleet.stop().await;
+}

@@ -1,0 +1,174 @@
+//! A `redis-server` of one test alone (Debian's `redis-server` package;
+//! `scripts/test` installs it): loopback, no persistence, in a temporary
+//! directory, killed on drop. Never the machine's shared 6379.
+//!
+//! Redis cannot bind port 0 and report the port it got, so the test picks
+//! a free port and lets the child bind it. Another process may take the
+//! port in between: the server is ready only once the Redis answering on
+//! the port reports the child's own pid (`INFO server`'s `process_id`),
+//! and a child that exits (its port taken) is started again on a new one.
+
+use std::{
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+/// How long a child has to answer before the test fails.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// A running `redis-server` of this test.
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    password: Option<String>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+impl RedisServer {
+    /// A server without a password.
+    pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// A server that requires `password` (`requirepass`), if any.
+    pub fn start_with(password: Option<&str>) -> Self {
+        let dir = std::env::temp_dir().join(format!("idgate-test-redis-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("redis temp dir");
+        let mut server = Self {
+            port: free_port(),
+            dir,
+            child: None,
+            password: password.map(str::to_owned),
+        };
+        // A port taken between `free_port` and the child's bind: another.
+        while !server.spawn() {
+            server.port = free_port();
+        }
+        server
+    }
+
+    /// Starts the child on `self.port` and waits until it answers there;
+    /// false if it exited first (the port was taken).
+    fn spawn(&mut self) -> bool {
+        let mut child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(self.password.iter().flat_map(|p| ["--requirepass", p.as_str()]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run redis-server ({e}): these tests need Debian's `redis-server` package (scripts/test installs it)"
+                )
+            });
+        let deadline = Instant::now() + START_WAIT;
+        loop {
+            if child.try_wait().expect("redis-server status").is_some() {
+                return false;
+            }
+            if self.pid_on_port() == Some(child.id()) {
+                self.child = Some(child);
+                return true;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("redis-server did not answer on port {}", self.port);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The pid of the Redis answering on the port, if one does.
+    fn pid_on_port(&self) -> Option<u32> {
+        let client = redis::Client::open(self.client_url()).ok()?;
+        let mut conn = client
+            .get_connection_with_timeout(Duration::from_millis(500))
+            .ok()?;
+        let info: String = redis::cmd("INFO").arg("server").query(&mut conn).ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
+    }
+
+    /// Stops the server (its data is gone: no persistence).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again, empty, on the same port (the replicas' URL); fails
+    /// the test if another process took the port meanwhile.
+    pub fn restart(&mut self) {
+        self.stop();
+        assert!(
+            self.spawn(),
+            "redis-server could not take port {} again",
+            self.port
+        );
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT` (no password: configure it apart).
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The URL with the password, if any.
+    fn client_url(&self) -> String {
+        match &self.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
+            None => self.url(),
+        }
+    }
+
+    /// Its password, if any.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+
+    /// A connection of the test's own.
+    pub async fn client(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.client_url())
+            .expect("redis url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect to the test redis")
+    }
+
+    /// Every key, in no order (`SCAN`).
+    pub async fn keys(&self) -> Vec<String> {
+        let mut conn = self.client().await;
+        let mut iter: redis::AsyncIter<String> =
+            redis::AsyncCommands::scan(&mut conn).await.expect("scan");
+        let mut keys = Vec::new();
+        while let Some(k) = iter.next_item().await {
+            keys.push(k.expect("key"));
+        }
+        keys
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,125 @@
+//! TLS for tests: a certificate authority made per test (rcgen), the
+//! certificates it signs in files, and a TLS listener for axum servers
+//! (the OTLP/HTTP collector over TLS).
+//!
+//! Listener TLS, mTLS, certificate reload and the exporter's private-CA
+//! settings are all proven against these, never against a fixed
+//! certificate checked in.
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{
+    TlsAcceptor,
+    rustls::{
+        self,
+        pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer},
+    },
+};
+
+/// A certificate and its key, PEM and DER.
+pub struct Leaf {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub cert_der: CertificateDer<'static>,
+    pub key_der: Vec<u8>,
+}
+
+/// A CA made for one test, its certificate in a file of its own.
+pub struct TestCa {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+    dir: PathBuf,
+}
+
+impl TestCa {
+    pub fn new() -> TestCa {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "idgate test CA");
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key"))
+            .expect("CA certificate");
+        let dir = std::env::temp_dir().join(format!("idgate-test-ca-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("CA dir");
+        std::fs::write(dir.join("ca.pem"), issuer.pem()).expect("CA file");
+        TestCa { issuer, dir }
+    }
+
+    /// The CA certificate's file (PEM).
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Writes `leaf` as `NAME.pem` and `NAME.key` beside the CA file;
+    /// returns both paths.
+    pub fn write(&self, name: &str, leaf: &Leaf) -> (PathBuf, PathBuf) {
+        let cert = self.dir.join(format!("{name}.pem"));
+        let key = self.dir.join(format!("{name}.key"));
+        std::fs::write(&cert, &leaf.cert_pem).expect("certificate file");
+        std::fs::write(&key, &leaf.key_pem).expect("key file");
+        (cert, key)
+    }
+
+    /// A certificate for `names` (DNS names or IP addresses).
+    pub fn leaf(&self, names: &[&str]) -> Leaf {
+        let key = KeyPair::generate().expect("key");
+        let params =
+            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
+                .expect("params");
+        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            cert_der: cert.der().clone(),
+            key_der: key.serialize_der(),
+        }
+    }
+}
+
+/// Accepts TCP connections and completes their TLS handshake; a failed
+/// handshake is dropped and the next connection awaited.
+pub struct TlsListener {
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl TlsListener {
+    pub fn new(tcp: TcpListener, identity: &Leaf) -> TlsListener {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocols")
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![identity.cert_der.clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(identity.key_der.clone())),
+            )
+            .expect("server certificate");
+        TlsListener {
+            tcp,
+            acceptor: TlsAcceptor::from(Arc::new(config)),
+        }
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
