@@ -4,200 +4,31 @@
 //! Every message here is written for a caller and is free of secrets and
 //! personal data by construction: variants carry field names, operation
 //! names, channel names and status codes, never values.
+//!
+//! # Layout
+//!
+//! - this file: [`Error`], what can fail;
+//! - `reason`: [`Reason`], the stable `ErrorInfo.reason` names;
+//! - `classify`: the one table from an error (an upstream failure
+//!   included) to its gRPC code, reason and retry safety;
+//! - `status`: every `tonic::Status` and its `google.rpc` details
+//!   (`ErrorInfo`, `BadRequest`, `RetryInfo`), built in one place.
 
 use std::time::Duration;
 
-use tonic::Code;
-use tonic_types::{ErrorDetails, StatusExt};
+use crate::upstream::UpstreamError;
 
-use crate::{domain::Operation, upstream::UpstreamError};
+mod classify;
+mod reason;
+mod status;
+
+pub use reason::Reason;
 
 /// The `ErrorInfo.domain` of every idgate error.
 pub use crate::proto::codec::ERROR_DOMAIN;
 
 /// How long a caller should wait before retrying a retry-safe failure.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
-
-/// The `ErrorInfo.reason` of an error: a stable name a caller may branch
-/// on, compared as this enum inside the crate and sent as its string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reason {
-    /// The request is invalid; `BadRequest` names the fields.
-    InvalidRequest,
-    /// A 3D verification this gateway cannot route.
-    SessionUnknown,
-    /// A channel name that is not configured.
-    ChannelUnknown,
-    /// The named channel did not issue the session.
-    ChannelMismatch,
-    /// Every 3D channel was drained, open or failed.
-    NoChannelAvailable,
-    /// An operator profile that is not configured.
-    OperatorProfileUnknown,
-    /// A journey reference this gateway did not issue.
-    JourneyUnknown,
-    /// The admin bearer token is missing or wrong.
-    AdminTokenInvalid,
-    /// The caller's deadline passed first.
-    DeadlineExceeded,
-    /// A fault inside the gateway.
-    Internal,
-    /// Too many watchers.
-    WatchLimitReached,
-    /// The result still said processing after the notice.
-    ResultNotSettled,
-    /// The gateway is shutting down.
-    ShuttingDown,
-    /// The fleet's shared state (Redis) is unreachable; the admin change
-    /// was applied nowhere.
-    ClusterUnavailable,
-    /// The request's bytes are not a valid protobuf message.
-    MalformedRequest,
-    /// A message over `max_grpc_message_bytes`.
-    MessageTooLarge,
-    /// A concurrency limit of the gateway is reached; retry after the delay.
-    Overloaded,
-    /// The request body did not arrive in time.
-    RequestBodyTimeout,
-    /// A call that consumes the appkey failed ambiguously; not retried.
-    OutcomeUnknown,
-    /// `/document` found no usable document.
-    DocumentUnusable,
-    /// The service answered 400.
-    UpstreamRejectedRequest,
-    /// The service refused the operator's login or credential.
-    OperatorCredentialsRejected,
-    /// 401 on the digital licence: an expired appkey or a licence out of pattern.
-    AppkeyExpiredOrLicenceRejected,
-    /// The appkey is expired, finished or unknown.
-    AppkeyExpired,
-    /// The service answered 403.
-    UpstreamPermissionDenied,
-    /// The service answered 404.
-    ResultNotAvailable,
-    /// The service answered 409.
-    UpstreamConflict,
-    /// The service answered 429.
-    UpstreamRateLimited,
-    /// The service could not be reached, or answered 502-504.
-    UpstreamUnavailable,
-    /// The service answered another 5xx.
-    UpstreamInternal,
-    /// The service answered a status the contract does not use.
-    UpstreamUnexpectedStatus,
-    /// The service did not answer in time.
-    UpstreamTimeout,
-    /// The service's answer could not be read.
-    UpstreamMalformedResponse,
-    /// The service's answer exceeded `max_response_bytes`.
-    UpstreamResponseTooLarge,
-    /// A `request_id` already used with a different request.
-    RequestIdReused,
-    /// The call with the same `request_id` this one waited for did not
-    /// complete; nothing was created for this call.
-    ConcurrentCallFailed,
-    /// A `[[budgets]]` limit of the operator profile is spent; retry after
-    /// the delay, when the window reopens.
-    BudgetExceeded,
-}
-
-impl Reason {
-    /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 37] = [
-        Reason::InvalidRequest,
-        Reason::SessionUnknown,
-        Reason::ChannelUnknown,
-        Reason::ChannelMismatch,
-        Reason::NoChannelAvailable,
-        Reason::OperatorProfileUnknown,
-        Reason::JourneyUnknown,
-        Reason::AdminTokenInvalid,
-        Reason::DeadlineExceeded,
-        Reason::Internal,
-        Reason::WatchLimitReached,
-        Reason::ResultNotSettled,
-        Reason::ShuttingDown,
-        Reason::ClusterUnavailable,
-        Reason::MalformedRequest,
-        Reason::MessageTooLarge,
-        Reason::Overloaded,
-        Reason::RequestBodyTimeout,
-        Reason::OutcomeUnknown,
-        Reason::DocumentUnusable,
-        Reason::UpstreamRejectedRequest,
-        Reason::OperatorCredentialsRejected,
-        Reason::AppkeyExpiredOrLicenceRejected,
-        Reason::AppkeyExpired,
-        Reason::UpstreamPermissionDenied,
-        Reason::ResultNotAvailable,
-        Reason::UpstreamConflict,
-        Reason::UpstreamRateLimited,
-        Reason::UpstreamUnavailable,
-        Reason::UpstreamInternal,
-        Reason::UpstreamUnexpectedStatus,
-        Reason::UpstreamTimeout,
-        Reason::UpstreamMalformedResponse,
-        Reason::UpstreamResponseTooLarge,
-        Reason::RequestIdReused,
-        Reason::ConcurrentCallFailed,
-        Reason::BudgetExceeded,
-    ];
-
-    /// The wire form (`UPPER_SNAKE`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::InvalidRequest => "INVALID_REQUEST",
-            Reason::SessionUnknown => "SESSION_UNKNOWN",
-            Reason::ChannelUnknown => "CHANNEL_UNKNOWN",
-            Reason::ChannelMismatch => "CHANNEL_MISMATCH",
-            Reason::NoChannelAvailable => "NO_CHANNEL_AVAILABLE",
-            Reason::OperatorProfileUnknown => "OPERATOR_PROFILE_UNKNOWN",
-            Reason::JourneyUnknown => "JOURNEY_UNKNOWN",
-            Reason::AdminTokenInvalid => "ADMIN_TOKEN_INVALID",
-            Reason::DeadlineExceeded => "DEADLINE_EXCEEDED",
-            Reason::Internal => "INTERNAL",
-            Reason::WatchLimitReached => "WATCH_LIMIT_REACHED",
-            Reason::ResultNotSettled => "RESULT_NOT_SETTLED",
-            Reason::ShuttingDown => "SHUTTING_DOWN",
-            Reason::ClusterUnavailable => "CLUSTER_UNAVAILABLE",
-            Reason::MalformedRequest => "MALFORMED_REQUEST",
-            Reason::MessageTooLarge => "MESSAGE_TOO_LARGE",
-            Reason::Overloaded => "OVERLOADED",
-            Reason::RequestBodyTimeout => "REQUEST_BODY_TIMEOUT",
-            Reason::OutcomeUnknown => "OUTCOME_UNKNOWN",
-            Reason::DocumentUnusable => "DOCUMENT_UNUSABLE",
-            Reason::UpstreamRejectedRequest => "UPSTREAM_REJECTED_REQUEST",
-            Reason::OperatorCredentialsRejected => "OPERATOR_CREDENTIALS_REJECTED",
-            Reason::AppkeyExpiredOrLicenceRejected => "APPKEY_EXPIRED_OR_LICENCE_REJECTED",
-            Reason::AppkeyExpired => "APPKEY_EXPIRED",
-            Reason::UpstreamPermissionDenied => "UPSTREAM_PERMISSION_DENIED",
-            Reason::ResultNotAvailable => "RESULT_NOT_AVAILABLE",
-            Reason::UpstreamConflict => "UPSTREAM_CONFLICT",
-            Reason::UpstreamRateLimited => "UPSTREAM_RATE_LIMITED",
-            Reason::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
-            Reason::UpstreamInternal => "UPSTREAM_INTERNAL",
-            Reason::UpstreamUnexpectedStatus => "UPSTREAM_UNEXPECTED_STATUS",
-            Reason::UpstreamTimeout => "UPSTREAM_TIMEOUT",
-            Reason::UpstreamMalformedResponse => "UPSTREAM_MALFORMED_RESPONSE",
-            Reason::UpstreamResponseTooLarge => "UPSTREAM_RESPONSE_TOO_LARGE",
-            Reason::RequestIdReused => "REQUEST_ID_REUSED",
-            Reason::ConcurrentCallFailed => "CONCURRENT_CALL_FAILED",
-            Reason::BudgetExceeded => "BUDGET_EXCEEDED",
-        }
-    }
-}
-
-impl std::fmt::Display for Reason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq<&str> for Reason {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
 
 /// One invalid request field: its path and what is wrong, never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -352,42 +183,6 @@ impl Error {
         Error::InvalidArgument(vec![FieldViolation::new(field, description)])
     }
 
-    /// The gRPC code, the `ErrorInfo` reason and whether a retry is safe.
-    pub fn classify(&self) -> (Code, Reason, bool) {
-        match self {
-            Error::InvalidArgument(_) => (Code::InvalidArgument, Reason::InvalidRequest, false),
-            Error::Upstream(e) => classify_upstream(e),
-            Error::SessionUnknown => (Code::FailedPrecondition, Reason::SessionUnknown, false),
-            Error::ChannelUnknown(_) => (Code::InvalidArgument, Reason::ChannelUnknown, false),
-            Error::ChannelMismatch { .. } => {
-                (Code::FailedPrecondition, Reason::ChannelMismatch, false)
-            }
-            Error::NoChannelAvailable(_) => (Code::Unavailable, Reason::NoChannelAvailable, true),
-            Error::OperatorProfileUnknown(_) => {
-                (Code::InvalidArgument, Reason::OperatorProfileUnknown, false)
-            }
-            Error::JourneyUnknown => (Code::NotFound, Reason::JourneyUnknown, false),
-            Error::AdminUnauthenticated => {
-                (Code::Unauthenticated, Reason::AdminTokenInvalid, false)
-            }
-            Error::DeadlineExceeded(_) => (Code::DeadlineExceeded, Reason::DeadlineExceeded, false),
-            Error::Internal(_) => (Code::Internal, Reason::Internal, false),
-            Error::WatchLimit(_) => (Code::ResourceExhausted, Reason::WatchLimitReached, true),
-            Error::ResultNotSettled(_) => (Code::Unavailable, Reason::ResultNotSettled, true),
-            Error::ShuttingDown => (Code::Unavailable, Reason::ShuttingDown, true),
-            Error::ClusterUnavailable => (Code::Unavailable, Reason::ClusterUnavailable, true),
-            Error::Overloaded(_) => (Code::ResourceExhausted, Reason::Overloaded, true),
-            Error::MessageTooLarge(_) => (Code::ResourceExhausted, Reason::MessageTooLarge, false),
-            Error::RequestBodyTimeout(_) => {
-                (Code::DeadlineExceeded, Reason::RequestBodyTimeout, false)
-            }
-            Error::RequestIdReused => (Code::InvalidArgument, Reason::RequestIdReused, false),
-            Error::ConcurrentCallFailed => (Code::Aborted, Reason::ConcurrentCallFailed, true),
-            Error::IdempotencyUnavailable => (Code::Unavailable, Reason::ClusterUnavailable, true),
-            Error::BudgetExceeded { .. } => (Code::ResourceExhausted, Reason::BudgetExceeded, true),
-        }
-    }
-
     /// How long a caller should wait before retrying, when a retry is safe:
     /// until the budget window reopens, else one second.
     pub fn retry_delay(&self) -> Duration {
@@ -400,146 +195,5 @@ impl Error {
     /// The `ErrorInfo.reason`.
     pub fn reason(&self) -> Reason {
         self.classify().1
-    }
-}
-
-/// Upstream failure -> (code, reason, retry-safe), as `docs/upstream.md`
-/// (Status codes) tells it: 400 INVALID_ARGUMENT, 401 UNAUTHENTICATED,
-/// 404 NOT_FOUND, 500 INTERNAL,
-/// timeout DEADLINE_EXCEEDED, connect or 502/503/504 UNAVAILABLE; an
-/// ambiguous failure of a call that consumes the appkey is OUTCOME_UNKNOWN.
-fn classify_upstream(e: &UpstreamError) -> (Code, Reason, bool) {
-    let op = e.operation();
-    if e.outcome_unknown() {
-        let code = match e {
-            UpstreamError::Timeout { .. } => Code::DeadlineExceeded,
-            _ => Code::Unknown,
-        };
-        return (code, Reason::OutcomeUnknown, false);
-    }
-    // Nothing consumed: a retry by the caller is safe for transient faults.
-    let transient_retry = !op.outcome_matters_to_caller() || e.request_not_sent();
-    match e {
-        UpstreamError::Status { status, .. } => match *status {
-            400 if matches!(op, Operation::DocumentImages) => {
-                (Code::InvalidArgument, Reason::DocumentUnusable, false)
-            }
-            400 => (
-                Code::InvalidArgument,
-                Reason::UpstreamRejectedRequest,
-                false,
-            ),
-            401 => match op {
-                Operation::Credential | Operation::Appkey => (
-                    Code::Unauthenticated,
-                    Reason::OperatorCredentialsRejected,
-                    false,
-                ),
-                Operation::DigitalLicence => (
-                    Code::Unauthenticated,
-                    Reason::AppkeyExpiredOrLicenceRejected,
-                    false,
-                ),
-                _ => (Code::Unauthenticated, Reason::AppkeyExpired, false),
-            },
-            403 => (
-                Code::PermissionDenied,
-                Reason::UpstreamPermissionDenied,
-                false,
-            ),
-            404 => (Code::NotFound, Reason::ResultNotAvailable, false),
-            409 => (Code::Aborted, Reason::UpstreamConflict, false),
-            429 => (
-                Code::ResourceExhausted,
-                Reason::UpstreamRateLimited,
-                transient_retry,
-            ),
-            502..=504 => (
-                Code::Unavailable,
-                Reason::UpstreamUnavailable,
-                transient_retry,
-            ),
-            s if s >= 500 => (Code::Internal, Reason::UpstreamInternal, false),
-            _ => (Code::Internal, Reason::UpstreamUnexpectedStatus, false),
-        },
-        UpstreamError::Connect { .. } => (Code::Unavailable, Reason::UpstreamUnavailable, true),
-        UpstreamError::Timeout { .. } => (
-            Code::DeadlineExceeded,
-            Reason::UpstreamTimeout,
-            transient_retry,
-        ),
-        UpstreamError::Transport { .. } => (
-            Code::Unavailable,
-            Reason::UpstreamUnavailable,
-            transient_retry,
-        ),
-        UpstreamError::Malformed { .. } => {
-            (Code::Internal, Reason::UpstreamMalformedResponse, false)
-        }
-        UpstreamError::Oversize { .. } => (Code::Internal, Reason::UpstreamResponseTooLarge, false),
-        UpstreamError::DeadlineExceeded { .. } => {
-            (Code::DeadlineExceeded, Reason::DeadlineExceeded, false)
-        }
-        UpstreamError::Saturated { .. } => (Code::ResourceExhausted, Reason::Overloaded, true),
-    }
-}
-
-impl From<Error> for tonic::Status {
-    fn from(err: Error) -> Self {
-        let (code, reason, retry_safe) = err.classify();
-        let mut details = ErrorDetails::new();
-        let mut metadata = std::collections::HashMap::new();
-        match &err {
-            Error::InvalidArgument(violations) => {
-                for v in violations {
-                    details.add_bad_request_violation(v.field.clone(), v.description.clone());
-                }
-            }
-            Error::Upstream(e) => {
-                metadata.insert("operation".to_owned(), e.operation().as_str().to_owned());
-                if let UpstreamError::Status { status, .. } = e {
-                    metadata.insert("upstream_status".to_owned(), status.to_string());
-                }
-            }
-            Error::ChannelUnknown(name) => {
-                metadata.insert("channel".to_owned(), name.clone());
-            }
-            Error::ChannelMismatch { requested, issuing } => {
-                metadata.insert("channel".to_owned(), requested.clone());
-                metadata.insert("issuing_channel".to_owned(), issuing.clone());
-            }
-            Error::RequestIdReused => {
-                details.add_bad_request_violation(
-                    "request_id",
-                    "already used with a different request; use a new request_id",
-                );
-            }
-            Error::BudgetExceeded {
-                operator,
-                operation,
-                window,
-                ..
-            } => {
-                metadata.insert("operator_profile".to_owned(), operator.clone());
-                metadata.insert("operation".to_owned(), (*operation).to_owned());
-                metadata.insert("window".to_owned(), (*window).to_owned());
-            }
-            _ => {}
-        }
-        details.set_error_info(reason.as_str(), ERROR_DOMAIN, metadata);
-        if retry_safe {
-            details.set_retry_info(Some(err.retry_delay()));
-        }
-        let message = match &err {
-            Error::Upstream(e) if reason == Reason::OutcomeUnknown => format!(
-                "{e}; the {} may or may not have taken effect and was not retried",
-                e.operation()
-            ),
-            Error::Upstream(e) if reason == Reason::AppkeyExpired => {
-                format!("{e}: the appkey is expired, finished or unknown")
-            }
-            _ => err.to_string(),
-        };
-        tonic::Status::with_error_details(code, message, details)
     }
 }

@@ -6,11 +6,10 @@
 //! SHA-256 digests, so neither the content nor the length of the expected
 //! token leaks through timing.
 
-use std::{collections::HashMap, path::PathBuf, sync::Arc};
+use std::{path::PathBuf, sync::Arc};
 
 use serde::Deserialize;
-use tonic::{Code, Request, Response, Status, service::Interceptor};
-use tonic_types::{ErrorDetails, StatusExt};
+use tonic::{Request, Response, Status, service::Interceptor};
 
 use crate::{
     Error,
@@ -21,7 +20,6 @@ use crate::{
     },
     config_source::{ConfigError, read_secret},
     domain::{AdminToken, authorization_credentials, secrets_match},
-    error::ERROR_DOMAIN,
     proto::{
         services::{ChannelAdminService, ChannelAdminServiceServer},
         v1 as pb,
@@ -250,33 +248,15 @@ fn mode_field(mode: &RoutingMode, channel: &str) -> String {
     }
 }
 
-/// `INVALID_ARGUMENT` with `ErrorInfo.reason = CHANNEL_UNKNOWN` and a
-/// `BadRequest` naming `field`. The name is echoed only when it is a
-/// well-formed channel name.
-fn channel_unknown(field: &str, name: &str) -> Status {
-    let shown = if valid_name(name) {
-        name
-    } else {
-        "<invalid name>"
-    };
-    let mut details = ErrorDetails::new();
-    details.add_bad_request_violation(field, format!("channel `{shown}` is not configured"));
-    details.set_error_info(
-        "CHANNEL_UNKNOWN",
-        ERROR_DOMAIN,
-        HashMap::from([("channel".to_owned(), shown.to_owned())]),
-    );
-    Status::with_error_details(
-        Code::InvalidArgument,
-        format!("channel `{shown}` is not configured"),
-        details,
-    )
-}
-
+/// A refusal reported against the request field `field` (its details are
+/// built with every other error's, in `error`). An unknown channel's name
+/// is echoed only when it is a well-formed channel name.
 fn to_status(field: &str, err: Error) -> Status {
     match err {
-        Error::ChannelUnknown(name) => channel_unknown(field, &name),
-        other => other.into(),
+        Error::ChannelUnknown(name) if !valid_name(&name) => {
+            Error::ChannelUnknown("<invalid name>".to_owned()).into_status_at(field)
+        }
+        other => other.into_status_at(field),
     }
 }
 
@@ -336,7 +316,8 @@ impl ChannelAdminService for ChannelAdmin {
         let mode = match self.router.change_mode(mode.clone()).await {
             Ok(mode) => mode,
             Err(Error::ChannelUnknown(name)) => {
-                return Err(channel_unknown(&mode_field(&mode, &name), &name));
+                let field = mode_field(&mode, &name);
+                return Err(to_status(&field, Error::ChannelUnknown(name)));
             }
             Err(e) => return Err(to_status("channel", e)),
         };
@@ -402,144 +383,4 @@ impl ChannelAdminService for ChannelAdmin {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn call(auth: &mut AdminAuth, header: Option<&str>) -> Result<(), Status> {
-        let mut req = Request::new(());
-        if let Some(h) = header {
-            req.metadata_mut()
-                .insert("authorization", h.parse().unwrap());
-        }
-        auth.call(req).map(|_| ())
-    }
-
-    #[test]
-    fn only_the_exact_bearer_token_is_admitted() {
-        let mut auth = admin_auth_interceptor(&AdminToken::new("s3cret").unwrap());
-        assert!(call(&mut auth, Some("Bearer s3cret")).is_ok());
-        assert!(call(&mut auth, Some("bearer s3cret")).is_ok());
-        for bad in [
-            None,
-            Some("Bearer s3cre"),
-            Some("Bearer s3cret2"),
-            Some("Basic s3cret"),
-            Some("s3cret"),
-            Some("Bearer "),
-        ] {
-            let err = call(&mut auth, bad).unwrap_err();
-            assert_eq!(err.code(), Code::Unauthenticated, "{bad:?}");
-            assert!(!err.message().contains("s3cret"));
-        }
-    }
-
-    #[test]
-    fn blank_tokens_are_refused_and_debug_is_redacted() {
-        assert!(AdminToken::new("  ").is_none());
-        let t = AdminToken::new("s3cret").unwrap();
-        assert!(!format!("{t:?}").contains("s3cret"));
-    }
-
-    #[test]
-    fn a_short_admin_token_is_refused_and_a_missing_one_only_disables_the_listener() {
-        let dir = std::env::temp_dir();
-        let file = |name: &str, token: &str| {
-            let path = dir.join(format!("idgate-admin-{name}-{}", uuid::Uuid::new_v4()));
-            std::fs::write(&path, token).unwrap();
-            AdminConfig {
-                token_file: Some(path),
-                ..AdminConfig::default()
-            }
-        };
-        let short = file("short", "x").resolve_token().unwrap_err();
-        assert!(matches!(short, ConfigError::Invalid(_)), "{short}");
-        assert!(short.to_string().contains("32 characters"), "{short}");
-        let thirty_one = "a".repeat(MIN_ADMIN_TOKEN_CHARS - 1);
-        assert!(file("31", &thirty_one).resolve_token().is_err());
-        let ok = "a".repeat(MIN_ADMIN_TOKEN_CHARS);
-        assert!(file("32", &ok).resolve_token().is_ok());
-        let empty = file("empty", "\n").resolve_token().unwrap_err();
-        assert!(
-            matches!(empty, ConfigError::MissingSecret { .. }),
-            "{empty}"
-        );
-        let unset = AdminConfig {
-            token_env: "IDGATE_TEST_SURELY_UNSET_ADMIN_TOKEN".into(),
-            token_file: None,
-        }
-        .resolve_token()
-        .unwrap_err();
-        assert!(
-            matches!(unset, ConfigError::MissingSecret { .. }),
-            "{unset}"
-        );
-    }
-
-    #[test]
-    fn unspecified_and_stray_channel_modes_are_invalid() {
-        assert_eq!(
-            mode_from_proto(0, "", &[]).unwrap_err().code(),
-            Code::InvalidArgument
-        );
-        assert_eq!(
-            mode_from_proto(99, "", &[]).unwrap_err().code(),
-            Code::InvalidArgument
-        );
-        assert_eq!(
-            mode_from_proto(4, "", &[]).unwrap_err().code(),
-            Code::InvalidArgument
-        );
-        assert_eq!(
-            mode_from_proto(1, "x", &[]).unwrap_err().code(),
-            Code::InvalidArgument
-        );
-        assert_eq!(
-            mode_from_proto(4, "x", &[]).unwrap(),
-            RoutingMode::Channel("x".into())
-        );
-    }
-
-    fn weight(channel: &str, weight: u32) -> pb::ChannelWeight {
-        pb::ChannelWeight {
-            channel: channel.into(),
-            weight,
-        }
-    }
-
-    fn violation(status: &Status) -> String {
-        let details = status.get_error_details();
-        let bad = details.bad_request().expect("BadRequest");
-        bad.field_violations[0].field.clone()
-    }
-
-    #[test]
-    fn bad_weighted_modes_are_invalid_and_name_the_field() {
-        let w = pb::RoutingMode::Weighted as i32;
-        let ok = mode_from_proto(w, "", &[weight("primary", 90), weight("alternative", 10)]);
-        assert_eq!(
-            ok.unwrap().to_string(),
-            "weighted:primary=90,alternative=10"
-        );
-        let cases: [(Vec<pb::ChannelWeight>, &str); 6] = [
-            (vec![], "weights"),
-            (vec![weight("a", 0), weight("b", 0)], "weights"),
-            (vec![weight("a", 1), weight("a b", 1)], "weights[1].channel"),
-            (
-                vec![weight("a", 1), weight("b", 1), weight("a", 2)],
-                "weights[2].channel",
-            ),
-            (
-                vec![weight("a", 1), weight("b", u32::MAX)],
-                "weights[1].weight",
-            ),
-            (vec![weight("", 1)], "weights[0].channel"),
-        ];
-        for (weights, field) in cases {
-            let err = mode_from_proto(w, "", &weights).unwrap_err();
-            assert_eq!(err.code(), Code::InvalidArgument, "{weights:?}");
-            assert_eq!(violation(&err), field, "{weights:?}");
-        }
-        let stray = mode_from_proto(1, "", &[weight("a", 1)]).unwrap_err();
-        assert_eq!(violation(&stray), "weights");
-    }
-}
+mod tests;

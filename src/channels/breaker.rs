@@ -242,11 +242,6 @@ impl Breaker {
 }
 
 impl Permit<'_> {
-    /// True when this call is the half-open probe.
-    pub fn is_probe(&self) -> bool {
-        self.probe
-    }
-
     /// The channel answered (2xx or 4xx).
     pub fn success(mut self, now: Instant) {
         self.settled = true;
@@ -316,14 +311,14 @@ mod tests {
         assert!(b.try_acquire(t + Duration::from_millis(999)).is_err());
         let at = t + Duration::from_millis(1000);
         let probe = b.try_acquire(at).expect("probe after back-off");
-        assert!(probe.is_probe());
+        assert!(probe.probe);
         assert!(b.try_acquire(at).is_err(), "only one probe at a time");
         assert_eq!(b.snapshot(at).state, CircuitState::HalfOpen);
         probe.success(at);
         let s = b.snapshot(at);
         assert_eq!(s.state, CircuitState::Closed);
         assert_eq!((s.consecutive_failures, s.ejections), (0, 0));
-        assert!(!b.try_acquire(at).unwrap().is_probe());
+        assert!(!b.try_acquire(at).unwrap().probe);
     }
 
     #[tokio::test(start_paused = true)]
@@ -351,7 +346,7 @@ mod tests {
         fail(&b, t);
         let at = t + Duration::from_millis(10);
         drop(b.try_acquire(at).unwrap());
-        assert!(b.try_acquire(at).unwrap().is_probe());
+        assert!(b.try_acquire(at).unwrap().probe);
     }
 
     #[tokio::test(start_paused = true)]

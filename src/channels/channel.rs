@@ -14,7 +14,8 @@ use super::{
 };
 use crate::upstream::ChannelEndpoint;
 
-/// Counters of one channel. Shared (`Arc`) between the generations of a
+/// Counters of one channel, written only by
+/// [`OutcomeRecorder`](super::outcome::OutcomeRecorder). Shared (`Arc`) between the generations of a
 /// channel across reloads, so that exported counters stay monotonic when
 /// a channel's URL or breaker settings change.
 #[derive(Debug, Default)]
@@ -48,7 +49,7 @@ impl ChannelStats {
         crate::sync::lock(&self.last)
     }
 
-    pub(crate) fn record_grant(&self, vendor: &str, contingency: bool) {
+    pub(super) fn record_grant(&self, vendor: &str, contingency: bool) {
         self.sessions_started.fetch_add(1, Ordering::Relaxed);
         if contingency {
             self.contingency_answers.fetch_add(1, Ordering::Relaxed);
@@ -61,30 +62,29 @@ impl ChannelStats {
     }
 
     /// A session start failed here with an error of `class`.
-    pub(crate) fn record_session_failure(&self, class: &'static str) {
+    pub(super) fn record_session_failure(&self, class: &'static str) {
         self.session_failures.fetch_add(1, Ordering::Relaxed);
         self.record_error_class(class);
     }
 
     /// A failed session start here is being tried on another channel.
-    pub(crate) fn record_failover(&self) {
+    pub(super) fn record_failover(&self) {
         self.failovers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A session start skipped this channel: its circuit was open.
-    pub(crate) fn record_rejected_open(&self) {
+    pub(super) fn record_rejected_open(&self) {
         self.rejected_open.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A verification is being sent here.
-    pub(crate) fn record_verification(&self) {
+    /// A verification was sent here; it failed with an error of `failed`'s
+    /// class, if any.
+    pub(super) fn record_verification(&self, failed: Option<&'static str>) {
         self.verifications.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A verification failed here with an error of `class`.
-    pub(crate) fn record_verification_failure(&self, class: &'static str) {
-        self.verification_failures.fetch_add(1, Ordering::Relaxed);
-        self.record_error_class(class);
+        if let Some(class) = failed {
+            self.verification_failures.fetch_add(1, Ordering::Relaxed);
+            self.record_error_class(class);
+        }
     }
 
     fn record_error_class(&self, class: &'static str) {

@@ -8,6 +8,7 @@
 //! - [`bindings`]: which channel issued the session of an appkey.
 //! - [`channel`]: a channel at run time, its counters and snapshots.
 //! - [`weighted`]: the per-journey weighted split of new sessions.
+//! - [`outcome`]: one record per call, and the one place that counts it.
 //! - [`figures`]: per-channel vendor figures over a rolling window.
 //!
 //! The run-time control API (`ChannelAdminService`) lives with the other
@@ -20,6 +21,7 @@ pub mod channel;
 pub mod config;
 pub mod figures;
 pub mod http;
+pub mod outcome;
 pub mod router;
 pub mod transport;
 pub mod weighted;

@@ -5,7 +5,9 @@
 //! inside [`UpstreamCall::span`], and ends the call with
 //! [`UpstreamCall::finish`] (a response arrived) or [`UpstreamCall::fail`]
 //! (none did). A call dropped unfinished (the caller's deadline, a
-//! cancelled RPC) is recorded as `cancelled`.
+//! cancelled RPC) is recorded as `cancelled`. Either way the call ends
+//! with one [`UpstreamOutcome`], which the metrics derive every upstream
+//! series from.
 //!
 //! The propagated parent is the client span when the gateway records spans;
 //! otherwise the caller's own context passes through unchanged
@@ -25,7 +27,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{
     journey::{journey_from_context, record_journey},
-    metrics::{ChannelLabel, Metrics},
+    metrics::{ChannelLabel, Metrics, UpstreamEnd, UpstreamOutcome},
     propagation::{caller_of, inject_call},
 };
 use crate::domain::{JourneyRef, Operation};
@@ -219,7 +221,10 @@ impl UpstreamCall {
             self.span.record("error.type", status.as_str());
             self.span.record("otel.status_code", "ERROR");
         }
-        self.record(super::metrics::http_status_label(status.as_u16()));
+        self.record(|elapsed| UpstreamEnd::Answered {
+            status: status.as_u16(),
+            elapsed,
+        });
     }
 
     /// Ends a call that got no response, labelled with the class the
@@ -233,17 +238,17 @@ impl UpstreamCall {
     fn fail_inner(&mut self, class: &'static str) {
         self.span.record("error.type", class);
         self.span.record("otel.status_code", "ERROR");
-        self.record(Cow::Borrowed(class));
+        self.record(|elapsed| UpstreamEnd::Failed { class, elapsed });
     }
 
-    fn record(&mut self, status: Cow<'static, str>) {
+    /// The call's one outcome record, made as it ends.
+    fn record(&mut self, ended: impl FnOnce(std::time::Duration) -> UpstreamEnd) {
         self.finished = true;
-        self.metrics.record_upstream(
-            self.operation,
-            self.channel.clone(),
-            status,
-            self.started.elapsed(),
-        );
+        self.metrics.record_upstream(&UpstreamOutcome {
+            operation: self.operation,
+            channel: self.channel.clone(),
+            ended: ended(self.started.elapsed()),
+        });
     }
 }
 

@@ -63,26 +63,8 @@ struct MethodLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct UpstreamLabels {
-    operation: &'static str,
-    channel: ChannelLabel,
-    status: Cow<'static, str>,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ChannelLabels {
-    channel: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RejectedLabels {
-    operation: &'static str,
-    channel: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -149,8 +131,6 @@ struct Inner {
     rpc_handles: Handles<RpcLabels, (Counter, Histogram)>,
     in_flight_handles: Handles<MethodLabels, Gauge>,
     upstream_handles: Handles<UpstreamLabels, (Counter, Histogram)>,
-    channel_failovers: Family<ChannelLabels, Counter>,
-    channel_circuit_state: Family<ChannelLabels, Gauge>,
     webhooks: Family<OutcomeLabels, Counter>,
     http_in_flight: Gauge,
     upstream_rejected: Family<RejectedLabels, Counter>,
@@ -161,15 +141,12 @@ struct Inner {
     idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
     guard: GuardSeries,
-    channel_sessions: Family<ChannelLabels, Counter>,
-    channel_session_failures: Family<ChannelLabels, Counter>,
-    channel_contingency_answers: Family<ChannelLabels, Counter>,
     watch_journeys: Gauge,
     watch_watchers: Gauge,
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
     otel: OtelRed,
-    verifications: VerificationSeries,
+    channels: ChannelSeries,
     /// Channel label values, by name.
     labels: LabelInterner,
     /// The label of the core service ([`CORE_CHANNEL`]).
@@ -188,18 +165,6 @@ pub struct WatchCounts {
     /// Watches that found no completion notice within the grace period and
     /// fell back to polling, since start.
     pub notice_timeouts: u64,
-}
-
-/// A channel's session counters at scrape time (see
-/// [`Metrics::sync_channel_sessions`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ChannelSessionCounts {
-    /// Sessions started on the channel.
-    pub started: u64,
-    /// Session starts that failed on the channel.
-    pub failed: u64,
-    /// Session answers with `isContingency: true`.
-    pub contingency: u64,
 }
 
 /// The gateway's metrics. Cloning is cheap and every clone updates the same
@@ -265,75 +230,6 @@ impl Metrics {
             .record(elapsed.as_secs_f64(), &attributes);
     }
 
-    /// Records one finished upstream call. `channel` is the 3D channel's
-    /// configured name as a label ([`Metrics::channel_label`], found once
-    /// per call by [`super::UpstreamCall`]), `None` for the core service
-    /// ([`CORE_CHANNEL`]);
-    /// `status` is the HTTP status code or an error class (see
-    /// [`super::UpstreamCall`], which calls this).
-    pub fn record_upstream(
-        &self,
-        operation: Operation,
-        channel: Option<ChannelLabel>,
-        status: Cow<'static, str>,
-        elapsed: Duration,
-    ) {
-        let labels = UpstreamLabels {
-            operation: operation.as_str(),
-            channel: channel.unwrap_or_else(|| self.inner.core_label.clone()),
-            status,
-        };
-        let inner = &self.inner;
-        record_call(
-            &inner.upstream_handles,
-            (&inner.upstream_requests, &inner.upstream_duration),
-            &labels,
-            elapsed,
-        );
-        let attributes = [
-            KeyValue::new("operation", labels.operation),
-            KeyValue::new("channel", labels.channel.shared()),
-            KeyValue::new("status", labels.status),
-        ];
-        self.inner.otel.upstream_requests.add(1, &attributes);
-        self.inner
-            .otel
-            .upstream_duration
-            .record(elapsed.as_secs_f64(), &attributes);
-    }
-
-    /// Brings the failover counter of `channel` up to `total`, the count
-    /// kept by the router (the source of truth), at scrape time.
-    pub fn sync_channel_failovers(&self, channel: &str, total: u64) {
-        let counter = self.inner.channel_failovers.get_or_create(&ChannelLabels {
-            channel: channel.to_owned(),
-        });
-        catch_up(&counter, total);
-    }
-
-    /// Brings the session counters of `channel` up to `counts`, kept by
-    /// the router, at scrape time.
-    pub fn sync_channel_sessions(&self, channel: &str, counts: ChannelSessionCounts) {
-        let labels = ChannelLabels {
-            channel: channel.to_owned(),
-        };
-        catch_up(
-            &self.inner.channel_sessions.get_or_create(&labels),
-            counts.started,
-        );
-        catch_up(
-            &self.inner.channel_session_failures.get_or_create(&labels),
-            counts.failed,
-        );
-        catch_up(
-            &self
-                .inner
-                .channel_contingency_answers
-                .get_or_create(&labels),
-            counts.contingency,
-        );
-    }
-
     /// Sets the watch gauges and brings the watch counters up to `counts`,
     /// kept by the journey hub, at scrape time.
     pub fn sync_watch(&self, counts: WatchCounts) {
@@ -353,28 +249,6 @@ impl Metrics {
             .webhooks
             .get_or_create(&OutcomeLabels { outcome });
         catch_up(&counter, total);
-    }
-
-    /// Sets the circuit breaker gauge of `channel`: 0 closed, 1 half-open,
-    /// 2 open (higher is worse, for alerts).
-    pub fn set_channel_circuit_state(&self, channel: &str, value: i64) {
-        self.inner
-            .channel_circuit_state
-            .get_or_create(&ChannelLabels {
-                channel: channel.to_owned(),
-            })
-            .set(value);
-    }
-
-    /// Counts an upstream call refused by a full bulkhead.
-    pub fn record_upstream_rejected(&self, operation: Operation, channel: Option<&str>) {
-        self.inner
-            .upstream_rejected
-            .get_or_create(&RejectedLabels {
-                operation: operation.as_str(),
-                channel: channel.unwrap_or(CORE_CHANNEL).to_owned(),
-            })
-            .inc();
     }
 
     /// Counts a call shed at admission; `limit` is `in_flight` or `streams`.
@@ -491,6 +365,7 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
         .with_state(metrics)
 }
 
+mod channel;
 mod cluster;
 mod guard;
 mod handles;
@@ -499,13 +374,19 @@ mod otel;
 mod registry;
 #[cfg(test)]
 mod tests;
-mod verification;
+mod upstream;
 
+use channel::ChannelSeries;
+pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
 use handles::Handles;
 use labels::LabelInterner;
 pub use labels::{ChannelLabel, http_status_label};
+
+use otel::OtelRed;
+use upstream::{RejectedLabels, UpstreamLabels};
+pub use upstream::{UpstreamEnd, UpstreamOutcome};
 
 impl Metrics {
     /// `name` (a channel's configured name) as a label value: the one this
@@ -514,5 +395,3 @@ impl Metrics {
         self.inner.labels.channel(name)
     }
 }
-use otel::OtelRed;
-use verification::VerificationSeries;

@@ -53,7 +53,10 @@ pub use config::TelemetryConfig;
 pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
 pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
-pub use metrics::{ChannelLabel, IdlePollSeconds, Metrics, metrics_handler, metrics_router};
+pub use metrics::{
+    ChannelLabel, ChannelSessionEnd, IdlePollSeconds, Metrics, UpstreamEnd, UpstreamOutcome,
+    metrics_handler, metrics_router,
+};
 pub use otlp::OtlpProtocol;
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,

@@ -93,7 +93,6 @@ impl fmt::Debug for UpstreamClient {
 struct Inner {
     sender: Sender,
     urls: Urls,
-    default_channel: ChannelEndpoint,
     fields: FieldsConfig,
     times: convert::WireTimes,
     defaults: RequestDefaults,
@@ -147,9 +146,6 @@ impl UpstreamClient {
         };
         url("paths.session_token_3d", base, &p.session_token_3d)?;
         url("paths.liveness_3d", base, &p.liveness_3d)?;
-        let default_channel =
-            ChannelEndpoint::new(base, &p.session_token_3d, &p.liveness_3d, config.timeout())
-                .with_session_attempts(config.safe_attempts);
         Ok(UpstreamClient {
             inner: Arc::new(Inner {
                 sender: Sender {
@@ -158,7 +154,6 @@ impl UpstreamClient {
                     metrics,
                 },
                 urls,
-                default_channel,
                 fields: config.fields.clone(),
                 times: convert::WireTimes::new(config.utc_offset_minutes),
                 defaults: RequestDefaults {
@@ -168,12 +163,6 @@ impl UpstreamClient {
                 },
             }),
         })
-    }
-
-    /// The 3D channel of the core upstream itself (`base_url` and the
-    /// configured 3D paths), retried up to `safe_attempts`.
-    pub fn default_channel(&self) -> ChannelEndpoint {
-        self.inner.default_channel.clone()
     }
 
     /// `POST /credencial`: exchanges the operator's login and password for
@@ -271,7 +260,8 @@ impl UpstreamClient {
     }
 
     /// `POST /3d/session-token` on `channel`: a 3D liveness session.
-    /// Consumes nothing; attempted up to the channel's session attempts.
+    /// Consumes nothing, yet attempted once: the channel router owns
+    /// retries and failover across channels.
     pub async fn session_token_3d(
         &self,
         ctx: &CallContext,

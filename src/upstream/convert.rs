@@ -246,19 +246,6 @@ impl std::fmt::Debug for Session3D {
     }
 }
 
-impl Session3D {
-    /// The `StartSession3D` answer, naming the channel that issued it.
-    pub fn into_response(self, channel: &str) -> pb::StartSession3DResponse {
-        pb::StartSession3DResponse {
-            session_token: self.session_token.expose().to_owned(),
-            vendor: self.vendor,
-            vendor_url: self.vendor_url,
-            contingency: self.contingency,
-            channel: channel.to_owned(),
-        }
-    }
-}
-
 /// A `/3d/session-token` answer; the token is required under either name.
 pub fn session_3d(mut wire: Session3DWire) -> Result<Session3D, WireError> {
     let token = wire.take_token().ok_or(WireError::missing("token"))?;

@@ -110,9 +110,9 @@ impl Default for Bulkhead {
 }
 
 /// A 3D liveness vendor channel's address: where `/3d/session-token` and
-/// `/3d/liveness` go, with the channel's timeout, session-token attempts
-/// and bulkhead. The channel router builds one per configured channel (and
-/// rebuilds it on reload); the client sends on it with its pools.
+/// `/3d/liveness` go, with the channel's timeout and bulkhead. The channel
+/// router builds one per configured channel (and rebuilds it on reload);
+/// the client sends on it with its pools.
 #[derive(Debug, Clone)]
 pub struct ChannelEndpoint {
     name: String,
@@ -124,7 +124,6 @@ pub struct ChannelEndpoint {
     session_token_url: Option<Target>,
     liveness_url: Option<Target>,
     timeout: Duration,
-    session_attempts: u32,
     bulkhead: Bulkhead,
 }
 
@@ -137,7 +136,6 @@ impl PartialEq for ChannelEndpoint {
             && self.session_token_url == other.session_token_url
             && self.liveness_url == other.liveness_url
             && self.timeout == other.timeout
-            && self.session_attempts == other.session_attempts
             && self.bulkhead.size() == other.bulkhead.size()
     }
 }
@@ -145,8 +143,8 @@ impl PartialEq for ChannelEndpoint {
 impl Eq for ChannelEndpoint {}
 
 impl ChannelEndpoint {
-    /// A channel at `base_url` with its two operation paths, one
-    /// session-token attempt (a router owns failover) and the name `core`.
+    /// A channel at `base_url` with its two operation paths and the name
+    /// `core`.
     pub fn new(
         base_url: impl Into<String>,
         session_token_path: impl AsRef<str>,
@@ -159,7 +157,6 @@ impl ChannelEndpoint {
             liveness_url: join(&base_url, liveness_path.as_ref()),
             base_url,
             timeout,
-            session_attempts: 1,
             name: "core".to_owned(),
             label: ChannelLabel::new("core"),
             bulkhead: Bulkhead::default(),
@@ -184,13 +181,6 @@ impl ChannelEndpoint {
         self
     }
 
-    /// Sets the session-token attempts on this channel (at least 1).
-    /// `/3d/liveness` is never retried once it may have been sent.
-    pub fn with_session_attempts(mut self, attempts: u32) -> Self {
-        self.session_attempts = attempts.max(1);
-        self
-    }
-
     /// The channel's name, for spans and metrics.
     pub fn name(&self) -> &str {
         &self.name
@@ -209,11 +199,6 @@ impl ChannelEndpoint {
     /// Timeout of one call on this channel.
     pub fn timeout(&self) -> Duration {
         self.timeout
-    }
-
-    /// Attempts of `/3d/session-token` on this channel.
-    pub fn session_attempts(&self) -> u32 {
-        self.session_attempts
     }
 
     /// True when both operation URLs parse.

@@ -96,14 +96,16 @@ impl Prepared {
         self
     }
 
-    /// Sends on `channel`: its name on spans and metrics, its timeout, and
-    /// for the session token its attempts.
+    /// Sends on `channel`: its name on spans and metrics, its timeout and
+    /// its bulkhead. One attempt: the channel router owns retries and
+    /// failover (`/3d/liveness` keeps its one retry after a connect
+    /// failure, which proves nothing was sent).
     pub(super) fn on_channel(mut self, channel: &ChannelEndpoint) -> Self {
         self.channel = Some(channel.label().clone());
         self.timeout = channel.timeout();
         self.bulkhead = channel.bulkhead().clone();
         if !self.op.consumes_appkey() {
-            self.attempts = channel.session_attempts();
+            self.attempts = 1;
         }
         self
     }

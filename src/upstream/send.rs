@@ -21,7 +21,7 @@ use super::{UpstreamError, pool::HttpPools, read::read_bounded, request::Prepare
 use crate::{
     context::CallContext,
     domain::Operation,
-    telemetry::{Metrics, UpstreamCall, UpstreamRequest},
+    telemetry::{Metrics, UpstreamCall, UpstreamEnd, UpstreamOutcome, UpstreamRequest},
 };
 
 /// Shortest time worth starting an attempt with: below it, a retry would
@@ -54,8 +54,11 @@ impl Sender {
         // One slot for every attempt; a full bulkhead refuses at once,
         // before anything is sent (never a queue).
         let Some(_slot) = req.bulkhead.try_enter() else {
-            self.metrics
-                .record_upstream_rejected(op, req.channel.as_deref());
+            self.metrics.record_upstream(&UpstreamOutcome {
+                operation: op,
+                channel: req.channel.clone(),
+                ended: UpstreamEnd::Refused,
+            });
             return Err(UpstreamError::Saturated { op });
         };
         let mut attempt = 0u32;

@@ -137,9 +137,7 @@ fn parse_every_answer(body: &[u8], secret: Option<&str>) {
     }
     match wire::parse_json::<wire::Session3DWire>(body) {
         Ok(w) => match convert::session_3d(w) {
-            Ok(s) => {
-                s.into_response("primary").encode_to_vec();
-            }
+            Ok(_) => {}
             Err(e) => check(e),
         },
         Err(e) => check(e),

@@ -12,7 +12,10 @@ use tokio::{sync::Notify, time::Instant};
 
 use super::*;
 use crate::{
+    Error,
     channels::{BreakerConfig, CircuitState},
+    domain::{Appkey, Operation, SessionToken},
+    proto::v1::LivenessVerdict,
     upstream::ChannelEndpoint,
 };
 

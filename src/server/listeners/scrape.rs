@@ -1,6 +1,7 @@
-//! `GET /metrics`: the counters the router, the webhook receiver and the
-//! journey hub keep themselves, brought into the registry at scrape time,
-//! then the registry encoded.
+//! `GET /metrics`: the channels' circuit states (which change with time
+//! alone) and the counters the webhook receiver and the journey hub keep
+//! themselves, brought into the registry at scrape time, then the registry
+//! encoded. The router counts its channel series as each call ends.
 
 use std::sync::Arc;
 
@@ -9,10 +10,7 @@ use axum::{extract::State, response::Response, routing::MethodRouter};
 use crate::{
     channels::ChannelRouter,
     events::{JourneyHub, RejectReason, WebhookReceiver},
-    telemetry::{
-        self, Metrics,
-        metrics::{ChannelSessionCounts, WatchCounts},
-    },
+    telemetry::{self, Metrics, metrics::WatchCounts},
 };
 
 /// What `/metrics` reads at scrape time.
@@ -31,21 +29,13 @@ impl Scrape {
     }
 }
 
-/// Brings the counters kept by the router, the webhook receiver and the
-/// journey hub into the registry, then encodes it.
+/// Sets the channels' circuit states and brings the counters kept by the
+/// webhook receiver and the journey hub into the registry, then encodes
+/// it.
 async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     for ch in s.router.snapshot().channels {
-        s.metrics.sync_channel_failovers(&ch.name, ch.failovers);
         s.metrics
             .set_channel_circuit_state(&ch.name, ch.circuit.gauge_value());
-        s.metrics.sync_channel_sessions(
-            &ch.name,
-            ChannelSessionCounts {
-                started: ch.sessions_started,
-                failed: ch.session_failures,
-                contingency: ch.contingency_answers,
-            },
-        );
     }
     let hub = s.hub.stats();
     s.metrics.sync_watch(WatchCounts {

@@ -55,15 +55,6 @@ impl Metrics {
             .inc();
     }
 
-    /// How many `CreateJourney` calls ended with `outcome` so far.
-    pub fn idempotency_count(&self, outcome: &'static str) -> u64 {
-        self.inner
-            .guard
-            .idempotency
-            .get_or_create(&OutcomeLabels { outcome })
-            .get()
-    }
-
     /// Sets the budget left of `operator`'s `operation` in `window`.
     pub fn set_budget_remaining(
         &self,

@@ -18,8 +18,6 @@ impl Metrics {
         let upstream_requests = Family::<UpstreamLabels, Counter>::default();
         let upstream_duration =
             HistogramFamily::<UpstreamLabels>::new_with_constructor(latency_histogram);
-        let channel_failovers = Family::<ChannelLabels, Counter>::default();
-        let channel_circuit_state = Family::<ChannelLabels, Gauge>::default();
         let webhooks = Family::<OutcomeLabels, Counter>::default();
         let http_in_flight = Gauge::default();
         let upstream_rejected = Family::<RejectedLabels, Counter>::default();
@@ -28,16 +26,13 @@ impl Metrics {
         let connections_rejected = Family::<ListenerLabels, Counter>::default();
         let draining = Gauge::default();
         let idle_poll = IdlePollSeconds::default();
-        let channel_sessions = Family::<ChannelLabels, Counter>::default();
-        let channel_session_failures = Family::<ChannelLabels, Counter>::default();
-        let channel_contingency_answers = Family::<ChannelLabels, Counter>::default();
         let watch_journeys = Gauge::default();
         let watch_watchers = Gauge::default();
         let watch_result_reads = Counter::default();
         let watch_notice_timeouts = Counter::default();
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
-        let verifications = VerificationSeries::register(&mut registry);
+        let channel_series = ChannelSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -65,16 +60,6 @@ impl Metrics {
             "Upstream REST call latency, by operation, channel and HTTP status or error class",
             Unit::Seconds,
             upstream_duration.clone(),
-        );
-        registry.register(
-            "idgate_channel_failovers",
-            "3D sessions that failed on a channel and moved to the next one, by the failed channel",
-            channel_failovers.clone(),
-        );
-        registry.register(
-            "idgate_channel_circuit_state",
-            "Circuit breaker state per channel: 0 closed, 1 half-open, 2 open",
-            channel_circuit_state.clone(),
         );
         registry.register(
             "idgate_webhooks",
@@ -125,21 +110,6 @@ impl Metrics {
             drop(connections_rejected.get_or_create(&ListenerLabels { listener }));
         }
         registry.register(
-            "idgate_channel_sessions",
-            "3D sessions started, by channel",
-            channel_sessions.clone(),
-        );
-        registry.register(
-            "idgate_channel_session_failures",
-            "3D session starts that failed, by channel",
-            channel_session_failures.clone(),
-        );
-        registry.register(
-            "idgate_channel_contingency_answers",
-            "3D session answers in contingency mode (isContingency), by channel",
-            channel_contingency_answers.clone(),
-        );
-        registry.register(
             "idgate_watch_journeys",
             "Journeys with at least one WatchJourney stream",
             watch_journeys.clone(),
@@ -162,15 +132,8 @@ impl Metrics {
 
         let labels_interner = LabelInterner::default();
         for channel in channels {
-            let labels = ChannelLabels {
-                channel: channel.into(),
-            };
-            drop(channel_failovers.get_or_create(&labels));
-            drop(channel_circuit_state.get_or_create(&labels));
-            drop(channel_sessions.get_or_create(&labels));
-            drop(channel_session_failures.get_or_create(&labels));
-            drop(channel_contingency_answers.get_or_create(&labels));
-            verifications.preset(labels_interner.channel(&labels.channel));
+            let name: String = channel.into();
+            channel_series.preset(&name, labels_interner.channel(&name));
         }
 
         Metrics {
@@ -184,8 +147,6 @@ impl Metrics {
                 rpc_handles: Default::default(),
                 in_flight_handles: Default::default(),
                 upstream_handles: Default::default(),
-                channel_failovers,
-                channel_circuit_state,
                 webhooks,
                 http_in_flight,
                 upstream_rejected,
@@ -194,9 +155,6 @@ impl Metrics {
                 connections_rejected,
                 draining,
                 idle_poll,
-                channel_sessions,
-                channel_session_failures,
-                channel_contingency_answers,
                 watch_journeys,
                 watch_watchers,
                 watch_result_reads,
@@ -204,7 +162,7 @@ impl Metrics {
                 otel: OtelRed::new(),
                 cluster,
                 guard,
-                verifications,
+                channels: channel_series,
                 core_label: labels_interner.channel(CORE_CHANNEL),
                 labels: labels_interner,
             }),

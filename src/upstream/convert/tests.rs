@@ -448,14 +448,13 @@ fn session_3d_requires_a_token_and_reports_contingency() {
     .unwrap();
     assert!(s.contingency);
     assert!(!format!("{s:?}").contains("canary"));
-    let r = s.into_response("alternative");
     assert_eq!(
         (
-            r.session_token.as_str(),
-            r.vendor.as_str(),
-            r.channel.as_str()
+            s.session_token.expose(),
+            s.vendor.as_str(),
+            s.vendor_url.as_str()
         ),
-        ("canary-st-1", "alt", "alternative")
+        ("canary-st-1", "alt", "https://v")
     );
     assert!(session_3d(parse_json(br#"{"vendor":"v"}"#).unwrap()).is_err());
 }

@@ -106,7 +106,7 @@ async fn one_request_id_on_two_replicas_at_once_makes_one_appkey_call_and_one_ap
     eventually(
         "replica b joined the call in flight on a",
         EVENT_WAIT,
-        async || b_metrics.idempotency_count("joined_in_flight") >= 1,
+        async || idempotency_count(&b_metrics, "joined_in_flight") >= 1,
     )
     .await;
     gate.open();
@@ -337,4 +337,13 @@ async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica()
     }
     assert_eq!(fleet.appkey_calls(), before + 2);
     fleet.stop().await;
+}
+
+/// `idgate_idempotent_requests_total{outcome=...}` in `metrics`' exposition.
+fn idempotency_count(metrics: &idgate::telemetry::Metrics, outcome: &str) -> u64 {
+    let prefix = format!("idgate_idempotent_requests_total{{outcome=\"{outcome}\"}} ");
+    let text = metrics.encode().expect("encode metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |v| v.trim().parse().expect("counter value"))
 }

@@ -29,6 +29,17 @@ fn answering(path: &'static str, status: u16, body: &'static str, count: Counter
     )
 }
 
+/// The core upstream's 3D paths as a channel, as the router's channels
+/// are built.
+fn core_channel(addr: std::net::SocketAddr) -> ChannelEndpoint {
+    ChannelEndpoint::new(
+        format!("http://{addr}"),
+        SESSION_3D,
+        LIVENESS_3D,
+        Duration::from_secs(10),
+    )
+}
+
 fn ctx() -> CallContext {
     CallContext::unbounded()
 }
@@ -303,12 +314,7 @@ async fn consuming_operations_are_sent_once_on_500_and_the_outcome_is_unknown() 
                 .await
                 .unwrap_err(),
             LIVENESS_3D => c
-                .liveness_3d(
-                    &ctx(),
-                    &c.default_channel(),
-                    &ak(),
-                    &SessionToken::new("st"),
-                )
+                .liveness_3d(&ctx(), &core_channel(addr), &ak(), &SessionToken::new("st"))
                 .await
                 .unwrap_err(),
             _ => c
@@ -351,13 +357,8 @@ async fn consuming_operations_are_sent_once_on_a_dropped_connection() {
                 .await
             }
             Operation::Liveness3D => {
-                c.liveness_3d(
-                    &ctx(),
-                    &c.default_channel(),
-                    &ak(),
-                    &SessionToken::new("st"),
-                )
-                .await
+                c.liveness_3d(&ctx(), &core_channel(addr), &ak(), &SessionToken::new("st"))
+                    .await
             }
             Operation::DocumentImages => c
                 .document_images(&ctx(), &ak(), &[jpeg(b"d")])
@@ -558,11 +559,6 @@ async fn a_channel_with_one_session_attempt_leaves_failover_to_the_router() {
         }
     );
     assert_eq!(count.get(), 1);
-    // The core upstream's own channel retries up to safe_attempts.
-    c.session_token_3d(&ctx(), &c.default_channel(), &ak(), None)
-        .await
-        .unwrap_err();
-    assert_eq!(count.get(), 4);
 }
 
 #[tokio::test]
@@ -576,7 +572,7 @@ async fn a_session_answer_without_a_token_is_malformed() {
     .await;
     let c = client(addr);
     let err = c
-        .session_token_3d(&ctx(), &c.default_channel(), &ak(), None)
+        .session_token_3d(&ctx(), &core_channel(addr), &ak(), None)
         .await
         .unwrap_err();
     assert_eq!(

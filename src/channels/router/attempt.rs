@@ -1,0 +1,135 @@
+//! One channel's session start: the breaker's permit, the call within
+//! the earlier of the caller's deadline and the channel's timeout, its
+//! outcome recorded, and on a forced mode a retry while the failure is
+//! transient. A grant binds the appkey to the channel.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::time::Instant;
+
+use super::{ChannelRouter, StartedSession, budget, health};
+use crate::{
+    channels::{
+        channel::{Channel, ChannelSet},
+        outcome::CallOutcome,
+        transport::SessionGrant,
+    },
+    context::CallContext,
+    domain::{Appkey, JourneyRef, Operation},
+    sync::lock,
+    upstream::UpstreamError,
+};
+
+/// Pause before a forced mode tries its channel's session token again.
+const FORCED_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// How one channel's session start ended.
+pub(super) enum Attempt {
+    Granted(StartedSession),
+    /// Not tried: the circuit was open.
+    Skipped(&'static str),
+    Failed(UpstreamError),
+}
+
+impl ChannelRouter {
+    /// Starts a session on `channel`, trying up to `attempts` times while
+    /// the failure is transient (what the REST client itself retries:
+    /// connect, timeout, 502-504), the circuit admits the call and the
+    /// caller's deadline leaves room.
+    pub(super) async fn start_on(
+        &self,
+        ctx: &CallContext,
+        set: &ChannelSet,
+        channel: &Arc<Channel>,
+        appkey: &Appkey,
+        user_agent: &str,
+        attempts: u32,
+    ) -> Attempt {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let Ok(permit) = channel.breaker().try_acquire(Instant::now()) else {
+                self.outcomes.record(channel, &CallOutcome::circuit_open());
+                return Attempt::Skipped("circuit open");
+            };
+            let now = Instant::now();
+            if ctx.is_expired() {
+                permit.neutral(now);
+                return Attempt::Failed(UpstreamError::DeadlineExceeded {
+                    op: Operation::SessionToken3D,
+                });
+            }
+            let (until, caller_bound) = budget(channel, ctx, now);
+            let bounded = CallContext::with_deadline(until);
+            let call =
+                self.transport
+                    .session_token(channel.endpoint(), appkey, user_agent, &bounded);
+            let result =
+                tokio::time::timeout_at(until, call)
+                    .await
+                    .unwrap_or(Err(UpstreamError::Timeout {
+                        op: Operation::SessionToken3D,
+                    }));
+            let sent = now;
+            let now = Instant::now();
+            self.outcomes
+                .record(channel, &CallOutcome::session(&result, now - sent));
+            match health(&result, caller_bound) {
+                Some(true) => permit.failure(now),
+                Some(false) => permit.success(now),
+                None => permit.neutral(now),
+            }
+            let e = match result {
+                Ok(grant) => {
+                    let held = self.on_granted(set, channel, appkey, &grant, now);
+                    self.share_grant(channel, appkey, held).await;
+                    return Attempt::Granted(StartedSession {
+                        grant,
+                        channel: channel.name().to_owned(),
+                    });
+                }
+                Err(e) => e,
+            };
+            if !matches!(e, UpstreamError::Saturated { .. }) {
+                tracing::warn!(
+                    channel = channel.name(),
+                    error_class = e.class(),
+                    attempt,
+                    "3D session start failed"
+                );
+            }
+            let pause = FORCED_RETRY_PAUSE;
+            let room = ctx
+                .remaining()
+                .is_none_or(|left| left > pause + FORCED_RETRY_PAUSE);
+            if attempt >= attempts || !e.is_transient() || !room {
+                return Attempt::Failed(e);
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// Binds the appkey to `channel` and starts a contingency hold when
+    /// the primary answered in contingency; true when a hold started.
+    fn on_granted(
+        &self,
+        set: &ChannelSet,
+        channel: &Arc<Channel>,
+        appkey: &Appkey,
+        grant: &SessionGrant,
+        now: Instant,
+    ) -> bool {
+        let is_primary = set.primary().is_some_and(|p| Arc::ptr_eq(p, channel));
+        let hold = grant.contingency && is_primary && !self.contingency_hold.is_zero();
+        if hold {
+            *lock(&self.hold_until) = Some(now + self.contingency_hold);
+            tracing::info!(
+                channel = channel.name(),
+                hold_secs = self.contingency_hold.as_secs(),
+                "primary answered in contingency; preferring the alternative"
+            );
+        }
+        lock(&self.bindings).insert(JourneyRef::from_appkey(appkey), Arc::clone(channel), now);
+        hold
+    }
+}
