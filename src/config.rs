@@ -131,6 +131,7 @@ impl Config {
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         self.serving.validate()?;
+        self.watch.validate()?;
         self.idempotency.validate()?;
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
         self.cluster.validate()

@@ -20,6 +20,9 @@ pub struct ServingConfig {
     /// `WatchJourney` streams open at once (their own cap: long-lived,
     /// cheap, and never counted against unary calls).
     pub max_streams: usize,
+    /// `WatchJourney` streams open at once on one connection, so one peer
+    /// cannot hold every slot of `max_streams`.
+    pub max_streams_per_connection: usize,
     /// Open connections per listener; also bounded, across listeners, by
     /// the process's descriptor limit less a reserve for upstream sockets.
     pub max_connections: usize,
@@ -64,6 +67,7 @@ impl Default for ServingConfig {
         Self {
             max_in_flight: 1024,
             max_streams: 10_000,
+            max_streams_per_connection: 100,
             max_connections: 10_000,
             max_concurrent_streams: 256,
             http2_keepalive_interval_secs: 30,
@@ -86,6 +90,10 @@ impl ServingConfig {
         let positive = [
             ("serving.max_in_flight", self.max_in_flight as u64),
             ("serving.max_streams", self.max_streams as u64),
+            (
+                "serving.max_streams_per_connection",
+                self.max_streams_per_connection as u64,
+            ),
             ("serving.max_connections", self.max_connections as u64),
             (
                 "serving.max_concurrent_streams",

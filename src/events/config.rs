@@ -271,6 +271,12 @@ pub struct WatchConfig {
     pub notice_ttl_secs: u64,
     /// Most such notices remembered.
     pub notice_max_entries: usize,
+    /// Longest a `WatchJourney` stream stays open, in seconds; then it ends
+    /// with `UNAVAILABLE` / `WATCH_LIFETIME_REACHED` (watch again).
+    pub max_stream_secs: u64,
+    /// Consecutive upstream 404s on the result after which the journey's
+    /// reader gives up and its watchers get `NOT_FOUND`.
+    pub max_not_found: u32,
 }
 
 impl Default for WatchConfig {
@@ -286,7 +292,31 @@ impl Default for WatchConfig {
             directory_max_entries: 100_000,
             notice_ttl_secs: 900,
             notice_max_entries: 100_000,
+            max_stream_secs: 3600,
+            max_not_found: 5,
         }
+    }
+}
+
+/// The longest `watch.max_stream_secs` (a day): a stream must end some
+/// time, and `now + lifetime` must not overflow.
+const MAX_STREAM_SECS: u64 = 86_400;
+
+impl WatchConfig {
+    /// Checks the bounds a watch must have: a finite lifetime and a
+    /// finite number of 404s.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_stream_secs == 0 || self.max_stream_secs > MAX_STREAM_SECS {
+            return Err(ConfigError::Invalid(format!(
+                "watch.max_stream_secs must be between 1 and {MAX_STREAM_SECS}"
+            )));
+        }
+        if self.max_not_found == 0 {
+            return Err(ConfigError::Invalid(
+                "watch.max_not_found must be at least 1".to_owned(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -314,6 +344,10 @@ pub struct WatchSettings {
     pub notice_ttl: Duration,
     /// Most notices remembered.
     pub notice_max_entries: usize,
+    /// Longest a stream stays open.
+    pub max_stream_lifetime: Duration,
+    /// Consecutive upstream 404s before the reader gives up.
+    pub max_not_found: u32,
 }
 
 impl From<&WatchConfig> for WatchSettings {
@@ -329,6 +363,8 @@ impl From<&WatchConfig> for WatchSettings {
             directory_max_entries: c.directory_max_entries,
             notice_ttl: Duration::from_secs(c.notice_ttl_secs),
             notice_max_entries: c.notice_max_entries,
+            max_stream_lifetime: Duration::from_secs(c.max_stream_secs.clamp(1, MAX_STREAM_SECS)),
+            max_not_found: c.max_not_found.max(1),
         }
     }
 }

@@ -39,7 +39,7 @@ use tokio::{
 use tonic::{Code, transport::server::TlsConnectInfo};
 use tower::{Layer, Service};
 
-use super::connections::{ActiveRequest, ConnInfo};
+use super::connections::{ActiveRequest, ConnInfo, WatchSlot};
 use crate::{Error, context::CallContext, telemetry::Metrics};
 
 /// The long-lived streaming method, admitted under its own cap.
@@ -58,6 +58,8 @@ pub(super) struct EdgeLimits {
     pub(super) max_in_flight: usize,
     /// `WatchJourney` streams open at once.
     pub(super) max_streams: usize,
+    /// `WatchJourney` streams open at once on one connection.
+    pub(super) max_streams_per_connection: usize,
     /// Longest a request body may take to arrive.
     pub(super) request_body_timeout: Duration,
     /// Largest message, for the `MESSAGE_TOO_LARGE` answer.
@@ -137,6 +139,7 @@ pub(super) struct Admission<S> {
 /// What an admitted call holds until its response body ends.
 struct Held {
     _slot: Option<OwnedSemaphorePermit>,
+    _watch: Option<WatchSlot>,
     _active: Option<ActiveRequest>,
     _call: Option<EndOnDrop>,
 }
@@ -170,6 +173,33 @@ where
         let layer = &self.layer;
         let path = request.uri().path();
         let now = Instant::now();
+        let extensions = request.extensions();
+        let conn = extensions.get::<ConnInfo>().or_else(|| {
+            extensions
+                .get::<TlsConnectInfo<ConnInfo>>()
+                .map(TlsConnectInfo::get_ref)
+        });
+        // One connection may not hold every watch slot of the process (the
+        // per-caller caps come with caller identity).
+        let watch = match conn {
+            Some(conn) if path == STREAMING => {
+                match conn
+                    .activity
+                    .try_watch(layer.limits.max_streams_per_connection)
+                {
+                    Some(slot) => Some(slot),
+                    None => {
+                        layer.metrics.record_rpc_shed("streams_per_connection");
+                        let status: tonic::Status = Error::WatchLimit(
+                            "this connection has the most WatchJourney streams allowed",
+                        )
+                        .into();
+                        return Box::pin(async move { Ok(status.into_http()) });
+                    }
+                }
+            }
+            _ => None,
+        };
         let slot = if ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p)) {
             None
         } else {
@@ -194,15 +224,7 @@ where
         } else {
             None
         };
-        let extensions = request.extensions();
-        let active = extensions
-            .get::<ConnInfo>()
-            .or_else(|| {
-                extensions
-                    .get::<TlsConnectInfo<ConnInfo>>()
-                    .map(TlsConnectInfo::get_ref)
-            })
-            .map(|c| c.activity.start());
+        let active = conn.map(|c| c.activity.start());
         let own = now + layer.limits.request_body_timeout;
         let deadline = CallContext::from_headers(request.headers())
             .deadline()
@@ -223,6 +245,7 @@ where
             let response = call.await?;
             let held = Held {
                 _slot: slot,
+                _watch: watch,
                 _active: active,
                 _call: call_end,
             };
@@ -361,6 +384,7 @@ mod tests {
             EdgeLimits {
                 max_in_flight: 8,
                 max_streams: 8,
+                max_streams_per_connection: 8,
                 request_body_timeout: Duration::from_secs(5),
                 max_message_bytes: 1024,
             },

@@ -78,7 +78,7 @@ impl Metrics {
         );
         registry.register(
             "idgate_rpc_shed",
-            "gRPC calls answered RESOURCE_EXHAUSTED/OVERLOADED at once, by the limit reached (in_flight, streams)",
+            "gRPC calls answered RESOURCE_EXHAUSTED at once, by the limit reached (in_flight, streams, streams_per_connection)",
             rpc_shed.clone(),
         );
         registry.register(
@@ -102,7 +102,7 @@ impl Metrics {
             Unit::Seconds,
             idle_poll.clone(),
         );
-        for limit in ["in_flight", "streams"] {
+        for limit in ["in_flight", "streams", "streams_per_connection"] {
             drop(rpc_shed.get_or_create(&LimitLabels { limit }));
         }
         for listener in ["grpc", "http", "admin"] {

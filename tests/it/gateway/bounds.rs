@@ -1,0 +1,109 @@
+//! Bounds on what one peer can hold or send (issue 25), over real
+//! sockets: a watch on a journey the service keeps answering 404 for ends,
+//! every stream ends at its lifetime, one connection cannot hold every
+//! watch slot. Ends are awaited on the stream itself, never by sleeping.
+
+use idgate::proto::v1;
+use tonic::Code;
+
+use crate::support::{
+    gateway::*,
+    wait::{EVENT_WAIT, eventually},
+};
+
+#[tokio::test]
+async fn a_watcher_the_service_answers_404_for_ends_not_found_after_max_not_found_reads() {
+    let gw = TestGateway::start_with(|c| c.watch.max_not_found = 3).await;
+    // Created, but no liveness proof: the service answers 404 on the
+    // result, as it does for an appkey it never issued.
+    let appkey = gw.create_journey().await;
+    let watcher = gw.watch(by_appkey(&appkey)).await;
+    let (items, end) = drain(watcher).await;
+    assert!(items.is_empty(), "{items:?}");
+    let end = end.expect("the stream ends with an error");
+    assert_error(&end, Code::NotFound, "RESULT_NOT_AVAILABLE");
+    assert_eq!(gw.result_reads(), 3, "no read after the third 404");
+    let hub = gw.gateway.hub();
+    tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
+        .await
+        .expect("the reading task stops");
+    assert_eq!(hub.stats().watchers, 0);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_stream_that_reaches_its_lifetime_ends_unavailable_and_may_watch_again() {
+    let gw = TestGateway::start_with(|c| {
+        c.watch.max_stream_secs = 1;
+        c.watch.webhook_grace_secs = 3600;
+    })
+    .await;
+    let journey = gw.journey_in_processing().await;
+    // No deadline of the caller's own: only the lifetime ends it.
+    let watcher = gw.watch(by_appkey(&journey.appkey)).await;
+    let (items, end) = drain(watcher).await;
+    assert!(items.is_empty(), "{items:?}");
+    let end = end.expect("the stream ends with an error");
+    assert_error(&end, Code::Unavailable, "WATCH_LIFETIME_REACHED");
+    assert!(retryable(&end), "RetryInfo: watching again is safe");
+    let hub = gw.gateway.hub();
+    eventually("the watcher is released", EVENT_WAIT, async || {
+        hub.stats().watchers == 0
+    })
+    .await;
+
+    // Watching again goes on from the journey's latest state.
+    let again = gw.watch(by_ref(&journey.journey_ref)).await;
+    gw.finish_processing();
+    let (items, _) = drain(again).await;
+    assert_eq!(
+        items.last().map(v1::WatchJourneyResponse::status),
+        Some(v1::JourneyStatus::Complete)
+    );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn watch_streams_past_the_per_connection_cap_are_refused_while_other_connections_watch() {
+    let gw = TestGateway::start_with(|c| {
+        c.serving.max_streams_per_connection = 2;
+        c.watch.webhook_grace_secs = 3600;
+    })
+    .await;
+    let journey = gw.journey_in_processing().await;
+    let first = gw.watch(by_appkey(&journey.appkey)).await;
+    let _second = gw.watch(by_ref(&journey.journey_ref)).await;
+
+    // Same connection (the test gateway's one channel): refused at once.
+    let refused = gw
+        .journeys()
+        .watch_journey(by_appkey(&journey.appkey))
+        .await
+        .expect_err("the third stream on one connection is refused");
+    assert_error(&refused, Code::ResourceExhausted, "WATCH_LIMIT_REACHED");
+    assert!(
+        gw.metrics_text()
+            .await
+            .contains("idgate_rpc_shed_total{limit=\"streams_per_connection\"} 1"),
+        "counted"
+    );
+
+    // Another connection has slots of its own.
+    let other = connect(gw.gateway.grpc_url()).await;
+    let mut client = v1::journey_service_client::JourneyServiceClient::new(other);
+    let _third = client
+        .watch_journey(by_appkey(&journey.appkey))
+        .await
+        .expect("another connection watches");
+
+    // A slot freed on the first connection is usable again.
+    drop(first);
+    eventually("the slot is freed", EVENT_WAIT, async || {
+        gw.journeys()
+            .watch_journey(by_appkey(&journey.appkey))
+            .await
+            .is_ok()
+    })
+    .await;
+    gw.stop().await;
+}
