@@ -23,6 +23,9 @@ pub struct ServingConfig {
     /// `WatchJourney` streams open at once on one connection, so one peer
     /// cannot hold every slot of `max_streams`.
     pub max_streams_per_connection: usize,
+    /// gRPC request bytes all calls may hold at once (a process-wide
+    /// budget); past it `RESOURCE_EXHAUSTED` / `OVERLOADED` at once.
+    pub max_body_bytes_in_flight: usize,
     /// Open connections per listener; also bounded, across listeners, by
     /// the process's descriptor limit less a reserve for upstream sockets.
     pub max_connections: usize,
@@ -68,6 +71,7 @@ impl Default for ServingConfig {
             max_in_flight: 1024,
             max_streams: 10_000,
             max_streams_per_connection: 100,
+            max_body_bytes_in_flight: 256 * 1024 * 1024,
             max_connections: 10_000,
             max_concurrent_streams: 256,
             http2_keepalive_interval_secs: 30,
@@ -93,6 +97,10 @@ impl ServingConfig {
             (
                 "serving.max_streams_per_connection",
                 self.max_streams_per_connection as u64,
+            ),
+            (
+                "serving.max_body_bytes_in_flight",
+                self.max_body_bytes_in_flight as u64,
             ),
             ("serving.max_connections", self.max_connections as u64),
             (

@@ -10,6 +10,9 @@
 //! - The request body must arrive within `request_body_timeout`, or the
 //!   caller's deadline when sooner; a stalled upload is answered
 //!   `DEADLINE_EXCEEDED` / `REQUEST_BODY_TIMEOUT` and frees its slot.
+//! - Request bytes in flight share a process-wide budget
+//!   ([`body_budget`](super::body_budget)); past it `RESOURCE_EXHAUSTED` /
+//!   `OVERLOADED` at once, while health still answers.
 //! - A message over the size limit is `RESOURCE_EXHAUSTED` /
 //!   `MESSAGE_TOO_LARGE` (tonic says `OUT_OF_RANGE`, which no handler of
 //!   this API returns).
@@ -39,7 +42,10 @@ use tokio::{
 use tonic::{Code, transport::server::TlsConnectInfo};
 use tower::{Layer, Service};
 
-use super::connections::{ActiveRequest, ConnInfo, WatchSlot};
+use super::{
+    body_budget::{self, BodyBudget, BudgetBody, CallBytes},
+    connections::{ActiveRequest, ConnInfo, WatchSlot},
+};
 use crate::{Error, context::CallContext, telemetry::Metrics};
 
 /// The long-lived streaming method, admitted under its own cap.
@@ -64,6 +70,8 @@ pub(super) struct EdgeLimits {
     pub(super) request_body_timeout: Duration,
     /// Largest message, for the `MESSAGE_TOO_LARGE` answer.
     pub(super) max_message_bytes: usize,
+    /// Request bytes all calls may hold at once.
+    pub(super) max_body_bytes_in_flight: usize,
 }
 
 /// Told when a unary call is admitted: the serving runtime's hook (its
@@ -95,6 +103,7 @@ impl Drop for EndOnDrop {
 pub(super) struct AdmissionLayer {
     unary: Arc<Semaphore>,
     streams: Arc<Semaphore>,
+    bytes: Arc<BodyBudget>,
     limits: Arc<EdgeLimits>,
     metrics: Metrics,
     calls: Arc<dyn CallEvents>,
@@ -111,6 +120,7 @@ impl AdmissionLayer {
             streams: Arc::new(Semaphore::new(
                 limits.max_streams.clamp(1, Semaphore::MAX_PERMITS),
             )),
+            bytes: Arc::new(BodyBudget::new(limits.max_body_bytes_in_flight)),
             limits: Arc::new(limits),
             metrics,
             calls,
@@ -140,6 +150,7 @@ pub(super) struct Admission<S> {
 struct Held {
     _slot: Option<OwnedSemaphorePermit>,
     _watch: Option<WatchSlot>,
+    _bytes: Option<Arc<CallBytes>>,
     _active: Option<ActiveRequest>,
     _call: Option<EndOnDrop>,
 }
@@ -200,7 +211,13 @@ where
             }
             _ => None,
         };
-        let slot = if ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p)) {
+        let always = ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p));
+        if !always && layer.bytes.is_spent() {
+            layer.metrics.record_rpc_shed(body_budget::SHED_LABEL);
+            let status: tonic::Status = Error::Overloaded("request bytes in flight").into();
+            return Box::pin(async move { Ok(status.into_http()) });
+        }
+        let slot = if always {
             None
         } else {
             let (pool, limit, what) = if path == STREAMING {
@@ -231,7 +248,14 @@ where
             .map_or(own, |d| d.min(own));
         let timeout_ms =
             u64::try_from(deadline.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX);
+        let bytes = (!always).then(|| CallBytes::new(&layer.bytes));
+        let metrics = layer.metrics.clone();
+        let charged = bytes.clone();
         let request = request.map(|body| {
+            let body = match charged {
+                Some(charged) => tonic::body::Body::new(BudgetBody::new(body, charged, metrics)),
+                None => body,
+            };
             tonic::body::Body::new(DeadlineBody {
                 inner: body,
                 deadline: Box::pin(tokio::time::sleep_until(deadline)),
@@ -246,6 +270,7 @@ where
             let held = Held {
                 _slot: slot,
                 _watch: watch,
+                _bytes: bytes,
                 _active: active,
                 _call: call_end,
             };
@@ -387,6 +412,7 @@ mod tests {
                 max_streams_per_connection: 8,
                 request_body_timeout: Duration::from_secs(5),
                 max_message_bytes: 1024,
+                max_body_bytes_in_flight: 1 << 20,
             },
             Metrics::default(),
             Arc::new(Hook(counted.clone())),

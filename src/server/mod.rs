@@ -24,6 +24,7 @@
 //! `shutdown_grace_secs` to finish, and whatever is left is closed.
 
 mod admission;
+mod body_budget;
 mod connections;
 mod embedded;
 mod fleet;
@@ -444,7 +445,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone()),
         documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard.clone()),
-        max_message_bytes: config.limits.max_grpc_message_bytes,
+        max_message_bytes: config.limits.grpc_message_bytes(),
     }
 }
 

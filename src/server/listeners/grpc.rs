@@ -84,6 +84,7 @@ pub(in crate::server) async fn serve_public(
             max_streams_per_connection: serving.max_streams_per_connection,
             request_body_timeout: Duration::from_millis(serving.request_body_timeout_ms),
             max_message_bytes: max,
+            max_body_bytes_in_flight: serving.max_body_bytes_in_flight,
         },
         metrics,
         runtime.call_events(),

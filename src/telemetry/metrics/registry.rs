@@ -78,7 +78,7 @@ impl Metrics {
         );
         registry.register(
             "idgate_rpc_shed",
-            "gRPC calls answered RESOURCE_EXHAUSTED at once, by the limit reached (in_flight, streams, streams_per_connection)",
+            "gRPC calls answered RESOURCE_EXHAUSTED at once, by the limit reached (in_flight, streams, streams_per_connection, body_bytes)",
             rpc_shed.clone(),
         );
         registry.register(
