@@ -42,6 +42,9 @@ pub struct ServingConfig {
     pub max_header_list_bytes: u32,
     /// TCP keepalive probes after this much silence (0: off).
     pub tcp_keepalive_secs: u64,
+    /// Requests in flight at once on the HTTP listener (webhook,
+    /// `/metrics`); past it 503 at once. `/healthz` is never refused.
+    pub http_max_in_flight: usize,
     /// HTTP/1 (the webhook and metrics listener): the request head must
     /// arrive within this many milliseconds.
     pub header_read_timeout_ms: u64,
@@ -79,6 +82,7 @@ impl Default for ServingConfig {
             idle_timeout_secs: 300,
             max_header_list_bytes: 16 * 1024,
             tcp_keepalive_secs: 60,
+            http_max_in_flight: 256,
             header_read_timeout_ms: 10_000,
             request_body_timeout_ms: 30_000,
             drain_delay_secs: 5,
@@ -111,6 +115,7 @@ impl ServingConfig {
                 "serving.max_header_list_bytes",
                 u64::from(self.max_header_list_bytes),
             ),
+            ("serving.http_max_in_flight", self.http_max_in_flight as u64),
             (
                 "serving.header_read_timeout_ms",
                 self.header_read_timeout_ms,

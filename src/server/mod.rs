@@ -371,6 +371,7 @@ impl Launch {
                 hub: services.hub.clone(),
             },
             services.metrics.clone(),
+            config.serving.http_max_in_flight,
         );
         let accept = self.accept("http", sockets.http, &tls.http);
         let http = listeners::serve_http(accept, app, &config.serving, self.stopped());

@@ -1,15 +1,48 @@
 //! Bounds on what one peer can hold or send (issue 25), over real
 //! sockets: a watch on a journey the service keeps answering 404 for ends,
 //! every stream ends at its lifetime, one connection cannot hold every
-//! watch slot. Ends are awaited on the stream itself, never by sleeping.
+//! watch slot; the HTTP listener caps its requests in flight (but for
+//! `/healthz`). Ends are awaited on the stream or the socket
+//! itself, never by sleeping.
 
+use base64::Engine as _;
 use idgate::proto::v1;
+use tokio::{io::AsyncWriteExt as _, net::TcpStream};
 use tonic::Code;
 
 use crate::support::{
     gateway::*,
+    net::http_client,
     wait::{EVENT_WAIT, eventually},
+    webhook::{PASSWORD, USER},
 };
+
+/// A gateway whose webhook receiver takes HTTP Basic only, and whose
+/// sandbox sends no notices of its own (the tests post them).
+async fn basic_only(edit: impl FnOnce(&mut idgate::config::Config)) -> TestGateway {
+    TestGateway::start_with(|c| {
+        c.webhook.basic_user = Some(USER.into());
+        c.webhook.basic_password_file = Some(secret_file(PASSWORD));
+        c.sandbox.webhook.enabled = false;
+        edit(c);
+    })
+    .await
+}
+
+/// Sends the head of a webhook POST announcing a 1000-byte body, with
+/// Basic credentials `user:password`, and none of the body.
+async fn webhook_head_only(gw: &TestGateway, password: &str) -> TcpStream {
+    let addr = gw.gateway.http_addr();
+    let credentials =
+        base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{password}"));
+    let head = format!(
+        "POST {WEBHOOK_PATH} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Basic {credentials}\r\n\
+         content-type: application/json\r\ncontent-length: 1000\r\n\r\n"
+    );
+    let mut conn = TcpStream::connect(addr).await.expect("connect");
+    conn.write_all(head.as_bytes()).await.expect("send head");
+    conn
+}
 
 #[tokio::test]
 async fn a_watcher_the_service_answers_404_for_ends_not_found_after_max_not_found_reads() {
@@ -105,5 +138,39 @@ async fn watch_streams_past_the_per_connection_cap_are_refused_while_other_conne
             .is_ok()
     })
     .await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn the_http_listener_answers_503_past_its_in_flight_cap_while_healthz_answers() {
+    let gw = basic_only(|c| c.serving.http_max_in_flight = 1).await;
+    let client = http_client();
+    let metrics = format!("{}/metrics", gw.http_url());
+    // Authenticated, waiting for a body that does not come: in flight.
+    let held = webhook_head_only(&gw, PASSWORD).await;
+    eventually("/metrics is refused", EVENT_WAIT, async || {
+        let r = client.get(&metrics).send().await.expect("answer");
+        r.status() == 503 && r.headers().get("retry-after").is_some()
+    })
+    .await;
+    let healthz = client
+        .get(format!("{}/healthz", gw.http_url()))
+        .send()
+        .await
+        .expect("healthz answers");
+    assert_eq!(healthz.status(), 200);
+
+    drop(held);
+    eventually("the slot is freed", EVENT_WAIT, async || {
+        client.get(&metrics).send().await.expect("answer").status() == 200
+    })
+    .await;
+    let text = gw.metrics_text().await;
+    let shed = text
+        .lines()
+        .find_map(|l| l.strip_prefix("idgate_http_shed_total "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .expect("idgate_http_shed_total");
+    assert!(shed >= 1, "{text}");
     gw.stop().await;
 }
