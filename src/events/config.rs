@@ -64,6 +64,10 @@ impl Default for WebhookConfig {
     }
 }
 
+/// Shortest webhook Basic password accepted (characters): the receiver
+/// faces the network, and a short password is guessed online.
+pub const MIN_BASIC_PASSWORD_CHARS: usize = 16;
+
 /// HTTP Basic credentials a sender must present.
 #[derive(Debug, Clone)]
 pub struct BasicCredentials {
@@ -159,6 +163,16 @@ impl WebhookSettings {
                  or hmac_secret_env/hmac_secret_file, or set allow_unauthenticated = true"
                     .to_owned(),
             ));
+        }
+        if self
+            .basic
+            .as_ref()
+            .is_some_and(|b| b.password.expose().chars().count() < MIN_BASIC_PASSWORD_CHARS)
+        {
+            // Names the key, never the value.
+            return Err(ConfigError::Invalid(format!(
+                "webhook.basic_password (basic_password_env / basic_password_file) must be at least {MIN_BASIC_PASSWORD_CHARS} characters"
+            )));
         }
         if !self.path.starts_with('/') {
             return Err(ConfigError::Invalid(
@@ -417,7 +431,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let pw = dir.join("pw");
         let sec = dir.join("sec");
-        std::fs::write(&pw, "s3cret\n").unwrap();
+        std::fs::write(&pw, "s3cret-webhook-password\n").unwrap();
         std::fs::write(&sec, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n").unwrap();
         let c = WebhookConfig {
             basic_user: Some("vendor".into()),
@@ -426,7 +440,10 @@ mod tests {
             ..WebhookConfig::default()
         };
         let s = c.resolve().unwrap();
-        assert_eq!(s.basic.unwrap().password.expose(), "s3cret");
+        assert_eq!(
+            s.basic.unwrap().password.expose(),
+            "s3cret-webhook-password"
+        );
         assert_eq!(s.hmac.unwrap().key().len(), 24);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -445,6 +462,26 @@ mod tests {
             ),
             "HmacSecret(<redacted>)"
         );
+    }
+
+    #[test]
+    fn a_basic_password_under_16_characters_fails_to_load_naming_the_key_not_the_value() {
+        let dir = std::env::temp_dir().join(format!("idgate-events-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pw = dir.join("pw");
+        std::fs::write(&pw, "short-pass-1234\n").unwrap();
+        let c = WebhookConfig {
+            basic_user: Some("vendor".into()),
+            basic_password_file: Some(pw.clone()),
+            ..WebhookConfig::default()
+        };
+        let err = c.resolve().unwrap_err().to_string();
+        assert!(err.contains("webhook.basic_password"), "{err}");
+        assert!(err.contains("16"), "{err}");
+        assert!(!err.contains("short-pass"), "{err}");
+        std::fs::write(&pw, "sixteen-chars-ok\n").unwrap();
+        assert!(c.resolve().is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -2,19 +2,23 @@
 //! sockets: a watch on a journey the service keeps answering 404 for ends,
 //! every stream ends at its lifetime, one connection cannot hold every
 //! watch slot; the HTTP listener caps its requests in flight (but for
-//! `/healthz`). Ends are awaited on the stream or the socket
+//! `/healthz`), and a webhook with wrong Basic credentials is refused
+//! before its body is read. Ends are awaited on the stream or the socket
 //! itself, never by sleeping.
 
 use base64::Engine as _;
 use idgate::proto::v1;
-use tokio::{io::AsyncWriteExt as _, net::TcpStream};
+use tokio::{
+    io::{AsyncReadExt as _, AsyncWriteExt as _},
+    net::TcpStream,
+};
 use tonic::Code;
 
 use crate::support::{
     gateway::*,
     net::http_client,
     wait::{EVENT_WAIT, eventually},
-    webhook::{PASSWORD, USER},
+    webhook::{PASSWORD, USER, status_code},
 };
 
 /// A gateway whose webhook receiver takes HTTP Basic only, and whose
@@ -138,6 +142,46 @@ async fn watch_streams_past_the_per_connection_cap_are_refused_while_other_conne
             .is_ok()
     })
     .await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_webhook_with_wrong_basic_credentials_is_refused_before_its_body_is_read() {
+    let gw = basic_only(|_| {}).await;
+    // The body is announced and never sent: only a refusal on the headers
+    // can answer (reading it would wait, then answer 400, not 401).
+    let mut conn = webhook_head_only(&gw, "not-the-webhook-password").await;
+    let mut answer = vec![0u8; 1024];
+    let n = tokio::time::timeout(EVENT_WAIT, conn.read(&mut answer))
+        .await
+        .expect("answered without the body")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert_eq!(status_code(&answer), 401, "{answer}");
+    assert!(answer.contains("credentials_invalid"), "{answer}");
+    assert_eq!(gw.webhook_metric("rejected_credentials_invalid").await, 1);
+    assert_eq!(gw.webhook_metric("body_read").await, 0, "no body read");
+
+    // Missing credentials: refused the same way.
+    let missing = http_client()
+        .post(gw.webhook_url())
+        .body("{}")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(missing.status(), 401);
+    assert_eq!(gw.webhook_metric("body_read").await, 0);
+
+    // The right credentials: the body is read (and found malformed).
+    let right = http_client()
+        .post(gw.webhook_url())
+        .basic_auth(USER, Some(PASSWORD))
+        .body("{}")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(right.status(), 400);
+    assert_eq!(gw.webhook_metric("body_read").await, 1);
     gw.stop().await;
 }
 
