@@ -60,6 +60,23 @@ pub fn check_basic(headers: &HeaderMap, expected: &BasicCredentials) -> Option<b
     Some(user_ok & password_ok)
 }
 
+/// With Basic the only method configured (`hmac` false), the verdict of
+/// the headers alone, so that a refusal never reads the body; `None` when
+/// a signature may also authenticate (it covers the body) or Basic is not
+/// configured.
+pub fn basic_only(
+    headers: &HeaderMap,
+    basic: Option<&BasicCredentials>,
+    hmac: bool,
+) -> Option<Result<(), AuthFailure>> {
+    let basic = basic.filter(|_| !hmac)?;
+    Some(match check_basic(headers, basic) {
+        Some(true) => Ok(()),
+        Some(false) => Err(AuthFailure::InvalidCredentials),
+        None => Err(AuthFailure::Missing),
+    })
+}
+
 /// True when the request carries any Standard Webhooks header.
 pub fn has_signature_headers(headers: &HeaderMap) -> bool {
     headers.contains_key(HEADER_SIGNATURE)

@@ -252,18 +252,9 @@ impl JourneyHub {
         let appkey = self.resolve(target)?;
         let journey = JourneyRef::from_appkey(&appkey);
         let (events, guard) = self.subscribe(&journey, appkey)?;
-        let max = self.inner.settings.max_stream_lifetime;
-        let lifetime = watch_stream::Lifetime {
-            ends: Instant::now() + max,
-            secs: max.as_secs(),
-        };
-        Ok(watch_stream::stream(
-            journey,
-            events,
-            guard,
-            ctx.deadline(),
-            lifetime,
-        ))
+        let lifetime = watch_stream::Lifetime::from_now(self.inner.settings.max_stream_lifetime);
+        let stream = watch_stream::stream(journey, events, guard, ctx.deadline(), lifetime);
+        Ok(stream)
     }
 
     /// Takes an authenticated completion notice. Never blocks: it wakes the

@@ -43,8 +43,18 @@ struct State {
 /// given (for the message).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lifetime {
-    pub(crate) ends: Instant,
-    pub(crate) secs: u64,
+    ends: Instant,
+    secs: u64,
+}
+
+impl Lifetime {
+    /// A lifetime of `max` from now.
+    pub(crate) fn from_now(max: std::time::Duration) -> Self {
+        Self {
+            ends: Instant::now() + max,
+            secs: max.as_secs(),
+        }
+    }
 }
 
 impl State {

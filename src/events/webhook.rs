@@ -302,23 +302,6 @@ impl WebhookReceiver {
         response
     }
 
-    /// With only Basic configured, the credentials on the headers alone:
-    /// `Some` with the verdict, so the body need not be read for a refusal;
-    /// `None` when a signature may also authenticate (it needs the body) or
-    /// nothing is configured.
-    fn authenticate_headers(&self, headers: &HeaderMap) -> Option<Result<(), AuthFailure>> {
-        let settings = &self.inner.settings;
-        let basic = settings
-            .basic
-            .as_ref()
-            .filter(|_| settings.hmac.is_none())?;
-        Some(match auth::check_basic(headers, basic) {
-            Some(true) => Ok(()),
-            Some(false) => Err(AuthFailure::InvalidCredentials),
-            None => Err(AuthFailure::Missing),
-        })
-    }
-
     /// Either configured method suffices; with none configured (explicit
     /// opt-out, checked at construction) everything passes. The reported
     /// failure is the most specific one seen.
@@ -444,12 +427,13 @@ async fn receive(
     let span = server_span.map_or_else(Span::current, |Extension(ServerSpan(s))| s);
     let counters = &receiver.inner.counters;
     counters.received.fetch_add(1, Ordering::Relaxed);
-    let early = receiver.authenticate_headers(&headers);
+    let settings = &receiver.inner.settings;
+    let early = auth::basic_only(&headers, settings.basic.as_ref(), settings.hmac.is_some());
     if let Some(Err(failure)) = early {
         // Refused on the headers: the body is never read.
         return receiver.reject(failure.into());
     }
-    let limit = receiver.inner.settings.max_body_bytes;
+    let limit = settings.max_body_bytes;
     counters.bodies_read.fetch_add(1, Ordering::Relaxed);
     let body = match read_body(body, &headers, limit).await {
         Ok(b) => b,
