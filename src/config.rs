@@ -131,9 +131,30 @@ impl Config {
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         self.serving.validate()?;
+        self.watch.validate()?;
+        self.validate_message_budget()?;
         self.idempotency.validate()?;
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
         self.cluster.validate()
+    }
+
+    /// One largest message must fit in the bytes in flight, or it could
+    /// never be served; and the message limit must be positive.
+    fn validate_message_budget(&self) -> Result<(), ConfigError> {
+        let message = self.limits.grpc_message_bytes();
+        if message == 0 {
+            return Err(ConfigError::Invalid(
+                "limits.max_grpc_message_bytes must be at least 1".to_owned(),
+            ));
+        }
+        if self.serving.max_body_bytes_in_flight < message {
+            return Err(ConfigError::Invalid(format!(
+                "serving.max_body_bytes_in_flight must be at least the gRPC message limit \
+                 ({message} bytes: limits.max_grpc_message_bytes, or max_images × max_image_bytes \
+                 plus 1 MiB when unset)"
+            )));
+        }
+        Ok(())
     }
 
     /// The operator profile names the gateway will have: `[[operators]]`
@@ -384,5 +405,20 @@ mod tests {
             Config::from_toml_and_env("", env(&[("IDGATE_UPSTREAM__BASE_URL", "\"987654321\"")]))
                 .unwrap();
         assert_eq!(c.upstream.unwrap().base_url, "987654321");
+    }
+
+    #[test]
+    fn a_byte_budget_below_the_message_limit_fails_to_load_naming_the_key() {
+        let err =
+            Config::from_toml_and_env("[serving]\nmax_body_bytes_in_flight = 1048576\n", env(&[]))
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("serving.max_body_bytes_in_flight"), "{err}");
+        let c = Config::from_toml_and_env(
+            "[serving]\nmax_body_bytes_in_flight = 1048576\n[limits]\nmax_grpc_message_bytes = 1048576\n",
+            env(&[]),
+        )
+        .unwrap();
+        assert_eq!(c.limits.grpc_message_bytes(), 1_048_576);
     }
 }

@@ -241,7 +241,8 @@ impl JourneyHub {
     }
 
     /// Starts watching; the stream ends with `DEADLINE_EXCEEDED` at the
-    /// caller's deadline unless the journey ends first. Must be called
+    /// caller's deadline, or `UNAVAILABLE` / `WATCH_LIFETIME_REACHED` at
+    /// its lifetime, unless the journey ends first. Must be called
     /// inside a Tokio runtime.
     pub fn watch_until(
         &self,
@@ -251,7 +252,9 @@ impl JourneyHub {
         let appkey = self.resolve(target)?;
         let journey = JourneyRef::from_appkey(&appkey);
         let (events, guard) = self.subscribe(&journey, appkey)?;
-        Ok(watch_stream::stream(journey, events, guard, ctx.deadline()))
+        let lifetime = watch_stream::Lifetime::from_now(self.inner.settings.max_stream_lifetime);
+        let stream = watch_stream::stream(journey, events, guard, ctx.deadline(), lifetime);
+        Ok(stream)
     }
 
     /// Takes an authenticated completion notice. Never blocks: it wakes the

@@ -24,6 +24,7 @@
 //! `shutdown_grace_secs` to finish, and whatever is left is closed.
 
 mod admission;
+mod body_budget;
 mod connections;
 mod embedded;
 mod fleet;
@@ -370,6 +371,7 @@ impl Launch {
                 hub: services.hub.clone(),
             },
             services.metrics.clone(),
+            config.serving.http_max_in_flight,
         );
         let accept = self.accept("http", sockets.http, &tls.http);
         let http = listeners::serve_http(accept, app, &config.serving, self.stopped());
@@ -444,7 +446,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone()),
         documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard.clone()),
-        max_message_bytes: config.limits.max_grpc_message_bytes,
+        max_message_bytes: config.limits.grpc_message_bytes(),
     }
 }
 
