@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+mod bounds;
 mod serving;
 
 pub use serving::ServingConfig;
@@ -125,8 +126,10 @@ impl Config {
     }
 
     /// Checks what types alone cannot: channel names unique and well
-    /// formed, a routing mode that names a configured channel.
+    /// formed, a routing mode that names a configured channel, every
+    /// duration at most 30 days, a plain webhook path.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_bounds()?;
         crate::channels::config::validate(&self.channels, &self.routing)
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;

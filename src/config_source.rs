@@ -13,6 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod bounds;
+
 use serde::de::DeserializeOwned;
 
 /// Prefix of environment overrides.

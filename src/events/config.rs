@@ -160,11 +160,7 @@ impl WebhookSettings {
                     .to_owned(),
             ));
         }
-        if !self.path.starts_with('/') {
-            return Err(ConfigError::Invalid(
-                "webhook.path must start with `/`".to_owned(),
-            ));
-        }
+        crate::config_source::bounds::check_route_path("webhook.path", &self.path)?;
         if self.max_body_bytes == 0 {
             return Err(ConfigError::Invalid(
                 "webhook.max_body_bytes must be positive".to_owned(),

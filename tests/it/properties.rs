@@ -5,7 +5,8 @@
 //! wire -> proto conversion (arbitrary bytes, and JSON built from the
 //! spec's shapes), the webhook verifier (Basic and Standard Webhooks), the
 //! `grpc-timeout` parser, the configuration loader with `IDGATE_*`
-//! overrides, and request validation. The webhook body parser is
+//! overrides (and every duration key: loads, or fails naming the key and
+//! quoting no value), and request validation. The webhook body parser is
 //! crate-private: its property is in `src/events/webhook.rs`.
 //!
 //! Each test sets its own case count for CI's budget (about 15 s of CPU
@@ -880,6 +881,84 @@ proptest! {
             prop_assert!(!e.contains(&marker), "the error quotes a value: {}", e);
             for (_, value) in env.iter().filter(|(_, v)| !NAMED_VALUES.contains(&v.as_str())) {
                 prop_assert!(!quotes(&e, value), "the error quotes a value: {}", e);
+            }
+        }
+    }
+}
+
+/// Duration keys, as `IDGATE_*` variables and as errors name them; the
+/// channel keys need `[[channels]]` (given by [`DURATION_BASE`]).
+const DURATION_KEYS: [(&str, &str); 10] = [
+    ("IDGATE_IDEMPOTENCY__TTL_SECS", "idempotency.ttl_secs"),
+    (
+        "IDGATE_IDEMPOTENCY__PENDING_TTL_SECS",
+        "idempotency.pending_ttl_secs",
+    ),
+    (
+        "IDGATE_WATCH__DIRECTORY_TTL_SECS",
+        "watch.directory_ttl_secs",
+    ),
+    ("IDGATE_WATCH__POLL_MAX_MS", "watch.poll_max_ms"),
+    (
+        "IDGATE_ROUTING__BINDING_TTL_SECS",
+        "routing.binding_ttl_secs",
+    ),
+    (
+        "IDGATE_WEBHOOK__REPLAY_WINDOW_SECS",
+        "webhook.replay_window_secs",
+    ),
+    (
+        "IDGATE_SERVING__IDLE_TIMEOUT_SECS",
+        "serving.idle_timeout_secs",
+    ),
+    ("IDGATE_CLUSTER__MAX_BACKOFF_MS", "cluster.max_backoff_ms"),
+    ("IDGATE_CHANNELS__0__TIMEOUT_MS", "channels[0].timeout_ms"),
+    (
+        "IDGATE_SANDBOX__RESULT_RETENTION_SECS",
+        "sandbox.result_retention_secs",
+    ),
+];
+
+const DURATION_BASE: &str = "[[channels]]\nname = \"p\"\nbase_url = \"http://127.0.0.1:1\"\n";
+
+/// Values around the bound (30 days), and anything TOML takes or not.
+fn duration_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => any::<u64>().prop_map(|v| v.to_string()),
+        2 => (2_592_000u64 - 3..2_592_000 + 3).prop_map(|v| v.to_string()),
+        2 => (2_592_000_000u64 - 3..2_592_000_000 + 3).prop_map(|v| v.to_string()),
+        1 => (0u64..100_000).prop_map(|v| v.to_string()),
+        1 => any::<i64>().prop_map(|v| v.to_string()),
+        1 => "[0-9]{19,30}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(cases(400))]
+
+    /// Any value of a duration key loads, or fails with an error that
+    /// names the key and quotes no value; past 30 days it always fails.
+    #[test]
+    fn any_duration_value_loads_or_fails_naming_the_key_without_the_value(
+        key in prop::sample::select(DURATION_KEYS.to_vec()),
+        value in duration_value(),
+    ) {
+        let (var, name) = key;
+        let result = Config::from_toml_and_env(DURATION_BASE, [(var.to_owned(), value.clone())]);
+        let max: u128 = if name.ends_with("_ms") { 2_592_000_000 } else { 2_592_000 };
+        let over = value.parse::<u128>().is_ok_and(|v| v > max);
+        match result {
+            Ok(_) => prop_assert!(!over, "{} = {} loaded past the bound", name, value),
+            Err(e) => {
+                let e = e.to_string();
+                // No run of digits in the error is the value.
+                let quoted = e
+                    .split(|c: char| !c.is_ascii_digit())
+                    .any(|run| run == value.trim_start_matches('-'));
+                prop_assert!(!quoted || value.len() < 2, "the error quotes the value: {}", e);
+                if over && value.parse::<i64>().is_ok() {
+                    prop_assert!(e.contains(name) && e.contains("30 days"), "{}", e);
+                }
             }
         }
     }
