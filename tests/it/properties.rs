@@ -1092,9 +1092,50 @@ proptest! {
         };
         ok_or_named_violations(
             validate::create_journey(&req),
-            &["cpf", "name", "birth_date", "customer_reference", "request_id"],
-            &[&req.cpf, &req.name, &req.birth_date, &req.customer_reference, &req.request_id],
+            &["cpf", "name", "birth_date", "customer_reference", "operator_profile", "request_id"],
+            &[
+                &req.cpf, &req.name, &req.birth_date, &req.customer_reference,
+                &req.operator_profile, &req.request_id,
+            ],
         )?;
+    }
+
+    /// `operator_profile` is taken (trimmed) exactly when it has at most
+    /// 64 characters and no control character; else `INVALID_ARGUMENT`
+    /// naming the field and quoting nothing of it.
+    #[test]
+    fn operator_profile_is_capped_and_never_echoed(
+        profile in prop_oneof![
+            2 => "[ ]{0,2}[a-z0-9_-]{55,75}[ ]{0,2}",
+            1 => any_text(100),
+            1 => "MARK[a-z]{10}[\\x00-\\x1f][a-z]{2}",
+        ],
+    ) {
+        let req = v1::CreateJourneyRequest {
+            cpf: "529.982.247-25".into(),
+            name: "Maria Silva".into(),
+            birth_date: "1990-01-01".into(),
+            customer_reference: "ref1".into(),
+            operator_profile: profile.clone(),
+            request_id: String::new(),
+        };
+        let trimmed = profile.trim();
+        let fits = trimmed.chars().count() <= validate::MAX_OPERATOR_PROFILE_CHARS
+            && !trimmed.chars().any(char::is_control);
+        match validate::create_journey(&req) {
+            Ok(ok) => {
+                prop_assert!(fits, "{:?} was taken", profile);
+                prop_assert_eq!(ok.operator_profile.as_deref(), (!trimmed.is_empty()).then_some(trimmed));
+            }
+            Err(e) => {
+                prop_assert!(!fits, "{:?} was refused: {:?}", profile, e);
+                let status = tonic::Status::from(e);
+                prop_assert_eq!(status.code(), tonic::Code::InvalidArgument);
+                let text = format!("{status:?}");
+                prop_assert!(text.contains("operator_profile"), "{}", text);
+                prop_assert!(!quotes(&text, &profile), "the error quotes the profile: {}", text);
+            }
+        }
     }
 
     #[test]
