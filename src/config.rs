@@ -13,8 +13,10 @@ use std::net::SocketAddr;
 use serde::Deserialize;
 
 mod bounds;
+mod hops;
 mod serving;
 
+pub use hops::{HOP_KINDS, PlaintextHop, is_plaintext_off_loopback};
 pub use serving::ServingConfig;
 
 pub use crate::{

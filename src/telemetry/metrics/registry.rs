@@ -33,6 +33,7 @@ impl Metrics {
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
+        let plaintext_hops = hops::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -159,6 +160,7 @@ impl Metrics {
                 watch_watchers,
                 watch_result_reads,
                 watch_notice_timeouts,
+                plaintext_hops,
                 otel: OtelRed::new(),
                 cluster,
                 guard,
