@@ -242,6 +242,10 @@ mod tests {
             let err = load(text, &[(var, "9000000000000")]).unwrap_err();
             assert!(err.contains(key) && err.contains("30 days"), "{var}: {err}");
             assert!(!err.contains("9000000000000"), "{err}");
+            // Past TOML's integers: refused naming the variable.
+            let err = load(text, &[(var, "18446744073709551616")]).unwrap_err();
+            assert!(err.contains(var) && err.contains("out of range"), "{err}");
+            assert!(!err.contains("18446744073709551616"), "{err}");
             // The bound itself loads.
             let max = if key.ends_with("_ms") {
                 "2592000000"
