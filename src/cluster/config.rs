@@ -178,6 +178,7 @@ impl ClusterConfig {
             self.secret_key_env.as_deref(),
             self.secret_key_file.as_deref(),
         )?
+        .map(zeroize::Zeroizing::new)
         .ok_or_else(|| invalid("cluster.secret_key is not configured"))?;
         let current = decode_key("cluster.secret_key", &key)?;
         let previous = optional_secret(
@@ -185,7 +186,7 @@ impl ClusterConfig {
             self.previous_secret_key_env.as_deref(),
             self.previous_secret_key_file.as_deref(),
         )?
-        .map(|k| decode_key("cluster.previous_secret_key", &k))
+        .map(|k| decode_key("cluster.previous_secret_key", &zeroize::Zeroizing::new(k)))
         .transpose()?;
         let password = optional_secret(
             "cluster.password",
