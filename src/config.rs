@@ -12,8 +12,11 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+mod bounds;
+mod hops;
 mod serving;
 
+pub use hops::{HOP_KINDS, PlaintextHop, is_plaintext_off_loopback};
 pub use serving::ServingConfig;
 
 pub use crate::{
@@ -125,8 +128,10 @@ impl Config {
     }
 
     /// Checks what types alone cannot: channel names unique and well
-    /// formed, a routing mode that names a configured channel.
+    /// formed, a routing mode that names a configured channel, every
+    /// duration at most 30 days, a plain webhook path.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_bounds()?;
         crate::channels::config::validate(&self.channels, &self.routing)
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;

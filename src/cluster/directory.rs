@@ -12,7 +12,8 @@
 //!   (`events::JourneyDirectory`) already holds every journey this process
 //!   created, so here it is a no-op: a second copy would add nothing.
 //! - [`RedisDirectory`]: `{p}journey:<ref>` holds the appkey, sealed
-//!   (AES-256-GCM under `[cluster]`'s secret key, bound to the reference),
+//!   (AES-256-GCM under `[cluster]`'s secret key, bound to this purpose,
+//!   the Redis key and the reference: see `seal::Binding`),
 //!   expiring with `[watch] directory_ttl_secs`. Nothing else of the
 //!   journey, and nothing personal, goes to Redis.
 
@@ -21,6 +22,7 @@ use std::time::Duration;
 use super::{
     BoxFuture, ClusterError, ready,
     redis::{RedisConn, millis},
+    seal::Binding,
 };
 use crate::domain::{Appkey, JourneyRef};
 
@@ -94,17 +96,25 @@ impl RedisDirectory {
         self.conn.key(&format!("journey:{journey}"))
     }
 
-    /// The record as Redis holds it: the appkey, sealed to `journey`.
+    /// What a stored value is sealed to: this purpose, its key, the
+    /// journey.
+    fn binding(&self, journey: &JourneyRef) -> Binding {
+        Binding::directory(&self.key(journey), journey)
+    }
+
+    /// The record as Redis holds it: the appkey, sealed to its entry.
     fn encode(&self, journey: &JourneyRef, record: &JourneyRecord) -> String {
-        self.conn.sealer().seal(journey, &record.appkey)
+        self.conn
+            .sealer()
+            .seal(&self.binding(journey), &record.appkey)
     }
 
     /// The record of a stored value; `None` (with a warning) when it does
     /// not open.
     fn decode(&self, journey: &JourneyRef, stored: &str) -> Option<JourneyRecord> {
-        let opened = self.conn.sealer().open(journey, stored);
+        let opened = self.conn.sealer().open(&self.binding(journey), stored);
         if opened.is_none() {
-            tracing::warn!(journey = %journey, "a sealed appkey in Redis did not open (another secret_key?)");
+            tracing::warn!(journey = %journey, "a sealed appkey in Redis did not open (another secret_key, or a value moved from another key?)");
         }
         opened.map(|appkey| JourneyRecord { appkey })
     }

@@ -124,6 +124,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let (mut up, webhook) =
         resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
     let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
+    setup::report_plaintext_hops(&config, &metrics);
     let runtime = ServingRuntime::new(
         &config.serving,
         &metrics,

@@ -34,6 +34,7 @@ impl Metrics {
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
+        let plaintext_hops = hops::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -166,6 +167,7 @@ impl Metrics {
                 watch_watchers,
                 watch_result_reads,
                 watch_notice_timeouts,
+                plaintext_hops,
                 otel: OtelRed::new(),
                 cluster,
                 guard,
