@@ -35,6 +35,7 @@ impl Metrics {
         let guard = GuardSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
         let plaintext_hops = hops::register(&mut registry);
+        let auth = AuthSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -172,6 +173,7 @@ impl Metrics {
                 cluster,
                 guard,
                 channels: channel_series,
+                auth,
                 core_label: labels_interner.channel(CORE_CHANNEL),
                 labels: labels_interner,
             }),
