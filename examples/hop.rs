@@ -32,6 +32,11 @@
 //!   `--streams` requests pipelined on each (what `h2load --h1 -m` does).
 //! - `--otlp` adds a row: `idgate` again, exporting its spans over OTLP/gRPC
 //!   to a collector sink in this process that counts them.
+//! - `--jwt` adds a row: `idgate` again with caller authentication on
+//!   (`[auth] mode = "jwt"`, an ES256 key in a local JWKS file, one
+//!   `[[callers]]` entry), every call carrying the same bearer token (a
+//!   caller's cached token: what a service account sends). The plain row
+//!   runs with `[auth] mode = "none"`.
 //!
 //! Every call's answer is checked (gRPC status 0 with a message, HTTP 200);
 //! the latency buffer is sized from `--calls`, and a phase gives up after
@@ -89,6 +94,9 @@ struct Args {
     /// Also measure idgate exporting its spans over OTLP/gRPC to a sink here.
     #[arg(long)]
     otlp: bool,
+    /// Also measure idgate with caller authentication on (a JWT per call).
+    #[arg(long)]
+    jwt: bool,
     /// Targets, in order: `direct`, `idgate`.
     #[arg(long, default_value = "direct,idgate")]
     targets: String,
@@ -247,6 +255,7 @@ impl Hop {
         binary: &Path,
         upstream: SocketAddr,
         otlp: Option<SocketAddr>,
+        auth: Option<&BenchCaller>,
     ) -> anyhow::Result<Hop> {
         let dir = std::env::temp_dir().join(format!(
             "idgate-hop-{}-{}",
@@ -257,6 +266,10 @@ impl Hop {
         let (grpc, http, admin) = (free_port()?, free_port()?, free_port()?);
         let base = format!("http://{upstream}/facecaptcha");
         let config = dir.join("idgate.toml");
+        let auth = match auth {
+            Some(caller) => caller.config(&dir)?,
+            None => "[auth]\nmode = \"none\"\n\n".to_owned(),
+        };
         std::fs::write(
             &config,
             format!(
@@ -267,7 +280,8 @@ impl Hop {
                  [[channels]]\nname = \"alternative\"\nbase_url = \"{base}\"\npriority = 1\n\n\
                  [webhook]\nallow_unauthenticated = true\n\n\
                  # Not in idgate-perf.toml: stop at once when the benchmark is done.\n\
-                 [serving]\ndrain_delay_secs = 0\n"
+                 [serving]\ndrain_delay_secs = 0\n\n\
+                 {auth}"
             ),
         )?;
         let stderr = std::fs::File::create(dir.join("idgate.err"))?;
@@ -455,12 +469,15 @@ async fn grpc_call(
     send: &mut h2::client::SendRequest<Bytes>,
     uri: &Uri,
     frame: &Bytes,
+    bearer: Option<&http::HeaderValue>,
 ) -> Result<(), String> {
-    let request = Request::post(uri.clone())
+    let mut request = Request::post(uri.clone())
         .header(header::CONTENT_TYPE, "application/grpc")
-        .header(header::TE, "trailers")
-        .body(())
-        .expect("a valid request");
+        .header(header::TE, "trailers");
+    if let Some(bearer) = bearer {
+        request = request.header(header::AUTHORIZATION, bearer.clone());
+    }
+    let request = request.body(()).expect("a valid request");
     std::future::poll_fn(|cx| send.poll_ready(cx))
         .await
         .map_err(|e| format!("h2 not ready: {e}"))?;
@@ -514,7 +531,11 @@ async fn grpc_call(
 
 /// `load.connections` HTTP/2 connections to idgate, `load.streams`
 /// concurrent `StartSession3D` calls on each.
-async fn grpc_load(addr: SocketAddr, load: Load) -> anyhow::Result<Tally> {
+async fn grpc_load(
+    addr: SocketAddr,
+    load: Load,
+    bearer: Option<http::HeaderValue>,
+) -> anyhow::Result<Tally> {
     let uri: Uri = format!("http://{addr}{GRPC_PATH}").parse()?;
     let message = StartSession3DRequest {
         appkey: appkey(),
@@ -536,13 +557,18 @@ async fn grpc_load(addr: SocketAddr, load: Load) -> anyhow::Result<Tally> {
             let _ = connection.await;
         });
         for _ in 0..load.streams {
-            let (mut send, uri, frame, claims) =
-                (send.clone(), uri.clone(), frame.clone(), claims.clone());
+            let (mut send, uri, frame, claims, bearer) = (
+                send.clone(),
+                uri.clone(),
+                frame.clone(),
+                claims.clone(),
+                bearer.clone(),
+            );
             workers.push(tokio::spawn(async move {
                 let mut tally = Tally::with_capacity(load.per_worker());
                 while claims.claim() {
                     let started = Instant::now();
-                    let outcome = grpc_call(&mut send, &uri, &frame).await;
+                    let outcome = grpc_call(&mut send, &uri, &frame, bearer.as_ref()).await;
                     tally.record(started.elapsed(), outcome);
                 }
                 tally
@@ -656,12 +682,76 @@ async fn rest_load(addr: SocketAddr, load: Load) -> anyhow::Result<Tally> {
 }
 
 // ---------------------------------------------------------------------------
+// The caller of the `--jwt` row.
+
+/// A service account as idgate's `[auth] mode = "jwt"` knows it: an ES256
+/// key whose public half is in a JWKS file, and one token signed with it.
+struct BenchCaller {
+    kid: &'static str,
+    key: rcgen::KeyPair,
+}
+
+impl BenchCaller {
+    const SUBJECT: &'static str = "system:serviceaccount:bench:load";
+
+    fn new() -> anyhow::Result<Self> {
+        Ok(Self {
+            kid: "bench-1",
+            key: rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?,
+        })
+    }
+
+    /// Writes the JWKS file into `dir`; the `[auth]` and `[[callers]]`
+    /// sections that name it. `journeys = "any"`: the benchmark's appkey
+    /// is no journey of this caller's.
+    fn config(&self, dir: &Path) -> anyhow::Result<String> {
+        use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD as B64};
+        let raw = self.key.public_key_raw();
+        let (x, y) = raw[1..].split_at(32);
+        let jwks = serde_json::json!({"keys": [{
+            "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig",
+            "kid": self.kid, "x": B64.encode(x), "y": B64.encode(y),
+        }]});
+        let path = dir.join("jwks.json");
+        std::fs::write(&path, jwks.to_string())?;
+        Ok(format!(
+            "[auth]\nmode = \"jwt\"\n\n\
+             [auth.jwt]\njwks_file = \"{}\"\nissuer = \"https://issuer.bench\"\naudience = \"idgate\"\n\n\
+             [[callers]]\nname = \"bench\"\njwt_subject = \"{}\"\noperations = [\"session_3d\"]\njourneys = \"any\"\n",
+            path.display(),
+            Self::SUBJECT
+        ))
+    }
+
+    /// `Bearer <token>`, valid for an hour.
+    fn bearer(&self) -> anyhow::Result<http::HeaderValue> {
+        use jsonwebtoken::{Algorithm, EncodingKey, Header};
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs();
+        let claims = serde_json::json!({
+            "iss": "https://issuer.bench", "aud": "idgate", "sub": Self::SUBJECT,
+            "iat": now, "nbf": now, "exp": now + 3600,
+        });
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some(self.kid.to_owned());
+        let token = jsonwebtoken::encode(
+            &header,
+            &claims,
+            &EncodingKey::from_ec_der(&self.key.serialize_der()),
+        )?;
+        Ok(http::HeaderValue::from_str(&format!("Bearer {token}"))?)
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Phases and the report.
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Target {
     Direct,
-    Idgate,
+    /// With the bearer token every call carries, if any.
+    Idgate(Option<http::HeaderValue>),
 }
 
 struct Row {
@@ -701,7 +791,7 @@ async fn drive(
     let run = async {
         match target {
             Target::Direct => rest_load(addr, load).await,
-            Target::Idgate => grpc_load(addr, load).await,
+            Target::Idgate(bearer) => grpc_load(addr, load, bearer).await,
         }
     };
     tokio::time::timeout(limit, run)
@@ -724,7 +814,7 @@ async fn measure(
     };
     let limit = Duration::from_secs(args.max_seconds);
     if args.warmup > 0 {
-        drive(target, addr, load(args.warmup), limit).await?;
+        drive(target.clone(), addr, load(args.warmup), limit).await?;
     }
     let hz = clock_ticks_per_second() as f64;
     let hop_pid = hop_pid.map(|p| p.to_string());
@@ -836,11 +926,27 @@ async fn run(args: Args) -> anyhow::Result<()> {
             "direct" => rows.push(measure("direct", Target::Direct, upstream, None, &args).await?),
             "idgate" => {
                 let binary = idgate_binary(args.idgate_bin.clone())?;
-                let hop = Hop::start(&binary, upstream, None).await?;
+                let hop = Hop::start(&binary, upstream, None, None).await?;
                 rows.push(
-                    measure("idgate", Target::Idgate, hop.grpc, Some(hop.pid()), &args).await?,
+                    measure(
+                        "idgate",
+                        Target::Idgate(None),
+                        hop.grpc,
+                        Some(hop.pid()),
+                        &args,
+                    )
+                    .await?,
                 );
                 hop.stop().await;
+                if args.jwt {
+                    let caller = BenchCaller::new()?;
+                    let hop = Hop::start(&binary, upstream, None, Some(&caller)).await?;
+                    let target = Target::Idgate(Some(caller.bearer()?));
+                    rows.push(
+                        measure("idgate+jwt", target, hop.grpc, Some(hop.pid()), &args).await?,
+                    );
+                    hop.stop().await;
+                }
                 if args.otlp {
                     let spans = Arc::new(AtomicU64::new(0));
                     let sink = Sink(spans.clone());
@@ -852,10 +958,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
                             ))
                             .await;
                     })?;
-                    let hop = Hop::start(&binary, upstream, Some(collector)).await?;
+                    let hop = Hop::start(&binary, upstream, Some(collector), None).await?;
                     let mut row = measure(
                         "idgate+otlp",
-                        Target::Idgate,
+                        Target::Idgate(None),
                         hop.grpc,
                         Some(hop.pid()),
                         &args,
