@@ -5,9 +5,13 @@
 //! name, a birth date or an image has a `Debug` that prints a redaction, so
 //! a careless `?value` in a log line cannot leak it.
 //!
+//! [`Caller`] and its [`Permission`]s, [`JourneyScope`] and [`ResultView`]
+//! are the vocabulary of authorization every layer shares.
+//!
 //! [`Operation`] names the REST operations of the spec: vocabulary shared
 //! by the client, the sandbox, errors, spans and metrics.
 
+mod caller;
 mod cpf;
 mod image;
 mod journey_ref;
@@ -16,6 +20,10 @@ mod person;
 mod request_id;
 mod secret;
 
+pub use caller::{
+    Caller, CallerLimits, CallerName, JourneyScope, Permission, Permissions, ProfileGrant,
+    ResultView,
+};
 pub use cpf::Cpf;
 pub use image::{ImageKind, ImagePayload, Snapshot};
 pub use journey_ref::JourneyRef;
