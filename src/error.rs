@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use crate::upstream::UpstreamError;
+use crate::{domain::Permission, upstream::UpstreamError};
 
 mod classify;
 mod reason;
@@ -162,6 +162,20 @@ pub enum Error {
         /// When the window reopens.
         retry_after: Duration,
     },
+    /// The public listener found no caller credential, or an invalid one.
+    /// Says nothing of which rule failed, nor any value of the credential.
+    #[error("missing or invalid caller credential (a bearer token or a client certificate)")]
+    CallerUnauthenticated,
+    /// The credential is valid but no `[[callers]]` entry names its
+    /// identity.
+    #[error("the caller's identity is valid but is not a configured caller")]
+    CallerUnknown,
+    /// The caller's policy does not grant this operation.
+    #[error("the caller may not call `{0}`")]
+    OperationNotAllowed(Permission),
+    /// The caller's policy does not grant the requested operator profile.
+    #[error("the caller may not create journeys on the requested operator profile")]
+    ProfileNotAllowed,
 }
 
 /// A delay in whole seconds, rounded up (a caller told "0 s" would retry

@@ -7,8 +7,8 @@
 //! prints any cycle):
 //!
 //! ```text
-//! cli -> server -> config -> sandbox, api -> guard, events -> journey, channels
-//!     -> error, cluster -> upstream -> telemetry -> leaves
+//! cli -> server -> config -> sandbox, api -> auth, guard, events -> journey,
+//!     channels -> error, cluster -> upstream -> telemetry -> leaves
 //! leaves: domain, context, config_source, proto, ttl, sync, net, tls
 //! ```
 //!
@@ -34,6 +34,9 @@
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
 //! - [`guard`]: the spending guard: idempotent `CreateJourney`
 //!   (`request_id`) and `[[budgets]]` per operator profile, fleet-wide.
+//! - [`auth`]: who calls the public listener (mTLS SPIFFE IDs, JWTs
+//!   checked against JWKS keys) and the `[[callers]]` table that says what
+//!   each may do; a tower layer hands handlers an `Arc<Caller>`.
 //! - [`api`]: every tonic service (the channel admin one included) and all
 //!   request validation.
 //! - [`sandbox`]: the reference implementation of the REST service; it
@@ -46,6 +49,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod auth;
 pub mod channels;
 pub mod cli;
 pub mod cluster;

@@ -40,6 +40,14 @@ impl Error {
             Error::ConcurrentCallFailed => (Code::Aborted, Reason::ConcurrentCallFailed, true),
             Error::IdempotencyUnavailable => (Code::Unavailable, Reason::ClusterUnavailable, true),
             Error::BudgetExceeded { .. } => (Code::ResourceExhausted, Reason::BudgetExceeded, true),
+            Error::CallerUnauthenticated => {
+                (Code::Unauthenticated, Reason::CallerUnauthenticated, false)
+            }
+            Error::CallerUnknown => (Code::PermissionDenied, Reason::CallerUnknown, false),
+            Error::OperationNotAllowed(_) => {
+                (Code::PermissionDenied, Reason::OperationNotAllowed, false)
+            }
+            Error::ProfileNotAllowed => (Code::PermissionDenied, Reason::ProfileNotAllowed, false),
         }
     }
 }

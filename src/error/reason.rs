@@ -82,11 +82,19 @@ pub enum Reason {
     /// A `[[budgets]]` limit of the operator profile is spent; retry after
     /// the delay, when the window reopens.
     BudgetExceeded,
+    /// No caller credential, or an invalid one (public listener).
+    CallerUnauthenticated,
+    /// A valid identity that no `[[callers]]` entry names.
+    CallerUnknown,
+    /// The caller's policy does not grant the operation.
+    OperationNotAllowed,
+    /// The caller's policy does not grant the operator profile.
+    ProfileNotAllowed,
 }
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 37] = [
+    pub const ALL: [Reason; 41] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -124,6 +132,10 @@ impl Reason {
         Reason::RequestIdReused,
         Reason::ConcurrentCallFailed,
         Reason::BudgetExceeded,
+        Reason::CallerUnauthenticated,
+        Reason::CallerUnknown,
+        Reason::OperationNotAllowed,
+        Reason::ProfileNotAllowed,
     ];
 
     /// The wire form (`UPPER_SNAKE`).
@@ -166,6 +178,10 @@ impl Reason {
             Reason::RequestIdReused => "REQUEST_ID_REUSED",
             Reason::ConcurrentCallFailed => "CONCURRENT_CALL_FAILED",
             Reason::BudgetExceeded => "BUDGET_EXCEEDED",
+            Reason::CallerUnauthenticated => "CALLER_UNAUTHENTICATED",
+            Reason::CallerUnknown => "CALLER_UNKNOWN",
+            Reason::OperationNotAllowed => "OPERATION_NOT_ALLOWED",
+            Reason::ProfileNotAllowed => "PROFILE_NOT_ALLOWED",
         }
     }
 }

@@ -66,6 +66,9 @@ fn status(err: Error, field: Option<&str>) -> tonic::Status {
             metadata.insert("operation".to_owned(), (*operation).to_owned());
             metadata.insert("window".to_owned(), (*window).to_owned());
         }
+        Error::OperationNotAllowed(permission) => {
+            metadata.insert("operation".to_owned(), permission.as_str().to_owned());
+        }
         _ => {}
     }
     details.set_error_info(reason.as_str(), ERROR_DOMAIN, metadata);

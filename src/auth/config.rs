@@ -1,0 +1,487 @@
+//! `[auth]`, `[auth.jwt]` and `[[callers]]`: how the public listener
+//! learns who calls, and what each caller may do.
+//!
+//! Validation errors name the key (`callers[2].operations[0]`) and the
+//! values a key accepts, never the value found: a misplaced token pasted
+//! into the file must not reach a log.
+
+use std::{collections::HashSet, path::PathBuf, time::Duration};
+
+use serde::Deserialize;
+
+use crate::{
+    config_source::ConfigError,
+    domain::{JourneyScope, Permission, ResultView},
+};
+
+/// How the public listener authenticates callers (`[auth] mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// `authorization: Bearer <JWT>` on every call.
+    Jwt,
+    /// The verified mTLS client certificate's SPIFFE ID (or first DNS SAN).
+    Mtls,
+    /// A bearer token when the call carries one, else the mTLS identity.
+    JwtOrMtls,
+    /// No authentication: every call is the open caller (explicit only).
+    None,
+}
+
+impl AuthMode {
+    /// The configuration name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMode::Jwt => "jwt",
+            AuthMode::Mtls => "mtls",
+            AuthMode::JwtOrMtls => "jwt_or_mtls",
+            AuthMode::None => "none",
+        }
+    }
+
+    /// Whether bearer tokens are accepted.
+    pub fn accepts_jwt(self) -> bool {
+        matches!(self, AuthMode::Jwt | AuthMode::JwtOrMtls)
+    }
+
+    /// Whether mTLS identities are accepted.
+    pub fn accepts_mtls(self) -> bool {
+        matches!(self, AuthMode::Mtls | AuthMode::JwtOrMtls)
+    }
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// How callers are authenticated.
+    pub mode: AuthMode,
+    /// JWT verification; required by `jwt` and `jwt_or_mtls`.
+    #[serde(default)]
+    pub jwt: Option<JwtConfig>,
+}
+
+/// `[auth.jwt]`: one issuer, its keys and the claims checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// A local JWKS file, re-read on SIGHUP.
+    #[serde(default)]
+    pub jwks_file: Option<PathBuf>,
+    /// A JWKS URL (`https://`, or `http://` for a local issuer), fetched at
+    /// start and refreshed in the background.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// The `iss` every token must carry.
+    pub issuer: String,
+    /// The audience every token's `aud` must contain.
+    pub audience: String,
+    /// The claim whose value is the caller's subject.
+    #[serde(default = "default_subject_claim")]
+    pub subject_claim: String,
+    /// Clock skew allowed on `exp` and `nbf`, in seconds.
+    #[serde(default = "default_leeway_secs")]
+    pub leeway_secs: u64,
+    /// How often a JWKS URL is fetched again, in seconds.
+    #[serde(default = "default_refresh_secs")]
+    pub refresh_secs: u64,
+    /// Shortest time between two fetches caused by a token with an unknown
+    /// `kid`, in seconds (a stream of forged `kid`s cannot hammer the
+    /// issuer).
+    #[serde(default = "default_min_refresh_secs")]
+    pub min_refresh_interval_secs: u64,
+    /// Budget of one JWKS fetch, in milliseconds.
+    #[serde(default = "default_fetch_timeout_ms")]
+    pub fetch_timeout_ms: u64,
+}
+
+fn default_subject_claim() -> String {
+    "sub".to_owned()
+}
+fn default_leeway_secs() -> u64 {
+    30
+}
+fn default_refresh_secs() -> u64 {
+    300
+}
+fn default_min_refresh_secs() -> u64 {
+    30
+}
+fn default_fetch_timeout_ms() -> u64 {
+    5000
+}
+
+/// Where a JWKS comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksLocation {
+    /// A local file.
+    File(PathBuf),
+    /// A URL.
+    Url(http::Uri),
+}
+
+impl JwtConfig {
+    /// The configured key source (validated: exactly one).
+    pub fn location(&self) -> Result<JwksLocation, ConfigError> {
+        match (&self.jwks_file, &self.jwks_url) {
+            (Some(path), None) => Ok(JwksLocation::File(path.clone())),
+            (None, Some(url)) => {
+                let uri: http::Uri = url
+                    .parse()
+                    .map_err(|_| invalid("auth.jwt.jwks_url is not a valid URL".to_owned()))?;
+                match uri.scheme_str() {
+                    Some("https" | "http") if uri.host().is_some() => Ok(JwksLocation::Url(uri)),
+                    _ => Err(invalid(
+                        "auth.jwt.jwks_url must be an http:// or https:// URL with a host".into(),
+                    )),
+                }
+            }
+            (Some(_), Some(_)) => Err(invalid(
+                "auth.jwt: set jwks_file or jwks_url, not both".to_owned(),
+            )),
+            (None, None) => Err(invalid("auth.jwt needs jwks_file or jwks_url".to_owned())),
+        }
+    }
+
+    /// Clock skew allowed on `exp` and `nbf`.
+    pub fn leeway(&self) -> Duration {
+        Duration::from_secs(self.leeway_secs)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.location()?;
+        for (key, value) in [
+            ("auth.jwt.issuer", &self.issuer),
+            ("auth.jwt.audience", &self.audience),
+            ("auth.jwt.subject_claim", &self.subject_claim),
+        ] {
+            if value.trim().is_empty() {
+                return Err(invalid(format!("{key} must not be empty")));
+            }
+        }
+        if self.leeway_secs > 300 {
+            return Err(invalid(
+                "auth.jwt.leeway_secs must be at most 300 (a small clock skew)".to_owned(),
+            ));
+        }
+        for (key, value) in [
+            ("auth.jwt.refresh_secs", self.refresh_secs),
+            (
+                "auth.jwt.min_refresh_interval_secs",
+                self.min_refresh_interval_secs,
+            ),
+            ("auth.jwt.fetch_timeout_ms", self.fetch_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("{key} must be at least 1")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AuthConfig {
+    /// The mode's requirements: `[auth.jwt]` present and valid when tokens
+    /// are accepted.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        match (&self.jwt, self.mode.accepts_jwt()) {
+            (Some(jwt), true) => jwt.validate(),
+            (None, true) => Err(invalid(format!(
+                "[auth] mode = \"{}\" needs an [auth.jwt] section",
+                self.mode.as_str()
+            ))),
+            (Some(_), false) => Err(invalid(format!(
+                "[auth.jwt] is set but [auth] mode = \"{}\" accepts no tokens",
+                self.mode.as_str()
+            ))),
+            (None, false) => Ok(()),
+        }
+    }
+}
+
+/// One `[[callers]]` entry, as operators write it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallerConfig {
+    /// The caller's name: in audit records, logs and as a journey's owner.
+    pub name: String,
+    /// The JWT subject (the configured subject claim) of this caller.
+    #[serde(default)]
+    pub jwt_subject: Option<String>,
+    /// The SPIFFE ID (URI SAN) of this caller's client certificate.
+    #[serde(default)]
+    pub spiffe_id: Option<String>,
+    /// The first DNS SAN of this caller's client certificate, for
+    /// certificates that carry no SPIFFE ID.
+    #[serde(default)]
+    pub dns_name: Option<String>,
+    /// Operator profiles it may create journeys on.
+    #[serde(default)]
+    pub operator_profiles: Vec<String>,
+    /// Operations it may call (see [`Permission`]).
+    #[serde(default)]
+    pub operations: Vec<String>,
+    /// `own` (default) or `any`.
+    #[serde(default)]
+    pub journeys: Option<String>,
+    /// `full` (default), `no_images` or `status_only`.
+    #[serde(default)]
+    pub result_view: Option<String>,
+    /// Unary calls in flight at once (default
+    /// [`CallerLimits::DEFAULT_MAX_IN_FLIGHT`](crate::domain::CallerLimits)).
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
+    /// `WatchJourney` streams at once (default
+    /// [`CallerLimits::DEFAULT_MAX_WATCH_STREAMS`](crate::domain::CallerLimits)).
+    #[serde(default)]
+    pub max_watch_streams: Option<usize>,
+}
+
+impl CallerConfig {
+    /// The granted operations, checked; the error names the key.
+    pub(super) fn permissions(&self, at: &str) -> Result<Vec<Permission>, ConfigError> {
+        self.operations
+            .iter()
+            .enumerate()
+            .map(|(j, op)| {
+                Permission::parse(op).ok_or_else(|| {
+                    invalid(format!(
+                        "{at}.operations[{j}] is not an operation (one of: {})",
+                        Permission::ALL.map(Permission::as_str).join(", ")
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn scope(&self, at: &str) -> Result<JourneyScope, ConfigError> {
+        self.journeys.as_deref().map_or(Ok(JourneyScope::Own), |s| {
+            JourneyScope::parse(s)
+                .ok_or_else(|| invalid(format!("{at}.journeys must be \"own\" or \"any\"")))
+        })
+    }
+
+    pub(super) fn view(&self, at: &str) -> Result<ResultView, ConfigError> {
+        self.result_view
+            .as_deref()
+            .map_or(Ok(ResultView::Full), |s| {
+                ResultView::parse(s).ok_or_else(|| {
+                    invalid(format!(
+                        "{at}.result_view must be \"full\", \"no_images\" or \"status_only\""
+                    ))
+                })
+            })
+    }
+}
+
+/// Checks the `[[callers]]` table against the mode and the operator
+/// profiles the gateway will have.
+pub fn validate_callers(
+    callers: &[CallerConfig],
+    mode: AuthMode,
+    profiles: &[&str],
+) -> Result<(), ConfigError> {
+    let mut names = HashSet::new();
+    let mut identities = HashSet::new();
+    for (i, c) in callers.iter().enumerate() {
+        let at = format!("callers[{i}]");
+        if c.name.trim().is_empty() {
+            return Err(invalid(format!("{at}.name must not be empty")));
+        }
+        if !names.insert(c.name.as_str()) {
+            return Err(invalid(format!(
+                "{at}.name repeats an earlier caller's name"
+            )));
+        }
+        let ids = [
+            ("jwt_subject", &c.jwt_subject),
+            ("spiffe_id", &c.spiffe_id),
+            ("dns_name", &c.dns_name),
+        ];
+        let set: Vec<_> = ids.iter().filter(|(_, v)| v.is_some()).collect();
+        let [(key, Some(value))] = set.as_slice() else {
+            return Err(invalid(format!(
+                "{at} needs exactly one of jwt_subject, spiffe_id or dns_name"
+            )));
+        };
+        if value.trim().is_empty() {
+            return Err(invalid(format!("{at}.{key} must not be empty")));
+        }
+        if *key == "spiffe_id" && !value.starts_with("spiffe://") {
+            return Err(invalid(format!("{at}.spiffe_id must start with spiffe://")));
+        }
+        let reachable = match *key {
+            "jwt_subject" => mode.accepts_jwt() || mode == AuthMode::None,
+            _ => mode.accepts_mtls() || mode == AuthMode::None,
+        };
+        if !reachable {
+            return Err(invalid(format!(
+                "{at}.{key}: [auth] mode = \"{}\" never presents such an identity",
+                mode.as_str()
+            )));
+        }
+        if !identities.insert((*key, value.as_str())) {
+            return Err(invalid(format!(
+                "{at}.{key} repeats an earlier caller's identity"
+            )));
+        }
+        c.permissions(&at)?;
+        c.scope(&at)?;
+        c.view(&at)?;
+        for (j, p) in c.operator_profiles.iter().enumerate() {
+            if !profiles.contains(&p.as_str()) {
+                return Err(invalid(format!(
+                    "{at}.operator_profiles[{j}] is not a configured operator profile (profiles: {})",
+                    profiles.join(", ")
+                )));
+            }
+        }
+        for (key, value) in [
+            ("max_in_flight", c.max_in_flight),
+            ("max_watch_streams", c.max_watch_streams),
+        ] {
+            if value == Some(0) {
+                return Err(invalid(format!("{at}.{key} must be at least 1")));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn invalid(why: String) -> ConfigError {
+    ConfigError::Invalid(why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(toml_text: &str) -> CallerConfig {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    fn err(callers: &[CallerConfig], mode: AuthMode) -> String {
+        validate_callers(callers, mode, &["default"])
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn the_issue_s_example_parses_and_validates() {
+        let text = r#"
+            mode = "jwt"
+            [jwt]
+            jwks_file = "/etc/idgate/jwks.json"
+            issuer    = "https://issuer.example"
+            audience  = "idgate"
+        "#;
+        let auth: AuthConfig = toml::from_str(text).unwrap();
+        auth.validate().unwrap();
+        let jwt = auth.jwt.unwrap();
+        assert_eq!(jwt.subject_claim, "sub");
+        assert_eq!(jwt.leeway(), Duration::from_secs(30));
+        let c = caller(
+            r#"
+            name              = "onboarding"
+            jwt_subject       = "system:serviceaccount:onboarding:api"
+            operator_profiles = ["default"]
+            operations        = ["create_journey", "challenges_2d", "session_3d", "verify_3d", "documents", "read_result", "watch"]
+            journeys          = "own"
+            result_view       = "full"
+        "#,
+        );
+        validate_callers(&[c], AuthMode::Jwt, &["default"]).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_key_and_not_the_value() {
+        let bad_op = caller(
+            r#"name = "a"
+            jwt_subject = "s"
+            operations = ["eyJhbGciOi.secret"]"#,
+        );
+        let e = err(&[bad_op], AuthMode::Jwt);
+        assert!(e.contains("callers[0].operations[0]"), "{e}");
+        assert!(!e.contains("secret"), "{e}");
+
+        let two_ids = caller(
+            r#"name = "a"
+            jwt_subject = "s"
+            spiffe_id = "spiffe://x""#,
+        );
+        assert!(err(&[two_ids], AuthMode::JwtOrMtls).contains("exactly one"));
+
+        let unreachable = caller(
+            r#"name = "a"
+            spiffe_id = "spiffe://corp/a""#,
+        );
+        assert!(err(&[unreachable], AuthMode::Jwt).contains("callers[0].spiffe_id"));
+
+        let profile = caller(
+            r#"name = "a"
+            jwt_subject = "s"
+            operator_profiles = ["premium"]"#,
+        );
+        assert!(err(&[profile], AuthMode::Jwt).contains("callers[0].operator_profiles[0]"));
+
+        let view = caller(
+            r#"name = "a"
+            jwt_subject = "s"
+            result_view = "some""#,
+        );
+        assert!(err(&[view], AuthMode::Jwt).contains("callers[0].result_view"));
+
+        let a = caller(
+            r#"name = "a"
+            jwt_subject = "s""#,
+        );
+        let b = caller(
+            r#"name = "b"
+            jwt_subject = "s""#,
+        );
+        assert!(err(&[a.clone(), b], AuthMode::Jwt).contains("callers[1].jwt_subject"));
+        assert!(err(&[a.clone(), a], AuthMode::Jwt).contains("callers[1].name"));
+    }
+
+    #[test]
+    fn jwt_modes_need_their_section_and_one_key_source() {
+        let auth: AuthConfig = toml::from_str(r#"mode = "jwt_or_mtls""#).unwrap();
+        assert!(
+            auth.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("[auth.jwt]")
+        );
+        let none: AuthConfig = toml::from_str(r#"mode = "none""#).unwrap();
+        none.validate().unwrap();
+        let both: AuthConfig = toml::from_str(
+            r#"mode = "jwt"
+            [jwt]
+            jwks_file = "a"
+            jwks_url = "https://x/jwks"
+            issuer = "i"
+            audience = "a""#,
+        )
+        .unwrap();
+        assert!(
+            both.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("not both")
+        );
+        let url: AuthConfig = toml::from_str(
+            r#"mode = "jwt"
+            [jwt]
+            jwks_url = "ftp://x/jwks"
+            issuer = "i"
+            audience = "a""#,
+        )
+        .unwrap();
+        assert!(
+            url.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("auth.jwt.jwks_url")
+        );
+    }
+}

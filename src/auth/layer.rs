@@ -1,0 +1,291 @@
+//! Authentication of every call on the public gRPC listener.
+//!
+//! The [`Authenticator`] turns a request's credential into a caller: the
+//! `authorization: Bearer` token when the mode accepts tokens and the call
+//! carries one (a token that fails is refused, never passed over for the
+//! certificate), else the verified client certificate when the mode
+//! accepts mTLS. [`AuthLayer`] runs it before the handlers, inserts the
+//! `Arc<Caller>` into the request's extensions, and answers a refusal at
+//! once: `UNAUTHENTICATED`/`CALLER_UNAUTHENTICATED` or
+//! `PERMISSION_DENIED`/`CALLER_UNKNOWN`. Health checks pass untouched, so
+//! probes need no credential.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use http::{HeaderMap, Request, Response, header::AUTHORIZATION};
+use tonic::transport::server::TlsConnectInfo;
+use tower::{Layer, Service};
+
+use super::{
+    AuthEvents,
+    config::{AuthConfig, AuthMode, CallerConfig},
+    jwks::{Jwks, JwksError, Refresh},
+    jwt::{JwtRefusal, JwtVerifier},
+    mtls::identity_of,
+    policy::{CallerTable, Identity, Policy},
+};
+use crate::{Error, config_source::ConfigError, domain::Caller, net::ConnInfo};
+
+/// Paths never authenticated: health probes.
+const OPEN_PREFIX: &str = "/grpc.health.v1.Health/";
+
+/// Why a call was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No credential, or an invalid one; the cause is a fixed word.
+    Unauthenticated(&'static str),
+    /// A valid identity that is no configured caller.
+    Unknown,
+}
+
+impl Refusal {
+    /// The crate error it is answered with.
+    pub fn error(self) -> Error {
+        match self {
+            Refusal::Unauthenticated(_) => Error::CallerUnauthenticated,
+            Refusal::Unknown => Error::CallerUnknown,
+        }
+    }
+
+    /// The metric's `cause` label.
+    pub fn cause(self) -> &'static str {
+        match self {
+            Refusal::Unauthenticated(cause) => cause,
+            Refusal::Unknown => "no_caller_entry",
+        }
+    }
+}
+
+impl From<JwtRefusal> for Refusal {
+    fn from(r: JwtRefusal) -> Self {
+        Refusal::Unauthenticated(r.as_str())
+    }
+}
+
+/// Why authentication could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthSetupError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The JWKS file could not be loaded.
+    #[error(transparent)]
+    Jwks(#[from] JwksError),
+}
+
+/// Credentials to callers, per the mode.
+pub struct Authenticator {
+    mode: AuthMode,
+    jwt: Option<JwtVerifier>,
+    policy: Policy,
+    open: Arc<Caller>,
+    events: Arc<dyn AuthEvents>,
+}
+
+impl Authenticator {
+    /// Everything allowed: `[auth] mode = "none"` and the embedded sandbox.
+    pub fn open(events: Arc<dyn AuthEvents>) -> Self {
+        Self {
+            mode: AuthMode::None,
+            jwt: None,
+            policy: Policy::default(),
+            open: Arc::new(Caller::open()),
+            events,
+        }
+    }
+
+    /// Sets up `[auth]` and `[[callers]]` (validated before): loads the
+    /// JWKS, starts its background refresh, builds the caller table.
+    pub async fn from_config(
+        auth: &AuthConfig,
+        callers: &[CallerConfig],
+        events: Arc<dyn AuthEvents>,
+    ) -> Result<Self, AuthSetupError> {
+        if auth.mode == AuthMode::None {
+            return Ok(Self::open(events));
+        }
+        let jwt = match (&auth.jwt, auth.mode.accepts_jwt()) {
+            (Some(config), true) => {
+                let refresh = Refresh {
+                    every: std::time::Duration::from_secs(config.refresh_secs),
+                    min_interval: std::time::Duration::from_secs(config.min_refresh_interval_secs),
+                    timeout: std::time::Duration::from_millis(config.fetch_timeout_ms),
+                };
+                let jwks = Jwks::load(&config.location()?, refresh, Arc::clone(&events)).await?;
+                jwks.spawn_refresh();
+                Some(JwtVerifier::new(config, jwks))
+            }
+            _ => None,
+        };
+        Ok(Self {
+            mode: auth.mode,
+            jwt,
+            policy: Policy::new(CallerTable::build(callers)?),
+            open: Arc::new(Caller::open()),
+            events,
+        })
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> AuthMode {
+        self.mode
+    }
+
+    /// Whether calls are authenticated at all.
+    pub fn enabled(&self) -> bool {
+        self.mode != AuthMode::None
+    }
+
+    /// The current caller table.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// SIGHUP: a new caller table, and the JWKS file read again (a URL is
+    /// refreshed on its own). On any error the old table and keys stay.
+    pub async fn reload(&self, callers: &[CallerConfig]) -> Result<(), AuthSetupError> {
+        let table = CallerTable::build(callers)?;
+        if let Some(jwks) = self.jwt.as_ref().map(JwtVerifier::jwks)
+            && jwks.is_file()
+        {
+            jwks.reload().await?;
+        }
+        if self.enabled() {
+            self.policy.replace(table);
+        }
+        Ok(())
+    }
+
+    /// The key source, if tokens are accepted.
+    pub fn jwks(&self) -> Option<&Arc<Jwks>> {
+        self.jwt.as_ref().map(JwtVerifier::jwks)
+    }
+
+    /// The caller of a request, from its headers and connection.
+    pub async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        extensions: &http::Extensions,
+    ) -> Result<Arc<Caller>, Refusal> {
+        if self.mode == AuthMode::None {
+            return Ok(Arc::clone(&self.open));
+        }
+        let identity = match (&self.jwt, bearer(headers)) {
+            (Some(verifier), Some(token)) => Identity::JwtSubject(verifier.verify(token?).await?),
+            _ if self.mode.accepts_mtls() => Identity::Mtls(
+                peer_identity(extensions)
+                    .ok_or(Refusal::Unauthenticated("no_certificate_identity"))?,
+            ),
+            _ => return Err(Refusal::Unauthenticated("no_credential")),
+        };
+        self.policy.resolve(&identity).ok_or(Refusal::Unknown)
+    }
+
+    fn refused(&self, refusal: Refusal) -> Response<tonic::body::Body> {
+        let error = refusal.error();
+        self.events
+            .refused(error.reason().as_str(), refusal.cause());
+        tonic::Status::from(error).into_http()
+    }
+}
+
+/// The bearer token of `authorization`, if the header is there: `Err` for
+/// a header that is not `Bearer <token>`.
+fn bearer(headers: &HeaderMap) -> Option<Result<&str, Refusal>> {
+    let value = headers.get(AUTHORIZATION)?;
+    let malformed = Refusal::Unauthenticated("malformed");
+    let parsed = value.to_str().ok().and_then(|v| {
+        let (scheme, token) = v.split_once(' ')?;
+        let token = token.trim();
+        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    });
+    Some(parsed.ok_or(malformed))
+}
+
+/// The identity of the connection's verified client certificate.
+fn peer_identity(extensions: &http::Extensions) -> Option<super::mtls::MtlsIdentity> {
+    let certs = extensions.get::<TlsConnectInfo<ConnInfo>>()?.peer_certs()?;
+    identity_of(certs.first()?)
+}
+
+/// [`Authenticator`] as a tower layer for the public listener.
+#[derive(Clone)]
+pub struct AuthLayer {
+    auth: Arc<Authenticator>,
+}
+
+impl AuthLayer {
+    /// The layer over `auth`.
+    pub fn new(auth: Arc<Authenticator>) -> Self {
+        Self { auth }
+    }
+}
+
+impl<S> Layer<S> for AuthLayer {
+    type Service = Authenticated<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Authenticated {
+            inner,
+            auth: Arc::clone(&self.auth),
+        }
+    }
+}
+
+/// The service of [`AuthLayer`].
+#[derive(Clone)]
+pub struct Authenticated<S> {
+    inner: S,
+    auth: Arc<Authenticator>,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+impl<S, ResBody> Service<Request<tonic::body::Body>> for Authenticated<S>
+where
+    S: Service<Request<tonic::body::Body>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    ResBody::Error: Into<tonic::codegen::StdError>,
+{
+    type Response = Response<tonic::body::Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<tonic::body::Body>) -> Self::Future {
+        if request.uri().path().starts_with(OPEN_PREFIX) {
+            let call = self.inner.call(request);
+            return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });
+        }
+        // The ready service goes into the future; its clone stays for the
+        // next call (tower's usual swap).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let auth = Arc::clone(&self.auth);
+        Box::pin(async move {
+            match auth
+                .authenticate(request.headers(), request.extensions())
+                .await
+            {
+                Ok(caller) => {
+                    request.extensions_mut().insert(caller);
+                    Ok(inner.call(request).await?.map(tonic::body::Body::new))
+                }
+                Err(refusal) => Ok(auth.refused(refusal)),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "layer_tests.rs"]
+mod tests;

@@ -1,0 +1,50 @@
+//! Who calls the public gRPC listener: identities from mTLS client
+//! certificates (SPIFFE IDs) and JWT bearer tokens, resolved to a
+//! [`Caller`](crate::domain::Caller) of the `[[callers]]` table.
+//!
+//! Layered between `telemetry`/`domain` and `api`: the [`AuthLayer`] goes on
+//! the public listener, authenticates every call but health probes, and
+//! hands the handlers an `Arc<Caller>` in the request's extensions; the
+//! handlers check each call against it. Nothing here imports the server,
+//! the API or the composed configuration.
+//!
+//! - [`config`]: `[auth]`, `[auth.jwt]`, `[[callers]]`;
+//! - [`jwks`]: the keys (file or URL, cached, refreshed);
+//! - [`jwt`]: token verification, the algorithm pinned by the key;
+//! - [`mtls`]: the identity of a client certificate;
+//! - [`policy`]: the caller table, swapped whole on SIGHUP;
+//! - [`layer`]: the tower layer and the [`Authenticator`] it asks.
+//!
+//! No error, log line, span or metric label holds a token, a claim value
+//! or a certificate name: refusals are counted by reason and cause only.
+
+pub mod config;
+pub mod jwks;
+pub mod jwt;
+pub mod layer;
+pub mod mtls;
+pub mod policy;
+
+pub use config::{AuthConfig, AuthMode, CallerConfig, JwtConfig, validate_callers};
+pub use layer::{AuthLayer, Authenticator, Refusal};
+pub use policy::{CallerTable, Identity, Policy};
+
+/// What the auth module reports for metrics: implemented by the
+/// gateway's metrics, by a counter in tests. Labels are fixed names.
+pub trait AuthEvents: Send + Sync + 'static {
+    /// A call was refused: `reason` is the `ErrorInfo` reason
+    /// (`CALLER_UNAUTHENTICATED`, ...), `cause` a fixed word
+    /// (`expired`, `no_credential`, ...).
+    fn refused(&self, reason: &'static str, cause: &'static str);
+    /// A JWKS fetch or read failed (the last good keys stay).
+    fn jwks_fetch_failed(&self);
+}
+
+/// Events that go nowhere (tools and tests that count nothing).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoEvents;
+
+impl AuthEvents for NoEvents {
+    fn refused(&self, _: &'static str, _: &'static str) {}
+    fn jwks_fetch_failed(&self) {}
+}

@@ -1,0 +1,200 @@
+//! The `[[callers]]` table: a verified identity to its [`Caller`], or to
+//! nobody (`CALLER_UNKNOWN`). The table is swapped whole on SIGHUP; a
+//! request keeps the `Arc<Caller>` it was given.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, RwLock},
+};
+
+use super::{config::CallerConfig, mtls::MtlsIdentity};
+use crate::{
+    config_source::ConfigError,
+    domain::{Caller, CallerLimits, CallerName, ProfileGrant},
+    sync,
+};
+
+/// A verified identity, before it is looked up.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// A JWT's subject claim.
+    JwtSubject(Arc<str>),
+    /// A client certificate's identity.
+    Mtls(MtlsIdentity),
+}
+
+/// The callers by identity.
+#[derive(Debug, Default)]
+pub struct CallerTable {
+    by_subject: HashMap<String, Arc<Caller>>,
+    by_spiffe: HashMap<String, Arc<Caller>>,
+    by_dns: HashMap<String, Arc<Caller>>,
+}
+
+impl CallerTable {
+    /// Builds the table from validated `[[callers]]` entries (see
+    /// [`validate_callers`](super::config::validate_callers)); the errors
+    /// name keys.
+    pub fn build(callers: &[CallerConfig]) -> Result<Self, ConfigError> {
+        let mut table = Self::default();
+        for (i, c) in callers.iter().enumerate() {
+            let at = format!("callers[{i}]");
+            let defaults = CallerLimits::default();
+            let caller = Arc::new(Caller {
+                name: CallerName::new(c.name.as_str()),
+                permissions: c.permissions(&at)?.into_iter().collect(),
+                profiles: ProfileGrant::Only(c.operator_profiles.clone().into()),
+                journeys: c.scope(&at)?,
+                result_view: c.view(&at)?,
+                limits: CallerLimits {
+                    max_in_flight: c.max_in_flight.unwrap_or(defaults.max_in_flight),
+                    max_watch_streams: c.max_watch_streams.unwrap_or(defaults.max_watch_streams),
+                },
+            });
+            let slots = [
+                (&c.jwt_subject, &mut table.by_subject),
+                (&c.spiffe_id, &mut table.by_spiffe),
+                (&c.dns_name, &mut table.by_dns),
+            ];
+            for (id, map) in slots {
+                if let Some(id) = id {
+                    map.insert(id.clone(), Arc::clone(&caller));
+                }
+            }
+        }
+        Ok(table)
+    }
+
+    /// The caller of `identity`, if any.
+    pub fn resolve(&self, identity: &Identity) -> Option<Arc<Caller>> {
+        let found = match identity {
+            Identity::JwtSubject(s) => self.by_subject.get(&**s),
+            Identity::Mtls(MtlsIdentity::Spiffe(id)) => self.by_spiffe.get(id),
+            Identity::Mtls(MtlsIdentity::Dns(name)) => self.by_dns.get(name),
+        };
+        found.cloned()
+    }
+
+    /// Every caller, once each (for per-caller limits and metrics set up).
+    pub fn callers(&self) -> Vec<Arc<Caller>> {
+        let mut all: Vec<Arc<Caller>> = self
+            .by_subject
+            .values()
+            .chain(self.by_spiffe.values())
+            .chain(self.by_dns.values())
+            .cloned()
+            .collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all.dedup_by(|a, b| a.name == b.name);
+        all
+    }
+}
+
+/// The current caller table, replaceable at run time.
+#[derive(Debug, Default)]
+pub struct Policy {
+    table: RwLock<Arc<CallerTable>>,
+}
+
+impl Policy {
+    /// A policy over `table`.
+    pub fn new(table: CallerTable) -> Self {
+        Self {
+            table: RwLock::new(Arc::new(table)),
+        }
+    }
+
+    /// The caller of `identity` in the current table.
+    pub fn resolve(&self, identity: &Identity) -> Option<Arc<Caller>> {
+        self.current().resolve(identity)
+    }
+
+    /// The current table.
+    pub fn current(&self) -> Arc<CallerTable> {
+        Arc::clone(&sync::read(&self.table))
+    }
+
+    /// Replaces the table (SIGHUP); calls in flight keep their caller.
+    pub fn replace(&self, table: CallerTable) {
+        *sync::write(&self.table) = Arc::new(table);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{JourneyScope, Permission, ResultView};
+
+    fn configs(text: &str) -> Vec<CallerConfig> {
+        #[derive(serde::Deserialize)]
+        struct Doc {
+            callers: Vec<CallerConfig>,
+        }
+        toml::from_str::<Doc>(text).unwrap().callers
+    }
+
+    const TABLE: &str = r#"
+        [[callers]]
+        name = "onboarding"
+        jwt_subject = "system:serviceaccount:onboarding:api"
+        operator_profiles = ["default"]
+        operations = ["create_journey", "watch"]
+        [[callers]]
+        name = "backoffice"
+        spiffe_id = "spiffe://corp/ns/backoffice/sa/api"
+        operations = ["read_result"]
+        journeys = "any"
+        result_view = "status_only"
+        max_watch_streams = 3
+        [[callers]]
+        name = "legacy"
+        dns_name = "legacy.corp.example"
+        operations = ["read_result"]
+    "#;
+
+    #[test]
+    fn identities_resolve_to_their_callers() {
+        let table = CallerTable::build(&configs(TABLE)).unwrap();
+        let a = table
+            .resolve(&Identity::JwtSubject(
+                "system:serviceaccount:onboarding:api".into(),
+            ))
+            .unwrap();
+        assert_eq!(a.name.as_str(), "onboarding");
+        assert!(a.may(Permission::Watch) && !a.may(Permission::ReadResult));
+        assert_eq!(a.journeys, JourneyScope::Own);
+        assert_eq!(a.result_view, ResultView::Full);
+        assert_eq!(a.limits, CallerLimits::default());
+        let b = table
+            .resolve(&Identity::Mtls(MtlsIdentity::Spiffe(
+                "spiffe://corp/ns/backoffice/sa/api".into(),
+            )))
+            .unwrap();
+        assert_eq!(b.result_view, ResultView::StatusOnly);
+        assert_eq!(b.limits.max_watch_streams, 3);
+        assert!(!b.may_use_profile("default"));
+        let c = table.resolve(&Identity::Mtls(MtlsIdentity::Dns(
+            "legacy.corp.example".into(),
+        )));
+        assert_eq!(c.unwrap().name.as_str(), "legacy");
+        // The same text under another kind of identity is nobody.
+        assert!(
+            table
+                .resolve(&Identity::JwtSubject(
+                    "spiffe://corp/ns/backoffice/sa/api".into()
+                ))
+                .is_none()
+        );
+        assert_eq!(table.callers().len(), 3);
+    }
+
+    #[test]
+    fn a_replaced_table_answers_from_then_on() {
+        let policy = Policy::new(CallerTable::build(&configs(TABLE)).unwrap());
+        let id = Identity::JwtSubject("system:serviceaccount:onboarding:api".into());
+        let held = policy.resolve(&id).unwrap();
+        policy.replace(CallerTable::default());
+        assert!(policy.resolve(&id).is_none());
+        assert_eq!(held.name.as_str(), "onboarding");
+    }
+}
