@@ -106,6 +106,19 @@ struct JourneyArgs {
     /// How long to wait for the result, in seconds.
     #[arg(long, default_value_t = 120)]
     result_timeout: u64,
+    /// The caller's bearer token (a JWT), for a gateway whose [auth] asks
+    /// for one; prefer --token-file (a command line is visible to others).
+    #[arg(
+        long,
+        env = "IDGATE_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "token_file"
+    )]
+    token: Option<String>,
+    /// A file holding the caller's bearer token (e.g. a projected
+    /// service-account token), read once.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -115,9 +128,19 @@ struct ChannelsArgs {
     admin: String,
     #[command(flatten)]
     tls: TlsArgs,
-    /// The admin bearer token.
-    #[arg(long, env = "IDGATE_ADMIN_TOKEN", hide_env_values = true)]
-    token: String,
+    /// The admin bearer token; prefer --token-file (a command line is
+    /// visible to others).
+    #[arg(
+        long,
+        env = "IDGATE_ADMIN_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "token_file",
+        required_unless_present = "token_file"
+    )]
+    token: Option<String>,
+    /// A file holding the admin bearer token, read once.
+    #[arg(long)]
+    token_file: Option<PathBuf>,
     #[command(subcommand)]
     command: ChannelsCommand,
 }
@@ -157,6 +180,21 @@ enum ChannelsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The token given inline or in a file (trailing newline dropped); the
+/// error names the file, never its content.
+fn token_text(
+    inline: Option<String>,
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<Option<String>> {
+    match (inline, file) {
+        (Some(token), _) => Ok(Some(token)),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map(|t| Some(t.trim_end_matches(['\r', '\n']).to_owned()))
+            .with_context(|| format!("reading the token file {}", path.display())),
+        (None, None) => Ok(None),
+    }
 }
 
 #[tokio::main]
@@ -252,9 +290,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 operator_profile: args.operator_profile,
                 result_timeout: Duration::from_secs(args.result_timeout),
             };
+            let token = match token_text(args.token, args.token_file.as_deref())? {
+                Some(text) => Some(
+                    idgate::domain::CallerToken::new(text).context("the caller token is empty")?,
+                ),
+                None => None,
+            };
             let mut out = Stdout;
             let tls = args.tls.client();
-            match idgate::cli::journey::run_with_tls(&plan, &tls, &mut out).await {
+            match idgate::cli::journey::run_as(&plan, &tls, token.as_ref(), &mut out).await {
                 Ok(_) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
                     eprintln!("idgate journey: {e}");
@@ -264,8 +308,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Channels(args) => {
             use idgate::cli::channels as cli;
+            let text = token_text(args.token, args.token_file.as_deref())?.unwrap_or_default();
             let token =
-                idgate::domain::AdminToken::new(args.token).context("the admin token is empty")?;
+                idgate::domain::AdminToken::new(text).context("the admin token is empty")?;
             let admin = cli::AdminTarget {
                 addr: args.admin,
                 tls: args.tls.client(),

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use tonic::{Request, metadata::MetadataValue};
 
 use super::tls::ClientTls;
+use crate::domain::CallerToken;
 use crate::proto::v1::{
     self, document_service_client::DocumentServiceClient,
     journey_service_client::JourneyServiceClient, liveness_service_client::LivenessServiceClient,
@@ -111,6 +112,7 @@ impl std::error::Error for StepFailed {}
 struct StepTrace {
     trace_id: String,
     traceparent: String,
+    bearer: Option<MetadataValue<tonic::metadata::Ascii>>,
 }
 
 impl StepTrace {
@@ -121,6 +123,15 @@ impl StepTrace {
         StepTrace {
             trace_id,
             traceparent,
+            bearer: None,
+        }
+    }
+
+    /// The step's trace, its calls carrying the caller's bearer token.
+    fn with_bearer(bearer: &Option<MetadataValue<tonic::metadata::Ascii>>) -> Self {
+        StepTrace {
+            bearer: bearer.clone(),
+            ..Self::new()
         }
     }
 
@@ -128,6 +139,9 @@ impl StepTrace {
         let mut req = Request::new(msg);
         if let Ok(v) = MetadataValue::try_from(self.traceparent.as_str()) {
             req.metadata_mut().insert("traceparent", v);
+        }
+        if let Some(bearer) = &self.bearer {
+            req.metadata_mut().insert("authorization", bearer.clone());
         }
         req
     }
@@ -145,11 +159,35 @@ pub async fn run(
     run_with_tls(plan, &ClientTls::default(), out).await
 }
 
+/// [`run_with_tls`] as a caller: every call carries `authorization:
+/// Bearer <token>`, for a gateway whose `[auth]` asks for JWTs.
+pub async fn run_as(
+    plan: &JourneyPlan,
+    tls: &ClientTls,
+    token: Option<&CallerToken>,
+    out: &mut (impl fmt::Write + Send),
+) -> Result<v1::JourneyResult, Box<dyn std::error::Error + Send + Sync>> {
+    let bearer = token
+        .map(|t| MetadataValue::try_from(format!("Bearer {}", t.expose())))
+        .transpose()
+        .map_err(|_| "the token holds characters a header cannot carry")?;
+    run_steps(plan, tls, &bearer, out).await
+}
+
 /// [`run`] with the client's TLS options (`--ca`, `--cert`, `--key`), for
 /// an `https://` gateway.
 pub async fn run_with_tls(
     plan: &JourneyPlan,
     tls: &ClientTls,
+    out: &mut (impl fmt::Write + Send),
+) -> Result<v1::JourneyResult, Box<dyn std::error::Error + Send + Sync>> {
+    run_steps(plan, tls, &None, out).await
+}
+
+async fn run_steps(
+    plan: &JourneyPlan,
+    tls: &ClientTls,
+    bearer: &Option<MetadataValue<tonic::metadata::Ascii>>,
     out: &mut (impl fmt::Write + Send),
 ) -> Result<v1::JourneyResult, Box<dyn std::error::Error + Send + Sync>> {
     let channel = tls
@@ -167,7 +205,7 @@ pub async fn run_with_tls(
     let fail = |step: &'static str| move |status: tonic::Status| StepFailed { step, status };
 
     // 1. Appkey.
-    let t = StepTrace::new();
+    let t = StepTrace::with_bearer(bearer);
     let created = journeys
         .create_journey(t.request(v1::CreateJourneyRequest {
             cpf: plan.person.cpf.clone(),
@@ -199,7 +237,7 @@ pub async fn run_with_tls(
     // 2. Liveness.
     match plan.liveness {
         LivenessMode::ThreeD => {
-            let t = StepTrace::new();
+            let t = StepTrace::with_bearer(bearer);
             let session = liveness
                 .start_session3_d(t.request(v1::StartSession3DRequest {
                     appkey: appkey.clone(),
@@ -218,7 +256,7 @@ pub async fn run_with_tls(
                     session.channel, session.vendor, session.contingency
                 ),
             );
-            let t = StepTrace::new();
+            let t = StepTrace::with_bearer(bearer);
             let verdict = liveness
                 .verify_liveness3_d(t.request(v1::VerifyLiveness3DRequest {
                     appkey: appkey.clone(),
@@ -233,7 +271,7 @@ pub async fn run_with_tls(
             step(out, 3, "verify 3D liveness", &t, &verdict_line(&verdict));
         }
         LivenessMode::TwoD => {
-            let t = StepTrace::new();
+            let t = StepTrace::with_bearer(bearer);
             let ch = liveness
                 .create_challenges(t.request(v1::CreateChallengesRequest {
                     appkey: appkey.clone(),
@@ -267,7 +305,7 @@ pub async fn run_with_tls(
                     face_type_code: f.code.clone(),
                 })
                 .collect();
-            let t = StepTrace::new();
+            let t = StepTrace::with_bearer(bearer);
             let verdict = liveness
                 .submit_challenge_response(t.request(v1::SubmitChallengeResponseRequest {
                     appkey: appkey.clone(),
@@ -284,7 +322,7 @@ pub async fn run_with_tls(
     }
 
     // 3. Documents.
-    let t = StepTrace::new();
+    let t = StepTrace::with_bearer(bearer);
     let (label, code) = match plan.document {
         DocumentChoice::LicenceImage
         | DocumentChoice::LicencePdf
@@ -325,7 +363,7 @@ pub async fn run_with_tls(
     step(out, 4, label, &t, &format!("document code {code}"));
 
     // 4. The result, pushed by WatchJourney.
-    let t = StepTrace::new();
+    let t = StepTrace::with_bearer(bearer);
     step(out, 5, "watch journey", &t, "waiting for the result");
     let mut req = t.request(v1::WatchJourneyRequest {
         journey: Some(v1::watch_journey_request::Journey::Appkey(appkey.clone())),

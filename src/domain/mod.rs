@@ -31,6 +31,7 @@ pub use operation::Operation;
 pub use person::{BirthDate, CustomerReference, EndUser, PersonName};
 pub use request_id::RequestId;
 pub use secret::{
-    AdminToken, Appkey, CredentialToken, MAX_KEY_CHARS, Password, SessionToken, parse_key,
+    AdminToken, Appkey, CallerToken, CredentialToken, MAX_KEY_CHARS, Password, SessionToken,
+    parse_key,
 };
 pub(crate) use secret::{authorization_credentials, secrets_match};

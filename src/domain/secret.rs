@@ -173,6 +173,22 @@ impl AdminToken {
     }
 }
 
+secret_newtype!(
+    @without_new
+    /// A caller's bearer token (a JWT) for the public API. `expose` is for
+    /// the one place that must send it (the CLI).
+    CallerToken
+);
+
+impl CallerToken {
+    /// Wraps a token, trimmed; `None` when it is empty or blank.
+    pub fn new(token: impl Into<String>) -> Option<Self> {
+        let token = token.into();
+        let trimmed = token.trim();
+        (!trimmed.is_empty()).then(|| Self(trimmed.to_owned().into()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
