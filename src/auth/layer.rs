@@ -22,14 +22,19 @@ use tonic::transport::server::TlsConnectInfo;
 use tower::{Layer, Service};
 
 use super::{
-    AuthEvents,
+    AuthEvents, Refusals,
     config::{AuthConfig, AuthMode, CallerConfig},
     jwks::{Jwks, JwksError, Refresh},
     jwt::{JwtRefusal, JwtVerifier},
     mtls::identity_of,
     policy::{CallerTable, Identity, Policy},
 };
-use crate::{Error, config_source::ConfigError, domain::Caller, net::ConnInfo};
+use crate::{
+    Error,
+    config_source::ConfigError,
+    domain::{Caller, authorization_credentials},
+    net::ConnInfo,
+};
 
 /// Paths never authenticated: health probes.
 const OPEN_PREFIX: &str = "/grpc.health.v1.Health/";
@@ -199,11 +204,11 @@ impl Authenticator {
 fn bearer(headers: &HeaderMap) -> Option<Result<&str, Refusal>> {
     let value = headers.get(AUTHORIZATION)?;
     let malformed = Refusal::Unauthenticated("malformed");
-    let parsed = value.to_str().ok().and_then(|v| {
-        let (scheme, token) = v.split_once(' ')?;
-        let token = token.trim();
-        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-    });
+    let parsed = value
+        .to_str()
+        .ok()
+        .and_then(|v| authorization_credentials(v, "bearer"))
+        .filter(|token| !token.is_empty());
     Some(parsed.ok_or(malformed))
 }
 
@@ -277,7 +282,9 @@ where
                 .await
             {
                 Ok(caller) => {
-                    request.extensions_mut().insert(caller);
+                    let extensions = request.extensions_mut();
+                    extensions.insert(caller);
+                    extensions.insert(Refusals(Arc::clone(&auth.events)));
                     Ok(inner.call(request).await?.map(tonic::body::Body::new))
                 }
                 Err(refusal) => Ok(auth.refused(refusal)),

@@ -18,6 +18,8 @@
 //! No error, log line, span or metric label holds a token, a claim value
 //! or a certificate name: refusals are counted by reason and cause only.
 
+use std::sync::Arc;
+
 pub mod config;
 pub mod jwks;
 pub mod jwt;
@@ -39,6 +41,12 @@ pub trait AuthEvents: Send + Sync + 'static {
     /// A JWKS fetch or read failed (the last good keys stay).
     fn jwks_fetch_failed(&self);
 }
+
+/// The refusal counter, left by the layer in each request's extensions
+/// beside the `Arc<Caller>`, so the handlers' refusals are counted with
+/// the layer's.
+#[derive(Clone)]
+pub struct Refusals(pub Arc<dyn AuthEvents>);
 
 /// Events that go nowhere (tools and tests that count nothing).
 #[derive(Debug, Default, Clone, Copy)]
