@@ -18,6 +18,7 @@ pub use serving::ServingConfig;
 
 pub use crate::{
     api::{AdminConfig, LimitsConfig},
+    auth::{AuthConfig, AuthMode, CallerConfig},
     channels::{ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
     cluster::ClusterConfig,
     config_source::{ConfigError, ENV_PREFIX, read_secret},
@@ -76,6 +77,12 @@ pub struct Config {
     /// Spending limits per operator profile and billed operation
     /// (`[[budgets]]`).
     pub budgets: Vec<BudgetConfig>,
+    /// How the public listener authenticates callers (`[auth]`); absent:
+    /// open on the embedded sandbox, and a refusal to start in front of a
+    /// real `[upstream]`.
+    pub auth: Option<AuthConfig>,
+    /// Who may call the public API and what each may do (`[[callers]]`).
+    pub callers: Vec<CallerConfig>,
 }
 
 /// Where the gateway listens.
@@ -133,7 +140,36 @@ impl Config {
         self.serving.validate()?;
         self.idempotency.validate()?;
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
+        self.validate_auth()?;
         self.cluster.validate()
+    }
+
+    /// `[auth]` consistent in itself, `[[callers]]` with the mode and the
+    /// operator profiles. (A real `[upstream]` without `[auth]` is refused
+    /// at start, not here: see `server`.)
+    fn validate_auth(&self) -> Result<(), ConfigError> {
+        let Some(auth) = &self.auth else {
+            if self.callers.is_empty() {
+                return Ok(());
+            }
+            return Err(ConfigError::Invalid(
+                "[[callers]] is set but [auth] is not: set [auth] mode".to_owned(),
+            ));
+        };
+        auth.validate()?;
+        if auth.mode.accepts_mtls()
+            && self
+                .tls
+                .grpc
+                .as_ref()
+                .is_none_or(|t| t.client_ca_file.is_none())
+        {
+            return Err(ConfigError::Invalid(format!(
+                "[auth] mode = \"{}\" needs client certificates: set [tls.grpc] client_ca_file",
+                auth.mode.as_str()
+            )));
+        }
+        crate::auth::validate_callers(&self.callers, auth.mode, &self.operator_profiles())
     }
 
     /// The operator profile names the gateway will have: `[[operators]]`

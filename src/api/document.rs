@@ -5,6 +5,7 @@ use tonic::{Request, Response, Status};
 use super::{LimitsConfig, validate};
 use crate::{
     context::CallContext,
+    domain::Permission,
     guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::{services::DocumentService, v1},
@@ -42,6 +43,7 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
     ) -> Result<Response<v1::SubmitDocumentImagesResponse>, Status> {
+        super::authorize(&request, Permission::Documents)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let req = validate::document_images(request.into_inner(), &self.limits)?;
@@ -63,6 +65,7 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,
     ) -> Result<Response<v1::SubmitDigitalLicenceResponse>, Status> {
+        super::authorize(&request, Permission::Documents)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let req = validate::digital_licence(request.into_inner(), &self.limits)?;

@@ -5,6 +5,7 @@ use tonic::{Request, Response, Status};
 use super::validate;
 use crate::{
     context::CallContext,
+    domain::Permission,
     events::{JourneyHub, WatchStream, WatchTarget},
     guard::Guard,
     journey::JourneyCore,
@@ -52,6 +53,7 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::CreateJourneyRequest>,
     ) -> Result<Response<v1::CreateJourneyResponse>, Status> {
+        let caller = super::authorize(&request, Permission::CreateJourney)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let req = validate::create_journey(request.get_ref())?;
@@ -63,6 +65,12 @@ impl JourneyService for JourneyApi {
             );
         }
         let profile = req.operator_profile.as_deref();
+        super::authorize_profile(
+            &request,
+            &caller,
+            profile,
+            self.core.credentials().default_profile(),
+        )?;
         let journey = self
             .guard
             .create_journey(&ctx, &req.user, profile, req.request_id.as_ref(), || {
@@ -88,6 +96,7 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::GetJourneyResultRequest>,
     ) -> Result<Response<v1::GetJourneyResultResponse>, Status> {
+        super::authorize(&request, Permission::ReadResult)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
@@ -107,6 +116,7 @@ impl JourneyService for JourneyApi {
     ) -> Result<Response<Self::WatchJourneyStream>, Status> {
         // tonic does not enforce the caller's deadline on streams: the
         // stream ends itself with DEADLINE_EXCEEDED when it passes.
+        super::authorize(&request, Permission::Watch)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let target = validate::watch_journey(request.get_ref())?;

@@ -9,6 +9,7 @@ use super::{LimitsConfig, validate};
 use crate::{
     channels::ChannelRouter,
     context::CallContext,
+    domain::Permission,
     guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::{services::LivenessService, v1},
@@ -49,6 +50,7 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::CreateChallengesRequest>,
     ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
+        super::authorize(&request, Permission::Challenges2D)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
@@ -62,6 +64,7 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
     ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
+        super::authorize(&request, Permission::Challenges2D)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let req = validate::challenge_response(request.into_inner(), &self.limits)?;
@@ -80,6 +83,7 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::StartSession3DRequest>,
     ) -> Result<Response<v1::StartSession3DResponse>, Status> {
+        super::authorize(&request, Permission::Session3D)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let req = validate::start_session(request.get_ref())?;
@@ -106,6 +110,7 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::VerifyLiveness3DRequest>,
     ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
+        super::authorize(&request, Permission::Verify3D)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let req = validate::verify_liveness(request.get_ref())?;

@@ -5,11 +5,14 @@
 //! - [`validate`]: every request -> a validated, named type, before any
 //!   upstream call; `[limits]` ([`LimitsConfig`]) bounds what it accepts.
 //! - [`JourneyApi`], [`LivenessApi`], [`DocumentApi`]: the public API.
+//! - [`authorize`]: each RPC against its caller's policy; [`caller_of`]
+//!   gives any handler the `Arc<Caller>` the auth layer found.
 //! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
 //!   the admin listener only; `[admin]` ([`AdminConfig`]).
 //! - [`figures`]: the proto form of the channels' vendor figures.
 
 pub mod admin;
+mod authorize;
 mod document;
 pub mod figures;
 mod journey;
@@ -18,6 +21,7 @@ mod liveness;
 pub mod validate;
 
 pub use admin::{AdminConfig, AdminServer, admin_auth_interceptor, admin_service};
+pub use authorize::{authorize, authorize_profile, caller_of};
 pub use document::DocumentApi;
 pub use journey::JourneyApi;
 pub use limits::LimitsConfig;

@@ -28,7 +28,7 @@ pub mod mtls;
 pub mod policy;
 
 pub use config::{AuthConfig, AuthMode, CallerConfig, JwtConfig, validate_callers};
-pub use layer::{AuthLayer, Authenticator, Refusal};
+pub use layer::{AuthLayer, AuthSetupError, Authenticator, Refusal};
 pub use policy::{CallerTable, Identity, Policy};
 
 /// What the auth module reports for metrics: implemented by the
@@ -55,4 +55,15 @@ pub struct NoEvents;
 impl AuthEvents for NoEvents {
     fn refused(&self, _: &'static str, _: &'static str) {}
     fn jwks_fetch_failed(&self) {}
+}
+
+/// The gateway's metrics count what authentication reports.
+impl AuthEvents for crate::telemetry::Metrics {
+    fn refused(&self, reason: &'static str, cause: &'static str) {
+        self.record_auth_refusal(reason, cause);
+    }
+
+    fn jwks_fetch_failed(&self) {
+        self.record_jwks_fetch_failure();
+    }
 }

@@ -172,6 +172,11 @@ impl Credentials {
         }
     }
 
+    /// The profile a request that names none uses: the first configured.
+    pub fn default_profile(&self) -> Option<&str> {
+        self.inner.order.first().map(String::as_str)
+    }
+
     fn slot(&self, profile: &str) -> Result<&Slot, Error> {
         let name = if profile.is_empty() {
             self.inner

@@ -7,6 +7,7 @@ use tokio::{sync::watch, task::JoinHandle};
 
 use super::{StartError, connections::KillSwitch, embedded, setup::ListenerTlsSet};
 use crate::{
+    auth::Authenticator,
     channels::{ChannelRouter, ChannelSpec},
     cluster::Shared,
     config::Config,
@@ -36,6 +37,8 @@ pub(super) struct Services {
     pub(super) metrics: Metrics,
     /// The shared state (in memory, or the fleet's on Redis).
     pub(super) shared: Shared,
+    /// Who may call the public listener.
+    pub(super) auth: Arc<Authenticator>,
 }
 
 /// What a reload re-reads and falls back to.
@@ -138,12 +141,38 @@ impl Gateway {
 
     /// Re-reads the listeners' certificates, then the configuration file,
     /// and applies what can change at run time: certificates (served from
-    /// the next connection on) and the channel set. Connections, bindings
-    /// and calls in flight are kept.
+    /// the next connection on), the channel set, the `[[callers]]` table
+    /// and a JWKS file. Connections, bindings and calls in flight are kept.
+    /// (`[auth] mode` and `[auth.jwt]` apply at the next start.)
     pub async fn reload(&self) -> Result<(), StartError> {
         self.reload_tls()?;
         let config = Config::load(self.reloadable.config_path.as_deref())?;
-        self.reload_from(&config)
+        self.reload_from(&config)?;
+        self.reload_callers(&config).await
+    }
+
+    /// Applies `config`'s `[[callers]]` and re-reads a JWKS file, as
+    /// [`Gateway::reload`] does; on error the running table and keys stay.
+    pub async fn reload_callers(&self, config: &Config) -> Result<(), StartError> {
+        let auth = &self.services.auth;
+        if config.auth.as_ref().map(|a| a.mode) != Some(auth.mode()) && auth.enabled() {
+            tracing::warn!("[auth] mode changed in the file; it applies at the next start");
+        }
+        match auth.reload(&config.callers).await {
+            Ok(()) => {
+                tracing::info!(callers = config.callers.len(), "callers reloaded");
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "callers or JWKS reload failed; keeping the running ones");
+                Err(e.into())
+            }
+        }
+    }
+
+    /// The authenticator of the public listener.
+    pub fn authenticator(&self) -> &Arc<Authenticator> {
+        &self.services.auth
     }
 
     /// Re-reads every TLS listener's certificate, key and client CA files

@@ -9,6 +9,7 @@
 //! |---------------|---------------------------------------------------------------------|
 //! | `runtime`     | the serving runtime, Envoy's worker model: the public listener's threads, their heartbeat, their idle poller, their upstream pools; nothing outside it knows threads exist |
 //! | `listeners`   | binding the sockets; serving the public and admin gRPC listeners; the HTTP listener's accept loop (webhook receiver, `/healthz`); `/metrics` synced at scrape time |
+//! | `auth`        | who may call the public listener (`[auth]`, `[[callers]]`); refuses to start open in front of a real upstream |
 //! | `admission`   | the public gRPC edge: in-flight caps, request-body timeout, caller-fault statuses; tells the runtime's hook of each call |
 //! | `connections` | every accepted connection, bounded: caps, descriptor budget, idle timeout, kill switch |
 //! | `setup`       | each listener's TLS, and the process-wide connection budget          |
@@ -24,6 +25,7 @@
 //! `shutdown_grace_secs` to finish, and whatever is left is closed.
 
 mod admission;
+mod auth;
 mod connections;
 mod embedded;
 mod fleet;
@@ -99,6 +101,9 @@ pub enum StartError {
     /// The `[cluster]` Redis client could not be built.
     #[error("the [cluster] Redis client could not be built: {0}")]
     Cluster(String),
+    /// Caller authentication could not be set up (`[auth]`).
+    #[error("[auth]: {0}")]
+    Auth(#[from] crate::auth::AuthSetupError),
 }
 
 /// What tests and embedders may set beyond the configuration.
@@ -129,7 +134,8 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         HttpClientFactory::new(&up.config)?,
     );
     let shared = fleet::shared_state(&config, &webhook, &metrics)?;
-    let services = build_services(&config, &mut up, &runtime, shared, metrics)?;
+    let auth = auth::authentication(&config, &metrics).await?;
+    let services = build_services(&config, &mut up, &runtime, shared, metrics, auth)?;
     let mut launch = Launch::new(&config, &services, &up.config);
     launch.join_fleet(&config, &services).await;
     let (addrs, health) = launch
@@ -193,6 +199,7 @@ fn build_services(
     runtime: &ServingRuntime,
     shared: Shared,
     metrics: Metrics,
+    auth: Arc<crate::auth::Authenticator>,
 ) -> Result<Services, StartError> {
     let client = UpstreamClient::with_pools(&up.config, metrics.clone(), runtime.http_pools())?;
     let guard = Guard::new(
@@ -236,6 +243,7 @@ fn build_services(
         guard,
         metrics,
         shared,
+        auth,
     })
 }
 
@@ -444,6 +452,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone()),
         documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard.clone()),
+        auth: crate::auth::AuthLayer::new(services.auth.clone()),
         max_message_bytes: config.limits.max_grpc_message_bytes,
     }
 }

@@ -141,6 +141,7 @@ struct Inner {
     idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
     guard: GuardSeries,
+    auth: AuthSeries,
     watch_journeys: Gauge,
     watch_watchers: Gauge,
     watch_result_reads: Counter,
@@ -365,6 +366,7 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
         .with_state(metrics)
 }
 
+mod auth;
 mod channel;
 mod cluster;
 mod guard;
@@ -376,6 +378,7 @@ mod registry;
 mod tests;
 mod upstream;
 
+use auth::AuthSeries;
 use channel::ChannelSeries;
 pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};

@@ -148,6 +148,7 @@ async fn recorded_gateway() -> Recorded {
         result_base_url: proxied(&mut proxies, &seen, &sandbox.result_base_url()).await,
         ..UpstreamConfig::default()
     });
+    crate::support::gateway::run_open(&mut config);
     let operator = SandboxConfig::default().operators[0].clone();
     let password_file = secret_file(&operator.password);
     config.operators = vec![OperatorConfig {

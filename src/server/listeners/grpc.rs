@@ -1,5 +1,6 @@
 //! Serving the two gRPC listeners: the public API (with health and
-//! reflection, behind admission, on the serving runtime's threads) and
+//! reflection, behind admission and caller authentication, on the serving
+//! runtime's threads) and
 //! the admin listener (on the process runtime).
 
 use std::{net::SocketAddr, sync::Arc, time::Duration};
@@ -14,6 +15,7 @@ use tower::Layer;
 use super::Accept;
 use crate::{
     api::{AdminServer, DocumentApi, JourneyApi, LivenessApi, admin_service},
+    auth::AuthLayer,
     channels::ChannelRouter,
     config::ServingConfig,
     domain::AdminToken,
@@ -40,6 +42,8 @@ pub(in crate::server) struct PublicApi {
     pub(in crate::server) journeys: JourneyApi,
     pub(in crate::server) liveness: LivenessApi,
     pub(in crate::server) documents: DocumentApi,
+    /// Caller authentication, before every handler but health.
+    pub(in crate::server) auth: AuthLayer,
     /// Largest message decoded or encoded.
     pub(in crate::server) max_message_bytes: usize,
 }
@@ -90,6 +94,7 @@ pub(in crate::server) async fn serve_public(
     let router = grpc_server(serving)
         .layer(layer)
         .layer(edge)
+        .layer(api.auth)
         .add_service(health);
     // Reflection lists what this listener serves, and nothing else.
     let router = add_reflection(

@@ -33,6 +33,7 @@ impl Metrics {
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
+        let auth = AuthSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -163,6 +164,7 @@ impl Metrics {
                 cluster,
                 guard,
                 channels: channel_series,
+                auth,
                 core_label: labels_interner.channel(CORE_CHANNEL),
                 labels: labels_interner,
             }),

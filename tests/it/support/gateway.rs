@@ -471,15 +471,27 @@ impl ExternalGateway {
 }
 
 /// Points `config` at the external `upstream`, with the sandbox's operator
-/// as the default profile (its password in a file).
+/// as the default profile (its password in a file), open to every caller
+/// as it says explicitly (`[auth] mode = "none"`; tests/it/auth puts
+/// callers in front).
 pub fn use_upstream(config: &mut Config, upstream: UpstreamConfig) {
     config.upstream = Some(upstream);
+    run_open(config);
     config.operators = vec![OperatorConfig {
         name: "default".into(),
         login: "sandbox".into(),
         password_env: None,
         password_file: Some(secret_file("sandbox\n")),
     }];
+}
+
+/// `[auth] mode = "none"`: what a gateway in front of a real upstream
+/// must say to run open.
+pub fn run_open(config: &mut Config) {
+    config.auth = Some(idgate::auth::AuthConfig {
+        mode: idgate::auth::AuthMode::None,
+        jwt: None,
+    });
 }
 
 // channel tests

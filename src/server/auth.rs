@@ -1,0 +1,46 @@
+//! The start step that decides who may call the public listener: the
+//! [`Authenticator`] of `[auth]` and `[[callers]]`, secure by default.
+//!
+//! A gateway in front of a real `[upstream]` with no `[auth]` refuses to
+//! start: open access must be asked for (`[auth] mode = "none"`). The
+//! embedded sandbox (the README's first command) stays open. Running open
+//! is said once at WARN and shown as `idgate_auth_enabled 0`.
+
+use std::sync::Arc;
+
+use super::StartError;
+use crate::{
+    auth::{AuthEvents, Authenticator},
+    config::{Config, ConfigError},
+    telemetry::Metrics,
+};
+
+/// The error of a real `[upstream]` without `[auth]`.
+pub(super) const AUTH_REQUIRED: &str = "a gateway in front of a real [upstream] must authenticate its callers: configure [auth] mode = \"jwt\", \"mtls\" or \"jwt_or_mtls\" with [[callers]], or set [auth] mode = \"none\" (or IDGATE_AUTH__MODE=none) to run open on purpose";
+
+/// Builds the authenticator (loading a JWKS file or fetching a URL).
+pub(super) async fn authentication(
+    config: &Config,
+    metrics: &Metrics,
+) -> Result<Arc<Authenticator>, StartError> {
+    let events: Arc<dyn AuthEvents> = Arc::new(metrics.clone());
+    let auth = match (&config.auth, config.upstream.is_some()) {
+        (None, true) => {
+            return Err(ConfigError::Invalid(AUTH_REQUIRED.to_owned()).into());
+        }
+        (None, false) => Authenticator::open(events),
+        (Some(auth), _) => Authenticator::from_config(auth, &config.callers, events).await?,
+    };
+    if auth.enabled() {
+        tracing::info!(
+            mode = auth.mode().as_str(),
+            "callers are authenticated on the public listener"
+        );
+    } else {
+        tracing::warn!(
+            "the public listener runs open: any client may call every operation on every journey ([auth] mode = \"none\", or the embedded sandbox)"
+        );
+    }
+    metrics.set_auth_enabled(auth.enabled());
+    Ok(Arc::new(auth))
+}

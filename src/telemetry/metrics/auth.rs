@@ -1,0 +1,80 @@
+//! Authentication's series: whether callers are authenticated at all,
+//! refusals by reason and cause, and failed JWKS fetches. Labels are
+//! fixed words (`CALLER_UNAUTHENTICATED`, `expired`, ...): never a caller,
+//! a subject or a token.
+
+use super::*;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct RefusalLabels {
+    pub(super) reason: &'static str,
+    pub(super) cause: &'static str,
+}
+
+/// Authentication's series.
+pub(super) struct AuthSeries {
+    pub(super) enabled: Gauge,
+    pub(super) refusals: Family<RefusalLabels, Counter>,
+    pub(super) jwks_fetch_failures: Counter,
+}
+
+impl AuthSeries {
+    pub(super) fn register(registry: &mut Registry) -> Self {
+        let series = Self {
+            enabled: Gauge::default(),
+            refusals: Family::default(),
+            jwks_fetch_failures: Counter::default(),
+        };
+        registry.register(
+            "idgate_auth_enabled",
+            "1 when the public listener authenticates callers ([auth] mode jwt, mtls or jwt_or_mtls), 0 when it runs open (mode none, the embedded sandbox)",
+            series.enabled.clone(),
+        );
+        registry.register(
+            "idgate_auth_refusals",
+            "Public calls refused by caller policy, by reason (CALLER_UNAUTHENTICATED, CALLER_UNKNOWN, OPERATION_NOT_ALLOWED, PROFILE_NOT_ALLOWED) and cause (no_credential, malformed, expired, not_yet_valid, audience, issuer, signature, algorithm, unknown_key, missing_claim, no_certificate_identity, no_caller_entry, or the operation refused)",
+            series.refusals.clone(),
+        );
+        registry.register(
+            "idgate_auth_jwks_fetch_failures",
+            "JWKS fetches or file reads that failed; the last good keys stay in use",
+            series.jwks_fetch_failures.clone(),
+        );
+        series
+    }
+}
+
+impl Metrics {
+    /// Sets whether callers are authenticated.
+    pub fn set_auth_enabled(&self, enabled: bool) {
+        self.inner.auth.enabled.set(i64::from(enabled));
+    }
+
+    /// Counts one refused call (fixed words only).
+    pub fn record_auth_refusal(&self, reason: &'static str, cause: &'static str) {
+        self.inner
+            .auth
+            .refusals
+            .get_or_create(&RefusalLabels { reason, cause })
+            .inc();
+    }
+
+    /// How many calls were refused with `reason` and `cause` so far.
+    pub fn auth_refusals(&self, reason: &'static str, cause: &'static str) -> u64 {
+        self.inner
+            .auth
+            .refusals
+            .get_or_create(&RefusalLabels { reason, cause })
+            .get()
+    }
+
+    /// Counts one failed JWKS fetch or read.
+    pub fn record_jwks_fetch_failure(&self) {
+        self.inner.auth.jwks_fetch_failures.inc();
+    }
+
+    /// How many JWKS fetches failed so far.
+    pub fn jwks_fetch_failures(&self) -> u64 {
+        self.inner.auth.jwks_fetch_failures.get()
+    }
+}
