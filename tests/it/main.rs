@@ -11,6 +11,8 @@
 //!   `tls_listeners`: the tools operators and callers already hold (gRPC
 //!   reflection, W3C trace context, log lines joined to traces, OTLP
 //!   collectors behind a private CA, TLS on every listener);
+//! - `auth`: callers on the public listener (JWTs, JWKS files and URLs,
+//!   SPIFFE IDs) and the `[[callers]]` policy;
 //! - `fleet`: replicas sharing state on a Redis of their own;
 //! - `prometheus`: the rules and dashboard of `deploy/`, with promtool and
 //!   a real Prometheus;
@@ -25,6 +27,7 @@
 //! a child process of this binary ([`support::process`]).
 
 mod access_log;
+mod auth;
 mod channels;
 mod docs;
 mod events;

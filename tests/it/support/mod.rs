@@ -13,6 +13,8 @@
 //! - [`webhook`]: completion notices, signed or with Basic credentials;
 //! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to the
 //!   in-process OTLP collector (traces and metrics, plaintext or TLS);
+//! - [`jwt`]: callers' signing keys, their JWKS (a file or a local URL
+//!   the test rotates), valid and forged tokens;
 //! - [`tls`]: a certificate authority per test and a TLS listener;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
@@ -20,6 +22,7 @@
 
 pub mod fleet;
 pub mod gateway;
+pub mod jwt;
 pub mod net;
 pub mod otlp_collector;
 pub mod process;

@@ -78,6 +78,23 @@ impl TestCa {
     }
 }
 
+impl TestCa {
+    /// A client certificate whose subject alternative names are `sans`
+    /// (a SPIFFE ID is a `SanType::URI`).
+    pub fn leaf_with_sans(&self, sans: Vec<rcgen::SanType>) -> Leaf {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::default();
+        params.subject_alt_names = sans;
+        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            cert_der: cert.der().clone(),
+            key_der: key.serialize_der(),
+        }
+    }
+}
+
 /// Accepts TCP connections and completes their TLS handshake; a failed
 /// handshake is dropped and the next connection awaited.
 pub struct TlsListener {

@@ -1,0 +1,56 @@
+//! Callers on the public listener, over real sockets: every JWT rule end
+//! to end, keys from a file and from a JWKS URL that rotates, SPIFFE IDs
+//! from client certificates, the `[[callers]]` policy (unknown callers,
+//! operations and operator profiles outside it), and secure defaults (a
+//! gateway in front of a real upstream refuses to start open).
+
+mod jwks_url;
+mod jwt;
+mod mtls;
+mod policy;
+mod startup;
+
+use idgate::{auth::AuthConfig, config::Config};
+
+use crate::support::{gateway::TestGateway, jwt::callers};
+
+/// The callers every test here knows (the embedded sandbox's one operator
+/// profile is `sandbox`).
+pub const CALLERS: &str = r#"
+    [[callers]]
+    name = "onboarding"
+    jwt_subject = "svc-onboarding"
+    operator_profiles = ["sandbox"]
+    operations = ["create_journey", "challenges_2d", "session_3d", "verify_3d", "documents", "read_result", "watch"]
+
+    [[callers]]
+    name = "reader"
+    jwt_subject = "svc-reader"
+    operations = ["read_result"]
+    journeys = "any"
+
+    [[callers]]
+    name = "elsewhere"
+    jwt_subject = "svc-elsewhere"
+    operations = ["create_journey"]
+"#;
+
+/// A gateway on its embedded sandbox with `auth` and [`CALLERS`].
+pub async fn gateway_with(auth: AuthConfig, edit: impl FnOnce(&mut Config)) -> TestGateway {
+    TestGateway::start_with(|c| {
+        c.auth = Some(auth);
+        c.callers = callers(CALLERS);
+        edit(c);
+    })
+    .await
+}
+
+/// The value of the `idgate_auth_refusals_total` series of `reason` and
+/// `cause` in `metrics` (0 when absent).
+pub fn refusals(metrics: &str, reason: &str, cause: &str) -> f64 {
+    let series = format!("idgate_auth_refusals_total{{reason=\"{reason}\",cause=\"{cause}\"}}");
+    crate::support::telemetry::parse_metrics(metrics)
+        .get(&series)
+        .copied()
+        .unwrap_or(0.0)
+}

@@ -1,0 +1,58 @@
+//! Secure by default: a gateway in front of a real `[upstream]` with no
+//! `[auth]` refuses to start, naming the explicit way to run open; run
+//! open on purpose (or on the embedded sandbox) it warns and says so in
+//! `idgate_auth_enabled`.
+
+use idgate::{
+    auth::AuthMode,
+    config::{Config, UpstreamConfig},
+};
+
+use crate::support::{
+    gateway::{TestGateway, test_config, use_upstream},
+    telemetry::quiet_telemetry,
+};
+
+fn real_upstream() -> UpstreamConfig {
+    UpstreamConfig {
+        base_url: "http://127.0.0.1:9/facecaptcha".into(),
+        result_base_url: "http://127.0.0.1:9/facecaptcha".into(),
+        ..UpstreamConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn a_real_upstream_without_auth_refuses_to_start_naming_mode_none() {
+    let mut config = test_config();
+    use_upstream(&mut config, real_upstream());
+    config.auth = None;
+    let error = match idgate::server::start(config).await {
+        Ok(_) => panic!("started open in front of a real upstream"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("[auth] mode = \"none\""), "{error}");
+}
+
+#[tokio::test]
+async fn the_env_override_runs_open_on_purpose_with_a_warning_and_the_gauge_at_0() {
+    let (logs, _default) = quiet_telemetry();
+    let text = "[upstream]\nbase_url = \"http://127.0.0.1:9/facecaptcha\"\nresult_base_url = \"http://127.0.0.1:9/facecaptcha\"\n";
+    let parsed =
+        Config::from_toml_and_env(text, [("IDGATE_AUTH__MODE".to_owned(), "none".to_owned())])
+            .expect("config");
+    assert_eq!(parsed.auth.as_ref().map(|a| a.mode), Some(AuthMode::None));
+    let gw = TestGateway::start_with(|c| {
+        use_upstream(c, parsed.upstream.clone().expect("upstream"));
+        c.auth = parsed.auth.clone();
+    })
+    .await;
+    let metrics = gw.metrics_text().await;
+    assert!(metrics.contains("idgate_auth_enabled 0"), "{metrics}");
+    assert!(logs.contents().contains("runs open"), "a WARN at start");
+    gw.stop().await;
+
+    // The embedded sandbox stays open too, with the same warning.
+    let gw = TestGateway::start().await;
+    assert!(gw.metrics_text().await.contains("idgate_auth_enabled 0"));
+    gw.stop().await;
+}
