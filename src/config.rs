@@ -376,7 +376,30 @@ mod tests {
             assert_eq!(c.channels.len(), 2, "{name}");
             assert!(c.upstream.is_some(), "{name}");
             assert_eq!(c.operators.len(), 1, "{name}");
+            assert!(c.auth.is_some() && c.callers.len() == 1, "{name}");
         }
+    }
+
+    #[test]
+    fn auth_and_callers_are_checked_together() {
+        let callers =
+            "[[callers]]\nname = \"a\"\njwt_subject = \"s\"\noperator_profiles = [\"sandbox\"]\n";
+        let err = Config::from_toml_and_env(callers, env(&[])).unwrap_err();
+        assert!(err.to_string().contains("[auth]"), "{err}");
+        // The override that runs a gateway open.
+        let c = Config::from_toml_and_env(callers, env(&[("IDGATE_AUTH__MODE", "none")])).unwrap();
+        assert_eq!(c.auth.map(|a| a.mode), Some(AuthMode::None));
+        // mTLS needs client certificates on the public listener.
+        let err = Config::from_toml_and_env("[auth]\nmode = \"mtls\"\n", env(&[])).unwrap_err();
+        assert!(err.to_string().contains("client_ca_file"), "{err}");
+        // Callers' profiles are the gateway's (the embedded sandbox's here).
+        let wrong = callers.replace("sandbox", "default");
+        let err =
+            Config::from_toml_and_env(&wrong, env(&[("IDGATE_AUTH__MODE", "none")])).unwrap_err();
+        assert!(
+            err.to_string().contains("callers[0].operator_profiles[0]"),
+            "{err}"
+        );
     }
 
     #[test]
