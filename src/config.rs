@@ -23,7 +23,7 @@ pub use crate::{
     cluster::ClusterConfig,
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
-    guard::{BilledOperation, BudgetConfig, IdempotencyConfig},
+    guard::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig},
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
     telemetry::TelemetryConfig,
@@ -72,6 +72,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// The fleet's shared state (`[cluster]`); absent: one process.
     pub cluster: ClusterConfig,
+    /// What the spending guard lets through (`[guard]`).
+    pub guard: GuardConfig,
     /// The replay window of `CreateJourney.request_id` (`[idempotency]`).
     pub idempotency: IdempotencyConfig,
     /// Spending limits per operator profile and billed operation
@@ -141,7 +143,28 @@ impl Config {
         self.idempotency.validate()?;
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
         self.validate_auth()?;
+        self.validate_directory_ttl()?;
         self.cluster.validate()
+    }
+
+    /// A journey's directory entry outlives its appkey: every call on a
+    /// journey is checked against that entry (owner, and whether this
+    /// gateway issued the appkey), so an entry gone before the appkey would
+    /// refuse the appkey's last calls as foreign.
+    fn validate_directory_ttl(&self) -> Result<(), ConfigError> {
+        let appkey = self
+            .upstream
+            .as_ref()
+            .map_or(UpstreamConfig::default().appkey_ttl_secs, |u| {
+                u.appkey_ttl_secs
+            });
+        if self.watch.directory_ttl_secs < appkey {
+            return Err(ConfigError::Invalid(format!(
+                "[watch] directory_ttl_secs ({}) must be at least [upstream] appkey_ttl_secs ({appkey}): calls on a journey are checked against its directory entry",
+                self.watch.directory_ttl_secs
+            )));
+        }
+        Ok(())
     }
 
     /// `[auth]` consistent in itself, `[[callers]]` with the mode and the

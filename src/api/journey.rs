@@ -2,8 +2,9 @@
 
 use tonic::{Request, Response, Status};
 
-use super::validate;
+use super::{JourneyAccess, validate};
 use crate::{
+    Error,
     context::CallContext,
     domain::Permission,
     events::{JourneyHub, WatchStream, WatchTarget},
@@ -19,17 +20,26 @@ pub struct JourneyApi {
     hub: JourneyHub,
     telemetry: TelemetryConfig,
     guard: Guard,
+    access: JourneyAccess,
 }
 
 impl JourneyApi {
     /// A service over the journey core and the event hub.
     pub fn new(core: JourneyCore, hub: JourneyHub) -> Self {
         Self {
+            access: JourneyAccess::new(hub.clone(), false),
             core,
             hub,
             telemetry: TelemetryConfig::default(),
             guard: Guard::default(),
         }
+    }
+
+    /// The journey checks; default: this hub's directory, foreign appkeys
+    /// refused.
+    pub fn with_access(mut self, access: JourneyAccess) -> Self {
+        self.access = access;
+        self
     }
 
     /// The spending guard (idempotency, budgets); default: one process,
@@ -71,16 +81,34 @@ impl JourneyService for JourneyApi {
             profile,
             self.core.credentials().default_profile(),
         )?;
-        let journey = self
+        let created = self
             .guard
             .create_journey(&ctx, &req.user, profile, req.request_id.as_ref(), || {
                 self.core.create_journey(&ctx, &req.user, profile)
             })
-            .await?
-            .journey;
+            .await?;
+        let journey = created.journey;
         super::record_journey(&span, &journey.appkey);
-        // Lets callers watch by reference instead of by appkey.
-        self.hub.register_shared(&journey.appkey).await;
+        // A replayed request_id hands back a journey only to a caller that
+        // may touch it, and never changes its owner.
+        let known = match created.replayed {
+            true => self
+                .access
+                .reference(request.extensions(), &caller, &journey.journey_ref)
+                .await
+                .map(Some)
+                .or_else(|e| match e {
+                    Error::JourneyUnknown => Ok(None),
+                    e => Err(e),
+                })?,
+            false => None,
+        };
+        if known.is_none() {
+            // The owner, and lets callers watch by reference.
+            self.hub
+                .register_shared(&journey.appkey, super::owner_of(&caller))
+                .await;
+        }
         Ok(Response::new(v1::CreateJourneyResponse {
             appkey: journey.appkey.expose().to_owned(),
             journey_ref: journey.journey_ref.to_string(),
@@ -96,14 +124,17 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::GetJourneyResultRequest>,
     ) -> Result<Response<v1::GetJourneyResultResponse>, Status> {
-        super::authorize(&request, Permission::ReadResult)?;
+        let caller = super::authorize(&request, Permission::ReadResult)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
         super::record_journey(&span, &appkey);
+        self.access
+            .appkey(request.extensions(), &caller, &appkey)
+            .await?;
         let result = self.core.journey_result(&ctx, &appkey).await?;
         Ok(Response::new(v1::GetJourneyResultResponse {
-            result: Some(result),
+            result: Some(super::view::apply(caller.result_view, result)),
         }))
     }
 
@@ -116,13 +147,31 @@ impl JourneyService for JourneyApi {
     ) -> Result<Response<Self::WatchJourneyStream>, Status> {
         // tonic does not enforce the caller's deadline on streams: the
         // stream ends itself with DEADLINE_EXCEEDED when it passes.
-        super::authorize(&request, Permission::Watch)?;
+        let caller = super::authorize(&request, Permission::Watch)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let target = validate::watch_journey(request.get_ref())?;
-        if let WatchTarget::Appkey(appkey) = &target {
-            super::record_journey(&span, appkey);
-        }
-        Ok(Response::new(self.hub.watch_shared(target, &ctx).await?))
+        // One directory lookup: the reference resolved, the owner checked.
+        let appkey = match target {
+            WatchTarget::Appkey(appkey) => {
+                self.access
+                    .appkey(request.extensions(), &caller, &appkey)
+                    .await?;
+                appkey
+            }
+            WatchTarget::Journey(journey) => {
+                self.access
+                    .reference(request.extensions(), &caller, &journey)
+                    .await?
+                    .appkey
+            }
+        };
+        super::record_journey(&span, &appkey);
+        let view = super::view::viewer(caller.result_view);
+        Ok(Response::new(self.hub.watch_viewed(
+            WatchTarget::Appkey(appkey),
+            &ctx,
+            view,
+        )?))
     }
 }

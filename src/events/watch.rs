@@ -15,8 +15,12 @@ use super::hub::{End, Snapshot, WatcherGuard};
 use crate::{
     Error,
     domain::JourneyRef,
-    proto::v1::{JourneyStatus, WatchJourneyResponse},
+    proto::v1::{JourneyResult, JourneyStatus, WatchJourneyResponse},
 };
+
+/// The part of the final result a watcher is given (the caller's result
+/// view), built from the shared result without copying what it leaves out.
+pub type ResultViewer = fn(&JourneyResult) -> JourneyResult;
 
 /// The stream type of `JourneyService.WatchJourney`, ready for the tonic
 /// service's associated `WatchJourneyStream` type.
@@ -28,6 +32,7 @@ struct State {
     events: watch::Receiver<Snapshot>,
     last: Option<(JourneyStatus, String)>,
     deadline: Option<Instant>,
+    view: ResultViewer,
     done: bool,
     _guard: WatcherGuard,
 }
@@ -46,7 +51,7 @@ impl State {
                     journey_ref: self.journey.to_string(),
                     status: result.status,
                     raw_status: result.raw_status.clone(),
-                    result: Some(result.as_ref().clone()),
+                    result: Some((self.view)(result)),
                 }),
                 End::Failed(status) => Err(status.clone()),
             });
@@ -105,12 +110,14 @@ pub(crate) fn stream(
     events: watch::Receiver<Snapshot>,
     guard: WatcherGuard,
     deadline: Option<Instant>,
+    view: ResultViewer,
 ) -> WatchStream {
     let state = State {
         journey,
         events,
         last: None,
         deadline,
+        view,
         done: false,
         _guard: guard,
     };

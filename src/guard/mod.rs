@@ -22,7 +22,7 @@ pub mod idempotency;
 use std::{future::Future, sync::Arc, time::Duration};
 
 pub use budget::Budgets;
-pub use config::{BilledOperation, BudgetConfig, IdempotencyConfig, validate_budgets};
+pub use config::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig, validate_budgets};
 pub use idempotency::{Begin, Claim, Idempotency};
 
 use crate::{
@@ -239,6 +239,27 @@ impl Guard {
             return Ok(());
         }
         match self.profile_of(appkey).await {
+            Some(profile) => self.inner.budgets.take(&profile, operation).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Bills one `operation` on an appkey this gateway did not issue
+    /// (`[guard] accept_foreign_appkeys`) to `profile` (the caller's
+    /// first), else the default profile.
+    pub async fn bill_foreign(
+        &self,
+        operation: BilledOperation,
+        profile: Option<&str>,
+    ) -> Result<(), Error> {
+        if !self.inner.budgets.covers(operation) {
+            return Ok(());
+        }
+        let profile = profile
+            .filter(|p| self.inner.profiles.iter().any(|known| known == p))
+            .map(str::to_owned)
+            .or_else(|| self.inner.profiles.first().cloned());
+        match profile {
             Some(profile) => self.inner.budgets.take(&profile, operation).await,
             None => Ok(()),
         }

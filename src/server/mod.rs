@@ -45,7 +45,7 @@ use tokio::{
 use tonic_health::server::HealthReporter;
 
 use crate::{
-    api::{DocumentApi, JourneyApi, LivenessApi},
+    api::{DocumentApi, JourneyAccess, JourneyApi, LivenessApi},
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
@@ -445,13 +445,18 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         guard,
         ..
     } = services;
+    let access = JourneyAccess::new(hub.clone(), config.guard.accept_foreign_appkeys);
     PublicApi {
         journeys: JourneyApi::new(core.clone(), hub.clone())
             .with_telemetry(config.telemetry.clone())
-            .with_guard(guard.clone()),
+            .with_guard(guard.clone())
+            .with_access(access.clone()),
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
-            .with_guard(guard.clone()),
-        documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard.clone()),
+            .with_guard(guard.clone())
+            .with_access(access.clone()),
+        documents: DocumentApi::new(core.clone(), config.limits.clone())
+            .with_guard(guard.clone())
+            .with_access(access),
         auth: crate::auth::AuthLayer::new(services.auth.clone()),
         max_message_bytes: config.limits.max_grpc_message_bytes,
     }

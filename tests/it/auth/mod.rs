@@ -4,9 +4,11 @@
 //! operations and operator profiles outside it), and secure defaults (a
 //! gateway in front of a real upstream refuses to start open).
 
+mod foreign;
 mod jwks_url;
 mod jwt;
 mod mtls;
+mod owners;
 mod policy;
 mod startup;
 
