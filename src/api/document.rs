@@ -52,31 +52,36 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
     ) -> Result<Response<v1::SubmitDocumentImagesResponse>, Status> {
-        let caller = super::authorize(&request, Permission::Documents)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let (_, extensions, message) = request.into_parts();
-        let req = validate::document_images(message, &self.limits)?;
-        super::record_journey(&span, &req.appkey);
-        let issued = self
-            .access
-            .appkey(&extensions, &caller, &req.appkey)
-            .await?;
-        issued
-            .bill(
-                &self.guard,
-                BilledOperation::SubmitDocuments,
-                &req.appkey,
-                &caller,
-            )
-            .await?;
-        let document_code = self
-            .core
-            .submit_document_images(&ctx, &req.appkey, &req.images)
-            .await?;
-        Ok(Response::new(v1::SubmitDocumentImagesResponse {
-            document_code,
-        }))
+        let audit = super::Audit::start(&request, "documents", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Documents)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let (_, extensions, message) = request.into_parts();
+            let req = validate::document_images(message, &self.limits)?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            let issued = self
+                .access
+                .appkey(&extensions, &caller, &req.appkey)
+                .await?;
+            issued
+                .bill(
+                    &self.guard,
+                    BilledOperation::SubmitDocuments,
+                    &req.appkey,
+                    &caller,
+                )
+                .await?;
+            let document_code = self
+                .core
+                .submit_document_images(&ctx, &req.appkey, &req.images)
+                .await?;
+            Ok(Response::new(v1::SubmitDocumentImagesResponse {
+                document_code,
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
@@ -84,30 +89,35 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,
     ) -> Result<Response<v1::SubmitDigitalLicenceResponse>, Status> {
-        let caller = super::authorize(&request, Permission::Documents)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let (_, extensions, message) = request.into_parts();
-        let req = validate::digital_licence(message, &self.limits)?;
-        super::record_journey(&span, &req.appkey);
-        let issued = self
-            .access
-            .appkey(&extensions, &caller, &req.appkey)
-            .await?;
-        issued
-            .bill(
-                &self.guard,
-                BilledOperation::SubmitDocuments,
-                &req.appkey,
-                &caller,
-            )
-            .await?;
-        let document_code = self
-            .core
-            .submit_digital_licence(&ctx, &req.appkey, &req.licence)
-            .await?;
-        Ok(Response::new(v1::SubmitDigitalLicenceResponse {
-            document_code,
-        }))
+        let audit = super::Audit::start(&request, "documents", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Documents)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let (_, extensions, message) = request.into_parts();
+            let req = validate::digital_licence(message, &self.limits)?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            let issued = self
+                .access
+                .appkey(&extensions, &caller, &req.appkey)
+                .await?;
+            issued
+                .bill(
+                    &self.guard,
+                    BilledOperation::SubmitDocuments,
+                    &req.appkey,
+                    &caller,
+                )
+                .await?;
+            let document_code = self
+                .core
+                .submit_digital_licence(&ctx, &req.appkey, &req.licence)
+                .await?;
+            Ok(Response::new(v1::SubmitDigitalLicenceResponse {
+                document_code,
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 }

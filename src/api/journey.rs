@@ -63,60 +63,65 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::CreateJourneyRequest>,
     ) -> Result<Response<v1::CreateJourneyResponse>, Status> {
-        let caller = super::authorize(&request, Permission::CreateJourney)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::create_journey(request.get_ref())?;
-        if let Some(span) = &span {
-            telemetry::record_customer_reference(
-                span,
-                &req.user.customer_reference,
-                &self.telemetry,
-            );
+        let audit = super::Audit::start(&request, "create_journey", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::CreateJourney)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let req = validate::create_journey(request.get_ref())?;
+            if let Some(span) = &span {
+                telemetry::record_customer_reference(
+                    span,
+                    &req.user.customer_reference,
+                    &self.telemetry,
+                );
+            }
+            let profile = req.operator_profile.as_deref();
+            super::authorize_profile(
+                &request,
+                &caller,
+                profile,
+                self.core.credentials().default_profile(),
+            )?;
+            let created = self
+                .guard
+                .create_journey(&ctx, &req.user, profile, req.request_id.as_ref(), || {
+                    self.core.create_journey(&ctx, &req.user, profile)
+                })
+                .await?;
+            let journey = created.journey;
+            audit.journey(&super::record_journey(&span, &journey.appkey));
+            // A replayed request_id hands back a journey only to a caller that
+            // may touch it, and never changes its owner.
+            let known = match created.replayed {
+                true => self
+                    .access
+                    .reference(request.extensions(), &caller, &journey.journey_ref)
+                    .await
+                    .map(Some)
+                    .or_else(|e| match e {
+                        Error::JourneyUnknown => Ok(None),
+                        e => Err(e),
+                    })?,
+                false => None,
+            };
+            if known.is_none() {
+                // The owner, and lets callers watch by reference.
+                self.hub
+                    .register_shared(&journey.appkey, super::owner_of(&caller))
+                    .await;
+            }
+            Ok(Response::new(v1::CreateJourneyResponse {
+                appkey: journey.appkey.expose().to_owned(),
+                journey_ref: journey.journey_ref.to_string(),
+                expire_time: Some(prost_types::Timestamp {
+                    seconds: journey.expires_at.unix_timestamp(),
+                    nanos: 0,
+                }),
+            }))
         }
-        let profile = req.operator_profile.as_deref();
-        super::authorize_profile(
-            &request,
-            &caller,
-            profile,
-            self.core.credentials().default_profile(),
-        )?;
-        let created = self
-            .guard
-            .create_journey(&ctx, &req.user, profile, req.request_id.as_ref(), || {
-                self.core.create_journey(&ctx, &req.user, profile)
-            })
-            .await?;
-        let journey = created.journey;
-        super::record_journey(&span, &journey.appkey);
-        // A replayed request_id hands back a journey only to a caller that
-        // may touch it, and never changes its owner.
-        let known = match created.replayed {
-            true => self
-                .access
-                .reference(request.extensions(), &caller, &journey.journey_ref)
-                .await
-                .map(Some)
-                .or_else(|e| match e {
-                    Error::JourneyUnknown => Ok(None),
-                    e => Err(e),
-                })?,
-            false => None,
-        };
-        if known.is_none() {
-            // The owner, and lets callers watch by reference.
-            self.hub
-                .register_shared(&journey.appkey, super::owner_of(&caller))
-                .await;
-        }
-        Ok(Response::new(v1::CreateJourneyResponse {
-            appkey: journey.appkey.expose().to_owned(),
-            journey_ref: journey.journey_ref.to_string(),
-            expire_time: Some(prost_types::Timestamp {
-                seconds: journey.expires_at.unix_timestamp(),
-                nanos: 0,
-            }),
-        }))
+        .await;
+        audit.finish(result)
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
@@ -124,18 +129,23 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::GetJourneyResultRequest>,
     ) -> Result<Response<v1::GetJourneyResultResponse>, Status> {
-        let caller = super::authorize(&request, Permission::ReadResult)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let appkey = validate::appkey_only(&request.get_ref().appkey)?;
-        super::record_journey(&span, &appkey);
-        self.access
-            .appkey(request.extensions(), &caller, &appkey)
-            .await?;
-        let result = self.core.journey_result(&ctx, &appkey).await?;
-        Ok(Response::new(v1::GetJourneyResultResponse {
-            result: Some(super::view::apply(caller.result_view, result)),
-        }))
+        let audit = super::Audit::start(&request, "read_result", true);
+        let result = async {
+            let caller = super::authorize(&request, Permission::ReadResult)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let appkey = validate::appkey_only(&request.get_ref().appkey)?;
+            audit.journey(&super::record_journey(&span, &appkey));
+            self.access
+                .appkey(request.extensions(), &caller, &appkey)
+                .await?;
+            let result = self.core.journey_result(&ctx, &appkey).await?;
+            Ok(Response::new(v1::GetJourneyResultResponse {
+                result: Some(super::view::apply(caller.result_view, result)),
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 
     type WatchJourneyStream = WatchStream;
@@ -145,33 +155,39 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::WatchJourneyRequest>,
     ) -> Result<Response<Self::WatchJourneyStream>, Status> {
-        // tonic does not enforce the caller's deadline on streams: the
-        // stream ends itself with DEADLINE_EXCEEDED when it passes.
-        let caller = super::authorize(&request, Permission::Watch)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let target = validate::watch_journey(request.get_ref())?;
-        // One directory lookup: the reference resolved, the owner checked.
-        let appkey = match target {
-            WatchTarget::Appkey(appkey) => {
-                self.access
-                    .appkey(request.extensions(), &caller, &appkey)
-                    .await?;
-                appkey
-            }
-            WatchTarget::Journey(journey) => {
-                self.access
-                    .reference(request.extensions(), &caller, &journey)
-                    .await?
-                    .appkey
-            }
-        };
-        super::record_journey(&span, &appkey);
-        let view = super::view::viewer(caller.result_view);
-        Ok(Response::new(self.hub.watch_viewed(
-            WatchTarget::Appkey(appkey),
-            &ctx,
-            view,
-        )?))
+        let audit = super::Audit::start(&request, "watch", true);
+        let result = async {
+            // tonic does not enforce the caller's deadline on streams: the
+            // stream ends itself with DEADLINE_EXCEEDED when it passes.
+            let caller = super::authorize(&request, Permission::Watch)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let target = validate::watch_journey(request.get_ref())?;
+            // One directory lookup: the reference resolved, the owner checked.
+            let appkey = match target {
+                WatchTarget::Appkey(appkey) => {
+                    audit.journey(&super::record_journey(&span, &appkey));
+                    self.access
+                        .appkey(request.extensions(), &caller, &appkey)
+                        .await?;
+                    appkey
+                }
+                WatchTarget::Journey(journey) => {
+                    audit.journey(&journey);
+                    self.access
+                        .reference(request.extensions(), &caller, &journey)
+                        .await?
+                        .appkey
+                }
+            };
+            super::record_journey(&span, &appkey);
+            let view = super::view::viewer(caller.result_view);
+            let stream = self
+                .hub
+                .watch_viewed(WatchTarget::Appkey(appkey), &ctx, view)?;
+            Ok(Response::new(audit.watched(stream)))
+        }
+        .await;
+        audit.finish(result)
     }
 }

@@ -76,22 +76,27 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
     ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
-        let caller = super::authorize(&request, Permission::Challenges2D)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let (_, extensions, message) = request.into_parts();
-        let req = validate::challenge_response(message, &self.limits)?;
-        super::record_journey(&span, &req.appkey);
-        self.access
-            .appkey(&extensions, &caller, &req.appkey)
-            .await?;
-        let verdict = self
-            .core
-            .submit_challenge_response(&ctx, &req.appkey, &req.challenge_key, &req.snapshots)
-            .await?;
-        Ok(Response::new(v1::SubmitChallengeResponseResponse {
-            verdict: Some(verdict),
-        }))
+        let audit = super::Audit::start(&request, "challenges_2d", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Challenges2D)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let (_, extensions, message) = request.into_parts();
+            let req = validate::challenge_response(message, &self.limits)?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            self.access
+                .appkey(&extensions, &caller, &req.appkey)
+                .await?;
+            let verdict = self
+                .core
+                .submit_challenge_response(&ctx, &req.appkey, &req.challenge_key, &req.snapshots)
+                .await?;
+            Ok(Response::new(v1::SubmitChallengeResponseResponse {
+                verdict: Some(verdict),
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
@@ -99,33 +104,38 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::StartSession3DRequest>,
     ) -> Result<Response<v1::StartSession3DResponse>, Status> {
-        let caller = super::authorize(&request, Permission::Session3D)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::start_session(request.get_ref())?;
-        super::record_journey(&span, &req.appkey);
-        self.access
-            .appkey(request.extensions(), &caller, &req.appkey)
-            .await?
-            .bill(
-                &self.guard,
-                BilledOperation::StartSession3D,
-                &req.appkey,
-                &caller,
-            )
-            .await?;
-        let started = self
-            .router
-            .start_session(&ctx, &req.appkey, &req.user_agent)
-            .await?;
-        tracing::Span::current().record("idgate.channel", started.channel.as_str());
-        Ok(Response::new(v1::StartSession3DResponse {
-            session_token: started.grant.token.expose().to_owned(),
-            vendor: started.grant.vendor,
-            vendor_url: started.grant.vendor_url,
-            contingency: started.grant.contingency,
-            channel: started.channel,
-        }))
+        let audit = super::Audit::start(&request, "session_3d", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Session3D)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let req = validate::start_session(request.get_ref())?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            self.access
+                .appkey(request.extensions(), &caller, &req.appkey)
+                .await?
+                .bill(
+                    &self.guard,
+                    BilledOperation::StartSession3D,
+                    &req.appkey,
+                    &caller,
+                )
+                .await?;
+            let started = self
+                .router
+                .start_session(&ctx, &req.appkey, &req.user_agent)
+                .await?;
+            tracing::Span::current().record("idgate.channel", started.channel.as_str());
+            Ok(Response::new(v1::StartSession3DResponse {
+                session_token: started.grant.token.expose().to_owned(),
+                vendor: started.grant.vendor,
+                vendor_url: started.grant.vendor_url,
+                contingency: started.grant.contingency,
+                channel: started.channel,
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
@@ -133,25 +143,30 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::VerifyLiveness3DRequest>,
     ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
-        let caller = super::authorize(&request, Permission::Verify3D)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::verify_liveness(request.get_ref())?;
-        super::record_journey(&span, &req.appkey);
-        self.access
-            .appkey(request.extensions(), &caller, &req.appkey)
-            .await?;
-        let verdict = self
-            .router
-            .verify(
-                &ctx,
-                &req.appkey,
-                &req.session_token,
-                req.channel.as_deref(),
-            )
-            .await?;
-        Ok(Response::new(v1::VerifyLiveness3DResponse {
-            verdict: Some(verdict),
-        }))
+        let audit = super::Audit::start(&request, "verify_3d", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Verify3D)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let req = validate::verify_liveness(request.get_ref())?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            self.access
+                .appkey(request.extensions(), &caller, &req.appkey)
+                .await?;
+            let verdict = self
+                .router
+                .verify(
+                    &ctx,
+                    &req.appkey,
+                    &req.session_token,
+                    req.channel.as_deref(),
+                )
+                .await?;
+            Ok(Response::new(v1::VerifyLiveness3DResponse {
+                verdict: Some(verdict),
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 }

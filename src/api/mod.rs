@@ -9,6 +9,8 @@
 //!   here or foreign, and owned by the caller or not, in one lookup.
 //! - [`authorize`]: each RPC against its caller's policy; [`caller_of`]
 //!   gives any handler the `Arc<Caller>` the auth layer found.
+//! - [`audit`]: one record per call that submits or releases personal
+//!   data, on the log target `idgate::audit`.
 //! - [`view`]: the part of a result each caller's `result_view` allows.
 //! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
 //!   the admin listener only; `[admin]` ([`AdminConfig`]).
@@ -16,6 +18,7 @@
 
 mod access;
 pub mod admin;
+mod audit;
 mod authorize;
 mod document;
 pub mod figures;
@@ -27,6 +30,7 @@ pub mod view;
 
 pub use access::{Issued, JourneyAccess, owner_of};
 pub use admin::{AdminConfig, AdminServer, admin_auth_interceptor, admin_service};
+pub use audit::{AUDIT_TARGET, Audit};
 pub use authorize::{authorize, authorize_profile, caller_of};
 pub use document::DocumentApi;
 pub use journey::JourneyApi;

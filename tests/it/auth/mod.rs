@@ -4,6 +4,7 @@
 //! operations and operator profiles outside it), and secure defaults (a
 //! gateway in front of a real upstream refuses to start open).
 
+mod audit;
 mod foreign;
 mod jwks_url;
 mod jwt;
@@ -11,6 +12,7 @@ mod mtls;
 mod owners;
 mod policy;
 mod startup;
+mod views;
 
 use idgate::{auth::AuthConfig, config::Config};
 

@@ -45,13 +45,19 @@ const OWNERS: &str = r#"
 
 /// `[auth]` and [`OWNERS`] on `c`, with the profile names `c` has.
 pub fn with_owners(c: &mut Config, auth: AuthConfig) {
+    with_owners_text(c, auth, OWNERS);
+}
+
+/// `[auth]` and the `[[callers]]` of `callers_text` on `c`, their
+/// `operator_profiles = ["sandbox", "default"]` made the profiles `c` has.
+pub fn with_owners_text(c: &mut Config, auth: AuthConfig, callers_text: &str) {
     c.auth = Some(auth);
     let profiles: Vec<String> = c
         .operator_profiles()
         .into_iter()
         .map(str::to_owned)
         .collect();
-    let text = OWNERS.replace(
+    let text = callers_text.replace(
         r#"operator_profiles = ["sandbox", "default"]"#,
         &format!("operator_profiles = {profiles:?}"),
     );
