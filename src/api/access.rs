@@ -21,7 +21,10 @@
 
 use tonic::Extensions;
 
-use super::authorize::refused_in;
+use super::{
+    authorize::refused_in,
+    slots::{CallerSlots, Slot},
+};
 use crate::{
     Error,
     cluster::JourneyRecord,
@@ -86,6 +89,7 @@ pub struct JourneyAccess {
     /// so every appkey is foreign.
     hub: Option<JourneyHub>,
     accept_foreign: bool,
+    slots: CallerSlots,
 }
 
 impl JourneyAccess {
@@ -95,7 +99,28 @@ impl JourneyAccess {
         Self {
             hub: Some(hub),
             accept_foreign,
+            slots: CallerSlots::default(),
         }
+    }
+
+    /// A unary call's slot for `caller`, within its `max_in_flight`; else
+    /// `RESOURCE_EXHAUSTED`/`CALLER_LIMIT_REACHED`, counted as a refusal.
+    pub fn call_slot(&self, request: &Extensions, caller: &Caller) -> Result<Option<Slot>, Error> {
+        self.slots
+            .call(caller)
+            .inspect_err(|e| refused_in(request, e, "max_in_flight"))
+    }
+
+    /// A `WatchJourney` stream's slot for `caller`, within its
+    /// `max_watch_streams`.
+    pub fn stream_slot(
+        &self,
+        request: &Extensions,
+        caller: &Caller,
+    ) -> Result<Option<Slot>, Error> {
+        self.slots
+            .stream(caller)
+            .inspect_err(|e| refused_in(request, e, "max_watch_streams"))
     }
 
     /// Whether `caller` may act on the journey of `appkey`: `Here` when

@@ -55,6 +55,7 @@ impl DocumentService for DocumentApi {
         let audit = super::Audit::start(&request, "documents", false);
         let result = async {
             let caller = super::authorize(&request, Permission::Documents)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let (_, extensions, message) = request.into_parts();
@@ -92,6 +93,7 @@ impl DocumentService for DocumentApi {
         let audit = super::Audit::start(&request, "documents", false);
         let result = async {
             let caller = super::authorize(&request, Permission::Documents)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let (_, extensions, message) = request.into_parts();

@@ -1,5 +1,6 @@
 //! `JourneyService`: appkeys, results, and the `WatchJourney` stream.
 
+use futures_util::StreamExt as _;
 use tonic::{Request, Response, Status};
 
 use super::{JourneyAccess, validate};
@@ -66,6 +67,7 @@ impl JourneyService for JourneyApi {
         let audit = super::Audit::start(&request, "create_journey", false);
         let result = async {
             let caller = super::authorize(&request, Permission::CreateJourney)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let req = validate::create_journey(request.get_ref())?;
@@ -132,6 +134,7 @@ impl JourneyService for JourneyApi {
         let audit = super::Audit::start(&request, "read_result", true);
         let result = async {
             let caller = super::authorize(&request, Permission::ReadResult)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let appkey = validate::appkey_only(&request.get_ref().appkey)?;
@@ -160,6 +163,7 @@ impl JourneyService for JourneyApi {
             // tonic does not enforce the caller's deadline on streams: the
             // stream ends itself with DEADLINE_EXCEEDED when it passes.
             let caller = super::authorize(&request, Permission::Watch)?;
+            let slot = self.access.stream_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let target = validate::watch_journey(request.get_ref())?;
@@ -185,7 +189,11 @@ impl JourneyService for JourneyApi {
             let stream = self
                 .hub
                 .watch_viewed(WatchTarget::Appkey(appkey), &ctx, view)?;
-            Ok(Response::new(audit.watched(stream)))
+            // The caller's stream slot lives as long as the stream.
+            let stream = audit.watched(stream);
+            Ok(Response::new(Box::pin(stream.inspect(move |_| {
+                let _held = &slot;
+            })) as WatchStream))
         }
         .await;
         audit.finish(result)

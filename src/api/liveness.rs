@@ -60,6 +60,7 @@ impl LivenessService for LivenessApi {
         request: Request<v1::CreateChallengesRequest>,
     ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
         let caller = super::authorize(&request, Permission::Challenges2D)?;
+        let _slot = self.access.call_slot(request.extensions(), &caller)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
@@ -79,6 +80,7 @@ impl LivenessService for LivenessApi {
         let audit = super::Audit::start(&request, "challenges_2d", false);
         let result = async {
             let caller = super::authorize(&request, Permission::Challenges2D)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let (_, extensions, message) = request.into_parts();
@@ -107,6 +109,7 @@ impl LivenessService for LivenessApi {
         let audit = super::Audit::start(&request, "session_3d", false);
         let result = async {
             let caller = super::authorize(&request, Permission::Session3D)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let req = validate::start_session(request.get_ref())?;
@@ -146,6 +149,7 @@ impl LivenessService for LivenessApi {
         let audit = super::Audit::start(&request, "verify_3d", false);
         let result = async {
             let caller = super::authorize(&request, Permission::Verify3D)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
             let ctx = CallContext::of(&request);
             let span = super::server_span(&request);
             let req = validate::verify_liveness(request.get_ref())?;

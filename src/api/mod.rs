@@ -11,6 +11,7 @@
 //!   gives any handler the `Arc<Caller>` the auth layer found.
 //! - [`audit`]: one record per call that submits or releases personal
 //!   data, on the log target `idgate::audit`.
+//! - [`slots`]: per-caller limits on calls in flight and watch streams.
 //! - [`view`]: the part of a result each caller's `result_view` allows.
 //! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
 //!   the admin listener only; `[admin]` ([`AdminConfig`]).
@@ -25,6 +26,7 @@ pub mod figures;
 mod journey;
 mod limits;
 mod liveness;
+mod slots;
 pub mod validate;
 pub mod view;
 

@@ -8,6 +8,7 @@ mod audit;
 mod foreign;
 mod jwks_url;
 mod jwt;
+mod limits;
 mod mtls;
 mod owners;
 mod policy;
