@@ -118,12 +118,24 @@ fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'s
     Ok(certs)
 }
 
+/// Whether a listener with a client CA requires a client certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientCerts {
+    /// A client without a certificate fails the handshake.
+    Required,
+    /// A client may present none (it is then authenticated otherwise, by a
+    /// bearer token: `[auth] mode = "jwt_or_mtls"`); one it presents must
+    /// still verify against the CA.
+    Optional,
+}
+
 /// The TLS configuration of one listener, swappable at run time.
 #[derive(Debug)]
 pub struct ServerTls {
     listener: &'static str,
     settings: ListenerTls,
     alpn: Vec<Vec<u8>>,
+    client_certs: ClientCerts,
     current: RwLock<Arc<ServerConfig>>,
 }
 
@@ -135,12 +147,24 @@ impl ServerTls {
         settings: &ListenerTls,
         alpn: &[&[u8]],
     ) -> Result<Arc<Self>, TlsError> {
+        Self::load_with(listener, settings, alpn, ClientCerts::Required)
+    }
+
+    /// [`ServerTls::load`], saying whether a client certificate is required
+    /// when `settings` names a client CA.
+    pub fn load_with(
+        listener: &'static str,
+        settings: &ListenerTls,
+        alpn: &[&[u8]],
+        client_certs: ClientCerts,
+    ) -> Result<Arc<Self>, TlsError> {
         let alpn: Vec<Vec<u8>> = alpn.iter().map(|p| p.to_vec()).collect();
-        let config = build(listener, settings, &alpn)?;
+        let config = build(listener, settings, &alpn, client_certs)?;
         Ok(Arc::new(Self {
             listener,
             settings: settings.clone(),
             alpn,
+            client_certs,
             current: RwLock::new(config),
         }))
     }
@@ -149,7 +173,7 @@ impl ServerTls {
     /// next connection is served with them. On failure the running
     /// configuration stays.
     pub fn reload(&self) -> Result<(), TlsError> {
-        let config = build(self.listener, &self.settings, &self.alpn)?;
+        let config = build(self.listener, &self.settings, &self.alpn, self.client_certs)?;
         *write(&self.current) = config;
         Ok(())
     }
@@ -163,6 +187,7 @@ fn build(
     listener: &'static str,
     settings: &ListenerTls,
     alpn: &[Vec<u8>],
+    client_certs: ClientCerts,
 ) -> Result<Arc<ServerConfig>, TlsError> {
     let config_error = |reason: String| TlsError::Config { listener, reason };
     let chain = certificates("certificate", &settings.cert_file)?;
@@ -180,9 +205,12 @@ fn build(
                     .add(cert)
                     .map_err(|e| file_error("client CA", path, e))?;
             }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-                .build()
-                .map_err(|e| config_error(e.to_string()))?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = match client_certs {
+                ClientCerts::Required => verifier,
+                ClientCerts::Optional => verifier.allow_unauthenticated(),
+            };
+            let verifier = verifier.build().map_err(|e| config_error(e.to_string()))?;
             builder.with_client_cert_verifier(verifier)
         }
         None => builder.with_no_client_auth(),

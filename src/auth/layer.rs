@@ -267,7 +267,14 @@ where
     }
 
     fn call(&mut self, mut request: Request<tonic::body::Body>) -> Self::Future {
-        if request.uri().path().starts_with(OPEN_PREFIX) {
+        let probe = request.uri().path().starts_with(OPEN_PREFIX);
+        if probe || !self.auth.enabled() {
+            // Health checks, and every call of an open gateway: nothing to
+            // wait for, so no clone of the inner service and no extra task
+            // state on the call path.
+            if !probe {
+                request.extensions_mut().insert(Arc::clone(&self.auth.open));
+            }
             let call = self.inner.call(request);
             return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });
         }

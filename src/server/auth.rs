@@ -10,13 +10,23 @@ use std::sync::Arc;
 
 use super::StartError;
 use crate::{
-    auth::{AuthEvents, Authenticator},
+    auth::{AuthEvents, AuthMode, Authenticator},
     config::{Config, ConfigError},
     telemetry::Metrics,
+    tls::ClientCerts,
 };
 
 /// The error of a real `[upstream]` without `[auth]`.
 pub(super) const AUTH_REQUIRED: &str = "a gateway in front of a real [upstream] must authenticate its callers: configure [auth] mode = \"jwt\", \"mtls\" or \"jwt_or_mtls\" with [[callers]], or set [auth] mode = \"none\" (or IDGATE_AUTH__MODE=none) to run open on purpose";
+
+/// Whether the public listener requires client certificates: not when a
+/// bearer token may stand in for one (`jwt_or_mtls`).
+pub(super) fn grpc_client_certs(config: &Config) -> ClientCerts {
+    match config.auth.as_ref().map(|a| a.mode) {
+        Some(AuthMode::JwtOrMtls) => ClientCerts::Optional,
+        _ => ClientCerts::Required,
+    }
+}
 
 /// Builds the authenticator (loading a JWKS file or fetching a URL).
 pub(super) async fn authentication(

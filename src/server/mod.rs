@@ -124,7 +124,7 @@ pub async fn start(config: Config) -> Result<Gateway, StartError> {
 pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway, StartError> {
     telemetry::propagation::install_propagator();
     let sockets = bind_sockets(&config).await?;
-    let tls = ListenerTlsSet::load(&config.tls)?;
+    let tls = ListenerTlsSet::load(&config.tls, auth::grpc_client_certs(&config))?;
     let (mut up, webhook) =
         resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
     let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));

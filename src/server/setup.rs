@@ -7,7 +7,7 @@ use super::connections;
 use crate::{
     channels::ChannelRouter,
     config::Config,
-    tls::{ListenerTls, ServerTls, TlsConfig, TlsError},
+    tls::{ClientCerts, ListenerTls, ServerTls, TlsConfig, TlsError},
 };
 
 /// The loaded TLS configuration of each listener that has one.
@@ -19,18 +19,24 @@ pub(super) struct ListenerTlsSet {
 }
 
 impl ListenerTlsSet {
-    /// `h2` for the gRPC listeners, `http/1.1` for the HTTP listener.
-    pub(super) fn load(config: &TlsConfig) -> Result<Self, TlsError> {
-        let load = |name, section: &Option<ListenerTls>, alpn: &[&[u8]]| {
+    /// `h2` for the gRPC listeners, `http/1.1` for the HTTP listener. The
+    /// public gRPC listener asks its clients for certificates as
+    /// `grpc_client_certs` says (optional when a bearer token may stand in
+    /// for one); the others require one whenever they name a client CA.
+    pub(super) fn load(
+        config: &TlsConfig,
+        grpc_client_certs: ClientCerts,
+    ) -> Result<Self, TlsError> {
+        let load = |name, section: &Option<ListenerTls>, alpn: &[&[u8]], certs| {
             section
                 .as_ref()
-                .map(|t| ServerTls::load(name, t, alpn))
+                .map(|t| ServerTls::load_with(name, t, alpn, certs))
                 .transpose()
         };
         Ok(Self {
-            grpc: load("grpc", &config.grpc, &[b"h2"])?,
-            http: load("http", &config.http, &[b"http/1.1"])?,
-            admin: load("admin", &config.admin, &[b"h2"])?,
+            grpc: load("grpc", &config.grpc, &[b"h2"], grpc_client_certs)?,
+            http: load("http", &config.http, &[b"http/1.1"], ClientCerts::Required)?,
+            admin: load("admin", &config.admin, &[b"h2"], ClientCerts::Required)?,
         })
     }
 

@@ -1,6 +1,6 @@
 //! The `[[callers]]` policy per RPC: operations and operator profiles
 //! outside a caller's entry are refused before any work, and a reloaded
-//! table applies to the next call.
+//! table and JWKS file apply to the next call.
 
 use idgate::proto::v1;
 use tonic::Code;
@@ -9,13 +9,14 @@ use tonic_types::StatusExt as _;
 use super::{CALLERS, gateway_with, refusals};
 use crate::support::{
     gateway::{assert_error, happy_person},
-    jwt::{TestKey, bearer, callers, jwks_file, jwt_auth},
+    jwt::{TestKey, bearer, callers, jwks_file, jwks_of, jwt_auth},
 };
 
 #[tokio::test]
 async fn operations_and_profiles_outside_the_policy_are_refused_and_a_reload_applies() {
     let key = TestKey::es256("k");
-    let auth = jwt_auth(Some(jwks_file(&[&key])), None);
+    let keys_file = jwks_file(&[&key]);
+    let auth = jwt_auth(Some(keys_file.clone()), None);
     let gw = gateway_with(auth.clone(), |_| {}).await;
     let onboarding = key.token("svc-onboarding");
     let reader = key.token("svc-reader");
@@ -101,8 +102,8 @@ async fn operations_and_profiles_outside_the_policy_are_refused_and_a_reload_app
         1.0
     );
 
-    // SIGHUP: the reader is granted creation on the sandbox profile, and
-    // the onboarding caller is gone.
+    // SIGHUP: the reader is granted creation on the sandbox profile, the
+    // onboarding caller is gone, and the issuer's key file has rotated.
     let mut config = idgate::config::Config {
         auth: Some(auth),
         ..Default::default()
@@ -112,14 +113,22 @@ async fn operations_and_profiles_outside_the_policy_are_refused_and_a_reload_app
         "jwt_subject = \"svc-reader\"\n    operator_profiles = [\"sandbox\"]\n    operations = [\"read_result\", \"create_journey\"]",
     ));
     config.callers.retain(|c| c.name != "onboarding");
+    let rotated = TestKey::ed25519("k2");
+    std::fs::write(&keys_file, jwks_of(&[&rotated])).expect("rotate the key file");
     gw.gateway.reload_callers(&config).await.expect("reload");
     gw.journeys()
-        .create_journey(bearer(&reader, happy_person()))
+        .create_journey(bearer(&rotated.token("svc-reader"), happy_person()))
         .await
-        .expect("reader creates after the reload");
+        .expect("reader creates after the reload, with the new key");
     let status = gw
         .journeys()
-        .create_journey(bearer(&onboarding, happy_person()))
+        .create_journey(bearer(&reader, happy_person()))
+        .await
+        .expect_err("the old key is gone");
+    assert_error(&status, Code::Unauthenticated, "CALLER_UNAUTHENTICATED");
+    let status = gw
+        .journeys()
+        .create_journey(bearer(&rotated.token("svc-onboarding"), happy_person()))
         .await
         .expect_err("onboarding removed");
     assert_error(&status, Code::PermissionDenied, "CALLER_UNKNOWN");
