@@ -140,6 +140,8 @@ impl Config {
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         self.serving.validate()?;
+        self.watch.validate()?;
+        self.validate_message_budget()?;
         self.idempotency.validate()?;
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
         self.validate_auth()?;
@@ -147,21 +149,33 @@ impl Config {
         self.cluster.validate()
     }
 
-    /// A journey's directory entry outlives its appkey: every call on a
-    /// journey is checked against that entry (owner, and whether this
-    /// gateway issued the appkey), so an entry gone before the appkey would
-    /// refuse the appkey's last calls as foreign.
+    /// A journey's directory entry outlives its appkey: every call on the
+    /// journey is checked against it (docs/security.md#foreign-appkeys).
     fn validate_directory_ttl(&self) -> Result<(), ConfigError> {
-        let appkey = self
-            .upstream
-            .as_ref()
-            .map_or(UpstreamConfig::default().appkey_ttl_secs, |u| {
-                u.appkey_ttl_secs
-            });
-        if self.watch.directory_ttl_secs < appkey {
+        let up = self.upstream.clone().unwrap_or_default();
+        if self.watch.directory_ttl_secs >= up.appkey_ttl_secs {
+            return Ok(());
+        }
+        Err(ConfigError::Invalid(format!(
+            "[watch] directory_ttl_secs ({}) must be at least [upstream] appkey_ttl_secs ({}): calls on a journey are checked against its directory entry",
+            self.watch.directory_ttl_secs, up.appkey_ttl_secs
+        )))
+    }
+
+    /// One largest message must fit in the bytes in flight, or it could
+    /// never be served; and the message limit must be positive.
+    fn validate_message_budget(&self) -> Result<(), ConfigError> {
+        let message = self.limits.grpc_message_bytes();
+        if message == 0 {
+            return Err(ConfigError::Invalid(
+                "limits.max_grpc_message_bytes must be at least 1".to_owned(),
+            ));
+        }
+        if self.serving.max_body_bytes_in_flight < message {
             return Err(ConfigError::Invalid(format!(
-                "[watch] directory_ttl_secs ({}) must be at least [upstream] appkey_ttl_secs ({appkey}): calls on a journey are checked against its directory entry",
-                self.watch.directory_ttl_secs
+                "serving.max_body_bytes_in_flight must be at least the gRPC message limit \
+                 ({message} bytes: limits.max_grpc_message_bytes, or max_images × max_image_bytes \
+                 plus 1 MiB when unset)"
             )));
         }
         Ok(())
@@ -466,5 +480,20 @@ mod tests {
             Config::from_toml_and_env("", env(&[("IDGATE_UPSTREAM__BASE_URL", "\"987654321\"")]))
                 .unwrap();
         assert_eq!(c.upstream.unwrap().base_url, "987654321");
+    }
+
+    #[test]
+    fn a_byte_budget_below_the_message_limit_fails_to_load_naming_the_key() {
+        let err =
+            Config::from_toml_and_env("[serving]\nmax_body_bytes_in_flight = 1048576\n", env(&[]))
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("serving.max_body_bytes_in_flight"), "{err}");
+        let c = Config::from_toml_and_env(
+            "[serving]\nmax_body_bytes_in_flight = 1048576\n[limits]\nmax_grpc_message_bytes = 1048576\n",
+            env(&[]),
+        )
+        .unwrap();
+        assert_eq!(c.limits.grpc_message_bytes(), 1_048_576);
     }
 }

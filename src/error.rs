@@ -107,6 +107,10 @@ pub enum Error {
         "the service reported the journey finished, but its result still said processing after {0} s; read it again later"
     )]
     ResultNotSettled(u64),
+    /// A `WatchJourney` stream was open for `[watch] max_stream_secs` (the
+    /// value); nothing is lost, so watching again at once is safe.
+    #[error("the watch reached its longest lifetime of {0} s; watch the journey again to go on")]
+    WatchLifetimeReached(u64),
     /// The gateway is shutting down; the call may be retried on another
     /// instance or after the restart.
     #[error("the gateway is shutting down")]

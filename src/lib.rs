@@ -26,11 +26,14 @@
 //!   per concern (journey directory, session bindings, webhook dedupe and
 //!   notice fan-out, channel control state, guard records), each in memory
 //!   or on Redis, composed in [`Shared`](cluster::Shared).
-//! - [`upstream`]: the REST client, its wire types and its client spans.
-//! - [`error`]: the crate's error and its mapping to `tonic::Status`.
+//! - [`upstream`]: the REST client, its wire types and its client spans;
+//!   it calls on whatever [`HttpPools`](upstream::HttpPools) it is given.
+//! - [`error`]: the crate's error and its mapping to `tonic::Status`
+//!   (reason names, the classify table, the status builders).
 //! - [`journey`]: the journey's operations over domain types, operator
 //!   credentials; [`channels`]: 3D vendor channels, routing (weighted
-//!   split included), breakers, per-channel vendor figures.
+//!   split included), breakers, per-channel vendor figures, all counted
+//!   from one outcome record per call (`channels::outcome`).
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
 //! - [`guard`]: the spending guard: idempotent `CreateJourney`
 //!   (`request_id`) and `[[budgets]]` per operator profile, fleet-wide.
@@ -44,7 +47,11 @@
 //! - [`config`]: the whole configuration, composed of each module's
 //!   section.
 //! - [`server`]: listeners and services assembled into a running gateway
-//!   (the embedded sandbox wired in its own file).
+//!   in named steps (`start_with`), the embedded sandbox wired in its own
+//!   file; `server::runtime` is the serving runtime's one door (Envoy's
+//!   worker model: a thread, a listening socket and an upstream pool per
+//!   core). Nothing below `server` knows threads exist: `upstream` is
+//!   handed its pools ([`upstream::HttpPools`]), admission a call hook.
 //! - [`cli`]: every subcommand that talks to a running gateway.
 #![forbid(unsafe_code)]
 

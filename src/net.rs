@@ -25,10 +25,12 @@ pub fn no_delay(tcp: &mut TcpStream) {
     no_delay_on(tcp);
 }
 
-/// The requests one connection is serving, for its idle timeout.
+/// The requests one connection is serving, for its idle timeout, and its
+/// `WatchJourney` streams, for the per-connection cap.
 #[derive(Debug, Default)]
 pub struct Activity {
     in_flight: AtomicUsize,
+    watches: AtomicUsize,
     /// When the last request ended (its idle clock), as Tokio time.
     last_end: Mutex<Option<Instant>>,
 }
@@ -38,6 +40,17 @@ impl Activity {
     pub fn start(self: &Arc<Self>) -> ActiveRequest {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         ActiveRequest(Arc::clone(self))
+    }
+
+    /// Counts a `WatchJourney` stream on this connection until the slot
+    /// drops; `None` when `max` are already open.
+    pub fn try_watch(self: &Arc<Self>, max: usize) -> Option<WatchSlot> {
+        self.watches
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| WatchSlot(Arc::clone(self)))
     }
 
     /// `None` while a request is in flight; else when the last one ended
@@ -55,6 +68,16 @@ impl Drop for ActiveRequest {
     fn drop(&mut self) {
         *crate::sync::lock(&self.0.last_end) = Some(Instant::now());
         self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One `WatchJourney` stream open on a connection.
+#[derive(Debug)]
+pub struct WatchSlot(Arc<Activity>);
+
+impl Drop for WatchSlot {
+    fn drop(&mut self) {
+        self.0.watches.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

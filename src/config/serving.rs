@@ -20,6 +20,12 @@ pub struct ServingConfig {
     /// `WatchJourney` streams open at once (their own cap: long-lived,
     /// cheap, and never counted against unary calls).
     pub max_streams: usize,
+    /// `WatchJourney` streams open at once on one connection, so one peer
+    /// cannot hold every slot of `max_streams`.
+    pub max_streams_per_connection: usize,
+    /// gRPC request bytes all calls may hold at once (a process-wide
+    /// budget); past it `RESOURCE_EXHAUSTED` / `OVERLOADED` at once.
+    pub max_body_bytes_in_flight: usize,
     /// Open connections per listener; also bounded, across listeners, by
     /// the process's descriptor limit less a reserve for upstream sockets.
     pub max_connections: usize,
@@ -36,6 +42,9 @@ pub struct ServingConfig {
     pub max_header_list_bytes: u32,
     /// TCP keepalive probes after this much silence (0: off).
     pub tcp_keepalive_secs: u64,
+    /// Requests in flight at once on the HTTP listener (webhook,
+    /// `/metrics`); past it 503 at once. `/healthz` is never refused.
+    pub http_max_in_flight: usize,
     /// HTTP/1 (the webhook and metrics listener): the request head must
     /// arrive within this many milliseconds.
     pub header_read_timeout_ms: u64,
@@ -64,6 +73,8 @@ impl Default for ServingConfig {
         Self {
             max_in_flight: 1024,
             max_streams: 10_000,
+            max_streams_per_connection: 100,
+            max_body_bytes_in_flight: 256 * 1024 * 1024,
             max_connections: 10_000,
             max_concurrent_streams: 256,
             http2_keepalive_interval_secs: 30,
@@ -71,6 +82,7 @@ impl Default for ServingConfig {
             idle_timeout_secs: 300,
             max_header_list_bytes: 16 * 1024,
             tcp_keepalive_secs: 60,
+            http_max_in_flight: 256,
             header_read_timeout_ms: 10_000,
             request_body_timeout_ms: 30_000,
             drain_delay_secs: 5,
@@ -86,6 +98,14 @@ impl ServingConfig {
         let positive = [
             ("serving.max_in_flight", self.max_in_flight as u64),
             ("serving.max_streams", self.max_streams as u64),
+            (
+                "serving.max_streams_per_connection",
+                self.max_streams_per_connection as u64,
+            ),
+            (
+                "serving.max_body_bytes_in_flight",
+                self.max_body_bytes_in_flight as u64,
+            ),
             ("serving.max_connections", self.max_connections as u64),
             (
                 "serving.max_concurrent_streams",
@@ -95,6 +115,7 @@ impl ServingConfig {
                 "serving.max_header_list_bytes",
                 u64::from(self.max_header_list_bytes),
             ),
+            ("serving.http_max_in_flight", self.http_max_in_flight as u64),
             (
                 "serving.header_read_timeout_ms",
                 self.header_read_timeout_ms,

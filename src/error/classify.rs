@@ -29,6 +29,9 @@ impl Error {
             Error::Internal(_) => (Code::Internal, Reason::Internal, false),
             Error::WatchLimit(_) => (Code::ResourceExhausted, Reason::WatchLimitReached, true),
             Error::ResultNotSettled(_) => (Code::Unavailable, Reason::ResultNotSettled, true),
+            Error::WatchLifetimeReached(_) => {
+                (Code::Unavailable, Reason::WatchLifetimeReached, true)
+            }
             Error::ShuttingDown => (Code::Unavailable, Reason::ShuttingDown, true),
             Error::ClusterUnavailable => (Code::Unavailable, Reason::ClusterUnavailable, true),
             Error::Overloaded(_) => (Code::ResourceExhausted, Reason::Overloaded, true),

@@ -29,6 +29,9 @@ pub enum Reason {
     WatchLimitReached,
     /// The result still said processing after the notice.
     ResultNotSettled,
+    /// A `WatchJourney` stream reached `[watch] max_stream_secs`; watch
+    /// again to go on.
+    WatchLifetimeReached,
     /// The gateway is shutting down.
     ShuttingDown,
     /// The fleet's shared state (Redis) is unreachable; the admin change
@@ -100,7 +103,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 43] = [
+    pub const ALL: [Reason; 44] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -113,6 +116,7 @@ impl Reason {
         Reason::Internal,
         Reason::WatchLimitReached,
         Reason::ResultNotSettled,
+        Reason::WatchLifetimeReached,
         Reason::ShuttingDown,
         Reason::ClusterUnavailable,
         Reason::MalformedRequest,
@@ -161,6 +165,7 @@ impl Reason {
             Reason::Internal => "INTERNAL",
             Reason::WatchLimitReached => "WATCH_LIMIT_REACHED",
             Reason::ResultNotSettled => "RESULT_NOT_SETTLED",
+            Reason::WatchLifetimeReached => "WATCH_LIFETIME_REACHED",
             Reason::ShuttingDown => "SHUTTING_DOWN",
             Reason::ClusterUnavailable => "CLUSTER_UNAVAILABLE",
             Reason::MalformedRequest => "MALFORMED_REQUEST",

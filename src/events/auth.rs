@@ -23,6 +23,12 @@ pub const HEADER_SIGNATURE: &str = "webhook-signature";
 /// Longest `webhook-id` accepted; it is also the dedupe key.
 const MAX_ID_LEN: usize = 256;
 
+/// Most `v1,` signatures of one `webhook-signature` header tried (a sender
+/// rotating keys sends two or three); the rest are ignored, so a peer
+/// cannot make one request cost an HMAC comparison per candidate it packs
+/// into the header.
+pub const MAX_SIGNATURE_CANDIDATES: usize = 8;
+
 /// Why a delivery failed authentication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthFailure {
@@ -54,6 +60,23 @@ pub fn check_basic(headers: &HeaderMap, expected: &BasicCredentials) -> Option<b
     Some(user_ok & password_ok)
 }
 
+/// With Basic the only method configured (`hmac` false), the verdict of
+/// the headers alone, so that a refusal never reads the body; `None` when
+/// a signature may also authenticate (it covers the body) or Basic is not
+/// configured.
+pub fn basic_only(
+    headers: &HeaderMap,
+    basic: Option<&BasicCredentials>,
+    hmac: bool,
+) -> Option<Result<(), AuthFailure>> {
+    let basic = basic.filter(|_| !hmac)?;
+    Some(match check_basic(headers, basic) {
+        Some(true) => Ok(()),
+        Some(false) => Err(AuthFailure::InvalidCredentials),
+        None => Err(AuthFailure::Missing),
+    })
+}
+
 /// True when the request carries any Standard Webhooks header.
 pub fn has_signature_headers(headers: &HeaderMap) -> bool {
     headers.contains_key(HEADER_SIGNATURE)
@@ -69,7 +92,8 @@ pub fn delivery_id(headers: &HeaderMap) -> Option<&str> {
 
 /// Verifies a Standard Webhooks signature over the raw `body`, then the
 /// timestamp against `now_unix` ± `window_secs`. The signature is checked
-/// first so that an unsigned request learns nothing about the clock.
+/// first so that an unsigned request learns nothing about the clock. Only
+/// the first [`MAX_SIGNATURE_CANDIDATES`] `v1,` signatures are tried.
 pub fn check_signature(
     headers: &HeaderMap,
     body: &[u8],
@@ -97,6 +121,7 @@ pub fn check_signature(
     let matched = signatures
         .split(' ')
         .filter_map(|s| s.strip_prefix("v1,"))
+        .take(MAX_SIGNATURE_CANDIDATES)
         .filter_map(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
         // Checks every candidate, without stopping at the first match.
         .fold(false, |found, sig| {

@@ -64,6 +64,10 @@ impl Default for WebhookConfig {
     }
 }
 
+/// Shortest webhook Basic password accepted (characters): the receiver
+/// faces the network, and a short password is guessed online.
+pub const MIN_BASIC_PASSWORD_CHARS: usize = 16;
+
 /// HTTP Basic credentials a sender must present.
 #[derive(Debug, Clone)]
 pub struct BasicCredentials {
@@ -159,6 +163,16 @@ impl WebhookSettings {
                  or hmac_secret_env/hmac_secret_file, or set allow_unauthenticated = true"
                     .to_owned(),
             ));
+        }
+        if self
+            .basic
+            .as_ref()
+            .is_some_and(|b| b.password.expose().chars().count() < MIN_BASIC_PASSWORD_CHARS)
+        {
+            // Names the key, never the value.
+            return Err(ConfigError::Invalid(format!(
+                "webhook.basic_password (basic_password_env / basic_password_file) must be at least {MIN_BASIC_PASSWORD_CHARS} characters"
+            )));
         }
         if !self.path.starts_with('/') {
             return Err(ConfigError::Invalid(
@@ -271,6 +285,12 @@ pub struct WatchConfig {
     pub notice_ttl_secs: u64,
     /// Most such notices remembered.
     pub notice_max_entries: usize,
+    /// Longest a `WatchJourney` stream stays open, in seconds; then it ends
+    /// with `UNAVAILABLE` / `WATCH_LIFETIME_REACHED` (watch again).
+    pub max_stream_secs: u64,
+    /// Consecutive upstream 404s on the result after which the journey's
+    /// reader gives up and its watchers get `NOT_FOUND`.
+    pub max_not_found: u32,
 }
 
 impl Default for WatchConfig {
@@ -286,7 +306,31 @@ impl Default for WatchConfig {
             directory_max_entries: 100_000,
             notice_ttl_secs: 900,
             notice_max_entries: 100_000,
+            max_stream_secs: 3600,
+            max_not_found: 5,
         }
+    }
+}
+
+/// The longest `watch.max_stream_secs` (a day): a stream must end some
+/// time, and `now + lifetime` must not overflow.
+const MAX_STREAM_SECS: u64 = 86_400;
+
+impl WatchConfig {
+    /// Checks the bounds a watch must have: a finite lifetime and a
+    /// finite number of 404s.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_stream_secs == 0 || self.max_stream_secs > MAX_STREAM_SECS {
+            return Err(ConfigError::Invalid(format!(
+                "watch.max_stream_secs must be between 1 and {MAX_STREAM_SECS}"
+            )));
+        }
+        if self.max_not_found == 0 {
+            return Err(ConfigError::Invalid(
+                "watch.max_not_found must be at least 1".to_owned(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -314,6 +358,10 @@ pub struct WatchSettings {
     pub notice_ttl: Duration,
     /// Most notices remembered.
     pub notice_max_entries: usize,
+    /// Longest a stream stays open.
+    pub max_stream_lifetime: Duration,
+    /// Consecutive upstream 404s before the reader gives up.
+    pub max_not_found: u32,
 }
 
 impl From<&WatchConfig> for WatchSettings {
@@ -329,6 +377,8 @@ impl From<&WatchConfig> for WatchSettings {
             directory_max_entries: c.directory_max_entries,
             notice_ttl: Duration::from_secs(c.notice_ttl_secs),
             notice_max_entries: c.notice_max_entries,
+            max_stream_lifetime: Duration::from_secs(c.max_stream_secs.clamp(1, MAX_STREAM_SECS)),
+            max_not_found: c.max_not_found.max(1),
         }
     }
 }
@@ -381,7 +431,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let pw = dir.join("pw");
         let sec = dir.join("sec");
-        std::fs::write(&pw, "s3cret\n").unwrap();
+        std::fs::write(&pw, "s3cret-webhook-password\n").unwrap();
         std::fs::write(&sec, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n").unwrap();
         let c = WebhookConfig {
             basic_user: Some("vendor".into()),
@@ -390,7 +440,10 @@ mod tests {
             ..WebhookConfig::default()
         };
         let s = c.resolve().unwrap();
-        assert_eq!(s.basic.unwrap().password.expose(), "s3cret");
+        assert_eq!(
+            s.basic.unwrap().password.expose(),
+            "s3cret-webhook-password"
+        );
         assert_eq!(s.hmac.unwrap().key().len(), 24);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -409,6 +462,26 @@ mod tests {
             ),
             "HmacSecret(<redacted>)"
         );
+    }
+
+    #[test]
+    fn a_basic_password_under_16_characters_fails_to_load_naming_the_key_not_the_value() {
+        let dir = std::env::temp_dir().join(format!("idgate-events-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pw = dir.join("pw");
+        std::fs::write(&pw, "short-pass-1234\n").unwrap();
+        let c = WebhookConfig {
+            basic_user: Some("vendor".into()),
+            basic_password_file: Some(pw.clone()),
+            ..WebhookConfig::default()
+        };
+        let err = c.resolve().unwrap_err().to_string();
+        assert!(err.contains("webhook.basic_password"), "{err}");
+        assert!(err.contains("16"), "{err}");
+        assert!(!err.contains("short-pass"), "{err}");
+        std::fs::write(&pw, "sixteen-chars-ok\n").unwrap();
+        assert!(c.resolve().is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

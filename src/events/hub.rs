@@ -196,10 +196,9 @@ impl JourneyHub {
         self.inner.directory.register(appkey)
     }
 
-    /// [`JourneyHub::register`], and remembered by the fleet, so that any
-    /// replica resolves the reference (at most the cluster's command
-    /// timeout; unshared when Redis is down, with a warning). `owner`: the
-    /// caller that created the journey (`None`: the open caller).
+    /// [`JourneyHub::register`] with its `owner` (`None`: the open caller),
+    /// remembered by the fleet too (at most the cluster's command timeout;
+    /// unshared when Redis is down, with a warning).
     pub async fn register_shared(&self, appkey: &Appkey, owner: Option<CallerName>) -> JourneyRef {
         let journey = self.inner.directory.register_owned(appkey, owner.clone());
         let shared = &self.inner.shared;
@@ -216,21 +215,14 @@ impl JourneyHub {
     }
 
     /// The record of `journey`: this replica's directory, else the
-    /// fleet's. `Ok(None)`: no replica issued it (or all have forgotten
-    /// it); `Err`: the fleet could not be asked and this replica does not
-    /// know it.
+    /// fleet's (`Err`: the fleet could not be asked).
     pub async fn find_journey(&self, journey: &JourneyRef) -> Result<Option<JourneyRecord>, Error> {
-        if let Some(record) = self.inner.directory.record(journey) {
-            return Ok(Some(record));
-        }
         let shared = &self.inner.shared;
-        if !shared.is_fleet() {
-            return Ok(None);
+        match self.inner.directory.record(journey) {
+            Some(record) => Ok(Some(record)),
+            None if !shared.is_fleet() => Ok(None),
+            None => (shared.find_journey(journey).await).map_err(|_| Error::ClusterUnavailable),
         }
-        shared
-            .find_journey(journey)
-            .await
-            .map_err(|_| Error::ClusterUnavailable)
     }
 
     /// Starts watching `target`, without a deadline.
@@ -239,7 +231,8 @@ impl JourneyHub {
     }
 
     /// Starts watching; the stream ends with `DEADLINE_EXCEEDED` at the
-    /// caller's deadline unless the journey ends first. Must be called
+    /// caller's deadline, or `UNAVAILABLE` / `WATCH_LIFETIME_REACHED` at
+    /// its lifetime, unless the journey ends first. Must be called
     /// inside a Tokio runtime.
     pub fn watch_until(
         &self,
@@ -260,13 +253,9 @@ impl JourneyHub {
         let appkey = self.resolve(target)?;
         let journey = JourneyRef::from_appkey(&appkey);
         let (events, guard) = self.subscribe(&journey, appkey)?;
-        Ok(watch_stream::stream(
-            journey,
-            events,
-            guard,
-            ctx.deadline(),
-            view,
-        ))
+        let lifetime = watch_stream::Lifetime::from_now(self.inner.settings.max_stream_lifetime);
+        let stream = watch_stream::stream(journey, events, guard, ctx.deadline(), lifetime, view);
+        Ok(stream)
     }
 
     /// Takes an authenticated completion notice. Never blocks: it wakes the

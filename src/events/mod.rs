@@ -25,6 +25,7 @@ pub mod directory;
 pub mod hub;
 #[cfg(test)]
 mod testing;
+mod throttle;
 pub mod watch;
 pub mod webhook;
 

@@ -29,6 +29,9 @@ pub(crate) enum Step {
     Unavailable,
     /// HTTP 401: permanent.
     Unauthorized,
+    /// HTTP 404: no liveness proof yet, or an appkey the service never
+    /// issued.
+    NotFound,
     /// The REST client panics.
     Panic,
 }
@@ -101,6 +104,11 @@ impl ResultSource for ScriptedSource {
             Step::Unauthorized => Err(UpstreamError::Status {
                 op: Operation::Result,
                 status: 401,
+            }
+            .into()),
+            Step::NotFound => Err(UpstreamError::Status {
+                op: Operation::Result,
+                status: 404,
             }
             .into()),
             Step::Panic => panic!("result source failure injected by the test"),

@@ -5,6 +5,12 @@
 //! that ended the journey's watch), then closes. It holds a
 //! [`WatcherGuard`](super::hub::WatcherGuard), so dropping the stream, for
 //! whatever reason, releases the watcher.
+//!
+//! Every stream has a lifetime (`[watch] max_stream_secs`): a watch slot
+//! held by a client that never sets a deadline (or one that set a far one)
+//! is freed anyway, with `UNAVAILABLE` / `WATCH_LIFETIME_REACHED`, which
+//! tells the client to watch again: nothing is lost, since the next
+//! stream starts from the journey's latest state.
 
 use std::pin::Pin;
 
@@ -32,9 +38,28 @@ struct State {
     events: watch::Receiver<Snapshot>,
     last: Option<(JourneyStatus, String)>,
     deadline: Option<Instant>,
+    lifetime: Lifetime,
     view: ResultViewer,
     done: bool,
     _guard: WatcherGuard,
+}
+
+/// When a stream ends however its journey goes, and the lifetime it was
+/// given (for the message).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lifetime {
+    ends: Instant,
+    secs: u64,
+}
+
+impl Lifetime {
+    /// A lifetime of `max` from now.
+    pub(crate) fn from_now(max: std::time::Duration) -> Self {
+        Self {
+            ends: Instant::now() + max,
+            secs: max.as_secs(),
+        }
+    }
 }
 
 impl State {
@@ -81,15 +106,22 @@ impl State {
             if item.is_some() {
                 return item;
             }
-            let changed = match self.deadline {
-                None => self.events.changed().await,
-                Some(deadline) => tokio::select! {
-                    changed = self.events.changed() => changed,
-                    () = tokio::time::sleep_until(deadline) => {
-                        self.done = true;
-                        return Some(Err(Error::DeadlineExceeded("WatchJourney").into()));
-                    }
-                },
+            // The caller's deadline when it comes first, else the lifetime.
+            let (until, end) = match self.deadline {
+                Some(deadline) if deadline <= self.lifetime.ends => {
+                    (deadline, Error::DeadlineExceeded("WatchJourney"))
+                }
+                _ => (
+                    self.lifetime.ends,
+                    Error::WatchLifetimeReached(self.lifetime.secs),
+                ),
+            };
+            let changed = tokio::select! {
+                changed = self.events.changed() => changed,
+                () = tokio::time::sleep_until(until) => {
+                    self.done = true;
+                    return Some(Err(end.into()));
+                }
             };
             if changed.is_err() {
                 // The entry (which holds the sender) outlived this guard's
@@ -110,6 +142,7 @@ pub(crate) fn stream(
     events: watch::Receiver<Snapshot>,
     guard: WatcherGuard,
     deadline: Option<Instant>,
+    lifetime: Lifetime,
     view: ResultViewer,
 ) -> WatchStream {
     let state = State {
@@ -117,6 +150,7 @@ pub(crate) fn stream(
         events,
         last: None,
         deadline,
+        lifetime,
         view,
         done: false,
         _guard: guard,

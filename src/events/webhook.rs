@@ -7,6 +7,14 @@
 //! handed to the [`JourneyHub`], which never blocks; the answer (202) does
 //! not wait for the result to be read. Refusals are JSON with a reason and
 //! are counted by reason. Neither the appkey nor the body is ever logged.
+//!
+//! With only Basic configured the credentials are checked on the headers,
+//! before a byte of the body is read: an unauthenticated peer gets its 401
+//! without the gateway buffering anything for it. A signature covers the
+//! body, so with HMAC configured the body is read first (bounded, as
+//! always). Refusals are logged at WARN at most once per
+//! [`REFUSAL_LOG_INTERVAL`], with the count left out since; every refusal
+//! is counted in the metrics either way.
 
 use std::{
     sync::{
@@ -36,6 +44,7 @@ use super::{
     auth::{self, AuthFailure},
     config::WebhookSettings,
     hub::JourneyHub,
+    throttle::LogThrottle,
 };
 use crate::{
     cluster::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe},
@@ -46,6 +55,9 @@ use crate::{
 
 /// How long a sender may take to send its (small) body.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// At most one WARN line about refused deliveries per this long.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Why a delivery was refused. Each has its own counter and HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,6 +176,9 @@ pub struct WebhookStats {
     pub accepted: u64,
     /// Authenticated deliveries dropped as duplicates (answered 202).
     pub duplicates: u64,
+    /// Deliveries whose body was read (with only Basic configured, only
+    /// those whose credentials matched).
+    pub bodies_read: u64,
     rejected: [u64; RejectReason::ALL.len()],
 }
 
@@ -184,6 +199,7 @@ struct Counters {
     received: AtomicU64,
     accepted: AtomicU64,
     duplicates: AtomicU64,
+    bodies_read: AtomicU64,
     rejected: [AtomicU64; RejectReason::ALL.len()],
 }
 
@@ -199,6 +215,7 @@ struct ReceiverInner {
     /// Dedupe and notice fan-out, for this process or the fleet.
     shared: Arc<dyn DedupeStore>,
     counters: Counters,
+    refusal_log: LogThrottle,
 }
 
 impl WebhookReceiver {
@@ -232,6 +249,7 @@ impl WebhookReceiver {
                 hub,
                 shared,
                 counters: Counters::default(),
+                refusal_log: LogThrottle::new(REFUSAL_LOG_INTERVAL),
             }),
         })
     }
@@ -256,13 +274,21 @@ impl WebhookReceiver {
             received: c.received.load(Ordering::Relaxed),
             accepted: c.accepted.load(Ordering::Relaxed),
             duplicates: c.duplicates.load(Ordering::Relaxed),
+            bodies_read: c.bodies_read.load(Ordering::Relaxed),
             rejected: std::array::from_fn(|i| c.rejected[i].load(Ordering::Relaxed)),
         }
     }
 
     fn reject(&self, reason: RejectReason) -> Response {
         self.inner.counters.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
-        tracing::info!(reason = reason.as_str(), "webhook delivery refused");
+        if let Some(suppressed) = self.inner.refusal_log.admit(tokio::time::Instant::now()) {
+            tracing::warn!(
+                reason = reason.as_str(),
+                suppressed,
+                "webhook delivery refused (at most one line per {} s; `suppressed` refusals since the last, all counted in idgate_webhooks_total)",
+                REFUSAL_LOG_INTERVAL.as_secs()
+            );
+        }
         let body = Json(serde_json::json!({
             "error": { "reason": reason.as_str(), "message": reason.message() }
         }));
@@ -401,13 +427,22 @@ async fn receive(
     let span = server_span.map_or_else(Span::current, |Extension(ServerSpan(s))| s);
     let counters = &receiver.inner.counters;
     counters.received.fetch_add(1, Ordering::Relaxed);
-    let limit = receiver.inner.settings.max_body_bytes;
+    let settings = &receiver.inner.settings;
+    let early = auth::basic_only(&headers, settings.basic.as_ref(), settings.hmac.is_some());
+    if let Some(Err(failure)) = early {
+        // Refused on the headers: the body is never read.
+        return receiver.reject(failure.into());
+    }
+    let limit = settings.max_body_bytes;
+    counters.bodies_read.fetch_add(1, Ordering::Relaxed);
     let body = match read_body(body, &headers, limit).await {
         Ok(b) => b,
         Err(reason) => return receiver.reject(reason),
     };
-    if let Err(failure) = receiver.authenticate(&headers, &body) {
-        return receiver.reject(failure.into());
+    if early.is_none() {
+        if let Err(failure) = receiver.authenticate(&headers, &body) {
+            return receiver.reject(failure.into());
+        }
     }
     let notice = match parse_notice(&body) {
         Ok(n) => n,

@@ -10,6 +10,9 @@
 //! - The request body must arrive within `request_body_timeout`, or the
 //!   caller's deadline when sooner; a stalled upload is answered
 //!   `DEADLINE_EXCEEDED` / `REQUEST_BODY_TIMEOUT` and frees its slot.
+//! - Request bytes in flight share a process-wide budget
+//!   ([`body_budget`](super::body_budget)); past it `RESOURCE_EXHAUSTED` /
+//!   `OVERLOADED` at once, while health still answers.
 //! - A message over the size limit is `RESOURCE_EXHAUSTED` /
 //!   `MESSAGE_TOO_LARGE` (tonic says `OUT_OF_RANGE`, which no handler of
 //!   this API returns).
@@ -39,7 +42,10 @@ use tokio::{
 use tonic::{Code, transport::server::TlsConnectInfo};
 use tower::{Layer, Service};
 
-use super::connections::{ActiveRequest, ConnInfo};
+use super::{
+    body_budget::{self, BodyBudget, BudgetBody, CallBytes},
+    connections::{ActiveRequest, ConnInfo, WatchSlot},
+};
 use crate::{Error, context::CallContext, telemetry::Metrics};
 
 /// The long-lived streaming method, admitted under its own cap.
@@ -58,10 +64,14 @@ pub(super) struct EdgeLimits {
     pub(super) max_in_flight: usize,
     /// `WatchJourney` streams open at once.
     pub(super) max_streams: usize,
+    /// `WatchJourney` streams open at once on one connection.
+    pub(super) max_streams_per_connection: usize,
     /// Longest a request body may take to arrive.
     pub(super) request_body_timeout: Duration,
     /// Largest message, for the `MESSAGE_TOO_LARGE` answer.
     pub(super) max_message_bytes: usize,
+    /// Request bytes all calls may hold at once.
+    pub(super) max_body_bytes_in_flight: usize,
 }
 
 /// Told when a unary call is admitted: the serving runtime's hook (its
@@ -93,6 +103,7 @@ impl Drop for EndOnDrop {
 pub(super) struct AdmissionLayer {
     unary: Arc<Semaphore>,
     streams: Arc<Semaphore>,
+    bytes: Arc<BodyBudget>,
     limits: Arc<EdgeLimits>,
     metrics: Metrics,
     calls: Arc<dyn CallEvents>,
@@ -109,6 +120,7 @@ impl AdmissionLayer {
             streams: Arc::new(Semaphore::new(
                 limits.max_streams.clamp(1, Semaphore::MAX_PERMITS),
             )),
+            bytes: Arc::new(BodyBudget::new(limits.max_body_bytes_in_flight)),
             limits: Arc::new(limits),
             metrics,
             calls,
@@ -137,6 +149,8 @@ pub(super) struct Admission<S> {
 /// What an admitted call holds until its response body ends.
 struct Held {
     _slot: Option<OwnedSemaphorePermit>,
+    _watch: Option<WatchSlot>,
+    _bytes: Option<Arc<CallBytes>>,
     _active: Option<ActiveRequest>,
     _call: Option<EndOnDrop>,
 }
@@ -170,7 +184,40 @@ where
         let layer = &self.layer;
         let path = request.uri().path();
         let now = Instant::now();
-        let slot = if ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p)) {
+        let extensions = request.extensions();
+        let conn = extensions.get::<ConnInfo>().or_else(|| {
+            extensions
+                .get::<TlsConnectInfo<ConnInfo>>()
+                .map(TlsConnectInfo::get_ref)
+        });
+        // One connection may not hold every watch slot of the process (the
+        // per-caller caps come with caller identity).
+        let watch = match conn {
+            Some(conn) if path == STREAMING => {
+                match conn
+                    .activity
+                    .try_watch(layer.limits.max_streams_per_connection)
+                {
+                    Some(slot) => Some(slot),
+                    None => {
+                        layer.metrics.record_rpc_shed("streams_per_connection");
+                        let status: tonic::Status = Error::WatchLimit(
+                            "this connection has the most WatchJourney streams allowed",
+                        )
+                        .into();
+                        return Box::pin(async move { Ok(status.into_http()) });
+                    }
+                }
+            }
+            _ => None,
+        };
+        let always = ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p));
+        if !always && layer.bytes.is_spent() {
+            layer.metrics.record_rpc_shed(body_budget::SHED_LABEL);
+            let status: tonic::Status = Error::Overloaded("request bytes in flight").into();
+            return Box::pin(async move { Ok(status.into_http()) });
+        }
+        let slot = if always {
             None
         } else {
             let (pool, limit, what) = if path == STREAMING {
@@ -194,22 +241,21 @@ where
         } else {
             None
         };
-        let extensions = request.extensions();
-        let active = extensions
-            .get::<ConnInfo>()
-            .or_else(|| {
-                extensions
-                    .get::<TlsConnectInfo<ConnInfo>>()
-                    .map(TlsConnectInfo::get_ref)
-            })
-            .map(|c| c.activity.start());
+        let active = conn.map(|c| c.activity.start());
         let own = now + layer.limits.request_body_timeout;
         let deadline = CallContext::from_headers(request.headers())
             .deadline()
             .map_or(own, |d| d.min(own));
         let timeout_ms =
             u64::try_from(deadline.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX);
+        let bytes = (!always).then(|| CallBytes::new(&layer.bytes));
+        let metrics = layer.metrics.clone();
+        let charged = bytes.clone();
         let request = request.map(|body| {
+            let body = match charged {
+                Some(charged) => tonic::body::Body::new(BudgetBody::new(body, charged, metrics)),
+                None => body,
+            };
             tonic::body::Body::new(DeadlineBody {
                 inner: body,
                 deadline: Box::pin(tokio::time::sleep_until(deadline)),
@@ -223,6 +269,8 @@ where
             let response = call.await?;
             let held = Held {
                 _slot: slot,
+                _watch: watch,
+                _bytes: bytes,
                 _active: active,
                 _call: call_end,
             };
@@ -361,8 +409,10 @@ mod tests {
             EdgeLimits {
                 max_in_flight: 8,
                 max_streams: 8,
+                max_streams_per_connection: 8,
                 request_body_timeout: Duration::from_secs(5),
                 max_message_bytes: 1024,
+                max_body_bytes_in_flight: 1 << 20,
             },
             Metrics::default(),
             Arc::new(Hook(counted.clone())),

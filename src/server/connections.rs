@@ -39,7 +39,7 @@ use tokio::{
 };
 use tonic::transport::server::Connected;
 
-pub(crate) use crate::net::{ActiveRequest, Activity, ConnInfo};
+pub(crate) use crate::net::{ActiveRequest, Activity, ConnInfo, WatchSlot};
 use crate::telemetry::{Metrics, metrics::InFlight};
 
 /// Descriptors kept free for everything but accepted connections: logs,

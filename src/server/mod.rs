@@ -26,6 +26,7 @@
 
 mod admission;
 mod auth;
+mod body_budget;
 mod connections;
 mod embedded;
 mod fleet;
@@ -378,6 +379,7 @@ impl Launch {
                 hub: services.hub.clone(),
             },
             services.metrics.clone(),
+            config.serving.http_max_in_flight,
         );
         let accept = self.accept("http", sockets.http, &tls.http);
         let http = listeners::serve_http(accept, app, &config.serving, self.stopped());
@@ -458,7 +460,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
             .with_guard(guard.clone())
             .with_access(access),
         auth: crate::auth::AuthLayer::new(services.auth.clone()),
-        max_message_bytes: config.limits.max_grpc_message_bytes,
+        max_message_bytes: config.limits.grpc_message_bytes(),
     }
 }
 

@@ -135,6 +135,7 @@ struct Inner {
     http_in_flight: Gauge,
     upstream_rejected: Family<RejectedLabels, Counter>,
     rpc_shed: Family<LimitLabels, Counter>,
+    http_shed: Counter,
     connections_open: Family<ListenerLabels, Gauge>,
     connections_rejected: Family<ListenerLabels, Counter>,
     draining: Gauge,
@@ -252,12 +253,18 @@ impl Metrics {
         catch_up(&counter, total);
     }
 
-    /// Counts a call shed at admission; `limit` is `in_flight` or `streams`.
+    /// Counts a call shed at admission, by the limit reached.
     pub fn record_rpc_shed(&self, limit: &'static str) {
         self.inner
             .rpc_shed
             .get_or_create(&LimitLabels { limit })
             .inc();
+    }
+
+    /// Counts a request the HTTP listener answered 503 at once because
+    /// `http_max_in_flight` requests were in flight.
+    pub fn record_http_shed(&self) {
+        self.inner.http_shed.inc();
     }
 
     /// Counts one open connection of `listener` until the guard drops.

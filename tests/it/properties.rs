@@ -666,6 +666,37 @@ proptest! {
         }
     }
 
+    /// Only the first `MAX_SIGNATURE_CANDIDATES` `v1,` signatures are
+    /// tried: the right one among them verifies, after them it does not,
+    /// however many candidates (and other versions) the header packs.
+    #[test]
+    fn webhook_signatures_past_the_candidate_cap_are_not_tried(
+        decoys in prop::collection::vec(prop_oneof![
+            any_bytes(32).prop_map(|b| format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(b))),
+            "v2,[A-Za-z0-9+/]{4,44}",
+            "v1,[!-~]{0,20}",
+        ], 0..24),
+        at in 0usize..24,
+    ) {
+        let body = b"{}";
+        let ts = 1_700_000_000;
+        let mut candidates = decoys.clone();
+        let at = at.min(candidates.len());
+        candidates.insert(at, auth::sign(&secret(), "msg_1", ts, body));
+        let h = headers(&[
+            (auth::HEADER_ID, Some(b"msg_1".to_vec())),
+            (auth::HEADER_TIMESTAMP, Some(ts.to_string().into_bytes())),
+            (auth::HEADER_SIGNATURE, Some(candidates.join(" ").into_bytes())),
+        ]);
+        let v1_before = candidates[..at].iter().filter(|c| c.starts_with("v1,")).count();
+        let expected = if v1_before < auth::MAX_SIGNATURE_CANDIDATES {
+            Ok(())
+        } else {
+            Err(AuthFailure::InvalidSignature)
+        };
+        prop_assert_eq!(auth::check_signature(&h, body, &secret(), ts, 300), expected);
+    }
+
     /// A signing secret from the configuration: accepted, or refused with
     /// an error that does not quote it.
     #[test]

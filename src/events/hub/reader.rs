@@ -1,6 +1,13 @@
 //! The task of one watched journey: waits for the completion notice (or
 //! the grace period), reads the result until it agrees with the notice,
 //! and publishes each state for the journey's watchers.
+//!
+//! The service answers 404 on the result until a liveness proof exists,
+//! so a 404 is retried; but it also answers 404 for an appkey it never
+//! issued, and a reader polling such an appkey would hold its watch slot
+//! and call upstream for as long as the watcher stays. After
+//! `[watch] max_not_found` consecutive 404s the reader gives up and every
+//! watcher gets `NOT_FOUND` / `RESULT_NOT_AVAILABLE`.
 
 use std::{
     sync::{Arc, atomic::Ordering},
@@ -108,8 +115,9 @@ impl Reader {
         }
         let mut settle_deadline = notice.then(|| Instant::now() + settings.settle_limit);
         let mut backoff = Backoff::new(settings.poll_initial, settings.poll_max, self.seed);
+        let mut not_found = 0;
         loop {
-            if self.read_once().await.is_break() {
+            if self.read_once(&mut not_found).await.is_break() {
                 return;
             }
             let now = Instant::now();
@@ -146,8 +154,9 @@ impl Reader {
     }
 
     /// Reads the result once and publishes what it says. Breaks when the
-    /// watch has ended (final result or permanent failure).
-    async fn read_once(&self) -> std::ops::ControlFlow<()> {
+    /// watch has ended (final result, permanent failure, or the
+    /// `not_found`-th consecutive 404 reaching `max_not_found`).
+    async fn read_once(&self, not_found: &mut u32) -> std::ops::ControlFlow<()> {
         use std::ops::ControlFlow::{Break, Continue};
         self.hub.result_reads.fetch_add(1, Ordering::Relaxed);
         let notice = self.notices.borrow().clone();
@@ -168,7 +177,21 @@ impl Reader {
         if let Some(link) = &self.watch_link {
             span.add_link(link.clone());
         }
-        match self.hub.source.fetch(&self.appkey).instrument(span).await {
+        let read = self.hub.source.fetch(&self.appkey).instrument(span).await;
+        match &read {
+            Err(e) if e.classify().0 == tonic::Code::NotFound => *not_found += 1,
+            _ => *not_found = 0,
+        }
+        match read {
+            Err(e) if *not_found >= self.hub.settings.max_not_found => {
+                tracing::info!(
+                    journey = %self.journey,
+                    not_found = *not_found,
+                    "the result read answered 404 too many times in a row; giving up"
+                );
+                self.publisher.end(End::Failed(e.into()));
+                Break(())
+            }
             Ok(result) => {
                 let status = result.status();
                 if matches!(status, JourneyStatus::Complete | JourneyStatus::Error) {

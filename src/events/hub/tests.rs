@@ -365,3 +365,55 @@ async fn closing_the_hub_ends_every_watch_and_refuses_new_ones() {
     assert_eq!((s.journeys, s.watchers, s.tasks), (0, 0, 0));
     assert_eq!(source.total(), 0);
 }
+
+#[tokio::test]
+async fn a_reader_gives_up_after_max_not_found_consecutive_404s() {
+    let (hub, source) = hub_with(WatchSettings {
+        max_not_found: 3,
+        ..settings()
+    });
+    source.script("k", &[Step::NotFound]);
+    let stream = hub.watch(by_appkey("k")).unwrap();
+    hub.notify(notice("k", NoticeStatus::Complete));
+    let items = collect(stream).await;
+    let err = items.last().unwrap().as_ref().unwrap_err();
+    assert_eq!(err.code(), tonic::Code::NotFound);
+    assert_eq!(source.reads("k"), 3);
+}
+
+#[tokio::test]
+async fn a_read_between_404s_starts_the_count_again() {
+    let (hub, source) = hub_with(WatchSettings {
+        max_not_found: 3,
+        ..settings()
+    });
+    source.script(
+        "k",
+        &[
+            Step::NotFound,
+            Step::NotFound,
+            Step::Unavailable,
+            Step::NotFound,
+            Step::NotFound,
+            Step::Status(JourneyStatus::Complete),
+        ],
+    );
+    let stream = hub.watch(by_appkey("k")).unwrap();
+    hub.notify(notice("k", NoticeStatus::Complete));
+    let items = collect(stream).await;
+    assert!(is_final(items.last().unwrap(), JourneyStatus::Complete));
+    assert_eq!(source.reads("k"), 6);
+}
+
+#[tokio::test]
+async fn a_stream_past_its_lifetime_ends_unavailable_and_frees_its_watcher() {
+    let (hub, _source) = hub_with(WatchSettings {
+        max_stream_lifetime: Duration::from_millis(50),
+        ..settings()
+    });
+    let items = collect(hub.watch(by_appkey("k")).unwrap()).await;
+    let err = items.last().unwrap().as_ref().unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unavailable);
+    assert!(err.message().contains("lifetime"), "{}", err.message());
+    assert_eq!(hub.stats().watchers, 0);
+}

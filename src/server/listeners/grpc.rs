@@ -85,8 +85,10 @@ pub(in crate::server) async fn serve_public(
         EdgeLimits {
             max_in_flight: serving.max_in_flight,
             max_streams: serving.max_streams,
+            max_streams_per_connection: serving.max_streams_per_connection,
             request_body_timeout: Duration::from_millis(serving.request_body_timeout_ms),
             max_message_bytes: max,
+            max_body_bytes_in_flight: serving.max_body_bytes_in_flight,
         },
         metrics,
         runtime.call_events(),

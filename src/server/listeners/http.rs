@@ -1,17 +1,31 @@
 //! The HTTP listener: its routes (`/healthz`, `/metrics`, the webhook
 //! receiver when configured) and its accept loop, each connection served
 //! by hyper and counted on its connection's activity.
+//!
+//! Requests in flight share one cap (`[serving] http_max_in_flight`), as
+//! gRPC calls do at admission: past it a request is answered 503 with
+//! `Retry-After` at once, nothing queued. `/healthz` is never refused, so
+//! a load balancer still sees the truth under load.
 
 use std::{convert::Infallible, sync::Arc, time::Duration};
 
-use axum::{Router, extract::State, routing::get};
+use axum::{
+    Router,
+    extract::{Request, State},
+    middleware::{self, Next},
+    response::{IntoResponse as _, Response},
+    routing::get,
+};
 use futures_util::StreamExt as _;
 use http::StatusCode;
 use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
     server::{conn::auto, graceful::GracefulShutdown},
 };
-use tokio::{sync::watch, task::JoinHandle};
+use tokio::{
+    sync::{Semaphore, watch},
+    task::JoinHandle,
+};
 use tower::ServiceExt as _;
 
 use super::{Accept, scrape::Scrape};
@@ -29,21 +43,60 @@ use crate::{
 /// Whether the HTTP listener reports healthy: false from the stop signal.
 pub(in crate::server) type Readiness = watch::Receiver<bool>;
 
+/// The path never refused by the in-flight cap.
+const HEALTHZ: &str = "/healthz";
+
 /// The HTTP listener's routes: `/healthz` (`ready`), `/metrics`
-/// (`scrape`), and the webhook receiver when there is one; every request
+/// (`scrape`), and the webhook receiver when there is one; at most
+/// `max_in_flight` requests at once but for `/healthz`; every request
 /// traced and counted in `metrics`.
 pub(in crate::server) fn app(
     ready: Readiness,
     receiver: Option<&WebhookReceiver>,
     scrape: Scrape,
     metrics: Metrics,
+    max_in_flight: usize,
 ) -> Router {
-    let mut http = Router::new().route("/healthz", get(healthz).with_state(ready));
+    let mut http = Router::new().route(HEALTHZ, get(healthz).with_state(ready));
     if let Some(receiver) = receiver {
         http = http.merge(receiver.router());
     }
+    let cap = InFlightCap {
+        slots: Arc::new(Semaphore::new(
+            max_in_flight.clamp(1, Semaphore::MAX_PERMITS),
+        )),
+        metrics: metrics.clone(),
+    };
     http.route("/metrics", scrape.route())
+        .layer(middleware::from_fn_with_state(cap, in_flight_cap))
         .layer(HttpServerLayer::with_metrics(metrics))
+}
+
+/// The HTTP listener's slots for requests in flight.
+#[derive(Clone)]
+struct InFlightCap {
+    slots: Arc<Semaphore>,
+    metrics: Metrics,
+}
+
+/// Admits a request if a slot is free (held until its response body ends),
+/// else answers 503 at once; `/healthz` always passes.
+async fn in_flight_cap(State(cap): State<InFlightCap>, request: Request, next: Next) -> Response {
+    if request.uri().path() == HEALTHZ {
+        return next.run(request).await;
+    }
+    let Ok(slot) = cap.slots.try_acquire_owned() else {
+        cap.metrics.record_http_shed();
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(http::header::RETRY_AFTER, "1")],
+            "overloaded: too many requests in flight; retry later\n",
+        )
+            .into_response();
+    };
+    next.run(request)
+        .await
+        .map(|body| axum::body::Body::new(holding(body, slot)))
 }
 
 /// Serves `app` on the connections `accept`'s gate admits, with HTTP/1's

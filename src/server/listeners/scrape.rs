@@ -49,6 +49,7 @@ async fn scrape_metrics(State(s): State<Scrape>) -> Response {
         s.metrics.sync_webhooks("received", stats.received);
         s.metrics.sync_webhooks("accepted", stats.accepted);
         s.metrics.sync_webhooks("duplicate", stats.duplicates);
+        s.metrics.sync_webhooks("body_read", stats.bodies_read);
         for reason in RejectReason::ALL {
             s.metrics
                 .sync_webhooks(reason.metric_label(), stats.rejected(reason));

@@ -22,6 +22,7 @@ impl Metrics {
         let http_in_flight = Gauge::default();
         let upstream_rejected = Family::<RejectedLabels, Counter>::default();
         let rpc_shed = Family::<LimitLabels, Counter>::default();
+        let http_shed = Counter::default();
         let connections_open = Family::<ListenerLabels, Gauge>::default();
         let connections_rejected = Family::<ListenerLabels, Counter>::default();
         let draining = Gauge::default();
@@ -79,8 +80,13 @@ impl Metrics {
         );
         registry.register(
             "idgate_rpc_shed",
-            "gRPC calls answered RESOURCE_EXHAUSTED/OVERLOADED at once, by the limit reached (in_flight, streams)",
+            "gRPC calls answered RESOURCE_EXHAUSTED at once, by the limit reached (in_flight, streams, streams_per_connection, body_bytes)",
             rpc_shed.clone(),
+        );
+        registry.register(
+            "idgate_http_shed",
+            "HTTP listener requests answered 503 at once because serving.http_max_in_flight requests were in flight",
+            http_shed.clone(),
         );
         registry.register(
             "idgate_connections_open",
@@ -103,7 +109,7 @@ impl Metrics {
             Unit::Seconds,
             idle_poll.clone(),
         );
-        for limit in ["in_flight", "streams"] {
+        for limit in ["in_flight", "streams", "streams_per_connection"] {
             drop(rpc_shed.get_or_create(&LimitLabels { limit }));
         }
         for listener in ["grpc", "http", "admin"] {
@@ -152,6 +158,7 @@ impl Metrics {
                 http_in_flight,
                 upstream_rejected,
                 rpc_shed,
+                http_shed,
                 connections_open,
                 connections_rejected,
                 draining,

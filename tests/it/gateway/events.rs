@@ -589,6 +589,8 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
         // A thousand streams share the test's one connection: above the
         // default per-connection cap (256), which would hold the rest back.
         c.serving.max_concurrent_streams = 2_048;
+        // ... and above the default per-connection watch cap (100).
+        c.serving.max_streams_per_connection = 2_048;
     })
     .await;
     let journeys: Vec<v1::CreateJourneyResponse> = stream::iter(0..JOURNEYS)

@@ -806,7 +806,7 @@ async fn undecodable_protobuf_is_invalid_argument_malformed_request_and_counted_
 
 #[tokio::test]
 async fn a_message_over_the_size_limit_is_resource_exhausted_message_too_large() {
-    let gw = TestGateway::start_with(|c| c.limits.max_grpc_message_bytes = 1024).await;
+    let gw = TestGateway::start_with(|c| c.limits.max_grpc_message_bytes = Some(1024)).await;
     let mut person = happy_person();
     person.customer_reference = "X".repeat(2048);
     let err = gw.journeys().create_journey(person).await.unwrap_err();
@@ -822,6 +822,50 @@ async fn a_message_over_the_size_limit_is_resource_exhausted_message_too_large()
         1,
         "{metrics}"
     );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn request_bytes_past_the_budget_in_flight_are_refused_overloaded_while_health_answers() {
+    const HELD: usize = 40 * 1024;
+    const SENT: usize = 30 * 1024;
+    let gw = TestGateway::start_with(|c| {
+        c.serving.max_body_bytes_in_flight = 64 * 1024;
+        c.limits.max_grpc_message_bytes = Some(48 * 1024);
+    })
+    .await;
+    let addr = gw.gateway.grpc_addr();
+    // 40 KiB of a 47 KiB message arrive, then nothing: they stay charged.
+    let (send, _driver) = h2_connect(addr).await;
+    let (held, mut held_body) = h2_call(send.clone(), addr, CREATE_JOURNEY).await;
+    held_body
+        .send_data(grpc_frame(47 * 1024, &vec![0x0A; HELD]), false)
+        .expect("partial body");
+    // Read by the gateway once a later request on the connection is.
+    h2_health_check(&send, addr).await;
+
+    // 30 KiB more do not fit in 64 KiB: refused at once, nothing sent.
+    let status = raw_create_journey(addr, &vec![0u8; SENT]).await;
+    assert_error(&status, Code::ResourceExhausted, "OVERLOADED");
+    assert!(retryable(&status));
+    assert_eq!(gw.total_calls(), 0);
+    // Health still answers.
+    let channel = connect(addr).await;
+    assert_eq!(health(&channel, "").await, ServingStatus::Serving);
+    let metrics = gw.metrics_text().await;
+    assert!(
+        sample(&metrics, r#"idgate_rpc_shed_total{limit="body_bytes"}"#) >= 1,
+        "{metrics}"
+    );
+
+    // The held call's bytes are released when it ends: the same request
+    // is read (and found malformed) again.
+    held_body.send_reset(h2::Reason::CANCEL);
+    drop(held);
+    eventually("the held bytes are released", EVENT_WAIT, async || {
+        reason(&raw_create_journey(addr, &vec![0u8; SENT]).await) == "MALFORMED_REQUEST"
+    })
+    .await;
     gw.stop().await;
 }
 
