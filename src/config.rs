@@ -143,14 +143,14 @@ impl Config {
         self.watch.validate()?;
         self.validate_message_budget()?;
         self.idempotency.validate()?;
-        crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
+        let callers = self.callers.iter().map(|c| c.name.as_str());
+        crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
         self.validate_directory_ttl()?;
         self.cluster.validate()
     }
 
-    /// A journey's directory entry outlives its appkey: every call on the
-    /// journey is checked against it (docs/security.md#foreign-appkeys).
+    /// A journey's directory entry outlives its appkey (security.md).
     fn validate_directory_ttl(&self) -> Result<(), ConfigError> {
         let up = self.upstream.clone().unwrap_or_default();
         if self.watch.directory_ttl_secs >= up.appkey_ttl_secs {

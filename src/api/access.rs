@@ -59,13 +59,19 @@ impl Issued {
         caller: &Caller,
     ) -> Result<(), Error> {
         match self {
-            Issued::Here(_) | Issued::Unverified => guard.bill(operation, appkey).await,
+            Issued::Here(_) | Issued::Unverified => {
+                guard
+                    .bill(operation, appkey, Some(caller.name.as_str()))
+                    .await
+            }
             Issued::Foreign => {
                 let profile = match &caller.profiles {
                     ProfileGrant::Only(names) => names.first().map(String::as_str),
                     ProfileGrant::Any => None,
                 };
-                guard.bill_foreign(operation, profile).await
+                guard
+                    .bill_foreign(operation, profile, Some(caller.name.as_str()))
+                    .await
             }
         }
     }

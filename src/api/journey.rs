@@ -87,9 +87,14 @@ impl JourneyService for JourneyApi {
             )?;
             let created = self
                 .guard
-                .create_journey(&ctx, &req.user, profile, req.request_id.as_ref(), || {
-                    self.core.create_journey(&ctx, &req.user, profile)
-                })
+                .create_journey(
+                    &ctx,
+                    &req.user,
+                    Some(caller.name.as_str()),
+                    profile,
+                    req.request_id.as_ref(),
+                    || self.core.create_journey(&ctx, &req.user, profile),
+                )
                 .await?;
             let journey = created.journey;
             audit.journey(&super::record_journey(&span, &journey.appkey));

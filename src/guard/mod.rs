@@ -132,6 +132,7 @@ impl Guard {
         &self,
         ctx: &CallContext,
         user: &EndUser,
+        caller: Option<&str>,
         profile: Option<&str>,
         request_id: Option<&RequestId>,
         create: F,
@@ -161,7 +162,7 @@ impl Guard {
         if let Err(e) = self
             .inner
             .budgets
-            .take(&profile, BilledOperation::CreateJourney)
+            .take_for(&profile, caller, BilledOperation::CreateJourney)
             .await
         {
             if let Some(claim) = claim {
@@ -234,12 +235,21 @@ impl Guard {
 
     /// Bills one `operation` on the journey of `appkey` to the profile
     /// that created it, or refuses it with [`Error::BudgetExceeded`].
-    pub async fn bill(&self, operation: BilledOperation, appkey: &Appkey) -> Result<(), Error> {
+    /// `caller`: whose own budget on the profile also counts the call.
+    pub async fn bill(
+        &self,
+        operation: BilledOperation,
+        appkey: &Appkey,
+        caller: Option<&str>,
+    ) -> Result<(), Error> {
         if !self.inner.budgets.covers(operation) {
             return Ok(());
         }
         match self.profile_of(appkey).await {
-            Some(profile) => self.inner.budgets.take(&profile, operation).await,
+            Some(profile) => {
+                let budgets = &self.inner.budgets;
+                budgets.take_for(&profile, caller, operation).await
+            }
             None => Ok(()),
         }
     }
@@ -251,6 +261,7 @@ impl Guard {
         &self,
         operation: BilledOperation,
         profile: Option<&str>,
+        caller: Option<&str>,
     ) -> Result<(), Error> {
         if !self.inner.budgets.covers(operation) {
             return Ok(());
@@ -260,7 +271,10 @@ impl Guard {
             .map(str::to_owned)
             .or_else(|| self.inner.profiles.first().cloned());
         match profile {
-            Some(profile) => self.inner.budgets.take(&profile, operation).await,
+            Some(profile) => {
+                let budgets = &self.inner.budgets;
+                budgets.take_for(&profile, caller, operation).await
+            }
             None => Ok(()),
         }
     }

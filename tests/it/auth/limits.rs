@@ -1,12 +1,18 @@
 //! Per-caller limits over real sockets: a caller at its
 //! `max_watch_streams` is refused `RESOURCE_EXHAUSTED` /
 //! `CALLER_LIMIT_REACHED` at once, while another caller still watches;
-//! a closed stream gives its slot back.
+//! a closed stream gives its slot back. A `[[budgets]]` entry naming a
+//! caller counts that caller's calls only.
 
-use idgate::proto::v1;
+use idgate::{
+    domain::Operation,
+    guard::{BilledOperation, BudgetConfig},
+    proto::v1,
+};
 use tonic::Code;
 
 use super::owners::with_owners_text;
+use crate::gateway::guard::budget;
 use crate::support::{
     gateway::{TestGateway, assert_error, by_ref, happy_person, retryable},
     jwt::{TestKey, bearer, jwks_file, jwt_auth},
@@ -67,5 +73,40 @@ async fn a_caller_past_its_stream_cap_is_refused_and_others_are_not() {
         async || watch(&greedy, &mine).await.is_ok(),
     )
     .await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_budget_naming_a_caller_limits_that_caller_only() {
+    let key = TestKey::es256("caller-budget");
+    let auth = jwt_auth(Some(jwks_file(&[&key])), None);
+    let gw = TestGateway::start_with(|c| {
+        with_owners_text(c, auth, LIMITED);
+        c.budgets = vec![BudgetConfig {
+            caller: Some("greedy".into()),
+            ..budget("sandbox", BilledOperation::CreateJourney, Some(1), None)
+        }];
+    })
+    .await;
+    let create = async |token: &str| {
+        gw.journeys()
+            .create_journey(bearer(token, happy_person()))
+            .await
+    };
+    let (greedy, neighbour) = (key.token("svc-greedy"), key.token("svc-neighbour"));
+    create(&greedy).await.expect("the caller's one journey");
+    let before = gw.calls(Operation::Appkey);
+    let err = create(&greedy).await.expect_err("its budget is spent");
+    assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
+    assert_eq!(
+        gw.calls(Operation::Appkey),
+        before,
+        "refused before the vendor"
+    );
+    for _ in 0..3 {
+        create(&neighbour)
+            .await
+            .expect("another caller's calls are not counted");
+    }
     gw.stop().await;
 }
