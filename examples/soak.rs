@@ -14,15 +14,25 @@
 //! a one-shot fault is installed on that step's operation: a status (400,
 //! 401, 404, 429, 500, 502, 503, 504), a dropped connection, a malformed or
 //! oversize body, or a delay; answering before or after the operation ran.
-//! The journey goes on as a caller would (a failed step ends it). At the end
-//! it prints and checks:
+//! The journey goes on as a caller would (a failed step ends it).
+//!
+//! Two kinds of hostile caller ride along (issue 25): with `--fake-percent`
+//! chance per journey, a caller on a random 32-hex appkey the gateway never
+//! issued sends every appkey-taking RPC once (`StartSession3D`,
+//! `VerifyLiveness3D`, `SubmitDocumentImages`) and opens a `WatchJourney`
+//! on it that it abandons; with `--abandon-percent` chance, the journey's
+//! own caller also opens a second `WatchJourney` and drops it after a few
+//! milliseconds. Their outcomes are tallied as `<method>[fake]` and
+//! `WatchJourney[abandoned]`. At the end it prints and checks:
 //!
 //! 1. no appkey-consuming operation reached the sandbox more often than
-//!    the journeys asked for it (the gateway never sent one twice);
+//!    the journeys and the fake callers asked for it (the gateway never
+//!    sent one twice);
 //! 2. every RPC ended OK or with an `ErrorInfo` of domain `idgate` whose
 //!    reason is one of the documented reasons (`Reason::ALL`);
 //! 3. no watcher or watched journey (hence no result-reading task) is left
-//!    (`idgate_watch_*` on the gateway's `/metrics`);
+//!    (`idgate_watch_*` on the gateway's `/metrics`), abandoned ones and
+//!    those on fake appkeys included;
 //! 4. the gateway's RSS is back within 1.5x of where it started (measured
 //!    after `--warmup` fault-free journeys, which bring the allocator's and
 //!    the pools' steady state).
@@ -74,6 +84,13 @@ struct Args {
     /// Stop after this long, whatever is left.
     #[arg(long, default_value_t = 300)]
     max_seconds: u64,
+    /// Chance, per journey, of a caller on a random appkey (every
+    /// appkey-taking RPC once, then an abandoned watcher).
+    #[arg(long, default_value_t = 10)]
+    fake_percent: u64,
+    /// Chance, per journey, of an extra watcher opened and dropped.
+    #[arg(long, default_value_t = 10)]
+    abandon_percent: u64,
 }
 
 /// The RPCs a journey makes that consume its appkey, with the upstream
@@ -110,6 +127,10 @@ struct Tally {
     sent: Mutex<BTreeMap<&'static str, u64>>,
     faults: AtomicU64,
     completed: AtomicU64,
+    /// Callers on appkeys the gateway never issued.
+    fake_callers: AtomicU64,
+    /// `WatchJourney` streams opened, then dropped before their end.
+    abandoned: AtomicU64,
 }
 
 impl Tally {
@@ -194,12 +215,89 @@ struct Journey {
     sandbox: Arc<SandboxHandle>,
     rng: Arc<Mutex<Rng>>,
     percent: u64,
+    fake_percent: u64,
+    abandon_percent: u64,
     tally: Arc<Tally>,
+}
+
+/// The RG images of the sample document, as a request carries them.
+fn rg_images() -> Vec<v1::DocumentImage> {
+    Side::ALL
+        .into_iter()
+        .map(|side| v1::DocumentImage {
+            content: samples::document_image(DocumentKind::new(DocumentType::Rg, side)).into(),
+        })
+        .collect()
 }
 
 impl Journey {
     fn fault(&self, op: Operation) {
         maybe_fault(&self.sandbox, &self.rng, self.percent, op, &self.tally);
+    }
+
+    /// True with `percent` chance.
+    fn chance(&self, percent: u64) -> bool {
+        crate_lock(&self.rng).below(100) < percent
+    }
+
+    /// Opens a `WatchJourney` on `target`, reads for a few milliseconds,
+    /// and drops the stream: a caller that went away.
+    async fn abandon_watch(&self, target: v1::watch_journey_request::Journey) {
+        let wait = Duration::from_millis(crate_lock(&self.rng).below(50));
+        let mut request = tonic::Request::new(v1::WatchJourneyRequest {
+            journey: Some(target),
+        });
+        request.set_timeout(Duration::from_secs(30));
+        self.tally.abandoned.fetch_add(1, Ordering::Relaxed);
+        match JourneyServiceClient::new(self.channel.clone())
+            .watch_journey(request)
+            .await
+        {
+            Ok(stream) => {
+                let mut stream = stream.into_inner();
+                let _ = tokio::time::timeout(wait, stream.message()).await;
+                self.tally.record::<()>("WatchJourney[abandoned]", &Ok(()));
+            }
+            Err(status) => self
+                .tally
+                .record::<()>("WatchJourney[abandoned]", &Err(status)),
+        }
+    }
+
+    /// A caller on a random appkey the gateway never issued: every
+    /// appkey-taking RPC once, then a watcher it abandons.
+    async fn fake_caller(&self) {
+        let appkey = {
+            let mut rng = crate_lock(&self.rng);
+            format!("{:016x}{:016x}", rng.next(), rng.next())
+        };
+        self.tally.fake_callers.fetch_add(1, Ordering::Relaxed);
+        let mut l = LivenessServiceClient::new(self.channel.clone());
+        let mut d = DocumentServiceClient::new(self.channel.clone());
+        let started = l
+            .start_session3_d(v1::StartSession3DRequest {
+                appkey: appkey.clone(),
+                user_agent: "soak".into(),
+            })
+            .await;
+        self.tally.record("StartSession3D[fake]", &started);
+        let verdict = l
+            .verify_liveness3_d(v1::VerifyLiveness3DRequest {
+                appkey: appkey.clone(),
+                session_token: "fake-session-token".into(),
+                channel: String::new(),
+            })
+            .await;
+        self.tally.record("VerifyLiveness3D[fake]", &verdict);
+        let submitted = d
+            .submit_document_images(v1::SubmitDocumentImagesRequest {
+                appkey: appkey.clone(),
+                images: rg_images(),
+            })
+            .await;
+        self.tally.record("SubmitDocumentImages[fake]", &submitted);
+        self.abandon_watch(v1::watch_journey_request::Journey::Appkey(appkey))
+            .await;
     }
 
     /// One journey, ended by its first failed step.
@@ -208,6 +306,9 @@ impl Journey {
             JourneyServiceClient::new(self.channel.clone()).max_decoding_message_size(64 << 20);
         let mut l = LivenessServiceClient::new(self.channel.clone());
         let mut d = DocumentServiceClient::new(self.channel.clone());
+        if self.chance(self.fake_percent) {
+            self.fake_caller().await;
+        }
         let p = samples::HAPPY_PERSON;
         let b: Vec<&str> = p.birth_date.split('/').collect();
         self.fault(Operation::Appkey);
@@ -224,6 +325,10 @@ impl Journey {
         self.tally.record("CreateJourney", &created);
         let created = created.ok()?.into_inner();
         let appkey = created.appkey;
+        if self.chance(self.abandon_percent) {
+            self.abandon_watch(v1::watch_journey_request::Journey::Appkey(appkey.clone()))
+                .await;
+        }
 
         self.fault(Operation::SessionToken3D);
         let session = l
@@ -247,12 +352,7 @@ impl Journey {
         verdict.ok()?;
 
         self.fault(Operation::DocumentImages);
-        let images = Side::ALL
-            .into_iter()
-            .map(|side| v1::DocumentImage {
-                content: samples::document_image(DocumentKind::new(DocumentType::Rg, side)).into(),
-            })
-            .collect();
+        let images = rg_images();
         let submitted = d
             .submit_document_images(v1::SubmitDocumentImagesRequest {
                 appkey: appkey.clone(),
@@ -417,6 +517,8 @@ async fn main() -> anyhow::Result<()> {
             sandbox: sandbox.clone(),
             rng: Arc::new(Mutex::new(Rng(1))),
             percent: 0,
+            fake_percent: 0,
+            abandon_percent: 0,
             tally: warmup.clone(),
         };
         tasks.spawn(journey.run());
@@ -443,6 +545,8 @@ async fn main() -> anyhow::Result<()> {
             sandbox: sandbox.clone(),
             rng: rng.clone(),
             percent: args.fault_percent,
+            fake_percent: args.fake_percent,
+            abandon_percent: args.abandon_percent,
             tally: tally.clone(),
         };
         tasks.spawn(async move {
@@ -473,7 +577,9 @@ async fn main() -> anyhow::Result<()> {
     let sent = crate_lock(&tally.sent).clone();
     let mut twice = Vec::new();
     for (method, op) in CONSUMING {
-        let asked = sent.get(method).copied().unwrap_or(0);
+        let fake = format!("{method}[fake]");
+        let asked =
+            sent.get(method).copied().unwrap_or(0) + sent.get(fake.as_str()).copied().unwrap_or(0);
         let reached = sandbox.calls(op, None);
         if reached > asked {
             twice.push(format!(
@@ -488,11 +594,14 @@ async fn main() -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
 
     println!(
-        "{} journeys ({} completed) in {:.1} s, {} one-shot faults installed",
+        "{} journeys ({} completed) in {:.1} s, {} one-shot faults installed, \
+         {} callers on fake appkeys, {} watchers abandoned",
         sent.get("CreateJourney").copied().unwrap_or(0),
         tally.completed.load(Ordering::Relaxed),
         elapsed.as_secs_f64(),
-        tally.faults.load(Ordering::Relaxed)
+        tally.faults.load(Ordering::Relaxed),
+        tally.fake_callers.load(Ordering::Relaxed),
+        tally.abandoned.load(Ordering::Relaxed),
     );
     for (outcome, n) in crate_lock(&tally.outcomes).iter() {
         println!("  {outcome:<60} {n:>6}");
@@ -510,8 +619,11 @@ async fn main() -> anyhow::Result<()> {
         undocumented.len()
     );
     println!(
-        "  left on the gateway: {} watched journeys, {} watchers",
-        left.0, left.1
+        "  left on the gateway: {} watched journeys, {} watchers \
+         (after {} abandoned, fake appkeys' included)",
+        left.0,
+        left.1,
+        tally.abandoned.load(Ordering::Relaxed)
     );
     println!(
         "  gateway RSS: {} MiB after the warm-up, {} MiB at the end ({:.2}x)",

@@ -12,8 +12,11 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+mod bounds;
+mod hops;
 mod serving;
 
+pub use hops::{HOP_KINDS, PlaintextHop, is_plaintext_off_loopback};
 pub use serving::ServingConfig;
 
 pub use crate::{
@@ -134,8 +137,10 @@ impl Config {
     }
 
     /// Checks what types alone cannot: channel names unique and well
-    /// formed, a routing mode that names a configured channel.
+    /// formed, a routing mode that names a configured channel, every
+    /// duration at most 30 days, a plain webhook path.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_bounds()?;
         crate::channels::config::validate(&self.channels, &self.routing)
             .and_then(|()| self.embedded_channels.validate())
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
@@ -146,20 +151,7 @@ impl Config {
         let callers = self.callers.iter().map(|c| c.name.as_str());
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
-        self.validate_directory_ttl()?;
         self.cluster.validate()
-    }
-
-    /// A journey's directory entry outlives its appkey (security.md).
-    fn validate_directory_ttl(&self) -> Result<(), ConfigError> {
-        let up = self.upstream.clone().unwrap_or_default();
-        if self.watch.directory_ttl_secs >= up.appkey_ttl_secs {
-            return Ok(());
-        }
-        Err(ConfigError::Invalid(format!(
-            "[watch] directory_ttl_secs ({}) must be at least [upstream] appkey_ttl_secs ({}): calls on a journey are checked against its directory entry",
-            self.watch.directory_ttl_secs, up.appkey_ttl_secs
-        )))
     }
 
     /// One largest message must fit in the bytes in flight, or it could

@@ -13,6 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod bounds;
+
 use serde::de::DeserializeOwned;
 
 /// Prefix of environment overrides.
@@ -147,26 +149,34 @@ fn value_free(message: &str) -> String {
 /// An override value: a number or boolean when it reads as one, else a
 /// string; wrapped in double quotes, always a string (`"123456"` for a
 /// numeric password).
-fn scalar(value: &str) -> toml::Value {
+///
+/// An integer past TOML's range (a 64-bit signed integer) is refused here,
+/// where the variable is known: read as a float it would fail later as a
+/// type error that names no key.
+fn scalar(value: &str) -> Result<toml::Value, String> {
     if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-        return toml::Value::String(inner.to_owned());
+        return Ok(toml::Value::String(inner.to_owned()));
     }
     if let Ok(i) = value.parse::<i64>() {
-        return toml::Value::Integer(i);
+        return Ok(toml::Value::Integer(i));
+    }
+    let digits = value.strip_prefix(['-', '+']).unwrap_or(value);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("an integer past {} is out of range", i64::MAX));
     }
     if let Ok(b) = value.parse::<bool>() {
-        return toml::Value::Boolean(b);
+        return Ok(toml::Value::Boolean(b));
     }
     if let Ok(f) = value.parse::<f64>() {
-        return toml::Value::Float(f);
+        return Ok(toml::Value::Float(f));
     }
-    toml::Value::String(value.to_owned())
+    Ok(toml::Value::String(value.to_owned()))
 }
 
 fn apply_override(table: &mut toml::Table, path: &[String], value: &str) -> Result<(), String> {
     let (first, rest) = path.split_first().ok_or("empty key")?;
     if rest.is_empty() {
-        table.insert(first.clone(), scalar(value));
+        table.insert(first.clone(), scalar(value)?);
         return Ok(());
     }
     let entry = table
@@ -195,7 +205,7 @@ fn apply_value(node: &mut toml::Value, path: &[String], value: &str) -> Result<(
                 items.push(toml::Value::Table(toml::Table::new()));
             }
             if rest.is_empty() {
-                items[i] = scalar(value);
+                items[i] = scalar(value)?;
                 Ok(())
             } else {
                 apply_value(&mut items[i], rest, value)

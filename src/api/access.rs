@@ -11,9 +11,9 @@
 //! may not touch. Refusals name no value (no appkey, reference or owner).
 //!
 //! A directory entry lives `[watch] directory_ttl_secs` (default 1800 s),
-//! which configuration keeps at least `[upstream] appkey_ttl_secs`
-//! (default 300 s): an appkey is never refused as foreign while the vendor
-//! would still take it. A memory-only gateway forgets its journeys on
+//! and never less than `[upstream] appkey_ttl_secs` (default 300 s; see
+//! `server::watch_settings`): an appkey is never refused as foreign while
+//! the vendor would still take it. A memory-only gateway forgets its journeys on
 //! restart and past `[watch] directory_max_entries`; a fleet falls back to
 //! Redis. While Redis is down, a journey this replica does not know is
 //! served to `journeys = "any"` callers (the open caller among them) and

@@ -61,7 +61,11 @@ impl AdminConfig {
             Some(file) => read_secret("admin.token", None, Some(file))?,
             None => read_secret("admin.token", Some(&self.token_env), None)?,
         };
-        if !secret.trim().is_empty() && secret.trim().chars().count() < MIN_ADMIN_TOKEN_CHARS {
+        // Trimmed here, and stored trimmed (`AdminToken::new`): the
+        // length checked is the length compared.
+        let secret = zeroize::Zeroizing::new(secret);
+        let secret = secret.trim();
+        if !secret.is_empty() && secret.chars().count() < MIN_ADMIN_TOKEN_CHARS {
             return Err(ConfigError::Invalid(format!(
                 "admin.token: the admin token must be at least {MIN_ADMIN_TOKEN_CHARS} characters"
             )));

@@ -129,8 +129,7 @@ pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<NewJourneyReques
         "customer_reference",
         CustomerReference::parse(&req.customer_reference),
     );
-    let profile = req.operator_profile.trim();
-    let profile = (!profile.is_empty()).then(|| profile.to_owned());
+    let profile = v.check("operator_profile", operator_profile(&req.operator_profile));
     let request_id = v.check("request_id", RequestId::parse(&req.request_id));
     v.finish(|| {
         Some(NewJourneyRequest {
@@ -140,10 +139,27 @@ pub fn create_journey(req: &v1::CreateJourneyRequest) -> Result<NewJourneyReques
                 birth_date: birth_date?,
                 customer_reference: customer_reference?,
             },
-            operator_profile: profile,
+            operator_profile: profile?,
             request_id: request_id?,
         })
     })
+}
+
+/// The longest `operator_profile` a caller may name: an unknown one is
+/// named back in the error, so the caller's text is capped first.
+pub const MAX_OPERATOR_PROFILE_CHARS: usize = 64;
+
+/// The profile a request names, trimmed (`None`: the default); capped,
+/// without control characters.
+fn operator_profile(input: &str) -> Result<Option<String>, String> {
+    let profile = input.trim();
+    if profile.chars().count() > MAX_OPERATOR_PROFILE_CHARS {
+        return Err(format!("at most {MAX_OPERATOR_PROFILE_CHARS} characters"));
+    }
+    if profile.chars().any(char::is_control) {
+        return Err("no control characters".into());
+    }
+    Ok((!profile.is_empty()).then(|| profile.to_owned()))
 }
 
 /// A request that names only the journey's appkey.

@@ -9,7 +9,7 @@ use std::{path::PathBuf, time::Duration};
 use base64::Engine as _;
 use serde::Deserialize;
 
-use super::seal::{Digester, Sealer};
+use super::seal::{Digester, SealKey, Sealer};
 use crate::config_source::{ConfigError, read_secret};
 
 /// `[cluster]` as written.
@@ -114,15 +114,20 @@ fn optional_secret(
 }
 
 /// Decodes a Base64 key of exactly 32 bytes.
-pub(crate) fn decode_key(what: &str, text: &str) -> Result<[u8; 32], ConfigError> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .map_err(|_| invalid(format!("{what} is not Base64")))?;
-    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
-        invalid(format!(
-            "{what} must be 32 bytes (Base64 of 32 random bytes)"
-        ))
-    })
+/// Both the decoded bytes and the key are wiped when dropped.
+pub(crate) fn decode_key(what: &str, text: &str) -> Result<SealKey, ConfigError> {
+    let bytes = zeroize::Zeroizing::new(
+        base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|_| invalid(format!("{what} is not Base64")))?,
+    );
+    <[u8; 32]>::try_from(bytes.as_slice())
+        .map(zeroize::Zeroizing::new)
+        .map_err(|_| {
+            invalid(format!(
+                "{what} must be 32 bytes (Base64 of 32 random bytes)"
+            ))
+        })
 }
 
 impl ClusterConfig {
@@ -173,6 +178,7 @@ impl ClusterConfig {
             self.secret_key_env.as_deref(),
             self.secret_key_file.as_deref(),
         )?
+        .map(zeroize::Zeroizing::new)
         .ok_or_else(|| invalid("cluster.secret_key is not configured"))?;
         let current = decode_key("cluster.secret_key", &key)?;
         let previous = optional_secret(
@@ -180,7 +186,7 @@ impl ClusterConfig {
             self.previous_secret_key_env.as_deref(),
             self.previous_secret_key_file.as_deref(),
         )?
-        .map(|k| decode_key("cluster.previous_secret_key", &k))
+        .map(|k| decode_key("cluster.previous_secret_key", &zeroize::Zeroizing::new(k)))
         .transpose()?;
         let password = optional_secret(
             "cluster.password",
@@ -193,8 +199,8 @@ impl ClusterConfig {
             username: self.username.clone(),
             password,
             key_prefix: self.key_prefix.clone(),
-            sealer: Sealer::new(&current, previous.as_ref()),
-            digester: Digester::new(&current, previous.as_ref()),
+            sealer: Sealer::new(&current, previous.as_deref()),
+            digester: Digester::new(&current, previous.as_deref()),
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             command_timeout: Duration::from_millis(self.command_timeout_ms),
             max_backoff: Duration::from_millis(self.max_backoff_ms.max(100)),

@@ -14,19 +14,22 @@
 //!   (`events::JourneyDirectory`) already holds every journey this process
 //!   created, so here it is a no-op: a second copy would add nothing.
 //! - [`RedisDirectory`]: `{p}journey:<ref>` holds the appkey, sealed
-//!   (AES-256-GCM under `[cluster]`'s secret key, bound to the reference),
-//!   and its owner's caller name, sealed alike, as `<appkey>~<owner>`
-//!   (`~` is outside the Base64 alphabet), expiring with `[watch]
-//!   directory_ttl_secs`. A sealed owner moved to another journey does
-//!   not open; a value stripped of its owner is a journey with no owner,
-//!   which only `any` callers may touch (fails closed). Nothing else of
-//!   the journey, and nothing personal, goes to Redis.
+//!   (AES-256-GCM under `[cluster]`'s secret key, bound to this purpose,
+//!   the Redis key and the reference: see `seal::Binding`), and its
+//!   owner's caller name, sealed alike under its own binding, as
+//!   `<appkey>~<owner>` (`~` is outside the Base64 alphabet), expiring
+//!   with `[watch] directory_ttl_secs`. A sealed owner moved to another
+//!   journey or into the appkey's place does not open; a value stripped of
+//!   its owner is a journey with no owner, which only `any` callers may
+//!   touch (fails closed). Nothing else of the journey, and nothing
+//!   personal, goes to Redis.
 
 use std::time::Duration;
 
 use super::{
     BoxFuture, ClusterError, ready,
     redis::{RedisConn, millis},
+    seal::Binding,
 };
 use crate::domain::{Appkey, CallerName, JourneyRef};
 
@@ -106,17 +109,26 @@ impl RedisDirectory {
         self.conn.key(&format!("journey:{journey}"))
     }
 
+    /// What a stored value is sealed to: this purpose, its key, the
+    /// journey.
+    fn binding(&self, journey: &JourneyRef) -> Binding {
+        Binding::directory(&self.key(journey), journey)
+    }
+
     /// The record as Redis holds it: the appkey and the owner, each
-    /// sealed to `journey`.
+    /// sealed to its entry.
     fn encode(&self, journey: &JourneyRef, record: &JourneyRecord) -> String {
         let sealer = self.conn.sealer();
-        let appkey = sealer.seal(journey, &record.appkey);
+        let appkey = sealer.seal(&self.binding(journey), &record.appkey);
         match &record.owner {
             // The sealer takes an opaque key; a caller name is one (a
             // configured identifier, not a secret, sealed for integrity).
             Some(owner) => format!(
                 "{appkey}{OWNER_SEPARATOR}{}",
-                sealer.seal(journey, &Appkey::new(owner.as_str()))
+                sealer.seal(
+                    &Binding::directory_owner(&self.key(journey), journey),
+                    &Appkey::new(owner.as_str())
+                )
             ),
             None => appkey,
         }
@@ -131,15 +143,20 @@ impl RedisDirectory {
             Some((appkey, owner)) => (appkey, Some(owner)),
             None => (stored, None),
         };
-        let opened = sealer.open(journey, appkey).and_then(|appkey| {
-            let owner = match owner {
-                Some(sealed) => Some(CallerName::new(sealer.open(journey, sealed)?.expose())),
-                None => None,
-            };
-            Some(JourneyRecord { appkey, owner })
-        });
+        let owner_binding = Binding::directory_owner(&self.key(journey), journey);
+        let opened = sealer
+            .open(&self.binding(journey), appkey)
+            .and_then(|appkey| {
+                let owner = match owner {
+                    Some(sealed) => Some(CallerName::new(
+                        sealer.open(&owner_binding, sealed)?.expose(),
+                    )),
+                    None => None,
+                };
+                Some(JourneyRecord { appkey, owner })
+            });
         if opened.is_none() {
-            tracing::warn!(journey = %journey, "a sealed journey record in Redis did not open (another secret_key?)");
+            tracing::warn!(journey = %journey, "a sealed journey record in Redis did not open (another secret_key, or a value moved from another key?)");
         }
         opened
     }

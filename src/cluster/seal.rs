@@ -1,10 +1,19 @@
 //! Appkeys sealed with AES-256-GCM before they go to Redis.
 //!
 //! A sealed value is Base64 of `nonce (12 bytes) || ciphertext || tag`,
-//! under a random nonce per value, with the journey reference as
-//! associated data: a value copied under another journey's key does not
-//! open. During a key rotation the previous key still opens what it
-//! sealed; new values are sealed under the current key only.
+//! under a random nonce per value. The associated data is a [`Binding`]:
+//! the record's purpose (journey directory or idempotency record), its
+//! Redis key, and what else the record claims (the journey reference;
+//! for an idempotency record, the request digest). A Redis writer who
+//! copies a sealed value into another record, or from a directory entry
+//! into an idempotency record, gets a value that does not open: the AEAD
+//! guidance is to bind every piece of context the plaintext is used in.
+//! During a key rotation the previous key still opens what it sealed; new
+//! values are sealed under the current key only.
+//!
+//! Key material lives in `Zeroizing` buffers and in ciphers built with
+//! `aes-gcm`'s `zeroize` feature: dropped keys are wiped, not left in
+//! freed memory.
 //!
 //! [`Digester`]: keyed digests (HMAC-SHA-256) of what must be compared
 //! but never stored in clear, such as an idempotent request with its CPF
@@ -23,10 +32,82 @@ use base64::Engine as _;
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest as _, Sha256};
+use zeroize::Zeroizing;
 
 use crate::domain::{Appkey, JourneyRef};
 
 const NONCE_LEN: usize = 12;
+
+/// A sealing key: 32 bytes wiped on drop.
+pub type SealKey = Zeroizing<[u8; 32]>;
+
+/// What a sealed value is for; part of its associated data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// `{p}journey:<ref>`: the fleet's journey directory.
+    Directory,
+    /// `{p}idem:<digest>`: a completed idempotency record.
+    Idempotency,
+}
+
+impl Purpose {
+    fn tag(self) -> &'static [u8] {
+        match self {
+            Self::Directory => b"journey-directory",
+            Self::Idempotency => b"idempotency-record",
+        }
+    }
+}
+
+/// The context a sealed value is bound to (its associated data): it opens
+/// only under the same binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    aad: Vec<u8>,
+}
+
+impl Binding {
+    fn new(purpose: Purpose, parts: &[&[u8]]) -> Self {
+        let mut aad = b"idgate.seal.v2\0".to_vec();
+        // Length-prefixed: no two bindings share a byte string.
+        for part in std::iter::once(purpose.tag()).chain(parts.iter().copied()) {
+            aad.extend_from_slice(&(part.len() as u64).to_be_bytes());
+            aad.extend_from_slice(part);
+        }
+        Self { aad }
+    }
+
+    /// A journey-directory entry stored under `redis_key` for `journey`.
+    pub fn directory(redis_key: &str, journey: &JourneyRef) -> Self {
+        Self::new(
+            Purpose::Directory,
+            &[redis_key.as_bytes(), journey.as_str().as_bytes()],
+        )
+    }
+
+    /// The owner (a caller name) beside a journey-directory entry: the
+    /// entry's binding with one more part, so the owner's sealed value
+    /// opens neither as the appkey nor under another journey's key.
+    pub fn directory_owner(redis_key: &str, journey: &JourneyRef) -> Self {
+        Self::new(
+            Purpose::Directory,
+            &[redis_key.as_bytes(), journey.as_str().as_bytes(), b"owner"],
+        )
+    }
+
+    /// An idempotency record stored under `redis_key`, for the request
+    /// whose digest is `request`, that created `journey`.
+    pub fn idempotency(redis_key: &str, request: &str, journey: &JourneyRef) -> Self {
+        Self::new(
+            Purpose::Idempotency,
+            &[
+                redis_key.as_bytes(),
+                request.as_bytes(),
+                journey.as_str().as_bytes(),
+            ],
+        )
+    }
+}
 
 /// Seals and opens appkeys. Cheap to clone.
 #[derive(Clone)]
@@ -44,15 +125,18 @@ impl std::fmt::Debug for Sealer {
 impl Sealer {
     /// Seals under `current`; opens under `current`, then `previous`.
     pub fn new(current: &[u8; 32], previous: Option<&[u8; 32]>) -> Self {
-        let cipher = |k: &[u8; 32]| Arc::new(Aes256Gcm::new(&(*k).into()));
+        // From the slice: no copy of the key left on the stack.
+        let cipher = |k: &[u8; 32]| {
+            Arc::new(Aes256Gcm::new_from_slice(k).expect("a 32-byte key is an AES-256 key"))
+        };
         Self {
             current: cipher(current),
             previous: previous.map(cipher),
         }
     }
 
-    /// The sealed form of `appkey`, bound to `journey`.
-    pub fn seal(&self, journey: &JourneyRef, appkey: &Appkey) -> String {
+    /// The sealed form of `appkey`, bound to `binding`.
+    pub fn seal(&self, binding: &Binding, appkey: &Appkey) -> String {
         let nonce = Nonce::generate();
         let sealed = self
             .current
@@ -60,7 +144,7 @@ impl Sealer {
                 &nonce,
                 Payload {
                     msg: appkey.expose().as_bytes(),
-                    aad: journey.as_str().as_bytes(),
+                    aad: &binding.aad,
                 },
             )
             .expect("AES-GCM encryption of a short message cannot fail");
@@ -70,9 +154,10 @@ impl Sealer {
         base64::engine::general_purpose::STANDARD_NO_PAD.encode(out)
     }
 
-    /// The appkey sealed in `text` for `journey`; `None` when it does not
-    /// open under either key (tampered, another journey's, an old key).
-    pub fn open(&self, journey: &JourneyRef, text: &str) -> Option<Appkey> {
+    /// The appkey sealed in `text` under `binding`; `None` when it does
+    /// not open under either key (tampered, sealed for another record or
+    /// purpose, an old key).
+    pub fn open(&self, binding: &Binding, text: &str) -> Option<Appkey> {
         let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
             .decode(text)
             .ok()?;
@@ -83,16 +168,17 @@ impl Sealer {
         let nonce = Nonce::try_from(nonce).ok()?;
         let payload = || Payload {
             msg: sealed,
-            aad: journey.as_str().as_bytes(),
+            aad: &binding.aad,
         };
-        let plain = self
-            .current
-            .decrypt(&nonce, payload())
-            .or_else(|e| match &self.previous {
-                Some(previous) => previous.decrypt(&nonce, payload()),
-                None => Err(e),
-            })
-            .ok()?;
+        let plain = Zeroizing::new(
+            self.current
+                .decrypt(&nonce, payload())
+                .or_else(|e| match &self.previous {
+                    Some(previous) => previous.decrypt(&nonce, payload()),
+                    None => Err(e),
+                })
+                .ok()?,
+        );
         Appkey::parse(std::str::from_utf8(&plain).ok()?).ok()
     }
 }
@@ -100,8 +186,8 @@ impl Sealer {
 /// Keyed digests for comparison without storage in clear. Cheap to clone.
 #[derive(Clone)]
 pub struct Digester {
-    current: [u8; 32],
-    previous: Option<[u8; 32]>,
+    current: SealKey,
+    previous: Option<SealKey>,
 }
 
 impl std::fmt::Debug for Digester {
@@ -112,12 +198,14 @@ impl std::fmt::Debug for Digester {
 
 /// A digest key derived from a sealing key, so one secret never serves
 /// two primitives directly.
-fn derive(key: &[u8; 32]) -> [u8; 32] {
-    Sha256::new()
+fn derive(key: &[u8; 32]) -> SealKey {
+    let mut digest = Sha256::new()
         .chain_update(b"idgate.request-digest.v1\0")
         .chain_update(key)
-        .finalize()
-        .into()
+        .finalize();
+    let derived = Zeroizing::new(digest.into());
+    zeroize::Zeroize::zeroize(digest.as_mut_slice());
+    derived
 }
 
 impl Digester {
@@ -133,7 +221,7 @@ impl Digester {
     /// A digester with a random key, for one process (nothing it digests
     /// outlives the process).
     pub fn random() -> Self {
-        let mut key = [0u8; 32];
+        let mut key = Zeroizing::new([0u8; 32]);
         key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
         key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
         Self::new(&key, None)
@@ -192,28 +280,66 @@ mod tests {
         JourneyRef::from_appkey(k)
     }
 
+    fn dir(j: &JourneyRef) -> Binding {
+        Binding::directory(&format!("idgate:journey:{j}"), j)
+    }
+
     #[test]
     fn a_sealed_appkey_opens_only_for_its_journey_and_hides_the_appkey() {
         let sealer = Sealer::new(&[3; 32], None);
         let key = Appkey::new("appkey-canary-123");
         let j = journey(&key);
-        let sealed = sealer.seal(&j, &key);
+        let sealed = sealer.seal(&dir(&j), &key);
         assert!(!sealed.contains("canary"));
-        assert_ne!(sealed, sealer.seal(&j, &key), "a fresh nonce per value");
-        assert_eq!(sealer.open(&j, &sealed), Some(key));
+        assert_ne!(
+            sealed,
+            sealer.seal(&dir(&j), &key),
+            "a fresh nonce per value"
+        );
+        assert_eq!(sealer.open(&dir(&j), &sealed), Some(key));
         let other = journey(&Appkey::new("other"));
-        assert_eq!(sealer.open(&other, &sealed), None);
-        assert_eq!(sealer.open(&j, "AAAA"), None);
+        assert_eq!(sealer.open(&dir(&other), &sealed), None);
+        assert_eq!(sealer.open(&dir(&j), "AAAA"), None);
+    }
+
+    #[test]
+    fn a_value_sealed_for_one_record_does_not_open_as_another_or_for_another_purpose() {
+        let sealer = Sealer::new(&[4; 32], None);
+        let key = Appkey::new("appkey-of-journey-a");
+        let j = journey(&key);
+        let record_a = Binding::idempotency("idgate:idem:aaaa", "digest-a", &j);
+        let sealed = sealer.seal(&record_a, &key);
+        assert_eq!(sealer.open(&record_a, &sealed), Some(key.clone()));
+        // Record B: another key, another request digest, or both.
+        for record_b in [
+            Binding::idempotency("idgate:idem:bbbb", "digest-a", &j),
+            Binding::idempotency("idgate:idem:aaaa", "digest-b", &j),
+            Binding::idempotency("idgate:idem:bbbb", "digest-b", &j),
+            Binding::idempotency("idgate:idem:aaaa", "digest-a", &journey(&Appkey::new("b"))),
+        ] {
+            assert_eq!(sealer.open(&record_b, &sealed), None, "{record_b:?}");
+        }
+        // The other purpose, even under the same Redis key and journey.
+        assert_eq!(
+            sealer.open(&Binding::directory("idgate:idem:aaaa", &j), &sealed),
+            None
+        );
+        let entry = sealer.seal(&dir(&j), &key);
+        assert_eq!(sealer.open(&record_a, &entry), None);
+        // Parts are length-prefixed: moving a byte between them differs.
+        let shifted = Binding::idempotency("idgate:idem:aaaad", "igest-a", &j);
+        assert_eq!(sealer.open(&shifted, &sealed), None);
     }
 
     #[test]
     fn the_previous_key_still_opens_during_a_rotation() {
         let old = Sealer::new(&[1; 32], None);
         let key = Appkey::new("k1");
-        let sealed = old.seal(&journey(&key), &key);
+        let j = journey(&key);
+        let sealed = old.seal(&dir(&j), &key);
         let rotated = Sealer::new(&[2; 32], Some(&[1; 32]));
-        assert_eq!(rotated.open(&journey(&key), &sealed), Some(key.clone()));
+        assert_eq!(rotated.open(&dir(&j), &sealed), Some(key.clone()));
         let after = Sealer::new(&[2; 32], None);
-        assert_eq!(after.open(&journey(&key), &sealed), None);
+        assert_eq!(after.open(&dir(&j), &sealed), None);
     }
 }

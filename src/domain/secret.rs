@@ -165,11 +165,14 @@ secret_newtype!(
 );
 
 impl AdminToken {
-    /// Wraps a token; `None` when it is empty or blank, which would let a
-    /// bare `Bearer ` header in.
+    /// Wraps a token, trimmed: the bearer credentials it is compared with
+    /// are trimmed too, so a token file with a stray space or a CRLF still
+    /// admits its token. `None` when it is empty or blank, which would let
+    /// a bare `Bearer ` header in.
     pub fn new(token: impl Into<String>) -> Option<Self> {
-        let token = token.into();
-        (!token.trim().is_empty()).then(|| Self(token.into()))
+        let token = zeroize::Zeroizing::new(token.into());
+        let token = token.trim();
+        (!token.is_empty()).then(|| Self(token.to_owned().into()))
     }
 }
 

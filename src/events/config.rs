@@ -174,11 +174,7 @@ impl WebhookSettings {
                 "webhook.basic_password (basic_password_env / basic_password_file) must be at least {MIN_BASIC_PASSWORD_CHARS} characters"
             )));
         }
-        if !self.path.starts_with('/') {
-            return Err(ConfigError::Invalid(
-                "webhook.path must start with `/`".to_owned(),
-            ));
-        }
+        crate::config_source::bounds::check_route_path("webhook.path", &self.path)?;
         if self.max_body_bytes == 0 {
             return Err(ConfigError::Invalid(
                 "webhook.max_body_bytes must be positive".to_owned(),

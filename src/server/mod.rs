@@ -129,6 +129,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let (mut up, webhook) =
         resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
     let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
+    setup::report_plaintext_hops(&config, &metrics);
     let runtime = ServingRuntime::new(
         &config.serving,
         &metrics,
@@ -234,7 +235,7 @@ fn build_services(
             core: core.clone(),
             timeout: up.config.timeout(),
         },
-        WatchSettings::from(&config.watch),
+        watch_settings(config),
         shared.directory.clone(),
     );
     Ok(Services {
@@ -480,4 +481,19 @@ fn webhook_receiver(
         services.hub.clone(),
         services.shared.dedupe.clone(),
     )?))
+}
+
+/// `[watch]` as the hub and the fleet's directory use it: a journey's
+/// directory entry lives at least as long as its appkey (`[upstream]
+/// appkey_ttl_secs`), since every call on the journey is checked against
+/// that entry (owner, issued here): an entry gone first would refuse the
+/// appkey's last calls as foreign.
+fn watch_settings(config: &Config) -> WatchSettings {
+    let mut settings = WatchSettings::from(&config.watch);
+    let appkey_ttl = config.upstream.as_ref().map_or(
+        crate::upstream::UpstreamConfig::default().appkey_ttl_secs,
+        |u| u.appkey_ttl_secs,
+    );
+    settings.directory_ttl = settings.directory_ttl.max(Duration::from_secs(appkey_ttl));
+    settings
 }

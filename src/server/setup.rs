@@ -1,12 +1,14 @@
 //! What the listeners need before they start: each one's TLS, loaded, and
-//! the process-wide connection budget.
+//! the process-wide connection budget; and the start's warning about
+//! plaintext hops off loopback.
 
 use std::sync::Arc;
 
 use super::connections;
 use crate::{
     channels::ChannelRouter,
-    config::Config,
+    config::{Config, HOP_KINDS},
+    telemetry::Metrics,
     tls::{ClientCerts, ListenerTls, ServerTls, TlsConfig, TlsError},
 };
 
@@ -79,5 +81,23 @@ pub(super) fn connection_budget(
             );
             None
         }
+    }
+}
+
+/// One WARN per hop the gateway sends over without TLS to another host
+/// (named by key or variable, never by URL), and `idgate_plaintext_hops`
+/// by kind. The OTLP endpoints are read from the process environment, as
+/// the exporters read them.
+pub(super) fn report_plaintext_hops(config: &Config, metrics: &Metrics) {
+    let hops = config.plaintext_hops(|var| std::env::var(var).ok());
+    for hop in &hops {
+        tracing::warn!(
+            hop = hop.kind,
+            key = %hop.key,
+            "plaintext hop off loopback: sent without TLS to another host (use https://, rediss://, or a loopback address)"
+        );
+    }
+    for kind in HOP_KINDS {
+        metrics.set_plaintext_hops(kind, hops.iter().filter(|h| h.kind == kind).count());
     }
 }

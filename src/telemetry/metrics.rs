@@ -147,6 +147,7 @@ struct Inner {
     watch_watchers: Gauge,
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
+    plaintext_hops: Family<hops::HopLabels, Gauge>,
     otel: OtelRed,
     channels: ChannelSeries,
     /// Channel label values, by name.
@@ -378,6 +379,7 @@ mod channel;
 mod cluster;
 mod guard;
 mod handles;
+mod hops;
 mod labels;
 mod otel;
 mod registry;
@@ -391,6 +393,7 @@ pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
 use handles::Handles;
+pub use hops::PLAINTEXT_HOP_KINDS;
 use labels::LabelInterner;
 pub use labels::{ChannelLabel, http_status_label};
 

@@ -843,3 +843,59 @@ async fn no_secret_or_personal_data_reaches_logs_spans_metrics_or_errors() {
     }
     o.finish().await;
 }
+
+/// A plaintext hop off loopback (here an `http://` channel on a TEST-NET
+/// address) is a WARN at start naming the key, and a gauge by kind; the
+/// embedded sandbox's loopback hops are not. No URL in either.
+#[tokio::test]
+async fn plaintext_hops_off_loopback_are_warned_at_start_and_counted_by_kind() {
+    let (logs, _default) = crate::support::telemetry::quiet_telemetry();
+    let mut config = gateway::test_config();
+    config.channels = vec![idgate::channels::ChannelSpec::new(
+        "far",
+        "http://192.0.2.10:8080/vendor",
+        0,
+    )];
+    let gw = gateway::start_gateway(config).await;
+    let exposition = gw.metrics().encode().expect("encode");
+    let metrics = parse_metrics(&exposition);
+    for (hop, count) in [
+        ("channel", 1.0),
+        ("upstream", 0.0),
+        ("redis", 0.0),
+        ("otlp", 0.0),
+    ] {
+        assert_eq!(
+            metrics.get(&format!("idgate_plaintext_hops{{hop=\"{hop}\"}}")),
+            Some(&count),
+            "{hop}"
+        );
+    }
+    gw.shutdown().await;
+    let logs = logs.contents();
+    let warned: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("plaintext hop off loopback"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{logs}");
+    assert!(
+        warned[0].contains("channels[0].base_url") && warned[0].contains("WARN"),
+        "{logs}"
+    );
+    assert!(!logs.contains("192.0.2.10"), "{logs}");
+
+    // The embedded sandbox alone: every hop on loopback, nothing warned.
+    let (logs, _default) = crate::support::telemetry::quiet_telemetry();
+    let gw = gateway::start_gateway(gateway::test_config()).await;
+    let metrics = parse_metrics(&gw.metrics().encode().expect("encode"));
+    assert_eq!(
+        metrics.get("idgate_plaintext_hops{hop=\"channel\"}"),
+        Some(&0.0)
+    );
+    gw.shutdown().await;
+    assert!(
+        !logs.contents().contains("plaintext hop"),
+        "{}",
+        logs.contents()
+    );
+}

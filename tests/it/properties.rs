@@ -5,7 +5,8 @@
 //! wire -> proto conversion (arbitrary bytes, and JSON built from the
 //! spec's shapes), the webhook verifier (Basic and Standard Webhooks), the
 //! `grpc-timeout` parser, the configuration loader with `IDGATE_*`
-//! overrides, and request validation. The webhook body parser is
+//! overrides (and every duration key: loads, or fails naming the key and
+//! quoting no value), and request validation. The webhook body parser is
 //! crate-private: its property is in `src/events/webhook.rs`.
 //!
 //! Each test sets its own case count for CI's budget (about 15 s of CPU
@@ -916,6 +917,87 @@ proptest! {
     }
 }
 
+/// Duration keys, as `IDGATE_*` variables and as errors name them; the
+/// channel keys need `[[channels]]` (given by [`DURATION_BASE`]).
+const DURATION_KEYS: [(&str, &str); 10] = [
+    ("IDGATE_IDEMPOTENCY__TTL_SECS", "idempotency.ttl_secs"),
+    (
+        "IDGATE_IDEMPOTENCY__PENDING_TTL_SECS",
+        "idempotency.pending_ttl_secs",
+    ),
+    (
+        "IDGATE_WATCH__DIRECTORY_TTL_SECS",
+        "watch.directory_ttl_secs",
+    ),
+    ("IDGATE_WATCH__POLL_MAX_MS", "watch.poll_max_ms"),
+    (
+        "IDGATE_ROUTING__BINDING_TTL_SECS",
+        "routing.binding_ttl_secs",
+    ),
+    (
+        "IDGATE_WEBHOOK__REPLAY_WINDOW_SECS",
+        "webhook.replay_window_secs",
+    ),
+    (
+        "IDGATE_SERVING__IDLE_TIMEOUT_SECS",
+        "serving.idle_timeout_secs",
+    ),
+    ("IDGATE_CLUSTER__MAX_BACKOFF_MS", "cluster.max_backoff_ms"),
+    ("IDGATE_CHANNELS__0__TIMEOUT_MS", "channels[0].timeout_ms"),
+    (
+        "IDGATE_SANDBOX__RESULT_RETENTION_SECS",
+        "sandbox.result_retention_secs",
+    ),
+];
+
+const DURATION_BASE: &str = "[[channels]]\nname = \"p\"\nbase_url = \"http://127.0.0.1:1\"\n";
+
+/// Values around the bound (30 days), and anything TOML takes or not.
+fn duration_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => any::<u64>().prop_map(|v| v.to_string()),
+        2 => (2_592_000u64 - 3..2_592_000 + 3).prop_map(|v| v.to_string()),
+        2 => (2_592_000_000u64 - 3..2_592_000_000 + 3).prop_map(|v| v.to_string()),
+        1 => (0u64..100_000).prop_map(|v| v.to_string()),
+        1 => any::<i64>().prop_map(|v| v.to_string()),
+        1 => "[0-9]{19,30}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(cases(400))]
+
+    /// Any value of a duration key loads, or fails with an error that
+    /// names the key and quotes no value; past 30 days it always fails.
+    #[test]
+    fn any_duration_value_loads_or_fails_naming_the_key_without_the_value(
+        key in prop::sample::select(DURATION_KEYS.to_vec()),
+        value in duration_value(),
+    ) {
+        let (var, name) = key;
+        let result = Config::from_toml_and_env(DURATION_BASE, [(var.to_owned(), value.clone())]);
+        let max: u128 = if name.ends_with("_ms") { 2_592_000_000 } else { 2_592_000 };
+        let over = value.parse::<u128>().is_ok_and(|v| v > max);
+        match result {
+            Ok(_) => prop_assert!(!over, "{} = {} loaded past the bound", name, value),
+            Err(e) => {
+                let e = e.to_string();
+                // No run of digits in the error is the value.
+                let quoted = e
+                    .split(|c: char| !c.is_ascii_digit())
+                    .any(|run| run == value.trim_start_matches('-'));
+                prop_assert!(!quoted || value.len() < 2, "the error quotes the value: {}", e);
+                if over && value.parse::<i64>().is_ok() {
+                    prop_assert!(e.contains(name) && e.contains("30 days"), "{}", e);
+                } else if over {
+                    // Past TOML's integers: the variable is named.
+                    prop_assert!(e.contains(var) && e.contains("out of range"), "{}", e);
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------
 // Request validation
 // ---------------------------------------------------------------------
@@ -1044,9 +1126,50 @@ proptest! {
         };
         ok_or_named_violations(
             validate::create_journey(&req),
-            &["cpf", "name", "birth_date", "customer_reference", "request_id"],
-            &[&req.cpf, &req.name, &req.birth_date, &req.customer_reference, &req.request_id],
+            &["cpf", "name", "birth_date", "customer_reference", "operator_profile", "request_id"],
+            &[
+                &req.cpf, &req.name, &req.birth_date, &req.customer_reference,
+                &req.operator_profile, &req.request_id,
+            ],
         )?;
+    }
+
+    /// `operator_profile` is taken (trimmed) exactly when it has at most
+    /// 64 characters and no control character; else `INVALID_ARGUMENT`
+    /// naming the field and quoting nothing of it.
+    #[test]
+    fn operator_profile_is_capped_and_never_echoed(
+        profile in prop_oneof![
+            2 => "[ ]{0,2}[a-z0-9_-]{55,75}[ ]{0,2}",
+            1 => any_text(100),
+            1 => "MARK[a-z]{10}[\\x00-\\x1f][a-z]{2}",
+        ],
+    ) {
+        let req = v1::CreateJourneyRequest {
+            cpf: "529.982.247-25".into(),
+            name: "Maria Silva".into(),
+            birth_date: "1990-01-01".into(),
+            customer_reference: "ref1".into(),
+            operator_profile: profile.clone(),
+            request_id: String::new(),
+        };
+        let trimmed = profile.trim();
+        let fits = trimmed.chars().count() <= validate::MAX_OPERATOR_PROFILE_CHARS
+            && !trimmed.chars().any(char::is_control);
+        match validate::create_journey(&req) {
+            Ok(ok) => {
+                prop_assert!(fits, "{:?} was taken", profile);
+                prop_assert_eq!(ok.operator_profile.as_deref(), (!trimmed.is_empty()).then_some(trimmed));
+            }
+            Err(e) => {
+                prop_assert!(!fits, "{:?} was refused: {:?}", profile, e);
+                let status = tonic::Status::from(e);
+                prop_assert_eq!(status.code(), tonic::Code::InvalidArgument);
+                let text = format!("{status:?}");
+                prop_assert!(text.contains("operator_profile"), "{}", text);
+                prop_assert!(!quotes(&text, &profile), "the error quotes the profile: {}", text);
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Server reflection, so that grpcurl and its kin need no proto files: the
 //! public and the admin listeners each list their own services, in both
 //! protocol versions (v1alpha, which most tools still speak, and v1), and
-//! v1alpha serves the descriptors too.
+//! v1alpha serves the descriptors too. Each describes only what it serves:
+//! the public listener answers `NOT_FOUND` for the admin symbols.
 
 use std::collections::BTreeSet;
 
@@ -69,8 +70,50 @@ async fn list_v1(channel: Channel) -> BTreeSet<String> {
     }
 }
 
+/// The code for "no such symbol" (as a status or in an `ErrorResponse`).
+const NOT_FOUND: i32 = tonic::Code::NotFound as i32;
+
+/// A v1 client asks for the file that defines a symbol: the number of
+/// files, or the error code answered.
+async fn v1_file_of(channel: Channel, symbol: &str) -> Result<usize, i32> {
+    use r1::{
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+    };
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::FileContainingSymbol(symbol.to_owned())),
+    };
+    let mut responses = ServerReflectionClient::new(channel)
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .expect("v1 reflection is served")
+        .into_inner();
+    // tonic-reflection ends the stream with the status; other servers
+    // answer an `ErrorResponse`: either is the error code.
+    let answer = match responses.message().await {
+        Ok(answer) => answer,
+        Err(status) => return Err(status.code() as i32),
+    };
+    match answer.and_then(|r| r.message_response) {
+        Some(MessageResponse::FileDescriptorResponse(files)) => {
+            Ok(files.file_descriptor_proto.len())
+        }
+        Some(MessageResponse::ErrorResponse(e)) => Err(e.error_code),
+        other => panic!("unexpected reflection answer: {other:?}"),
+    }
+}
+
 /// A v1alpha client asks for the file that defines a symbol.
 async fn v1alpha_file_of(channel: Channel, symbol: &str) -> usize {
+    v1alpha_answer_of(channel, symbol)
+        .await
+        .unwrap_or_else(|code| panic!("reflection error {code} for {symbol}"))
+}
+
+/// A v1alpha client asks for the file that defines a symbol: the number
+/// of files, or the error code answered.
+async fn v1alpha_answer_of(channel: Channel, symbol: &str) -> Result<usize, i32> {
     use ralpha::{
         ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
         server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
@@ -84,13 +127,17 @@ async fn v1alpha_file_of(channel: Channel, symbol: &str) -> usize {
         .await
         .expect("v1alpha reflection is served")
         .into_inner();
-    match responses
-        .message()
-        .await
-        .expect("a response")
-        .and_then(|r| r.message_response)
-    {
-        Some(MessageResponse::FileDescriptorResponse(files)) => files.file_descriptor_proto.len(),
+    // tonic-reflection ends the stream with the status; other servers
+    // answer an `ErrorResponse`: either is the error code.
+    let answer = match responses.message().await {
+        Ok(answer) => answer,
+        Err(status) => return Err(status.code() as i32),
+    };
+    match answer.and_then(|r| r.message_response) {
+        Some(MessageResponse::FileDescriptorResponse(files)) => {
+            Ok(files.file_descriptor_proto.len())
+        }
+        Some(MessageResponse::ErrorResponse(e)) => Err(e.error_code),
         other => panic!("unexpected reflection answer: {other:?}"),
     }
 }
@@ -134,5 +181,58 @@ async fn admin_listener_lists_only_the_channel_admin_service() {
     ]);
     assert_eq!(list_v1alpha(channel.clone()).await, expected);
     assert_eq!(list_v1(channel).await, expected);
+    gw.shutdown().await;
+}
+
+/// Symbols of `channel_admin.proto`: the service, a method's messages.
+const ADMIN_SYMBOLS: [&str; 3] = [
+    "idgate.v1.ChannelAdminService",
+    "idgate.v1.SetRoutingModeRequest",
+    "idgate.v1.ListChannelsResponse",
+];
+
+#[tokio::test]
+async fn the_public_listener_cannot_describe_the_admin_service_and_the_admin_one_can() {
+    let (_logs, _default) = quiet_telemetry();
+    let gw = start(test_config()).await;
+    let public = connect(gw.grpc_url()).await;
+    for symbol in ADMIN_SYMBOLS {
+        assert_eq!(
+            v1alpha_answer_of(public.clone(), symbol).await,
+            Err(NOT_FOUND),
+            "v1alpha {symbol}"
+        );
+        assert_eq!(
+            v1_file_of(public.clone(), symbol).await,
+            Err(NOT_FOUND),
+            "v1 {symbol}"
+        );
+    }
+    // The public API still describes itself, with its imports.
+    assert!(
+        v1_file_of(public.clone(), "idgate.v1.DocumentService")
+            .await
+            .unwrap()
+            >= 1
+    );
+    assert!(v1alpha_file_of(public, "idgate.v1.LivenessService").await >= 1);
+
+    let admin = gw.admin_addr().expect("admin listener");
+    let admin = connect(format!("http://{admin}")).await;
+    for symbol in ADMIN_SYMBOLS {
+        assert!(
+            v1alpha_file_of(admin.clone(), symbol).await >= 1,
+            "{symbol}"
+        );
+        assert!(
+            v1_file_of(admin.clone(), symbol).await.unwrap() >= 1,
+            "{symbol}"
+        );
+    }
+    // The admin listener does not describe the public API either.
+    assert_eq!(
+        v1_file_of(admin, "idgate.v1.JourneyService").await,
+        Err(NOT_FOUND)
+    );
     gw.shutdown().await;
 }

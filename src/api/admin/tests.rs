@@ -39,6 +39,38 @@ fn blank_tokens_are_refused_and_debug_is_redacted() {
 }
 
 #[test]
+fn an_admin_token_with_surrounding_whitespace_is_stored_trimmed() {
+    let token = "t".repeat(MIN_ADMIN_TOKEN_CHARS);
+    let path = std::env::temp_dir().join(format!("idgate-admin-ws-{}", uuid::Uuid::new_v4()));
+    std::fs::write(&path, format!("  {token}\t \r\n")).unwrap();
+    let resolved = AdminConfig {
+        token_file: Some(path),
+        ..AdminConfig::default()
+    }
+    .resolve_token()
+    .unwrap();
+    assert_eq!(resolved.expose(), token);
+    let mut auth = admin_auth_interceptor(&resolved);
+    assert!(call(&mut auth, Some(&format!("Bearer {token}"))).is_ok());
+    // Padding does not count toward the minimum length.
+    let padded = format!("  {}  ", "t".repeat(MIN_ADMIN_TOKEN_CHARS - 2));
+    assert!(
+        AdminConfig {
+            token_file: Some({
+                let p =
+                    std::env::temp_dir().join(format!("idgate-admin-pad-{}", uuid::Uuid::new_v4()));
+                std::fs::write(&p, padded).unwrap();
+                p
+            }),
+            ..AdminConfig::default()
+        }
+        .resolve_token()
+        .is_err()
+    );
+    assert_eq!(AdminToken::new(" s3cret ").unwrap().expose(), "s3cret");
+}
+
+#[test]
 fn a_short_admin_token_is_refused_and_a_missing_one_only_disables_the_listener() {
     let dir = std::env::temp_dir();
     let file = |name: &str, token: &str| {

@@ -5,8 +5,11 @@
 //! - `{p}idem:<digest>`: `p:<request digest>` while the first call is in
 //!   flight (expires after `pending_ttl_secs`), then
 //!   `d:<request digest>:<journey ref>:<expiry>:<sealed appkey>` for
-//!   `ttl_secs`. `<digest>` is SHA-256 of the operator profile and the
-//!   `request_id`; the request digest is keyed (HMAC under a key derived
+//!   `ttl_secs`, the appkey sealed to this purpose, the full key, the
+//!   request digest and the journey (`seal::Binding`): a sealed value
+//!   moved from another record or the directory does not open, and the
+//!   record reads as absent. `<digest>` is SHA-256 of the operator
+//!   profile and the `request_id`; the request digest is keyed (HMAC under a key derived
 //!   from the sealing key): no CPF, name or birth date in clear.
 //! - `{p}budget:<operator>:<operation>:<window>`: the window's counter,
 //!   expiring when the window closes.
@@ -20,7 +23,7 @@ use crate::{
     cluster::{
         BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse,
         redis::{RedisConn, millis},
-        seal::Digester,
+        seal::{Binding, Digester},
     },
     domain::JourneyRef,
 };
@@ -97,19 +100,24 @@ impl RedisGuard {
         self.conn.key(&format!("profile:{j}"))
     }
 
-    fn done_value(&self, record: &IdemRecord) -> String {
+    /// `redis_key` is the record's full key: the sealed appkey is bound
+    /// to it, to the request digest and to the journey (`seal::Binding`).
+    fn done_value(&self, redis_key: &str, record: &IdemRecord) -> String {
+        let binding = Binding::idempotency(redis_key, &record.request, &record.journey);
         format!(
             "d:{}:{}:{}:{}",
             record.request,
             record.journey,
             record.expires_unix,
-            self.conn.sealer().seal(&record.journey, &record.appkey)
+            self.conn.sealer().seal(&binding, &record.appkey)
         )
     }
 
     /// Reads a stored value. A record that does not open (another sealing
     /// key) or does not parse reads as absent: the next call claims anew.
-    fn parse_idem(&self, value: &str) -> IdemState {
+    /// The sealed appkey opens only when the value was sealed for
+    /// `redis_key` and the request digest it carries.
+    fn parse_idem(&self, redis_key: &str, value: &str) -> IdemState {
         if let Some(request) = value.strip_prefix("p:") {
             return IdemState::Pending {
                 request: request.to_owned(),
@@ -130,9 +138,11 @@ impl RedisGuard {
         };
         let (Ok(expires_unix), Some(appkey)) = (
             expires.parse::<i64>(),
-            self.conn.sealer().open(&journey, sealed),
+            self.conn
+                .sealer()
+                .open(&Binding::idempotency(redis_key, request, &journey), sealed),
         ) else {
-            tracing::warn!(journey = %journey, "an idempotency record in Redis did not open (another secret_key?)");
+            tracing::warn!(journey = %journey, "an idempotency record in Redis did not open (another secret_key, or a value moved from another key?)");
             return IdemState::Absent;
         };
         IdemState::Done(IdemRecord {
@@ -173,7 +183,7 @@ impl RedisGuard {
             if held.is_empty() {
                 return Ok(None);
             }
-            match self.parse_idem(&held) {
+            match self.parse_idem(&key, &held) {
                 IdemState::Absent => {
                     self.conn.delete_if(key.clone(), held).await?;
                 }
@@ -192,7 +202,7 @@ impl RedisGuard {
         self.conn.check_up()?;
         let key = self.idem_key(key);
         let expected = pending(&record.request);
-        let value = self.done_value(record);
+        let value = self.done_value(&key, record);
         let ttl = millis(ttl);
         self.conn
             .exec("EVAL", move |mut c| async move {
@@ -231,7 +241,7 @@ impl RedisGuard {
         loop {
             self.conn.check_up()?;
             let value = self.conn.get(redis_key.clone()).await?;
-            let state = value.map_or(IdemState::Absent, |v| self.parse_idem(&v));
+            let state = value.map_or(IdemState::Absent, |v| self.parse_idem(&redis_key, &v));
             let still_pending = matches!(&state, IdemState::Pending { request: r } if r == request);
             let now = tokio::time::Instant::now();
             if !still_pending || now >= give_up {

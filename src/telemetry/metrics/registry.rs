@@ -35,6 +35,7 @@ impl Metrics {
         let guard = GuardSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
         let auth = AuthSeries::register(&mut registry);
+        let plaintext_hops = hops::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -167,6 +168,7 @@ impl Metrics {
                 watch_watchers,
                 watch_result_reads,
                 watch_notice_timeouts,
+                plaintext_hops,
                 otel: OtelRed::new(),
                 cluster,
                 guard,

@@ -1,6 +1,7 @@
 //! Redis holds nothing personal in clear: no appkey, session token, CPF,
 //! name, birth date or secret in its keys, values or pub/sub messages, and
 //! the spans of Redis calls name the command only, never a key or value.
+//! A sealed value moved by a Redis writer to another key does not open.
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -10,7 +11,7 @@ use idgate::sandbox::samples;
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
-    gateway::{ADMIN_TOKEN, by_ref, drain_within, happy_person},
+    gateway::{ADMIN_TOKEN, by_ref, drain_within, happy_person, reason},
     wait::eventually,
     webhook::PASSWORD,
 };
@@ -155,6 +156,113 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
         check("a pub/sub message", &String::from_utf8_lossy(m));
     }
     listener.abort();
+    fleet.stop().await;
+}
+
+/// A Redis writer copies journey A's sealed directory entry over journey
+/// B's: the value is bound to A's key, so a replica that resolves B
+/// through the fleet refuses it (`JOURNEY_UNKNOWN`) instead of watching
+/// A's appkey under B's reference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sealed_value_copied_to_another_key_is_refused() {
+    let fleet = Fleet::start(2, 30).await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    let journey_a = a.create_journey_for(happy_person()).await;
+    let journey_b = a.create_journey_for(happy_person()).await;
+    let key = |r: &str| format!("idgate:journey:{r}");
+    let mut conn = fleet.redis.client().await;
+    let sealed_a: String = redis::cmd("GET")
+        .arg(key(&journey_a.journey_ref))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let () = redis::cmd("SET")
+        .arg(key(&journey_b.journey_ref))
+        .arg(&sealed_a)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let err = b
+        .journeys()
+        .watch_journey(by_ref(&journey_b.journey_ref))
+        .await
+        .expect_err("a moved sealed value does not resolve");
+    assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
+    assert_eq!(reason(&err), "JOURNEY_UNKNOWN");
+    // A's own entry, where it was sealed, still resolves on B.
+    drop(b.watch(by_ref(&journey_a.journey_ref)).await);
+    fleet.stop().await;
+}
+
+/// A Redis writer moves journey A's sealed appkey (and its reference) into
+/// the completed idempotency record of request B, keeping B's request
+/// digest so that the record still matches B. The sealed value is bound
+/// to A's record key and request digest: B's replay must not answer
+/// journey A; the record reads as absent and B gets a journey of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sealed_value_moved_between_idempotency_records_is_refused() {
+    let fleet = Fleet::start(2, 30).await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    let request = |reference: &str, id: &str| idgate::proto::v1::CreateJourneyRequest {
+        customer_reference: reference.into(),
+        request_id: id.into(),
+        ..happy_person()
+    };
+    let id_b = "0f6d7c1e-92a4-4c35-9a0e-5b2f4e8d1c77";
+    let journey_a = a
+        .journeys()
+        .create_journey(request("MOVEA", "7d1c3a52-6b0e-4f7b-8a51-2c9e0f4d3b11"))
+        .await
+        .unwrap()
+        .into_inner();
+    let journey_b = a
+        .journeys()
+        .create_journey(request("MOVEB", id_b))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut conn = fleet.redis.client().await;
+    let mut record_of = std::collections::HashMap::new();
+    for key in fleet.redis.keys().await {
+        if key.starts_with("idgate:idem:") {
+            let value: String = redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let parts: Vec<String> = value.splitn(5, ':').map(str::to_owned).collect();
+            record_of.insert(parts[2].clone(), (key, parts));
+        }
+    }
+    let (_, a_parts) = &record_of[&journey_a.journey_ref];
+    let (b_key, b_parts) = &record_of[&journey_b.journey_ref];
+    // B's request digest; A's journey, expiry and sealed appkey.
+    let forged = format!(
+        "d:{}:{}:{}:{}",
+        b_parts[1], a_parts[2], a_parts[3], a_parts[4]
+    );
+    let () = redis::cmd("SET")
+        .arg(b_key)
+        .arg(&forged)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    let replay = b
+        .journeys()
+        .create_journey(request("MOVEB", id_b))
+        .await
+        .expect("the replay is answered")
+        .into_inner();
+    assert_ne!(
+        replay.journey_ref, journey_a.journey_ref,
+        "B answered with A's journey"
+    );
+    assert_ne!(
+        replay.appkey, journey_a.appkey,
+        "B answered with A's appkey"
+    );
     fleet.stop().await;
 }
 

@@ -969,3 +969,48 @@ async fn reflection_lists_only_the_services_each_listener_serves() {
     );
     gw.stop().await;
 }
+
+/// `idgate serve` refuses a configuration foot-gun before it binds
+/// anything: the process exits non-zero and says which key, not what value.
+#[test]
+fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path() {
+    let dir = std::env::temp_dir().join(format!("idgate-test-footgun-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = dir.join("idgate.toml");
+    let listen =
+        "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n";
+    for (extra, env, key) in [
+        (
+            "[webhook]\npath = \"/hooks/:journey\"\n",
+            None,
+            "webhook.path",
+        ),
+        (
+            "",
+            Some(("IDGATE_WATCH__DIRECTORY_TTL_SECS", "9223372036854775807")),
+            "watch.directory_ttl_secs",
+        ),
+    ] {
+        std::fs::write(&config, format!("{listen}{extra}")).expect("write config");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"));
+        command
+            .args(["serve", "--config"])
+            .arg(&config)
+            .env("IDGATE_ADMIN_TOKEN", crate::support::gateway::ADMIN_TOKEN)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+        if let Some((var, value)) = env {
+            command.env(var, value);
+        }
+        let out = command.output().expect("run idgate serve");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success(), "{key}: {stdout}");
+        assert!(stderr.contains(key), "{key}: {stderr}");
+        assert!(!stdout.contains("idgate listening"), "{stdout}");
+        assert!(
+            !stderr.contains(":journey") && !stderr.contains("9223372036854775807"),
+            "{stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
