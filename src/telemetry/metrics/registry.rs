@@ -34,8 +34,8 @@ impl Metrics {
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
-        let auth = AuthSeries::register(&mut registry);
         let plaintext_hops = hops::register(&mut registry);
+        let auth = AuthSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
