@@ -26,7 +26,7 @@ pub use crate::{
     cluster::ClusterConfig,
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
-    guard::{BilledOperation, BudgetConfig, IdempotencyConfig},
+    guard::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig},
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
     telemetry::TelemetryConfig,
@@ -75,6 +75,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// The fleet's shared state (`[cluster]`); absent: one process.
     pub cluster: ClusterConfig,
+    /// What the spending guard lets through (`[guard]`).
+    pub guard: GuardConfig,
     /// The replay window of `CreateJourney.request_id` (`[idempotency]`).
     pub idempotency: IdempotencyConfig,
     /// Spending limits per operator profile and billed operation
@@ -146,7 +148,8 @@ impl Config {
         self.watch.validate()?;
         self.validate_message_budget()?;
         self.idempotency.validate()?;
-        crate::guard::validate_budgets(&self.budgets, &self.operator_profiles())?;
+        let callers = self.callers.iter().map(|c| c.name.as_str());
+        crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
         self.cluster.validate()
     }

@@ -180,6 +180,19 @@ pub enum Error {
     /// The caller's policy does not grant the requested operator profile.
     #[error("the caller may not create journeys on the requested operator profile")]
     ProfileNotAllowed,
+    /// The caller's policy (`journeys = "own"`) does not cover a journey
+    /// another caller created. Names no journey, appkey or owner.
+    #[error("the journey was created by another caller")]
+    JourneyNotOwned,
+    /// An appkey this gateway did not issue (not in its journey directory),
+    /// refused before any vendor call or billing unless `[guard]
+    /// accept_foreign_appkeys` is set.
+    #[error("this gateway did not issue the journey's appkey (or has forgotten it)")]
+    AppkeyUnknown,
+    /// The caller has as many calls or streams in flight as its
+    /// `[[callers]]` limits allow (what: which one); nothing was started.
+    #[error("the caller is at its limit of {0}; retry later")]
+    CallerLimitReached(&'static str),
 }
 
 /// A delay in whole seconds, rounded up (a caller told "0 s" would retry

@@ -62,7 +62,12 @@ pub fn authorize_profile<T>(
 }
 
 fn refused<T>(request: &Request<T>, error: &Error, cause: &'static str) {
-    if let Some(refusals) = request.extensions().get::<Refusals>() {
+    refused_in(request.extensions(), error, cause);
+}
+
+/// Counts a refusal of the request of `extensions` with the auth layer's.
+pub(super) fn refused_in(extensions: &tonic::Extensions, error: &Error, cause: &'static str) {
+    if let Some(refusals) = extensions.get::<Refusals>() {
         refusals.0.refused(error.reason().as_str(), cause);
     }
 }

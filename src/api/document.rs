@@ -2,7 +2,7 @@
 
 use tonic::{Request, Response, Status};
 
-use super::{LimitsConfig, validate};
+use super::{JourneyAccess, LimitsConfig, validate};
 use crate::{
     context::CallContext,
     domain::Permission,
@@ -16,6 +16,7 @@ pub struct DocumentApi {
     core: JourneyCore,
     limits: LimitsConfig,
     guard: Guard,
+    access: JourneyAccess,
 }
 
 impl DocumentApi {
@@ -25,7 +26,15 @@ impl DocumentApi {
             core,
             limits,
             guard: Guard::default(),
+            access: JourneyAccess::default(),
         }
+    }
+
+    /// The journey checks (issued here, owned by the caller); default: no
+    /// directory, so every appkey is refused as foreign.
+    pub fn with_access(mut self, access: JourneyAccess) -> Self {
+        self.access = access;
+        self
     }
 
     /// The spending guard, which bills document submissions; default: no
@@ -43,21 +52,37 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
     ) -> Result<Response<v1::SubmitDocumentImagesResponse>, Status> {
-        super::authorize(&request, Permission::Documents)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::document_images(request.into_inner(), &self.limits)?;
-        super::record_journey(&span, &req.appkey);
-        self.guard
-            .bill(BilledOperation::SubmitDocuments, &req.appkey)
-            .await?;
-        let document_code = self
-            .core
-            .submit_document_images(&ctx, &req.appkey, &req.images)
-            .await?;
-        Ok(Response::new(v1::SubmitDocumentImagesResponse {
-            document_code,
-        }))
+        let audit = super::Audit::start(&request, "documents", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Documents)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let (_, extensions, message) = request.into_parts();
+            let req = validate::document_images(message, &self.limits)?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            let issued = self
+                .access
+                .appkey(&extensions, &caller, &req.appkey)
+                .await?;
+            issued
+                .bill(
+                    &self.guard,
+                    BilledOperation::SubmitDocuments,
+                    &req.appkey,
+                    &caller,
+                )
+                .await?;
+            let document_code = self
+                .core
+                .submit_document_images(&ctx, &req.appkey, &req.images)
+                .await?;
+            Ok(Response::new(v1::SubmitDocumentImagesResponse {
+                document_code,
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
@@ -65,20 +90,36 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,
     ) -> Result<Response<v1::SubmitDigitalLicenceResponse>, Status> {
-        super::authorize(&request, Permission::Documents)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::digital_licence(request.into_inner(), &self.limits)?;
-        super::record_journey(&span, &req.appkey);
-        self.guard
-            .bill(BilledOperation::SubmitDocuments, &req.appkey)
-            .await?;
-        let document_code = self
-            .core
-            .submit_digital_licence(&ctx, &req.appkey, &req.licence)
-            .await?;
-        Ok(Response::new(v1::SubmitDigitalLicenceResponse {
-            document_code,
-        }))
+        let audit = super::Audit::start(&request, "documents", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Documents)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let (_, extensions, message) = request.into_parts();
+            let req = validate::digital_licence(message, &self.limits)?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            let issued = self
+                .access
+                .appkey(&extensions, &caller, &req.appkey)
+                .await?;
+            issued
+                .bill(
+                    &self.guard,
+                    BilledOperation::SubmitDocuments,
+                    &req.appkey,
+                    &caller,
+                )
+                .await?;
+            let document_code = self
+                .core
+                .submit_digital_licence(&ctx, &req.appkey, &req.licence)
+                .await?;
+            Ok(Response::new(v1::SubmitDigitalLicenceResponse {
+                document_code,
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 }

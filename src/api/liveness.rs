@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::{LimitsConfig, validate};
+use super::{JourneyAccess, LimitsConfig, validate};
 use crate::{
     channels::ChannelRouter,
     context::CallContext,
@@ -21,6 +21,7 @@ pub struct LivenessApi {
     router: Arc<ChannelRouter>,
     limits: LimitsConfig,
     guard: Guard,
+    access: JourneyAccess,
 }
 
 impl LivenessApi {
@@ -32,7 +33,15 @@ impl LivenessApi {
             router,
             limits,
             guard: Guard::default(),
+            access: JourneyAccess::default(),
         }
+    }
+
+    /// The journey checks (issued here, owned by the caller); default: no
+    /// directory, so every appkey is refused as foreign.
+    pub fn with_access(mut self, access: JourneyAccess) -> Self {
+        self.access = access;
+        self
     }
 
     /// The spending guard, which bills 3D session starts; default: no
@@ -50,11 +59,15 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::CreateChallengesRequest>,
     ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
-        super::authorize(&request, Permission::Challenges2D)?;
+        let caller = super::authorize(&request, Permission::Challenges2D)?;
+        let _slot = self.access.call_slot(request.extensions(), &caller)?;
         let ctx = CallContext::of(&request);
         let span = super::server_span(&request);
         let appkey = validate::appkey_only(&request.get_ref().appkey)?;
         super::record_journey(&span, &appkey);
+        self.access
+            .appkey(request.extensions(), &caller, &appkey)
+            .await?;
         let challenges = self.core.create_challenges(&ctx, &appkey).await?;
         Ok(Response::new(challenges))
     }
@@ -64,18 +77,28 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
     ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
-        super::authorize(&request, Permission::Challenges2D)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::challenge_response(request.into_inner(), &self.limits)?;
-        super::record_journey(&span, &req.appkey);
-        let verdict = self
-            .core
-            .submit_challenge_response(&ctx, &req.appkey, &req.challenge_key, &req.snapshots)
-            .await?;
-        Ok(Response::new(v1::SubmitChallengeResponseResponse {
-            verdict: Some(verdict),
-        }))
+        let audit = super::Audit::start(&request, "challenges_2d", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Challenges2D)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let (_, extensions, message) = request.into_parts();
+            let req = validate::challenge_response(message, &self.limits)?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            self.access
+                .appkey(&extensions, &caller, &req.appkey)
+                .await?;
+            let verdict = self
+                .core
+                .submit_challenge_response(&ctx, &req.appkey, &req.challenge_key, &req.snapshots)
+                .await?;
+            Ok(Response::new(v1::SubmitChallengeResponseResponse {
+                verdict: Some(verdict),
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
@@ -83,26 +106,39 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::StartSession3DRequest>,
     ) -> Result<Response<v1::StartSession3DResponse>, Status> {
-        super::authorize(&request, Permission::Session3D)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::start_session(request.get_ref())?;
-        super::record_journey(&span, &req.appkey);
-        self.guard
-            .bill(BilledOperation::StartSession3D, &req.appkey)
-            .await?;
-        let started = self
-            .router
-            .start_session(&ctx, &req.appkey, &req.user_agent)
-            .await?;
-        tracing::Span::current().record("idgate.channel", started.channel.as_str());
-        Ok(Response::new(v1::StartSession3DResponse {
-            session_token: started.grant.token.expose().to_owned(),
-            vendor: started.grant.vendor,
-            vendor_url: started.grant.vendor_url,
-            contingency: started.grant.contingency,
-            channel: started.channel,
-        }))
+        let audit = super::Audit::start(&request, "session_3d", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Session3D)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let req = validate::start_session(request.get_ref())?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            self.access
+                .appkey(request.extensions(), &caller, &req.appkey)
+                .await?
+                .bill(
+                    &self.guard,
+                    BilledOperation::StartSession3D,
+                    &req.appkey,
+                    &caller,
+                )
+                .await?;
+            let started = self
+                .router
+                .start_session(&ctx, &req.appkey, &req.user_agent)
+                .await?;
+            tracing::Span::current().record("idgate.channel", started.channel.as_str());
+            Ok(Response::new(v1::StartSession3DResponse {
+                session_token: started.grant.token.expose().to_owned(),
+                vendor: started.grant.vendor,
+                vendor_url: started.grant.vendor_url,
+                contingency: started.grant.contingency,
+                channel: started.channel,
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 
     #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
@@ -110,22 +146,31 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::VerifyLiveness3DRequest>,
     ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
-        super::authorize(&request, Permission::Verify3D)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let req = validate::verify_liveness(request.get_ref())?;
-        super::record_journey(&span, &req.appkey);
-        let verdict = self
-            .router
-            .verify(
-                &ctx,
-                &req.appkey,
-                &req.session_token,
-                req.channel.as_deref(),
-            )
-            .await?;
-        Ok(Response::new(v1::VerifyLiveness3DResponse {
-            verdict: Some(verdict),
-        }))
+        let audit = super::Audit::start(&request, "verify_3d", false);
+        let result = async {
+            let caller = super::authorize(&request, Permission::Verify3D)?;
+            let _slot = self.access.call_slot(request.extensions(), &caller)?;
+            let ctx = CallContext::of(&request);
+            let span = super::server_span(&request);
+            let req = validate::verify_liveness(request.get_ref())?;
+            audit.journey(&super::record_journey(&span, &req.appkey));
+            self.access
+                .appkey(request.extensions(), &caller, &req.appkey)
+                .await?;
+            let verdict = self
+                .router
+                .verify(
+                    &ctx,
+                    &req.appkey,
+                    &req.session_token,
+                    req.channel.as_deref(),
+                )
+                .await?;
+            Ok(Response::new(v1::VerifyLiveness3DResponse {
+                verdict: Some(verdict),
+            }))
+        }
+        .await;
+        audit.finish(result)
     }
 }

@@ -5,22 +5,34 @@
 //! - [`validate`]: every request -> a validated, named type, before any
 //!   upstream call; `[limits]` ([`LimitsConfig`]) bounds what it accepts.
 //! - [`JourneyApi`], [`LivenessApi`], [`DocumentApi`]: the public API.
+//! - [`access`]: whose journey a call names ([`JourneyAccess`]): issued
+//!   here or foreign, and owned by the caller or not, in one lookup.
 //! - [`authorize`]: each RPC against its caller's policy; [`caller_of`]
 //!   gives any handler the `Arc<Caller>` the auth layer found.
+//! - [`audit`]: one record per call that submits or releases personal
+//!   data, on the log target `idgate::audit`.
+//! - [`slots`]: per-caller limits on calls in flight and watch streams.
+//! - [`view`]: the part of a result each caller's `result_view` allows.
 //! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
 //!   the admin listener only; `[admin]` ([`AdminConfig`]).
 //! - [`figures`]: the proto form of the channels' vendor figures.
 
+mod access;
 pub mod admin;
+mod audit;
 mod authorize;
 mod document;
 pub mod figures;
 mod journey;
 mod limits;
 mod liveness;
+mod slots;
 pub mod validate;
+pub mod view;
 
+pub use access::{Issued, JourneyAccess, owner_of};
 pub use admin::{AdminConfig, AdminServer, admin_auth_interceptor, admin_service};
+pub use audit::{AUDIT_TARGET, Audit};
 pub use authorize::{authorize, authorize_profile, caller_of};
 pub use document::DocumentApi;
 pub use journey::JourneyApi;

@@ -288,6 +288,18 @@ pub fn validate_callers(
         if c.name.trim().is_empty() {
             return Err(invalid(format!("{at}.name must not be empty")));
         }
+        // The name is a journey's owner in the directory, and a field of
+        // every audit record: a short identifier, nothing else.
+        if c.name.len() > 64
+            || !c
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+        {
+            return Err(invalid(format!(
+                "{at}.name must be at most 64 characters of letters, digits, '.', '_', ':' or '-'"
+            )));
+        }
         if !names.insert(c.name.as_str()) {
             return Err(invalid(format!(
                 "{at}.name repeats an earlier caller's name"

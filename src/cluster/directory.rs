@@ -4,18 +4,25 @@
 //!
 //! The whole directory is this file: the record, the trait, and both
 //! implementations, with the record's Redis encoding
-//! (`RedisDirectory::encode` / `decode`). Adding a field to the record
-//! (the next one: the journey's creator, for caller ownership) changes
-//! this file alone, besides the callers that fill or read it.
+//! (`RedisDirectory::encode` / `decode`). The record carries the
+//! journey's owner (the configured name of the caller that created it),
+//! so that every later call on the journey, on any replica, is checked
+//! against it; a record with no owner was created while the gateway ran
+//! open and only `journeys = "any"` callers may touch it.
 //!
 //! - [`MemoryDirectory`]: one process. The hub's own directory
 //!   (`events::JourneyDirectory`) already holds every journey this process
 //!   created, so here it is a no-op: a second copy would add nothing.
 //! - [`RedisDirectory`]: `{p}journey:<ref>` holds the appkey, sealed
 //!   (AES-256-GCM under `[cluster]`'s secret key, bound to this purpose,
-//!   the Redis key and the reference: see `seal::Binding`),
-//!   expiring with `[watch] directory_ttl_secs`. Nothing else of the
-//!   journey, and nothing personal, goes to Redis.
+//!   the Redis key and the reference: see `seal::Binding`), and its
+//!   owner's caller name, sealed alike under its own binding, as
+//!   `<appkey>~<owner>` (`~` is outside the Base64 alphabet), expiring
+//!   with `[watch] directory_ttl_secs`. A sealed owner moved to another
+//!   journey or into the appkey's place does not open; a value stripped of
+//!   its owner is a journey with no owner, which only `any` callers may
+//!   touch (fails closed). Nothing else of the journey, and nothing
+//!   personal, goes to Redis.
 
 use std::time::Duration;
 
@@ -24,14 +31,20 @@ use super::{
     redis::{RedisConn, millis},
     seal::Binding,
 };
-use crate::domain::{Appkey, JourneyRef};
+use crate::domain::{Appkey, CallerName, JourneyRef};
 
 /// What the fleet's directory holds for one journey.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JourneyRecord {
     /// The journey's appkey (sealed in Redis).
     pub appkey: Appkey,
+    /// The caller that created it (`None`: created by the open caller of
+    /// a gateway running with `[auth] mode = "none"`). Sealed in Redis.
+    pub owner: Option<CallerName>,
 }
+
+/// Separates the sealed appkey from the sealed owner in Redis.
+const OWNER_SEPARATOR: char = '~';
 
 /// Where a hub remembers the journeys it created for the other replicas.
 /// Every method answers within the implementation's command timeout.
@@ -102,21 +115,50 @@ impl RedisDirectory {
         Binding::directory(&self.key(journey), journey)
     }
 
-    /// The record as Redis holds it: the appkey, sealed to its entry.
+    /// The record as Redis holds it: the appkey and the owner, each
+    /// sealed to its entry.
     fn encode(&self, journey: &JourneyRef, record: &JourneyRecord) -> String {
-        self.conn
-            .sealer()
-            .seal(&self.binding(journey), &record.appkey)
+        let sealer = self.conn.sealer();
+        let appkey = sealer.seal(&self.binding(journey), &record.appkey);
+        match &record.owner {
+            // The sealer takes an opaque key; a caller name is one (a
+            // configured identifier, not a secret, sealed for integrity).
+            Some(owner) => format!(
+                "{appkey}{OWNER_SEPARATOR}{}",
+                sealer.seal(
+                    &Binding::directory_owner(&self.key(journey), journey),
+                    &Appkey::new(owner.as_str())
+                )
+            ),
+            None => appkey,
+        }
     }
 
     /// The record of a stored value; `None` (with a warning) when it does
-    /// not open.
+    /// not open. An owner that does not open makes the whole record fail:
+    /// a journey must not lose its owner to a Redis writer.
     fn decode(&self, journey: &JourneyRef, stored: &str) -> Option<JourneyRecord> {
-        let opened = self.conn.sealer().open(&self.binding(journey), stored);
+        let sealer = self.conn.sealer();
+        let (appkey, owner) = match stored.split_once(OWNER_SEPARATOR) {
+            Some((appkey, owner)) => (appkey, Some(owner)),
+            None => (stored, None),
+        };
+        let owner_binding = Binding::directory_owner(&self.key(journey), journey);
+        let opened = sealer
+            .open(&self.binding(journey), appkey)
+            .and_then(|appkey| {
+                let owner = match owner {
+                    Some(sealed) => Some(CallerName::new(
+                        sealer.open(&owner_binding, sealed)?.expose(),
+                    )),
+                    None => None,
+                };
+                Some(JourneyRecord { appkey, owner })
+            });
         if opened.is_none() {
-            tracing::warn!(journey = %journey, "a sealed appkey in Redis did not open (another secret_key, or a value moved from another key?)");
+            tracing::warn!(journey = %journey, "a sealed journey record in Redis did not open (another secret_key, or a value moved from another key?)");
         }
-        opened.map(|appkey| JourneyRecord { appkey })
+        opened
     }
 }
 

@@ -85,6 +85,16 @@ impl Binding {
         )
     }
 
+    /// The owner (a caller name) beside a journey-directory entry: the
+    /// entry's binding with one more part, so the owner's sealed value
+    /// opens neither as the appkey nor under another journey's key.
+    pub fn directory_owner(redis_key: &str, journey: &JourneyRef) -> Self {
+        Self::new(
+            Purpose::Directory,
+            &[redis_key.as_bytes(), journey.as_str().as_bytes(), b"owner"],
+        )
+    }
+
     /// An idempotency record stored under `redis_key`, for the request
     /// whose digest is `request`, that created `journey`.
     pub fn idempotency(redis_key: &str, request: &str, journey: &JourneyRef) -> Self {

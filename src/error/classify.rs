@@ -51,6 +51,11 @@ impl Error {
                 (Code::PermissionDenied, Reason::OperationNotAllowed, false)
             }
             Error::ProfileNotAllowed => (Code::PermissionDenied, Reason::ProfileNotAllowed, false),
+            Error::JourneyNotOwned => (Code::PermissionDenied, Reason::JourneyNotOwned, false),
+            Error::AppkeyUnknown => (Code::NotFound, Reason::JourneyUnknown, false),
+            Error::CallerLimitReached(_) => {
+                (Code::ResourceExhausted, Reason::CallerLimitReached, true)
+            }
         }
     }
 }

@@ -93,11 +93,17 @@ pub enum Reason {
     OperationNotAllowed,
     /// The caller's policy does not grant the operator profile.
     ProfileNotAllowed,
+    /// The journey was created by another caller and the caller's policy
+    /// is `journeys = "own"`.
+    JourneyNotOwned,
+    /// The caller has as many calls or `WatchJourney` streams in flight as
+    /// its `[[callers]]` limits allow; retry after the delay.
+    CallerLimitReached,
 }
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 42] = [
+    pub const ALL: [Reason; 44] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -140,6 +146,8 @@ impl Reason {
         Reason::CallerUnknown,
         Reason::OperationNotAllowed,
         Reason::ProfileNotAllowed,
+        Reason::JourneyNotOwned,
+        Reason::CallerLimitReached,
     ];
 
     /// The wire form (`UPPER_SNAKE`).
@@ -187,6 +195,8 @@ impl Reason {
             Reason::CallerUnknown => "CALLER_UNKNOWN",
             Reason::OperationNotAllowed => "OPERATION_NOT_ALLOWED",
             Reason::ProfileNotAllowed => "PROFILE_NOT_ALLOWED",
+            Reason::JourneyNotOwned => "JOURNEY_NOT_OWNED",
+            Reason::CallerLimitReached => "CALLER_LIMIT_REACHED",
         }
     }
 }

@@ -5,6 +5,11 @@
 //! appkey, so this gateway remembers, for a bounded time and number, the
 //! appkeys of the journeys it created. A reference it did not issue (or
 //! has forgotten) is `JOURNEY_UNKNOWN`: the caller watches by appkey.
+//!
+//! Each entry also names the journey's owner (the caller that created it):
+//! with the appkey, that is the record every later call on the journey is
+//! checked against ([`JourneyRecord`], the same record the fleet's
+//! directory shares).
 
 use std::{
     sync::{Arc, Mutex},
@@ -13,13 +18,15 @@ use std::{
 
 use tokio::time::Instant;
 
-use crate::domain::{Appkey, JourneyRef};
+use crate::cluster::JourneyRecord;
+use crate::domain::{Appkey, CallerName, JourneyRef};
 use crate::ttl::TtlMap;
 
-/// Bounded JourneyRef -> Appkey map with a TTL. Cheap to clone (shared).
+/// Bounded JourneyRef -> [`JourneyRecord`] map with a TTL. Cheap to clone
+/// (shared).
 #[derive(Clone)]
 pub struct JourneyDirectory {
-    inner: Arc<Mutex<TtlMap<JourneyRef, Appkey>>>,
+    inner: Arc<Mutex<TtlMap<JourneyRef, JourneyRecord>>>,
 }
 
 impl JourneyDirectory {
@@ -31,17 +38,31 @@ impl JourneyDirectory {
         }
     }
 
-    /// Remembers the journey of `appkey` (CreateJourney calls this) and
-    /// returns its reference.
+    /// Remembers the journey of `appkey`, with no owner, and returns its
+    /// reference.
     pub fn register(&self, appkey: &Appkey) -> JourneyRef {
+        self.register_owned(appkey, None)
+    }
+
+    /// Remembers the journey of `appkey` created by `owner` (CreateJourney
+    /// calls this) and returns its reference.
+    pub fn register_owned(&self, appkey: &Appkey, owner: Option<CallerName>) -> JourneyRef {
         let journey = JourneyRef::from_appkey(appkey);
-        self.lock()
-            .insert(journey.clone(), appkey.clone(), Instant::now());
+        let record = JourneyRecord {
+            appkey: appkey.clone(),
+            owner,
+        };
+        self.lock().insert(journey.clone(), record, Instant::now());
         journey
     }
 
     /// The appkey of a remembered journey.
     pub fn resolve(&self, journey: &JourneyRef) -> Option<Appkey> {
+        self.record(journey).map(|r| r.appkey)
+    }
+
+    /// The record of a remembered journey.
+    pub fn record(&self, journey: &JourneyRef) -> Option<JourneyRecord> {
         self.lock().get(journey, Instant::now()).cloned()
     }
 
@@ -57,7 +78,7 @@ impl JourneyDirectory {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, TtlMap<JourneyRef, Appkey>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TtlMap<JourneyRef, JourneyRecord>> {
         // The map holds no invariant a panicking holder could break.
         crate::sync::lock(&self.inner)
     }
@@ -84,6 +105,19 @@ mod tests {
         assert_eq!(dir.resolve(&r), Some(key));
         assert_eq!(
             dir.resolve(&JourneyRef::from_appkey(&Appkey::new("other"))),
+            None
+        );
+    }
+
+    #[test]
+    fn a_record_names_its_owner() {
+        let dir = JourneyDirectory::new(Duration::from_secs(60), 10);
+        let key = Appkey::new("appkey-1");
+        let r = dir.register_owned(&key, Some(CallerName::new("onboarding")));
+        let record = dir.record(&r).expect("remembered");
+        assert_eq!(record.owner, Some(CallerName::new("onboarding")));
+        assert_eq!(
+            dir.record(&dir.register(&Appkey::new("k2"))).unwrap().owner,
             None
         );
     }

@@ -43,7 +43,7 @@ use crate::{
     Error,
     cluster::{DirectoryStore, JourneyRecord, MemoryDirectory},
     context::CallContext,
-    domain::{Appkey, JourneyRef},
+    domain::{Appkey, CallerName, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus},
     ttl::TtlMap,
 };
@@ -196,15 +196,16 @@ impl JourneyHub {
         self.inner.directory.register(appkey)
     }
 
-    /// [`JourneyHub::register`], and remembered by the fleet, so that any
-    /// replica resolves the reference (at most the cluster's command
-    /// timeout; unshared when Redis is down, with a warning).
-    pub async fn register_shared(&self, appkey: &Appkey) -> JourneyRef {
-        let journey = self.register(appkey);
+    /// [`JourneyHub::register`] with its `owner` (`None`: the open caller),
+    /// remembered by the fleet too (at most the cluster's command timeout;
+    /// unshared when Redis is down, with a warning).
+    pub async fn register_shared(&self, appkey: &Appkey, owner: Option<CallerName>) -> JourneyRef {
+        let journey = self.inner.directory.register_owned(appkey, owner.clone());
         let shared = &self.inner.shared;
         if shared.is_fleet() {
             let record = JourneyRecord {
                 appkey: appkey.clone(),
+                owner,
             };
             if shared.remember_journey(&journey, &record).await.is_err() {
                 tracing::warn!(journey = %journey, "journey reference not shared with the fleet: watch it on this replica or by appkey");
@@ -213,26 +214,15 @@ impl JourneyHub {
         journey
     }
 
-    /// [`JourneyHub::watch_until`], resolving a reference this replica does
-    /// not know through the fleet.
-    pub async fn watch_shared(
-        &self,
-        target: WatchTarget,
-        ctx: &CallContext,
-    ) -> Result<WatchStream, Error> {
-        let target = match target {
-            WatchTarget::Journey(journey)
-                if self.inner.shared.is_fleet()
-                    && self.inner.directory.resolve(&journey).is_none() =>
-            {
-                match self.inner.shared.find_journey(&journey).await {
-                    Ok(Some(record)) => WatchTarget::Appkey(record.appkey),
-                    _ => WatchTarget::Journey(journey),
-                }
-            }
-            other => other,
-        };
-        self.watch_until(target, ctx)
+    /// The record of `journey`: this replica's directory, else the
+    /// fleet's (`Err`: the fleet could not be asked).
+    pub async fn find_journey(&self, journey: &JourneyRef) -> Result<Option<JourneyRecord>, Error> {
+        let shared = &self.inner.shared;
+        match self.inner.directory.record(journey) {
+            Some(record) => Ok(Some(record)),
+            None if !shared.is_fleet() => Ok(None),
+            None => (shared.find_journey(journey).await).map_err(|_| Error::ClusterUnavailable),
+        }
     }
 
     /// Starts watching `target`, without a deadline.
@@ -249,11 +239,22 @@ impl JourneyHub {
         target: WatchTarget,
         ctx: &CallContext,
     ) -> Result<WatchStream, Error> {
+        self.watch_viewed(target, ctx, JourneyResult::clone)
+    }
+
+    /// [`JourneyHub::watch_until`], giving the watcher `view` of the final
+    /// result (the caller's `result_view`).
+    pub fn watch_viewed(
+        &self,
+        target: WatchTarget,
+        ctx: &CallContext,
+        view: watch_stream::ResultViewer,
+    ) -> Result<WatchStream, Error> {
         let appkey = self.resolve(target)?;
         let journey = JourneyRef::from_appkey(&appkey);
         let (events, guard) = self.subscribe(&journey, appkey)?;
         let lifetime = watch_stream::Lifetime::from_now(self.inner.settings.max_stream_lifetime);
-        let stream = watch_stream::stream(journey, events, guard, ctx.deadline(), lifetime);
+        let stream = watch_stream::stream(journey, events, guard, ctx.deadline(), lifetime, view);
         Ok(stream)
     }
 

@@ -36,7 +36,7 @@ pub use config::{
 };
 pub use directory::JourneyDirectory;
 pub use hub::{HubStats, JourneyHub, WatchTarget};
-pub use watch::WatchStream;
+pub use watch::{ResultViewer, WatchStream};
 pub use webhook::{RejectReason, WebhookReceiver, WebhookStats};
 
 use crate::{domain::Appkey, proto::v1::JourneyResult};

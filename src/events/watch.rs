@@ -21,8 +21,12 @@ use super::hub::{End, Snapshot, WatcherGuard};
 use crate::{
     Error,
     domain::JourneyRef,
-    proto::v1::{JourneyStatus, WatchJourneyResponse},
+    proto::v1::{JourneyResult, JourneyStatus, WatchJourneyResponse},
 };
+
+/// The part of the final result a watcher is given (the caller's result
+/// view), built from the shared result without copying what it leaves out.
+pub type ResultViewer = fn(&JourneyResult) -> JourneyResult;
 
 /// The stream type of `JourneyService.WatchJourney`, ready for the tonic
 /// service's associated `WatchJourneyStream` type.
@@ -35,6 +39,7 @@ struct State {
     last: Option<(JourneyStatus, String)>,
     deadline: Option<Instant>,
     lifetime: Lifetime,
+    view: ResultViewer,
     done: bool,
     _guard: WatcherGuard,
 }
@@ -71,7 +76,7 @@ impl State {
                     journey_ref: self.journey.to_string(),
                     status: result.status,
                     raw_status: result.raw_status.clone(),
-                    result: Some(result.as_ref().clone()),
+                    result: Some((self.view)(result)),
                 }),
                 End::Failed(status) => Err(status.clone()),
             });
@@ -138,6 +143,7 @@ pub(crate) fn stream(
     guard: WatcherGuard,
     deadline: Option<Instant>,
     lifetime: Lifetime,
+    view: ResultViewer,
 ) -> WatchStream {
     let state = State {
         journey,
@@ -145,6 +151,7 @@ pub(crate) fn stream(
         last: None,
         deadline,
         lifetime,
+        view,
         done: false,
         _guard: guard,
     };

@@ -9,6 +9,11 @@
 //! reopens. The cost: up to twice the limit can pass around a window's
 //! end; with a day limit beside the minute one, that burst stays bounded.
 //!
+//! An entry may name a `caller`: its windows are counted for that caller's
+//! calls on the profile, in the same atomic take as the profile's own (a
+//! call passes only when both have room). Caller windows have no metric
+//! (callers are never metric labels).
+//!
 //! A refused call counts in no window; a call let through counts in every
 //! window of its budget, whatever its outcome upstream (it may have cost
 //! money). At 80 % of a window one warning is logged (by the replica whose
@@ -39,6 +44,8 @@ struct Limits([Option<u64>; 2]);
 #[derive(Clone)]
 pub struct Budgets {
     limits: Arc<HashMap<(String, BilledOperation), Limits>>,
+    /// Entries naming a caller: (profile, caller, operation).
+    by_caller: Arc<HashMap<(String, String, BilledOperation), Limits>>,
     state: Arc<dyn GuardStore>,
     metrics: Metrics,
 }
@@ -62,8 +69,13 @@ impl Budgets {
     /// remaining gauges start at each limit.
     pub fn new(config: &[BudgetConfig], state: Arc<dyn GuardStore>, metrics: Metrics) -> Self {
         let mut limits = HashMap::new();
+        let mut by_caller = HashMap::new();
         for b in config {
             let l = Limits([b.per_minute, b.per_day]);
+            if let Some(caller) = &b.caller {
+                by_caller.insert((b.operator.clone(), caller.clone(), b.operation), l);
+                continue;
+            }
             for ((window, _), limit) in WINDOWS.iter().zip(l.0) {
                 if let Some(limit) = limit {
                     metrics.set_budget_remaining(&b.operator, b.operation.as_str(), window, limit);
@@ -73,6 +85,7 @@ impl Budgets {
         }
         Self {
             limits: Arc::new(limits),
+            by_caller: Arc::new(by_caller),
             state,
             metrics,
         }
@@ -81,32 +94,63 @@ impl Budgets {
     /// True when some profile has a budget for `operation`.
     pub fn covers(&self, operation: BilledOperation) -> bool {
         self.limits.keys().any(|(_, op)| *op == operation)
+            || self.by_caller.keys().any(|(_, _, op)| *op == operation)
     }
 
     /// Counts one `operation` of `operator`, or refuses it with
     /// [`Error::BudgetExceeded`] when a window is spent. Without a budget
     /// for the pair, nothing is counted.
     pub async fn take(&self, operator: &str, operation: BilledOperation) -> Result<(), Error> {
-        let Some(limits) = self.limits.get(&(operator.to_owned(), operation)) else {
+        self.take_for(operator, None, operation).await
+    }
+
+    /// [`Budgets::take`], counting `caller`'s own budget on the profile
+    /// too, in the same atomic take.
+    pub async fn take_for(
+        &self,
+        operator: &str,
+        caller: Option<&str>,
+        operation: BilledOperation,
+    ) -> Result<(), Error> {
+        let own = self.limits.get(&(operator.to_owned(), operation));
+        let of_caller = caller.and_then(|c| {
+            self.by_caller
+                .get(&(operator.to_owned(), c.to_owned(), operation))
+                .map(|l| (c, l))
+        });
+        if own.is_none() && of_caller.is_none() {
             return Ok(());
-        };
-        let windows: Vec<(&'static str, u64, BudgetWindow)> = WINDOWS
-            .iter()
-            .zip(limits.0)
-            .filter_map(|((window, length), limit)| {
-                limit.map(|limit| {
-                    (
-                        *window,
-                        limit,
-                        BudgetWindow {
-                            name: format!("{operator}:{operation}:{window}"),
-                            limit,
-                            length: *length,
-                        },
-                    )
-                })
-            })
-            .collect();
+        }
+        let windows =
+            |limits: Option<&Limits>, name: &str| -> Vec<(&'static str, u64, BudgetWindow)> {
+                let Some(limits) = limits else {
+                    return Vec::new();
+                };
+                WINDOWS
+                    .iter()
+                    .zip(limits.0)
+                    .filter_map(|((window, length), limit)| {
+                        limit.map(|limit| {
+                            (
+                                *window,
+                                limit,
+                                BudgetWindow {
+                                    name: format!("{name}:{operation}:{window}"),
+                                    limit,
+                                    length: *length,
+                                },
+                            )
+                        })
+                    })
+                    .collect()
+            };
+        let mut windows_all = windows(own, operator);
+        // The profile's windows first: metrics and warnings are theirs.
+        let profile_windows = windows_all.len();
+        if let Some((c, l)) = of_caller {
+            windows_all.extend(windows(Some(l), &format!("{operator}:caller:{c}")));
+        }
+        let windows = windows_all;
         let take = self
             .state
             .take_budget(windows.iter().map(|(_, _, w)| w.clone()).collect())
@@ -114,7 +158,7 @@ impl Budgets {
         let op = operation.as_str();
         match take {
             BudgetTake::Granted(uses) => {
-                for ((window, limit, _), used) in windows.iter().zip(uses) {
+                for ((window, limit, _), used) in windows.iter().zip(uses).take(profile_windows) {
                     self.metrics.set_budget_remaining(
                         operator,
                         op,
@@ -139,8 +183,11 @@ impl Budgets {
                 window,
                 retry_after,
             } => {
+                let of_profile = window < profile_windows;
                 let window = windows.get(window).map_or("minute", |(w, _, _)| *w);
-                self.metrics.set_budget_remaining(operator, op, window, 0);
+                if of_profile {
+                    self.metrics.set_budget_remaining(operator, op, window, 0);
+                }
                 self.metrics.record_budget_refusal(operator, op, window);
                 Err(Error::BudgetExceeded {
                     operator: operator.to_owned(),
@@ -173,6 +220,7 @@ mod tests {
         let metrics = Metrics::default();
         let budgets = Budgets::new(
             &[BudgetConfig {
+                caller: None,
                 operator: "default".into(),
                 operation: BilledOperation::CreateJourney,
                 per_minute: Some(2),
@@ -215,5 +263,29 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_callers_budget_counts_its_calls_beside_the_profiles() {
+        let entry = |caller: Option<&str>, per_minute| BudgetConfig {
+            caller: caller.map(str::to_owned),
+            operator: "p".into(),
+            operation: BilledOperation::StartSession3D,
+            per_minute: Some(per_minute),
+            per_day: None,
+        };
+        let budgets = Budgets::new(
+            &[entry(None, 3), entry(Some("greedy"), 1)],
+            Arc::new(MemoryGuard::default()),
+            Metrics::default(),
+        );
+        let op = BilledOperation::StartSession3D;
+        assert!(budgets.take_for("p", Some("greedy"), op).await.is_ok());
+        let err = budgets.take_for("p", Some("greedy"), op).await.unwrap_err();
+        assert!(matches!(err, Error::BudgetExceeded { .. }), "{err}");
+        // The refused call counted nowhere: the profile has two left.
+        assert!(budgets.take_for("p", Some("other"), op).await.is_ok());
+        assert!(budgets.take_for("p", None, op).await.is_ok());
+        assert!(budgets.take_for("p", None, op).await.is_err());
     }
 }

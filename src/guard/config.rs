@@ -46,6 +46,18 @@ impl fmt::Display for BilledOperation {
     }
 }
 
+/// `[guard]`: what the spending guard lets through.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GuardConfig {
+    /// Take calls on appkeys this gateway did not issue (created by
+    /// another system with the same vendor account): billed to the
+    /// caller's first operator profile, else the default one. Off by
+    /// default: such calls are refused `NOT_FOUND`/`JOURNEY_UNKNOWN`
+    /// before any vendor call or billing.
+    pub accept_foreign_appkeys: bool,
+}
+
 /// `[idempotency]`: the replay window of `CreateJourney.request_id`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -89,7 +101,8 @@ impl IdempotencyConfig {
     }
 }
 
-/// One `[[budgets]]` entry: what `operator` may spend on `operation`.
+/// One `[[budgets]]` entry: what `operator` may spend on `operation`
+/// (with `caller`: what that caller may spend of it).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetConfig {
@@ -104,14 +117,28 @@ pub struct BudgetConfig {
     /// Calls let through per day (absent: no day limit).
     #[serde(default)]
     pub per_day: Option<u64>,
+    /// A `[[callers]] name`: the limits apply to that caller's calls on
+    /// the profile, besides the profile's own budget (absent: the
+    /// profile's budget, all callers together).
+    #[serde(default)]
+    pub caller: Option<String>,
 }
 
-/// Checks `budgets` against the operator profiles the gateway will have.
-pub fn validate_budgets(budgets: &[BudgetConfig], profiles: &[&str]) -> Result<(), ConfigError> {
+/// Checks `budgets` against the operator profiles the gateway will have
+/// and the `[[callers]]` names.
+pub fn validate_budgets<'a>(
+    budgets: &[BudgetConfig],
+    profiles: &[&str],
+    callers: impl IntoIterator<Item = &'a str>,
+) -> Result<(), ConfigError> {
     let invalid = |why: String| Err(ConfigError::Invalid(why));
+    let callers: HashSet<&str> = callers.into_iter().collect();
     let mut seen = HashSet::new();
     for (i, b) in budgets.iter().enumerate() {
         let at = format!("budgets[{i}]");
+        if b.caller.as_deref().is_some_and(|c| !callers.contains(c)) {
+            return invalid(format!("{at}.caller names no [[callers]] entry"));
+        }
         if !profiles.contains(&b.operator.as_str()) {
             return invalid(format!(
                 "{at}.operator names operator profile `{}`, which is not configured (profiles: {})",
@@ -127,10 +154,16 @@ pub fn validate_budgets(budgets: &[BudgetConfig], profiles: &[&str]) -> Result<(
                 "{at}: a limit must be at least 1 (drop the key for no limit)"
             ));
         }
-        if !seen.insert((b.operator.as_str(), b.operation)) {
+        if !seen.insert((b.operator.as_str(), b.operation, b.caller.as_deref())) {
             return invalid(format!(
-                "{at} repeats the budget of `{}` for operator profile `{}`",
-                b.operation, b.operator
+                "{at} repeats the budget of `{}` for operator profile `{}`{}",
+                b.operation,
+                b.operator,
+                if b.caller.is_some() {
+                    " and its caller"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -143,6 +176,7 @@ mod tests {
 
     fn budget(operator: &str, per_minute: Option<u64>, per_day: Option<u64>) -> BudgetConfig {
         BudgetConfig {
+            caller: None,
             operator: operator.into(),
             operation: BilledOperation::CreateJourney,
             per_minute,
@@ -152,8 +186,12 @@ mod tests {
 
     #[test]
     fn budgets_must_name_a_profile_a_positive_limit_and_be_unique() {
-        let ok = [budget("default", Some(10), None)];
-        assert!(validate_budgets(&ok, &["default"]).is_ok());
+        let mine = BudgetConfig {
+            caller: Some("onboarding".into()),
+            ..budget("default", Some(2), None)
+        };
+        let ok = [budget("default", Some(10), None), mine];
+        assert!(validate_budgets(&ok, &["default"], ["onboarding"]).is_ok());
         for (bad, words) in [
             (vec![budget("other", Some(1), None)], "not configured"),
             (vec![budget("default", None, None)], "per_minute, per_day"),
@@ -165,8 +203,15 @@ mod tests {
                 ],
                 "repeats",
             ),
+            (
+                vec![BudgetConfig {
+                    caller: Some("stranger".into()),
+                    ..budget("default", Some(1), None)
+                }],
+                "names no [[callers]] entry",
+            ),
         ] {
-            let err = validate_budgets(&bad, &["default"])
+            let err = validate_budgets(&bad, &["default"], ["onboarding"])
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(words), "{err}");

@@ -22,7 +22,7 @@ pub mod idempotency;
 use std::{future::Future, sync::Arc, time::Duration};
 
 pub use budget::Budgets;
-pub use config::{BilledOperation, BudgetConfig, IdempotencyConfig, validate_budgets};
+pub use config::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig, validate_budgets};
 pub use idempotency::{Begin, Claim, Idempotency};
 
 use crate::{
@@ -132,6 +132,7 @@ impl Guard {
         &self,
         ctx: &CallContext,
         user: &EndUser,
+        caller: Option<&str>,
         profile: Option<&str>,
         request_id: Option<&RequestId>,
         create: F,
@@ -161,7 +162,7 @@ impl Guard {
         if let Err(e) = self
             .inner
             .budgets
-            .take(&profile, BilledOperation::CreateJourney)
+            .take_for(&profile, caller, BilledOperation::CreateJourney)
             .await
         {
             if let Some(claim) = claim {
@@ -234,12 +235,46 @@ impl Guard {
 
     /// Bills one `operation` on the journey of `appkey` to the profile
     /// that created it, or refuses it with [`Error::BudgetExceeded`].
-    pub async fn bill(&self, operation: BilledOperation, appkey: &Appkey) -> Result<(), Error> {
+    /// `caller`: whose own budget on the profile also counts the call.
+    pub async fn bill(
+        &self,
+        operation: BilledOperation,
+        appkey: &Appkey,
+        caller: Option<&str>,
+    ) -> Result<(), Error> {
         if !self.inner.budgets.covers(operation) {
             return Ok(());
         }
         match self.profile_of(appkey).await {
-            Some(profile) => self.inner.budgets.take(&profile, operation).await,
+            Some(profile) => {
+                let budgets = &self.inner.budgets;
+                budgets.take_for(&profile, caller, operation).await
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Bills one `operation` on an appkey this gateway did not issue
+    /// (`[guard] accept_foreign_appkeys`) to `profile` (the caller's
+    /// first), else the default profile.
+    pub async fn bill_foreign(
+        &self,
+        operation: BilledOperation,
+        profile: Option<&str>,
+        caller: Option<&str>,
+    ) -> Result<(), Error> {
+        if !self.inner.budgets.covers(operation) {
+            return Ok(());
+        }
+        let profile = profile
+            .filter(|p| self.inner.profiles.iter().any(|known| known == p))
+            .map(str::to_owned)
+            .or_else(|| self.inner.profiles.first().cloned());
+        match profile {
+            Some(profile) => {
+                let budgets = &self.inner.budgets;
+                budgets.take_for(&profile, caller, operation).await
+            }
             None => Ok(()),
         }
     }

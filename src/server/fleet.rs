@@ -18,7 +18,7 @@ use crate::{
     channels::ChannelRouter,
     cluster::{FleetEvent, Shared, Ttls},
     config::Config,
-    events::{JourneyHub, NoticeStatus, WatchSettings, WebhookSettings},
+    events::{JourneyHub, NoticeStatus, WebhookSettings},
     telemetry::Metrics,
 };
 
@@ -30,7 +30,7 @@ pub(super) fn shared_state(
     metrics: &Metrics,
 ) -> Result<Shared, StartError> {
     let ttls = Ttls {
-        journey: WatchSettings::from(&config.watch).directory_ttl,
+        journey: super::watch_settings(config).directory_ttl,
         binding: Duration::from_secs(config.routing.binding_ttl_secs),
         dedupe: webhook.dedupe_ttl,
         dedupe_max_entries: webhook.dedupe_max_entries,

@@ -46,7 +46,7 @@ use tokio::{
 use tonic_health::server::HealthReporter;
 
 use crate::{
-    api::{DocumentApi, JourneyApi, LivenessApi},
+    api::{DocumentApi, JourneyAccess, JourneyApi, LivenessApi},
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
@@ -235,7 +235,7 @@ fn build_services(
             core: core.clone(),
             timeout: up.config.timeout(),
         },
-        WatchSettings::from(&config.watch),
+        watch_settings(config),
         shared.directory.clone(),
     );
     Ok(Services {
@@ -448,13 +448,18 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         guard,
         ..
     } = services;
+    let access = JourneyAccess::new(hub.clone(), config.guard.accept_foreign_appkeys);
     PublicApi {
         journeys: JourneyApi::new(core.clone(), hub.clone())
             .with_telemetry(config.telemetry.clone())
-            .with_guard(guard.clone()),
+            .with_guard(guard.clone())
+            .with_access(access.clone()),
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
-            .with_guard(guard.clone()),
-        documents: DocumentApi::new(core.clone(), config.limits.clone()).with_guard(guard.clone()),
+            .with_guard(guard.clone())
+            .with_access(access.clone()),
+        documents: DocumentApi::new(core.clone(), config.limits.clone())
+            .with_guard(guard.clone())
+            .with_access(access),
         auth: crate::auth::AuthLayer::new(services.auth.clone()),
         max_message_bytes: config.limits.grpc_message_bytes(),
     }
@@ -476,4 +481,19 @@ fn webhook_receiver(
         services.hub.clone(),
         services.shared.dedupe.clone(),
     )?))
+}
+
+/// `[watch]` as the hub and the fleet's directory use it: a journey's
+/// directory entry lives at least as long as its appkey (`[upstream]
+/// appkey_ttl_secs`), since every call on the journey is checked against
+/// that entry (owner, issued here): an entry gone first would refuse the
+/// appkey's last calls as foreign.
+fn watch_settings(config: &Config) -> WatchSettings {
+    let mut settings = WatchSettings::from(&config.watch);
+    let appkey_ttl = config.upstream.as_ref().map_or(
+        crate::upstream::UpstreamConfig::default().appkey_ttl_secs,
+        |u| u.appkey_ttl_secs,
+    );
+    settings.directory_ttl = settings.directory_ttl.max(Duration::from_secs(appkey_ttl));
+    settings
 }

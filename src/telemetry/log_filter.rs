@@ -1,5 +1,8 @@
 //! What the log layer records: the `RUST_LOG` directives (or the
-//! builder's), and idgate's own spans at INFO whatever those say.
+//! builder's), and idgate's own spans at INFO whatever those say, and the
+//! audit records (target `idgate::audit`) whatever those say: the record
+//! of processing of personal data (LGPD art. 37) is not a verbosity an
+//! operator turns down with the log level.
 //!
 //! idgate's spans exist whatever the log level: a server span keeps the
 //! caller's context, which outgoing calls pass on when nothing else records
@@ -36,6 +39,9 @@ use tracing_subscriber::{
 /// The `tracing` target prefix of this crate's spans.
 const OWN_TARGET: &str = "idgate";
 
+/// The target of audit records (`api::AUDIT_TARGET`).
+const AUDIT_TARGET: &str = "idgate::audit";
+
 /// The log layer's filter: `directives`, and idgate's own spans at INFO.
 pub(super) struct LogFilter {
     directives: EnvFilter,
@@ -60,7 +66,7 @@ impl LogFilter {
         // Asked first whatever the answer: this is where `EnvFilter` learns
         // which callsites its span-scoped directives match.
         let directed = <EnvFilter as Layer<S>>::register_callsite(&self.directives, meta);
-        if own_span(meta) {
+        if always(meta) {
             Interest::always()
         } else {
             directed
@@ -73,6 +79,12 @@ impl LogFilter {
             .max_level_hint()
             .map(|hint| hint.max(LevelFilter::INFO))
     }
+}
+
+/// What is recorded whatever the directives say: idgate's own spans and
+/// audit records.
+fn always(meta: &Metadata<'_>) -> bool {
+    own_span(meta) || (meta.is_event() && meta.target() == AUDIT_TARGET)
 }
 
 /// Whether `meta` is one of idgate's spans at INFO or more severe.
@@ -123,7 +135,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn enabled(&self, meta: &Metadata<'_>, cx: &Context<'_, S>) -> bool {
-        own_span(meta) || self.directives.enabled(meta, cx.clone())
+        always(meta) || self.directives.enabled(meta, cx.clone())
     }
 
     fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
@@ -146,7 +158,7 @@ where
     }
 
     fn enabled(&self, meta: &Metadata<'_>, cx: Context<'_, S>) -> bool {
-        own_span(meta) || self.directives.enabled(meta, cx)
+        always(meta) || self.directives.enabled(meta, cx)
     }
 
     fn max_level_hint(&self) -> Option<LevelFilter> {

@@ -160,3 +160,15 @@ fn span_scoped_directives_still_select_the_events_of_matching_spans() {
     assert!(lines.contains("debug inside attempt 2"), "{lines}");
     assert!(!lines.contains("debug inside attempt 1"), "{lines}");
 }
+
+#[test]
+fn audit_records_are_logged_whatever_the_level() {
+    for directives in ["warn", "error", "off", "idgate=off"] {
+        let lines = text_logs_under(directives, || {
+            tracing::info!(target: "idgate::audit", caller = "onboarding", "audit record");
+            tracing::info!(target: "idgate::api", "an ordinary info");
+        });
+        assert!(lines.contains("audit record"), "{directives}: {lines}");
+        assert!(!lines.contains("an ordinary info"), "{directives}: {lines}");
+    }
+}

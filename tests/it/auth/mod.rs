@@ -4,11 +4,16 @@
 //! operations and operator profiles outside it), and secure defaults (a
 //! gateway in front of a real upstream refuses to start open).
 
+mod audit;
+mod foreign;
 mod jwks_url;
 mod jwt;
+mod limits;
 mod mtls;
+mod owners;
 mod policy;
 mod startup;
+mod views;
 
 use idgate::{auth::AuthConfig, config::Config};
 

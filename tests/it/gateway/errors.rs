@@ -653,7 +653,9 @@ async fn a_refused_connection_is_unavailable_with_retry_info() {
                 result_base_url: url,
                 ..Default::default()
             },
-        )
+        );
+        // "some-appkey" below must reach the (dead) upstream.
+        c.guard.accept_foreign_appkeys = true;
     })
     .await;
     let err = gw

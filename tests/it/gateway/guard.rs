@@ -40,6 +40,7 @@ pub(crate) fn budget(
     per_day: Option<u64>,
 ) -> BudgetConfig {
     BudgetConfig {
+        caller: None,
         operator: operator.into(),
         operation,
         per_minute,

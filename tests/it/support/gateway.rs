@@ -463,7 +463,12 @@ impl ExternalGateway {
         };
         let patient_upstream = upstream.clone();
         edit(&mut upstream);
-        let gw = TestGateway::start_with(move |c| use_upstream(c, upstream)).await;
+        // `gw` acts on journeys `patient` created: foreign to it.
+        let gw = TestGateway::start_with(move |c| {
+            use_upstream(c, upstream);
+            c.guard.accept_foreign_appkeys = true;
+        })
+        .await;
         let patient = TestGateway::start_with(move |c| use_upstream(c, patient_upstream)).await;
         ExternalGateway {
             gw,
@@ -668,6 +673,8 @@ impl TestGateway {
         TestGateway::start_with(move |config| {
             use_upstream(config, upstream);
             config.channels = channels;
+            // The first gateway's journeys are foreign to this one.
+            config.guard.accept_foreign_appkeys = true;
         })
         .await
     }

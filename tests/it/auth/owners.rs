@@ -1,0 +1,329 @@
+//! Journeys have owners: a journey created by caller A is refused to an
+//! `own` caller B on every RPC that names it, by appkey and by reference,
+//! on the replica that created it and on another replica sharing Redis,
+//! before any vendor call; A (and an `any` caller) is served. Refusals
+//! name no appkey, reference or caller.
+
+use idgate::{
+    auth::AuthConfig,
+    config::Config,
+    proto::v1,
+    sandbox::{
+        SandboxHandle,
+        samples::{self, LivenessOutcome},
+    },
+};
+use tonic::Code;
+
+use crate::support::{
+    fleet::Fleet,
+    gateway::{TestGateway, assert_error, by_appkey, by_ref, happy_person, rg_images},
+    jwt::{TestKey, bearer, callers, jwks_file, jwt_auth},
+};
+
+/// Two callers of the same rights on their own journeys, and a back
+/// office on any journey.
+const OWNERS: &str = r#"
+    [[callers]]
+    name = "caller-a"
+    jwt_subject = "svc-a"
+    operator_profiles = ["sandbox", "default"]
+    operations = ["create_journey", "challenges_2d", "session_3d", "verify_3d", "documents", "read_result", "watch"]
+
+    [[callers]]
+    name = "caller-b"
+    jwt_subject = "svc-b"
+    operator_profiles = ["sandbox", "default"]
+    operations = ["create_journey", "challenges_2d", "session_3d", "verify_3d", "documents", "read_result", "watch"]
+
+    [[callers]]
+    name = "backoffice"
+    jwt_subject = "svc-backoffice"
+    operations = ["read_result", "watch", "session_3d"]
+    journeys = "any"
+"#;
+
+/// `[auth]` and [`OWNERS`] on `c`, with the profile names `c` has.
+pub fn with_owners(c: &mut Config, auth: AuthConfig) {
+    with_owners_text(c, auth, OWNERS);
+}
+
+/// `[auth]` and the `[[callers]]` of `callers_text` on `c`, their
+/// `operator_profiles = ["sandbox", "default"]` made the profiles `c` has.
+pub fn with_owners_text(c: &mut Config, auth: AuthConfig, callers_text: &str) {
+    c.auth = Some(auth);
+    let profiles: Vec<String> = c
+        .operator_profiles()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let text = callers_text.replace(
+        r#"operator_profiles = ["sandbox", "default"]"#,
+        &format!("operator_profiles = {profiles:?}"),
+    );
+    c.callers = callers(&text);
+}
+
+struct Tokens {
+    a: String,
+    b: String,
+    backoffice: String,
+}
+
+fn key_and_auth() -> (TestKey, AuthConfig) {
+    let key = TestKey::es256("owners");
+    let auth = jwt_auth(Some(jwks_file(&[&key])), None);
+    (key, auth)
+}
+
+fn tokens(key: &TestKey) -> Tokens {
+    Tokens {
+        a: key.token("svc-a"),
+        b: key.token("svc-b"),
+        backoffice: key.token("svc-backoffice"),
+    }
+}
+
+/// Asserts JOURNEY_NOT_OWNED with no value of the journey or the callers.
+#[track_caller]
+fn assert_not_owned(status: &tonic::Status, created: &v1::CreateJourneyResponse) {
+    assert_error(status, Code::PermissionDenied, "JOURNEY_NOT_OWNED");
+    let text = format!("{status:?}");
+    for value in [&created.appkey, &created.journey_ref, "caller-a", "svc-"] {
+        assert!(!text.contains(value), "{text}");
+    }
+}
+
+/// Every RPC that names a journey, as `token`, on `gw`: each refused
+/// JOURNEY_NOT_OWNED, and the vendor (`sandbox`) never called.
+async fn refused_everywhere(
+    gw: &TestGateway,
+    sandbox: &SandboxHandle,
+    token: &str,
+    created: &v1::CreateJourneyResponse,
+) {
+    let total = || -> u64 { sandbox.all_calls().iter().map(|c| c.count).sum() };
+    let before = total();
+    let appkey = created.appkey.clone();
+    let statuses = [
+        gw.journeys()
+            .get_journey_result(bearer(
+                token,
+                v1::GetJourneyResultRequest {
+                    appkey: appkey.clone(),
+                },
+            ))
+            .await
+            .map(drop),
+        gw.journeys()
+            .watch_journey(bearer(token, by_appkey(&appkey)))
+            .await
+            .map(drop),
+        gw.journeys()
+            .watch_journey(bearer(token, by_ref(&created.journey_ref)))
+            .await
+            .map(drop),
+        gw.liveness()
+            .start_session3_d(bearer(
+                token,
+                v1::StartSession3DRequest {
+                    appkey: appkey.clone(),
+                    user_agent: "test".into(),
+                },
+            ))
+            .await
+            .map(drop),
+        gw.liveness()
+            .verify_liveness3_d(bearer(
+                token,
+                v1::VerifyLiveness3DRequest {
+                    appkey: appkey.clone(),
+                    session_token: "a-session-token".into(),
+                    channel: String::new(),
+                },
+            ))
+            .await
+            .map(drop),
+        gw.liveness()
+            .create_challenges(bearer(
+                token,
+                v1::CreateChallengesRequest {
+                    appkey: appkey.clone(),
+                },
+            ))
+            .await
+            .map(drop),
+        gw.liveness()
+            .submit_challenge_response(bearer(
+                token,
+                v1::SubmitChallengeResponseRequest {
+                    appkey: appkey.clone(),
+                    challenge_key: "a-challenge-key".into(),
+                    snapshots: vec![v1::Snapshot {
+                        image: samples::snapshot(LivenessOutcome::Valid).into(),
+                        face_type_code: "1".into(),
+                    }],
+                },
+            ))
+            .await
+            .map(drop),
+        gw.documents()
+            .submit_document_images(bearer(
+                token,
+                v1::SubmitDocumentImagesRequest {
+                    appkey: appkey.clone(),
+                    images: rg_images(),
+                },
+            ))
+            .await
+            .map(drop),
+        gw.documents()
+            .submit_digital_licence(bearer(
+                token,
+                v1::SubmitDigitalLicenceRequest {
+                    appkey: appkey.clone(),
+                    licence: Some(v1::submit_digital_licence_request::Licence::QrBinary(
+                        b"licence".to_vec().into(),
+                    )),
+                },
+            ))
+            .await
+            .map(drop),
+    ];
+    for (i, status) in statuses.into_iter().enumerate() {
+        let err = status.expect_err(&format!("call {i} refused"));
+        assert_not_owned(&err, created);
+    }
+    assert_eq!(total(), before, "no vendor call for a refused caller");
+}
+
+/// The owner's journey served to it: a 3D proof, documents, the result,
+/// a watch by reference.
+async fn served(gw: &TestGateway, token: &str, created: &v1::CreateJourneyResponse) {
+    let appkey = created.appkey.clone();
+    let mut l = gw.liveness();
+    let s = l
+        .start_session3_d(bearer(
+            token,
+            v1::StartSession3DRequest {
+                appkey: appkey.clone(),
+                user_agent: "test".into(),
+            },
+        ))
+        .await
+        .expect("the owner starts a session")
+        .into_inner();
+    let verdict = l
+        .verify_liveness3_d(bearer(
+            token,
+            v1::VerifyLiveness3DRequest {
+                appkey: appkey.clone(),
+                session_token: s.session_token,
+                channel: s.channel,
+            },
+        ))
+        .await
+        .expect("the owner verifies")
+        .into_inner();
+    assert!(verdict.verdict.expect("verdict").valid);
+    gw.documents()
+        .submit_document_images(bearer(
+            token,
+            v1::SubmitDocumentImagesRequest {
+                appkey: appkey.clone(),
+                images: rg_images(),
+            },
+        ))
+        .await
+        .expect("the owner submits documents");
+    gw.journeys()
+        .get_journey_result(bearer(
+            token,
+            v1::GetJourneyResultRequest {
+                appkey: appkey.clone(),
+            },
+        ))
+        .await
+        .expect("the owner reads the result");
+    gw.journeys()
+        .watch_journey(bearer(token, by_ref(&created.journey_ref)))
+        .await
+        .expect("the owner watches by reference");
+}
+
+async fn create(gw: &TestGateway, token: &str) -> v1::CreateJourneyResponse {
+    gw.journeys()
+        .create_journey(bearer(token, happy_person()))
+        .await
+        .expect("create")
+        .into_inner()
+}
+
+#[tokio::test]
+async fn a_journey_is_refused_to_another_own_caller_and_served_to_its_owner() {
+    let (key, auth) = key_and_auth();
+    let gw = TestGateway::start_with(|c| with_owners(c, auth)).await;
+    let t = tokens(&key);
+    let created = create(&gw, &t.a).await;
+
+    refused_everywhere(&gw, gw.sandbox(), &t.b, &created).await;
+    served(&gw, &t.a, &created).await;
+    // B's own journey is B's, and A may not touch it either.
+    let of_b = create(&gw, &t.b).await;
+    let err = gw
+        .journeys()
+        .watch_journey(bearer(&t.a, by_ref(&of_b.journey_ref)))
+        .await
+        .expect_err("A may not watch B's journey");
+    assert_not_owned(&err, &of_b);
+    // A back office (`journeys = "any"`) reads any journey.
+    gw.journeys()
+        .get_journey_result(bearer(
+            &t.backoffice,
+            v1::GetJourneyResultRequest {
+                appkey: created.appkey.clone(),
+            },
+        ))
+        .await
+        .expect("an any caller reads");
+    // A replayed request_id gives B nothing of A's journey.
+    let replay = v1::CreateJourneyRequest {
+        request_id: "0b1c5f4e-7d7a-4a35-9d59-2f4c1f7a0c11".into(),
+        ..happy_person()
+    };
+    let first = gw
+        .journeys()
+        .create_journey(bearer(&t.a, replay.clone()))
+        .await
+        .expect("A creates with a request_id")
+        .into_inner();
+    let err = gw
+        .journeys()
+        .create_journey(bearer(&t.b, replay))
+        .await
+        .expect_err("B replays A's request_id");
+    assert_not_owned(&err, &first);
+    let metrics = gw.metrics_text().await;
+    assert!(
+        super::refusals(&metrics, "JOURNEY_NOT_OWNED", "journey") >= 11.0,
+        "refusals counted"
+    );
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn ownership_holds_across_replicas_sharing_redis() {
+    let (key, auth) = key_and_auth();
+    let mut fleet = Fleet::start(0, 1).await;
+    fleet
+        .add_replicas_with(2, |c| with_owners(c, auth.clone()))
+        .await;
+    let t = tokens(&key);
+    let (one, other) = (&fleet.replicas[0], &fleet.replicas[1]);
+    let created = create(one, &t.a).await;
+
+    refused_everywhere(other, &fleet.sandbox, &t.b, &created).await;
+    refused_everywhere(one, &fleet.sandbox, &t.b, &created).await;
+    served(other, &t.a, &created).await;
+    fleet.stop().await;
+}
