@@ -111,6 +111,7 @@ async fn main() -> anyhow::Result<()> {
         &config,
         format!(
             "[listen]\ngrpc = \"127.0.0.1:{grpc}\"\nhttp = \"127.0.0.1:{http}\"\nadmin = \"127.0.0.1:{admin}\"\n\
+             [auth]\nmode = \"none\"\n\
              [upstream]\nbase_url = \"{}\"\nresult_base_url = \"{}\"\ntimeout_ms = 30000\n\
              [[operators]]\nname = \"default\"\nlogin = \"{}\"\npassword_file = \"{}\"\n\
              [webhook]\nallow_unauthenticated = true\n",

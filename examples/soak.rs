@@ -446,6 +446,7 @@ fn start_gateway(
     let mut toml = format!(
         "[listen]\ngrpc = \"127.0.0.1:{grpc}\"\nhttp = \"127.0.0.1:{http}\"\nadmin = \"127.0.0.1:{admin}\"\n\
          [serving]\ndrain_delay_secs = 0\n\
+         [auth]\nmode = \"none\"\n\
          [upstream]\nbase_url = \"{}\"\nresult_base_url = \"{}\"\n\
          [[operators]]\nname = \"default\"\nlogin = \"{}\"\npassword_file = \"{}\"\n\
          [webhook]\nbasic_user = \"{WEBHOOK_USER}\"\nbasic_password_file = \"{}\"\n\
