@@ -26,6 +26,7 @@ use tonic_health::pb::{
 
 use crate::support::{
     gateway::*,
+    metrics,
     net::{gated_proxy, http_client},
     process::ServeProcess,
     sandbox,
@@ -660,7 +661,10 @@ async fn draining_reports_not_serving_at_once_while_calls_are_still_served() {
         .create_journey(happy_person())
         .await
         .expect("a call during the drain delay");
-    assert!(gw.metrics_text().await.contains("idgate_draining 1"));
+    assert_eq!(
+        metrics::value(&gw.metrics_text().await, "idgate_draining", &[]),
+        1.0
+    );
     gw.stop().await;
 }
 
