@@ -22,6 +22,26 @@ pub fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         .unwrap_or_else(|| panic!("no series {name}{labels:?} in\n{text}"))
 }
 
+/// The value of a counter's series written as exposed (`name{a="x"}` or
+/// `name`), 0 when that label set was never counted (a labelled counter
+/// is exposed from its first count) but only while the metric `name`
+/// itself is exposed: a renamed metric panics instead of reading 0.
+pub fn counted(text: &str, series: &str) -> f64 {
+    let (name, wanted, _) =
+        parse_line(&format!("{series} 0")).unwrap_or_else(|| panic!("not a series: {series}"));
+    let samples: Vec<_> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(parse_line)
+        .filter(|(n, _, _)| *n == name)
+        .collect();
+    assert!(!samples.is_empty(), "no metric {name} at all in\n{text}");
+    samples
+        .into_iter()
+        .find(|(_, l, _)| *l == wanted)
+        .map_or(0.0, |(_, _, v)| v)
+}
+
 /// A series' labels, sorted.
 type Labels = Vec<(String, String)>;
 
@@ -80,6 +100,15 @@ fn a_series_is_read_by_its_whole_label_set_and_exact_value() {
     assert_eq!(value(text, "x_total", &[("a", "1")]), 1.0);
     assert_eq!(value(text, "x_total", &[("b", "q\"z"), ("a", "1")]), 10.0);
     assert_eq!(value(text, "plain", &[]), 2.5);
+}
+
+#[test]
+fn a_label_set_never_counted_reads_0_only_while_its_metric_is_exposed() {
+    let text = "x_total{a=\"1\"} 3\n";
+    assert_eq!(counted(text, "x_total{a=\"1\"}"), 3.0);
+    assert_eq!(counted(text, "x_total{a=\"2\"}"), 0.0);
+    let renamed = std::panic::catch_unwind(|| counted(text, "y_total{a=\"1\"}"));
+    assert!(renamed.is_err(), "a metric not exposed at all panics");
 }
 
 #[test]
