@@ -7,6 +7,7 @@ use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 use super::{gateway_with, refusals};
 use crate::support::{
+    self,
     gateway::{assert_error, happy_person},
     jwt::{TestKey, bearer, claims, jwks_file, jwt_auth, now, unsigned},
     telemetry::quiet_telemetry_at,
@@ -107,7 +108,10 @@ async fn every_jwt_rule_is_enforced_and_no_token_reaches_logs_metrics_or_errors(
     tokens.push(unknown);
 
     let metrics = gw.metrics_text().await;
-    assert!(metrics.contains("idgate_auth_enabled 1"), "{metrics}");
+    assert_eq!(
+        support::metrics::value(&metrics, "idgate_auth_enabled", &[]),
+        1.0
+    );
     for (cause, _) in &cases {
         // `alg: none` is not even a JWT header to the library: malformed.
         assert!(

@@ -10,6 +10,7 @@ use idgate::{
 
 use crate::support::{
     gateway::{TestGateway, test_config, use_upstream},
+    metrics,
     telemetry::quiet_telemetry,
 };
 
@@ -47,12 +48,15 @@ async fn the_env_override_runs_open_on_purpose_with_a_warning_and_the_gauge_at_0
     })
     .await;
     let metrics = gw.metrics_text().await;
-    assert!(metrics.contains("idgate_auth_enabled 0"), "{metrics}");
+    assert_eq!(metrics::value(&metrics, "idgate_auth_enabled", &[]), 0.0);
     assert!(logs.contents().contains("runs open"), "a WARN at start");
     gw.stop().await;
 
     // The embedded sandbox stays open too, with the same warning.
     let gw = TestGateway::start().await;
-    assert!(gw.metrics_text().await.contains("idgate_auth_enabled 0"));
+    assert_eq!(
+        metrics::value(&gw.metrics_text().await, "idgate_auth_enabled", &[]),
+        0.0
+    );
     gw.stop().await;
 }

@@ -16,6 +16,7 @@ use tonic::Code;
 
 use crate::support::{
     gateway::*,
+    metrics,
     net::http_client,
     wait::{EVENT_WAIT, eventually},
     webhook::{PASSWORD, USER, status_code},
@@ -118,10 +119,13 @@ async fn watch_streams_past_the_per_connection_cap_are_refused_while_other_conne
         .await
         .expect_err("the third stream on one connection is refused");
     assert_error(&refused, Code::ResourceExhausted, "WATCH_LIMIT_REACHED");
-    assert!(
-        gw.metrics_text()
-            .await
-            .contains("idgate_rpc_shed_total{limit=\"streams_per_connection\"} 1"),
+    assert_eq!(
+        metrics::value(
+            &gw.metrics_text().await,
+            "idgate_rpc_shed_total",
+            &[("limit", "streams_per_connection")]
+        ),
+        1.0,
         "counted"
     );
 

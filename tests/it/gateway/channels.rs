@@ -20,6 +20,7 @@ use tonic::{Code, Request};
 
 use crate::support::{
     gateway::*,
+    metrics,
     net::{RefusingPort, addr_of, gated_proxy},
     process::ServeProcess,
     wait::{Gate, eventually},
@@ -54,14 +55,15 @@ async fn assert_one_failover_from_primary(gw: &TestGateway, error_class: &str) {
         "{alternative:?}"
     );
     let metrics = gw.metrics_text().await;
-    assert!(
-        metrics.contains(r#"idgate_channel_failovers_total{channel="primary"} 1"#),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains(r#"idgate_channel_failovers_total{channel="alternative"} 0"#),
-        "{metrics}"
-    );
+    let failovers = |channel| {
+        metrics::value(
+            &metrics,
+            "idgate_channel_failovers_total",
+            &[("channel", channel)],
+        )
+    };
+    assert_eq!(failovers("primary"), 1.0, "{metrics}");
+    assert_eq!(failovers("alternative"), 0.0, "{metrics}");
 }
 
 #[tokio::test]

@@ -2,7 +2,9 @@
 //! answer, mapped to the gRPC error that `docs/upstream.md#status-codes` and
 //! the error model of `docs/api.md` promise; calls
 //! that consume the appkey are sent exactly once; safe calls are retried.
-//! Faults are injected in the sandbox; counters prove what was sent.
+//! Faults are injected in the sandbox; counters prove what was sent. Every
+//! upstream status row of the error table (400, 401, 403, 404, 409, 429,
+//! 5xx, any other) is driven here.
 
 use std::time::Duration;
 
@@ -724,5 +726,143 @@ async fn appkey_failures_follow_the_status_table_and_appkey_is_sent_once() {
         assert_eq!(retryable(&err), retry, "{action:?}");
         assert_eq!(gw.calls(Operation::Appkey), 1, "{action:?}: sent once");
     }
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_403_is_permission_denied_without_retry_info_and_sent_once() {
+    let gw = TestGateway::start().await;
+    let sb = gw.sandbox();
+    let appkey = gw.create_journey().await;
+    inject(
+        sb,
+        Operation::Challenge,
+        FaultAction::Status { status: 403 },
+    );
+    let err = gw.challenges(&appkey).await.unwrap_err();
+    assert_error(&err, Code::PermissionDenied, "UPSTREAM_PERMISSION_DENIED");
+    assert!(!retryable(&err), "403: no RetryInfo");
+    assert_eq!(meta(&err, "upstream_status").as_deref(), Some("403"));
+    assert_eq!(meta(&err, "operation").as_deref(), Some("challenge"));
+    assert_eq!(gw.calls(Operation::Challenge), 1, "a 403 is not retried");
+    reset(sb);
+
+    assert_consuming_sent_once(
+        &gw,
+        FaultAction::Status { status: 403 },
+        Code::PermissionDenied,
+        "UPSTREAM_PERMISSION_DENIED",
+    )
+    .await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_409_is_aborted_conflict_without_retry_info_and_sent_once() {
+    let gw = TestGateway::start().await;
+    let sb = gw.sandbox();
+    let appkey = gw.create_journey().await;
+    gw.pass_3d(&appkey).await;
+    reset(sb);
+    inject(sb, Operation::Result, FaultAction::Status { status: 409 });
+    let err = gw.result(&appkey).await.unwrap_err();
+    assert_error(&err, Code::Aborted, "UPSTREAM_CONFLICT");
+    assert!(!retryable(&err), "409: no RetryInfo");
+    assert_eq!(meta(&err, "upstream_status").as_deref(), Some("409"));
+    assert_eq!(gw.calls(Operation::Result), 1, "a 409 is not retried");
+    reset(sb);
+
+    assert_consuming_sent_once(
+        &gw,
+        FaultAction::Status { status: 409 },
+        Code::Aborted,
+        "UPSTREAM_CONFLICT",
+    )
+    .await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_429_on_safe_operations_is_rate_limited_with_retry_info_and_a_retry_is_served() {
+    let gw = TestGateway::start().await;
+    let sb = gw.sandbox();
+    let once = |op| {
+        sb.add_fault(
+            FaultRule::new(FaultAction::Status { status: 429 })
+                .on(op)
+                .times(1),
+        )
+        .expect("fault");
+    };
+    let appkey = gw.create_journey().await;
+
+    // Nothing was consumed: RetryInfo, and the caller's retry is served.
+    reset(sb);
+    once(Operation::Challenge);
+    let err = gw.challenges(&appkey).await.unwrap_err();
+    assert_error(&err, Code::ResourceExhausted, "UPSTREAM_RATE_LIMITED");
+    assert!(retryable(&err), "429 on a safe call: RetryInfo");
+    assert_eq!(meta(&err, "upstream_status").as_deref(), Some("429"));
+    assert_eq!(meta(&err, "operation").as_deref(), Some("challenge"));
+    assert_eq!(gw.calls(Operation::Challenge), 1);
+    gw.challenges(&appkey)
+        .await
+        .expect("the caller's retry is served");
+    assert_eq!(gw.calls(Operation::Challenge), 2);
+
+    gw.pass_3d(&appkey).await;
+    reset(sb);
+    once(Operation::Result);
+    let err = gw.result(&appkey).await.unwrap_err();
+    assert_error(&err, Code::ResourceExhausted, "UPSTREAM_RATE_LIMITED");
+    assert!(retryable(&err), "429 on a result read: RetryInfo");
+    assert_eq!(meta(&err, "operation").as_deref(), Some("result"));
+    assert_eq!(gw.calls(Operation::Result), 1);
+    gw.result(&appkey)
+        .await
+        .expect("the caller's retry is served");
+    assert_eq!(gw.calls(Operation::Result), 2);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_429_on_consuming_operations_is_rate_limited_without_retry_info_and_sent_once() {
+    let gw = TestGateway::start().await;
+    assert_consuming_sent_once(
+        &gw,
+        FaultAction::Status { status: 429 },
+        Code::ResourceExhausted,
+        "UPSTREAM_RATE_LIMITED",
+    )
+    .await;
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn an_upstream_status_outside_the_contract_is_internal_unexpected_status() {
+    let gw = TestGateway::start().await;
+    let sb = gw.sandbox();
+    let appkey = gw.create_journey().await;
+    for status in [418, 302] {
+        reset(sb);
+        inject(sb, Operation::Challenge, FaultAction::Status { status });
+        let err = gw.challenges(&appkey).await.unwrap_err();
+        assert_error(&err, Code::Internal, "UPSTREAM_UNEXPECTED_STATUS");
+        assert!(!retryable(&err), "{status}: no RetryInfo");
+        assert_eq!(
+            meta(&err, "upstream_status").as_deref(),
+            Some(status.to_string().as_str())
+        );
+        assert_eq!(gw.calls(Operation::Challenge), 1, "{status}: not retried");
+    }
+    reset(sb);
+
+    assert_consuming_sent_once(
+        &gw,
+        FaultAction::Status { status: 418 },
+        Code::Internal,
+        "UPSTREAM_UNEXPECTED_STATUS",
+    )
+    .await;
     gw.stop().await;
 }

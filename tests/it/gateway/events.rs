@@ -830,3 +830,45 @@ async fn shutting_down_ends_open_watch_streams() {
     let stats = hub.stats();
     assert_eq!((stats.journeys, stats.watchers), (0, 0));
 }
+
+#[tokio::test]
+async fn a_result_still_processing_past_the_settle_limit_after_the_notice_ends_the_watch_result_not_settled()
+ {
+    let gw = TestGateway::start_with(|c| {
+        c.webhook.basic_user = Some(BASIC_USER.into());
+        c.webhook.basic_password_file = Some(secret_file(BASIC_PASSWORD));
+        c.watch.webhook_grace_secs = 3600;
+        c.watch.poll_initial_ms = 50;
+        c.watch.poll_max_ms = 100;
+        c.watch.result_settle_limit_secs = 1;
+        // Only the notice posted here; processing never finishes.
+        c.sandbox.webhook.enabled = false;
+    })
+    .await;
+    let journey = gw.journey_in_processing().await;
+    let watcher = gw.watch(by_appkey(&journey.appkey)).await;
+    let response = basic(
+        &http_client(),
+        &gw.webhook_url(),
+        BASIC_PASSWORD,
+        &notice_body("Completo", &journey.appkey),
+    )
+    .send()
+    .await
+    .expect("the gateway answers");
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+
+    let (items, end) = drain(watcher).await;
+    assert!(
+        items
+            .iter()
+            .all(|i| i.status() == JourneyStatus::Processing),
+        "only processing before the end: {:?}",
+        statuses(&items)
+    );
+    let end = end.expect("the stream ends with an error");
+    assert_error(&end, tonic::Code::Unavailable, "RESULT_NOT_SETTLED");
+    assert!(retryable(&end), "RESULT_NOT_SETTLED: RetryInfo");
+    assert!(gw.result_reads() >= 2, "read until the settle limit");
+    gw.stop().await;
+}

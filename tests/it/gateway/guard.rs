@@ -20,6 +20,7 @@ use tonic_types::StatusExt as _;
 
 use crate::support::{
     gateway::*,
+    metrics,
     net::gated_proxy,
     sandbox,
     wait::{EVENT_WAIT, Gate, eventually},
@@ -267,12 +268,21 @@ async fn a_budget_of_n_appkeys_per_minute_lets_n_through_then_refuses_before_any
     );
     assert_eq!(gw.total_calls(), calls, "no upstream call at all");
     let metrics = gw.metrics_text().await;
-    for line in [
-        "idgate_budget_remaining{operator=\"sandbox\",operation=\"create_journey\",window=\"minute\"} 0",
-        "idgate_budget_remaining{operator=\"sandbox\",operation=\"create_journey\",window=\"day\"} 998",
-        "idgate_budget_refusals_total{operator=\"sandbox\",operation=\"create_journey\",window=\"minute\"} 1",
+    for (name, window, expected) in [
+        ("idgate_budget_remaining", "minute", 0.0),
+        ("idgate_budget_remaining", "day", 998.0),
+        ("idgate_budget_refusals_total", "minute", 1.0),
     ] {
-        assert!(metrics.contains(line), "{line} in\n{metrics}");
+        let labels = [
+            ("operator", "sandbox"),
+            ("operation", "create_journey"),
+            ("window", window),
+        ];
+        assert_eq!(
+            metrics::value(&metrics, name, &labels),
+            expected,
+            "{name}{labels:?}"
+        );
     }
     gw.stop().await;
 }

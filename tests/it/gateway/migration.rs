@@ -19,7 +19,7 @@ use idgate::{
 use serde_json::Value;
 use tonic::Code;
 
-use crate::support::gateway::*;
+use crate::support::{gateway::*, metrics};
 
 /// Journeys created and started at once.
 const CONCURRENCY: usize = 16;
@@ -365,11 +365,16 @@ async fn channels_compare_sums_the_replicas_and_shows_the_pass_rates_and_latenci
 
     // The same verifications in /metrics, by channel and outcome.
     let metrics = gw.metrics_text().await;
-    let line = format!(
-        r#"idgate_channel_verifications_total{{channel="alternative",outcome="invalid"}} {}"#,
-        tally("alternative", false, Some(0))
+    let counted = metrics::value(
+        &metrics,
+        "idgate_channel_verifications_total",
+        &[("channel", "alternative"), ("outcome", "invalid")],
     );
-    assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    assert_eq!(
+        counted,
+        tally("alternative", false, Some(0)) as f64,
+        "{metrics}"
+    );
     assert!(
         metrics.contains("idgate_channel_verification_duration_seconds_bucket{"),
         "{metrics}"

@@ -9,6 +9,7 @@ pub(crate) mod guard;
 mod journeys;
 mod lifecycle;
 mod migration;
+mod reasons;
 mod serving;
 mod smoke;
 mod validation;

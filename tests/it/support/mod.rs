@@ -16,6 +16,7 @@
 //! - [`jwt`]: callers' signing keys, their JWKS (a file or a local URL
 //!   the test rotates), valid and forged tokens;
 //! - [`tls`]: a certificate authority per test and a TLS listener;
+//! - [`metrics`]: one series of the `/metrics` exposition, exactly;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
 //!   measurements.
@@ -23,6 +24,7 @@
 pub mod fleet;
 pub mod gateway;
 pub mod jwt;
+pub mod metrics;
 pub mod net;
 pub mod otlp_collector;
 pub mod process;
