@@ -51,7 +51,7 @@ impl Issued {
     /// Bills `operation` on the journey of `appkey`: to the profile that
     /// created it, or (foreign) to the caller's first profile, else the
     /// default one.
-    pub async fn bill(
+    async fn bill(
         &self,
         guard: &Guard,
         operation: BilledOperation,
@@ -127,6 +127,23 @@ impl JourneyAccess {
         self.slots
             .stream(caller)
             .inspect_err(|e| refused_in(request, e, "max_watch_streams"))
+    }
+
+    /// A billed call on the journey of `appkey`: checked as
+    /// [`JourneyAccess::appkey`] does, then billed as [`Issued::bill`]
+    /// does. One step, so that no call bills an appkey it has not checked.
+    pub async fn billed(
+        &self,
+        request: &Extensions,
+        caller: &Caller,
+        appkey: &Appkey,
+        guard: &Guard,
+        operation: BilledOperation,
+    ) -> Result<(), Error> {
+        self.appkey(request, caller, appkey)
+            .await?
+            .bill(guard, operation, appkey, caller)
+            .await
     }
 
     /// Whether `caller` may act on the journey of `appkey`: `Here` when

@@ -61,16 +61,13 @@ impl DocumentService for DocumentApi {
             let (_, extensions, message) = request.into_parts();
             let req = validate::document_images(message, &self.limits)?;
             audit.journey(&super::record_journey(&span, &req.appkey));
-            let issued = self
-                .access
-                .appkey(&extensions, &caller, &req.appkey)
-                .await?;
-            issued
-                .bill(
+            self.access
+                .billed(
+                    &extensions,
+                    &caller,
+                    &req.appkey,
                     &self.guard,
                     BilledOperation::SubmitDocuments,
-                    &req.appkey,
-                    &caller,
                 )
                 .await?;
             let document_code = self
@@ -99,16 +96,13 @@ impl DocumentService for DocumentApi {
             let (_, extensions, message) = request.into_parts();
             let req = validate::digital_licence(message, &self.limits)?;
             audit.journey(&super::record_journey(&span, &req.appkey));
-            let issued = self
-                .access
-                .appkey(&extensions, &caller, &req.appkey)
-                .await?;
-            issued
-                .bill(
+            self.access
+                .billed(
+                    &extensions,
+                    &caller,
+                    &req.appkey,
                     &self.guard,
                     BilledOperation::SubmitDocuments,
-                    &req.appkey,
-                    &caller,
                 )
                 .await?;
             let document_code = self

@@ -115,13 +115,12 @@ impl LivenessService for LivenessApi {
             let req = validate::start_session(request.get_ref())?;
             audit.journey(&super::record_journey(&span, &req.appkey));
             self.access
-                .appkey(request.extensions(), &caller, &req.appkey)
-                .await?
-                .bill(
+                .billed(
+                    request.extensions(),
+                    &caller,
+                    &req.appkey,
                     &self.guard,
                     BilledOperation::StartSession3D,
-                    &req.appkey,
-                    &caller,
                 )
                 .await?;
             let started = self
