@@ -8,11 +8,12 @@
 //!                      `---> ControlStore    control.rs    routing mode, drains, hold
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
+//! channels::ChannelFigures -> FiguresStore    figures.rs    per-minute vendor figures
 //!
 //! Shared::memory  (one process, the default): Memory* stores
 //! Shared::redis   ([cluster] redis_url):      Redis* stores on one RedisConn (redis.rs)
 //!                   commands: ConnectionManager (reconnects), key prefix, command timeout
-//!                   {prefix}events: pub/sub fan-out, supervised (redis/pubsub.rs)
+//!                   {prefix}{fleet}:events: stream fan-out, supervised (redis/stream.rs)
 //! ```
 //!
 //! What is shared: the journey directory (journey reference -> appkey,
@@ -42,16 +43,17 @@
 //!
 //! - [`config`]: the `[cluster]` section.
 //! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
-//! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`]: the
-//!   five stores.
-//! - [`redis`]: the connection the Redis stores share, and the pub/sub
-//!   task.
+//! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`],
+//!   [`figures`]: the six stores.
+//! - [`redis`]: the connection the Redis stores share, and the event
+//!   stream's task.
 
 pub mod bindings;
 pub mod config;
 pub mod control;
 pub mod dedupe;
 pub mod directory;
+pub mod figures;
 pub mod guard;
 pub mod redis;
 pub mod seal;
@@ -65,10 +67,11 @@ pub use config::{ClusterConfig, ClusterSettings};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
 pub use directory::{DirectoryStore, JourneyRecord, MemoryDirectory, RedisDirectory};
+pub use figures::{FigureDelta, FigureSums, FiguresStore, MemoryFigures, RedisFigures};
 pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
-pub use redis::{RedisConn, pubsub::SeedFn};
+pub use redis::{RedisConn, stream::SeedFn};
 
 use crate::telemetry::Metrics;
 
@@ -105,6 +108,9 @@ pub struct Ttls {
     /// Most idempotency records held in memory
     /// (`[idempotency] max_entries`).
     pub idempotency_max_entries: usize,
+    /// Vendor figures' per-minute buckets
+    /// (`[routing] figures_retention_minutes`).
+    pub figures: Duration,
 }
 
 impl Default for Ttls {
@@ -116,6 +122,8 @@ impl Default for Ttls {
             dedupe_max_entries: 100_000,
             idempotency: Duration::from_secs(86_400),
             idempotency_max_entries: 100_000,
+            // A day: `[routing] figures_retention_minutes`' default.
+            figures: Duration::from_secs(86_400),
         }
     }
 }
@@ -145,6 +153,8 @@ pub struct Shared {
     pub control: Arc<dyn ControlStore>,
     /// The spending guard's idempotency records and budget windows.
     pub guard: Arc<dyn GuardStore>,
+    /// The channels' per-minute vendor figures.
+    pub figures: Arc<dyn FiguresStore>,
     /// The fleet's connection; `None` for one process.
     redis: Option<(RedisConn, RedisControl)>,
     /// What one process tells itself: nothing (no other replica).
@@ -172,6 +182,7 @@ impl Shared {
                 ttls.idempotency,
                 ttls.idempotency_max_entries,
             )),
+            figures: Arc::new(MemoryFigures),
             redis: None,
             events: broadcast::channel(1).0,
         }
@@ -200,6 +211,7 @@ impl Shared {
                 ttls.journey,
                 MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
+            figures: Arc::new(RedisFigures::new(conn.clone(), ttls.figures)),
             events: broadcast::channel(1).0,
             redis: Some((conn, control)),
         })
@@ -232,14 +244,14 @@ impl Shared {
         }
     }
 
-    /// Runs the fleet's supervisor: pub/sub, control state on
+    /// Runs the fleet's supervisor: the event stream, control state on
     /// (re)connection, reconnection with backoff. `seed` is this
     /// replica's own control state, written when Redis holds none.
     /// Subscribe before starting to see the first [`FleetEvent::Control`].
     /// Nothing to run for one process.
     pub fn start(&self, seed: SeedFn) {
         if let Some((conn, control)) = &self.redis {
-            conn.run(redis::pubsub::supervise(
+            conn.run(redis::stream::supervise(
                 conn.clone(),
                 control.clone(),
                 seed,

@@ -4,18 +4,21 @@
 //! exponential backoff by itself), each under the configured command
 //! timeout and in a client span (`db.system = redis`, the command name,
 //! never a key or a value). Every key starts with `key_prefix`; each store
-//! names its own keys in its own file. A supervisor task (`pubsub`)
-//! holds the pub/sub connection on `{prefix}events`: on every
-//! (re)connection it seeds the control state if Redis lost it, reads it,
-//! hands it to the replica ([`FleetEvent::Control`]) and marks the cluster
-//! up; when the connection drops it marks it down (`idgate_cluster_up` 0,
-//! one warning) and reconnects with backoff.
+//! names its own keys in its own file. A supervisor task (`stream`)
+//! reads the fleet's event stream `{prefix}{fleet}:events` on a
+//! connection of its own: on every (re)connection it seeds the control
+//! state if Redis lost it, reads it, hands it to the replica
+//! ([`FleetEvent::Control`]) and marks the cluster up; when the connection
+//! drops it marks it down (`idgate_cluster_up` 0, one warning) and
+//! reconnects with backoff, reading on from the last event it processed.
+//! `rediss://` trusts the system's roots, or `[cluster] ca_file` (`tls`).
 //!
 //! The stores hold a [`RedisConn`] (cheap to clone) and nothing else of
 //! Redis: the connection, the prefix, the timeout, the up flag and the
-//! pub/sub task live here alone.
+//! stream task live here alone.
 
-pub(super) mod pubsub;
+pub(super) mod stream;
+mod tls;
 
 use std::{
     future::Future,
@@ -46,7 +49,7 @@ use crate::telemetry::Metrics;
 pub(super) const DELETE_IF_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-/// What crosses the pub/sub channel. No appkey, no result, no person.
+/// What crosses the event stream. No appkey, no result, no person.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Message {
     /// The replica that sent it (its own messages are skipped).
@@ -91,6 +94,7 @@ struct Inner {
     command_timeout: Duration,
     connect_timeout: Duration,
     max_backoff: Duration,
+    stream_max_len: u64,
     server: (String, u16),
     up: AtomicBool,
     events: broadcast::Sender<FleetEvent>,
@@ -138,7 +142,7 @@ impl RedisConn {
             redis_settings = redis_settings.set_password(password.expose_secret());
         }
         let info = info.set_redis_settings(redis_settings);
-        let client = Client::open(info)?;
+        let client = tls::client(info, settings.ca_pem.as_deref())?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(settings.connect_timeout))
             .set_response_timeout(Some(settings.command_timeout))
@@ -156,6 +160,7 @@ impl RedisConn {
                 command_timeout: settings.command_timeout,
                 connect_timeout: settings.connect_timeout,
                 max_backoff: settings.max_backoff,
+                stream_max_len: settings.stream_max_len,
                 server,
                 up: AtomicBool::new(false),
                 events: broadcast::channel(1024).0,
@@ -166,7 +171,7 @@ impl RedisConn {
         })
     }
 
-    /// Runs `task`, the supervisor ([`pubsub::supervise`]), until
+    /// Runs `task`, the supervisor ([`stream::supervise`]), until
     /// [`RedisConn::stop`].
     pub(super) fn run(&self, task: impl Future<Output = ()> + Send + 'static) {
         let task = tokio::spawn(task);
@@ -209,14 +214,14 @@ impl RedisConn {
         let _ = self.inner.events.send(event);
     }
 
-    /// `{prefix}<name>`: every key and the pub/sub channel.
+    /// `{prefix}<name>`: every key, the event stream's too.
     pub(super) fn key(&self, name: &str) -> String {
         format!("{}{name}", self.inner.prefix)
     }
 
-    /// The pub/sub channel of the fleet.
-    pub(super) fn events_key(&self) -> String {
-        self.key("events")
+    /// About how many events the stream keeps (`MAXLEN ~`).
+    pub(super) fn stream_max_len(&self) -> u64 {
+        self.inner.stream_max_len
     }
 
     /// Seals appkeys for the stores that keep one.
@@ -254,7 +259,7 @@ impl RedisConn {
         &self.inner.client
     }
 
-    /// A fleet message from this replica, as it is published.
+    /// A fleet message from this replica, as it is appended to the stream.
     pub(super) fn message(&self, body: Body) -> String {
         serde_json::to_string(&Message {
             origin: self.inner.origin.clone(),

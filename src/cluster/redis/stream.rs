@@ -1,0 +1,217 @@
+//! The fleet's event stream, and the supervisor task that reads it.
+//!
+//! Completion notices and control changes are appended to the Redis
+//! stream `{p}{fleet}:events` (`XADD ... MAXLEN ~ stream_max_len`, so it
+//! stays bounded). Each replica reads it on a connection of its own
+//! (`XREAD BLOCK`, never on the shared command connection, which a
+//! blocking read would stall) from the last entry it processed. A replica
+//! that loses Redis for a while therefore reads, once back, every event
+//! appended meanwhile (as long as the stream still holds them) and ends
+//! those watches at once, instead of leaving them to polling as pub/sub
+//! did. An event read twice is harmless: the hub ends a journey's
+//! watchers once, and a control change makes the replica re-read the
+//! whole control state.
+//!
+//! The supervisor also keeps the up flag: on every (re)connection it
+//! seeds the control state if Redis lost it, reads it, hands it to the
+//! replica ([`FleetEvent::Control`]) and marks the cluster up; when the
+//! reading connection fails it marks it down and reconnects with backoff,
+//! keeping its position.
+//!
+//! Hash tag: a control change writes its keys and the stream in one
+//! `MULTI`, so the stream and the control keys share [`FLEET_TAG`] (one
+//! Redis Cluster slot).
+
+use std::{sync::Arc, time::Duration};
+
+use redis::{
+    AsyncConnectionConfig, Value,
+    aio::MultiplexedConnection,
+    streams::{StreamRangeReply, StreamReadReply},
+};
+
+use super::{Body, Message, RedisConn, now_ms};
+use crate::{
+    cluster::{ControlState, FleetEvent, FleetNotice, control::RedisControl},
+    domain::JourneyRef,
+};
+
+/// The current control state of this replica, used to seed an empty Redis.
+pub type SeedFn = Arc<dyn Fn() -> ControlState + Send + Sync>;
+
+/// The hash tag of every key written together with the stream.
+pub(in crate::cluster) const FLEET_TAG: &str = "{fleet}";
+
+/// How long one `XREAD` waits for new entries. Also how often the
+/// supervisor looks at the up flag while the stream is quiet.
+const BLOCK: Duration = Duration::from_secs(1);
+
+/// Most entries one `XREAD` returns (a catch-up reads in batches).
+const READ_COUNT: usize = 256;
+
+/// The entry field holding the message (JSON of [`Message`]).
+const FIELD: &str = "m";
+
+/// Position of a replica that starts on an empty or absent stream.
+const START: &str = "0-0";
+
+/// `{p}{fleet}:events`.
+pub(in crate::cluster) fn stream_key(conn: &RedisConn) -> String {
+    conn.key(&format!("{FLEET_TAG}:events"))
+}
+
+/// `XADD {p}{fleet}:events MAXLEN ~ N * m <message>`: `body` told to the
+/// fleet, the stream kept to about `stream_max_len` entries.
+pub(in crate::cluster) fn append(conn: &RedisConn, body: Body) -> redis::Cmd {
+    let mut cmd = redis::cmd("XADD");
+    cmd.arg(stream_key(conn))
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(conn.stream_max_len())
+        .arg("*")
+        .arg(FIELD)
+        .arg(conn.message(body));
+    cmd
+}
+
+/// Connects the reading connection, loads the control state, relays the
+/// stream's entries; on a failure, marks the cluster down and starts over
+/// from the last entry processed.
+pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl, seed: SeedFn) {
+    let mut backoff = Duration::from_millis(50);
+    let mut position: Option<String> = None;
+    loop {
+        match connect(&conn, &control, &seed, &mut position).await {
+            Ok(mut reader) => {
+                backoff = Duration::from_millis(50);
+                let at = position.get_or_insert_with(|| START.to_owned());
+                while read(&conn, &control, &mut reader, at).await.is_ok() {
+                    // A command failure marked the cluster down while the
+                    // stream stayed readable: re-read and mark it up again.
+                    if !conn.is_up() {
+                        if let Ok(state) = control.read().await {
+                            conn.tell(FleetEvent::Control(state));
+                            conn.set_up(true, "recovered");
+                        }
+                    }
+                }
+                conn.set_up(false, "event stream connection lost");
+            }
+            Err(why) => conn.set_up(false, why),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(conn.max_backoff());
+    }
+}
+
+/// Opens the reading connection; on the first connection, takes the
+/// stream's end as the position (what came before is history); seeds and
+/// reads the control state, and marks the cluster up.
+async fn connect(
+    conn: &RedisConn,
+    control: &RedisControl,
+    seed: &SeedFn,
+    position: &mut Option<String>,
+) -> Result<MultiplexedConnection, &'static str> {
+    let config = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(conn.connect_timeout()))
+        .set_response_timeout(Some(BLOCK + conn.command_timeout()));
+    let mut reader = tokio::time::timeout(
+        conn.connect_timeout() + conn.command_timeout(),
+        conn.client()
+            .get_multiplexed_async_connection_with_config(&config),
+    )
+    .await
+    .map_err(|_| "connect timeout")?
+    .map_err(|_| "connect failed")?;
+    if position.is_none() {
+        // Before the control state is read: a change made in between is
+        // read again from the stream, never missed.
+        let last: StreamRangeReply = redis::cmd("XREVRANGE")
+            .arg(stream_key(conn))
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut reader)
+            .await
+            .map_err(|_| "stream position read failed")?;
+        *position = Some(
+            last.ids
+                .first()
+                .map_or_else(|| START.to_owned(), |e| e.id.clone()),
+        );
+    }
+    control.seed(seed()).await.map_err(|_| "seed failed")?;
+    let state = control.read().await.map_err(|_| "control read failed")?;
+    conn.tell(FleetEvent::Control(state));
+    conn.set_up(true, "connected");
+    Ok(reader)
+}
+
+/// One `XREAD BLOCK` from `position`: relays what it returns and moves
+/// `position` past it. An error means the reading connection is gone.
+async fn read(
+    conn: &RedisConn,
+    control: &RedisControl,
+    reader: &mut MultiplexedConnection,
+    position: &mut String,
+) -> Result<(), ()> {
+    let started = std::time::Instant::now();
+    let reply: redis::RedisResult<Option<StreamReadReply>> = redis::cmd("XREAD")
+        .arg("COUNT")
+        .arg(READ_COUNT)
+        .arg("BLOCK")
+        .arg(u64::try_from(BLOCK.as_millis()).unwrap_or(1_000))
+        .arg("STREAMS")
+        .arg(stream_key(conn))
+        .arg(position.as_str())
+        .query_async(reader)
+        .await;
+    let outcome = if reply.is_ok() { "ok" } else { "unavailable" };
+    conn.metrics()
+        .record_cluster_op("XREAD", outcome, started.elapsed());
+    let Some(reply) = reply.map_err(|_| ())? else {
+        return Ok(());
+    };
+    for entry in reply.keys.into_iter().flat_map(|k| k.ids) {
+        if let Some(Value::BulkString(payload)) = entry.map.get(FIELD) {
+            on_message(conn, control, payload).await;
+        }
+        *position = entry.id;
+    }
+    Ok(())
+}
+
+async fn on_message(conn: &RedisConn, control: &RedisControl, payload: &[u8]) {
+    let Ok(message) = serde_json::from_slice::<Message>(payload) else {
+        tracing::debug!("unreadable fleet message ignored");
+        return;
+    };
+    if message.origin == conn.origin() {
+        return;
+    }
+    let lag = now_ms().saturating_sub(message.sent_ms);
+    conn.metrics()
+        .record_cluster_lag(Duration::from_millis(lag));
+    match message.body {
+        Body::Notice {
+            journey_ref,
+            status,
+            delivery,
+        } => {
+            let Some(journey) = JourneyRef::parse(&journey_ref) else {
+                return;
+            };
+            conn.tell(FleetEvent::Notice(FleetNotice {
+                journey,
+                status,
+                delivery,
+            }));
+        }
+        Body::Control => match control.read().await {
+            Ok(state) => conn.tell(FleetEvent::Control(state)),
+            Err(_) => tracing::warn!("fleet control change announced but not readable"),
+        },
+    }
+}
