@@ -286,6 +286,31 @@ mod tests {
     }
 
     #[test]
+    fn a_ca_file_needs_tls_and_the_stream_stays_bounded() {
+        let ca = std::env::temp_dir().join(format!("idgate-cluster-ca-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        let mut c = ClusterConfig {
+            redis_url: Some("redis://127.0.0.1:6390".into()),
+            secret_key_file: Some(key_file(&[3; 32])),
+            ca_file: Some(ca.clone()),
+            ..ClusterConfig::default()
+        };
+        assert!(c.resolve().unwrap_err().to_string().contains("rediss://"));
+        c.redis_url = Some("rediss://127.0.0.1:6390".into());
+        let s = c.resolve().unwrap().unwrap();
+        assert!(s.ca_pem.is_some());
+        assert_eq!(s.stream_max_len, DEFAULT_STREAM_MAX_LEN);
+        for bad in [0, 999, 10_000_001] {
+            c.stream_max_len = bad;
+            let err = c.resolve().unwrap_err().to_string();
+            assert!(err.contains("stream_max_len"), "{err}");
+        }
+        c.stream_max_len = 1_000;
+        c.ca_file = Some(ca.with_extension("absent"));
+        assert!(c.resolve().unwrap_err().to_string().contains("ca_file"));
+    }
+
+    #[test]
     fn urls_must_be_redis_and_credential_free() {
         for url in ["http://x", "redis://user:pw@host:6379"] {
             let c = ClusterConfig {

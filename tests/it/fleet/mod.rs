@@ -5,14 +5,16 @@
 //! bounded polls.
 //!
 //! - `notices`: a completion notice on one replica reaches every other,
-//!   deduplicated fleet-wide;
+//!   deduplicated fleet-wide, and one cut off from Redis reads it once back;
 //! - `journeys`: references and 3D sessions resolve on any replica;
 //! - `routing`: drains, modes, weighted splits and contingency holds are
 //!   the fleet's;
 //! - `outage`: without Redis (stopped, or the wrong password) core RPCs
 //!   work, fleet changes are refused, and the fleet converges after;
 //! - `secrecy`: nothing personal in clear in Redis or in its spans;
-//! - `guard`: idempotent `CreateJourney` and budgets across replicas.
+//! - `guard`: idempotent `CreateJourney` and budgets across replicas;
+//! - `figures`: vendor figures of every replica, through any one;
+//! - `tls`: `rediss://` with a private CA (`[cluster] ca_file`).
 
 use std::time::Duration;
 
@@ -21,9 +23,11 @@ pub use crate::support::wait::EVENT_WAIT;
 /// How soon a fleet-wide change must reach every replica (issue 11).
 pub const FLEET_BOUND: Duration = Duration::from_secs(1);
 
+mod figures;
 mod guard;
 mod journeys;
 mod notices;
 mod outage;
 mod routing;
 mod secrecy;
+mod tls;
