@@ -25,7 +25,7 @@ pub struct ClusterConfig {
     pub password_env: Option<String>,
     /// File holding the Redis password (wins over the variable).
     pub password_file: Option<PathBuf>,
-    /// Prefix of every key and of the pub/sub channel.
+    /// Prefix of every key, the event stream's too.
     pub key_prefix: String,
     /// Environment variable holding the appkey sealing key: 32 random
     /// bytes, Base64. Required with `redis_url`.

@@ -4,7 +4,7 @@
 //!
 //! - [`MemoryControl`]: one process; the router's own state is the whole
 //!   truth (`control` answers `None`) and there is no one to tell.
-//! - [`RedisControl`]: `{p}{fleet}:control:mode`,
+//! - [`RedisControl`], on Redis: `{p}{fleet}:control:mode`,
 //!   `{p}{fleet}:control:drained` (a set), `{p}{fleet}:control:hold`
 //!   (expires with the hold), `{p}{fleet}:control:seeded`; no expiry
 //!   otherwise. Each change is one `MULTI` that writes it and appends
