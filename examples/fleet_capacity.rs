@@ -106,6 +106,11 @@ fn config(sandbox: &SandboxHandle, redis: &Redis, key: &path::Path) -> Config {
     c.listen.http = loopback;
     c.listen.admin = loopback;
     c.serving.drain_delay_secs = 0;
+    // The benchmark's own callers, on loopback: no caller authentication.
+    c.auth = Some(idgate::auth::AuthConfig {
+        mode: idgate::auth::AuthMode::None,
+        jwt: None,
+    });
     c.upstream = Some(UpstreamConfig {
         base_url: sandbox.base_url(),
         result_base_url: sandbox.result_base_url(),
@@ -149,7 +154,7 @@ impl Gw {
         }
     }
 
-    async fn create(&self, request_id: &str) -> v1::CreateJourneyResponse {
+    async fn create(&self, request_id: &str) -> Result<v1::CreateJourneyResponse, tonic::Status> {
         let p = samples::HAPPY_PERSON;
         let d: Vec<&str> = p.birth_date.split('/').collect();
         JourneyServiceClient::new(self.channel.clone())
@@ -162,22 +167,25 @@ impl Gw {
                 request_id: request_id.into(),
             })
             .await
-            .expect("create")
-            .into_inner()
+            .map(tonic::Response::into_inner)
     }
 
-    async fn start_3d(&self, appkey: &str) -> v1::StartSession3DResponse {
+    async fn start_3d(&self, appkey: &str) -> Result<v1::StartSession3DResponse, tonic::Status> {
         LivenessServiceClient::new(self.channel.clone())
             .start_session3_d(v1::StartSession3DRequest {
                 appkey: appkey.into(),
                 user_agent: "bench".into(),
             })
             .await
-            .expect("start 3D")
-            .into_inner()
+            .map(tonic::Response::into_inner)
     }
 
-    async fn verify(&self, appkey: &str, s: &v1::StartSession3DResponse, hint: bool) {
+    async fn verify(
+        &self,
+        appkey: &str,
+        s: &v1::StartSession3DResponse,
+        hint: bool,
+    ) -> Result<(), tonic::Status> {
         LivenessServiceClient::new(self.channel.clone())
             .verify_liveness3_d(v1::VerifyLiveness3DRequest {
                 appkey: appkey.into(),
@@ -189,22 +197,22 @@ impl Gw {
                 },
             })
             .await
-            .expect("verify 3D");
+            .map(|_| ())
     }
 
-    async fn watch_open(&self, journey_ref: &str) {
+    async fn watch_open(&self, journey_ref: &str) -> Result<(), tonic::Status> {
         let stream = JourneyServiceClient::new(self.channel.clone())
             .watch_journey(v1::WatchJourneyRequest {
                 journey: Some(v1::watch_journey_request::Journey::JourneyRef(
                     journey_ref.into(),
                 )),
             })
-            .await
-            .expect("watch by ref");
+            .await?;
         drop(stream);
+        Ok(())
     }
 
-    async fn webhook(&self, http: &reqwest::Client, appkey: &str) {
+    async fn webhook(&self, http: &reqwest::Client, appkey: &str) -> Result<(), tonic::Status> {
         let status = http
             .post(format!("http://{}/webhooks/journey", self.http))
             .basic_auth("vendor", Some(BASIC_PASSWORD))
@@ -212,9 +220,13 @@ impl Gw {
             .body(format!(r#"{{"Status":"Completo","Appkey":"{appkey}"}}"#))
             .send()
             .await
-            .expect("webhook")
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?
             .status();
-        assert_eq!(status.as_u16(), 202);
+        if status.as_u16() == 202 {
+            Ok(())
+        } else {
+            Err(tonic::Status::unknown(format!("webhook answered {status}")))
+        }
     }
 }
 
@@ -238,20 +250,20 @@ impl Route {
         }
     }
 
-    async fn run(self, a: &Gw, b: &Gw, http: &reqwest::Client) {
+    async fn run(self, a: &Gw, b: &Gw, http: &reqwest::Client) -> Result<(), tonic::Status> {
         match self {
             Route::OneReplica => {
-                let j = a.create("").await;
-                let s = a.start_3d(&j.appkey).await;
-                a.verify(&j.appkey, &s, true).await;
-                a.webhook(http, &j.appkey).await;
+                let j = a.create("").await?;
+                let s = a.start_3d(&j.appkey).await?;
+                a.verify(&j.appkey, &s, true).await?;
+                a.webhook(http, &j.appkey).await
             }
             Route::AcrossReplicas => {
-                let j = a.create(&uuid::Uuid::new_v4().to_string()).await;
-                let s = a.start_3d(&j.appkey).await;
-                b.verify(&j.appkey, &s, false).await;
-                b.watch_open(&j.journey_ref).await;
-                a.webhook(http, &j.appkey).await;
+                let j = a.create(&uuid::Uuid::new_v4().to_string()).await?;
+                let s = a.start_3d(&j.appkey).await?;
+                b.verify(&j.appkey, &s, false).await?;
+                b.watch_open(&j.journey_ref).await?;
+                a.webhook(http, &j.appkey).await
             }
         }
     }
@@ -290,28 +302,35 @@ fn replica_commands(gateways: &[&Gateway]) -> BTreeMap<String, f64> {
     out
 }
 
-/// Journeys per second on `path` with `concurrency` in flight for `secs`.
-async fn throughput(path: Route, a: &Gw, b: &Gw, concurrency: usize, secs: u64) -> f64 {
+/// Journeys per second on `path` with `concurrency` in flight for `secs`,
+/// and the journeys that failed (a call refused or timed out).
+async fn throughput(path: Route, a: &Gw, b: &Gw, concurrency: usize, secs: u64) -> (f64, u64) {
     let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
     let until = Instant::now() + Duration::from_secs(secs);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for i in 0..concurrency {
-        let (a, b, done) = (a.clone(), b.clone(), done.clone());
+        let (a, b, done, failed) = (a.clone(), b.clone(), done.clone(), failed.clone());
         // Half the tasks start on B, so both replicas serve.
         let (a, b) = if i % 2 == 0 { (a, b) } else { (b, a) };
         tasks.push(tokio::spawn(async move {
             let http = reqwest::Client::new();
             while Instant::now() < until {
-                path.run(&a, &b, &http).await;
-                done.fetch_add(1, Ordering::Relaxed);
+                match path.run(&a, &b, &http).await {
+                    Ok(()) => done.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                };
             }
         }));
     }
     for t in tasks {
         t.await.unwrap();
     }
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    (
+        done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64(),
+        failed.load(Ordering::Relaxed),
+    )
 }
 
 #[tokio::main]
@@ -341,7 +360,10 @@ async fn main() {
     let (a, b) = (Gw::of(&ga).await, Gw::of(&gb).await);
     let http = reqwest::Client::new();
     for _ in 0..20 {
-        Route::AcrossReplicas.run(&a, &b, &http).await;
+        Route::AcrossReplicas
+            .run(&a, &b, &http)
+            .await
+            .expect("warm-up");
     }
 
     println!(
@@ -358,7 +380,7 @@ async fn main() {
         let commands = replica_commands(&[&ga, &gb]);
         let started = Instant::now();
         for _ in 0..args.journeys {
-            path.run(&a, &b, &http).await;
+            path.run(&a, &b, &http).await.expect("a journey");
         }
         // One more flush interval, so the figures of these journeys count.
         tokio::time::sleep(Duration::from_millis(1_200)).await;
@@ -392,19 +414,20 @@ async fn main() {
         );
     }
 
-    println!("\n| run | journeys per second |");
-    println!("|---|---|");
+    println!("\n| run | journeys per second | journeys failed |");
+    println!("|---|---|---|");
     for path in [Route::OneReplica, Route::AcrossReplicas] {
-        let rate = throughput(path, &a, &b, args.concurrency, args.seconds).await;
+        let (rate, failed) = throughput(path, &a, &b, args.concurrency, args.seconds).await;
         println!(
-            "| two replicas, {}, {} in flight | {rate:.0} |",
+            "| two replicas, {}, {} in flight | {rate:.0} | {failed} |",
             path.name(),
             args.concurrency
         );
     }
-    let rate = throughput(Route::OneReplica, &a, &a, args.concurrency, args.seconds).await;
+    let (rate, failed) =
+        throughput(Route::OneReplica, &a, &a, args.concurrency, args.seconds).await;
     println!(
-        "| one replica alone, {}, {} in flight | {rate:.0} |",
+        "| one replica alone, {}, {} in flight | {rate:.0} | {failed} |",
         Route::OneReplica.name(),
         args.concurrency
     );
