@@ -67,6 +67,31 @@ impl Default for ChannelFigures {
     }
 }
 
+/// What one call sent adds to its channel's tally.
+fn delta_of(outcome: &CallOutcome<'_>) -> ChannelTally {
+    let mut t = ChannelTally::default();
+    let session = outcome.op == Operation::SessionToken3D;
+    match outcome.ended {
+        Ended::Granted { contingency, .. } => {
+            t.sessions_started += 1;
+            t.contingency_answers += u64::from(contingency);
+        }
+        Ended::Verdict(Verdict::Valid) => t.valid += 1,
+        Ended::Verdict(Verdict::Invalid) => t.invalid += 1,
+        Ended::Verdict(Verdict::Blocked) => t.blocked += 1,
+        Ended::Verdict(Verdict::Other) => t.other += 1,
+        Ended::Failed(class) if session => t.session_errors.add(class, 1),
+        Ended::Failed(class) => t.verification_errors.add(class, 1),
+        Ended::Refused | Ended::CircuitOpen => {}
+    }
+    if session {
+        t.session_latency.observe(outcome.elapsed);
+    } else {
+        t.liveness_latency.observe(outcome.elapsed);
+    }
+    t
+}
+
 /// Minutes since the Unix epoch: buckets of different replicas cover the
 /// same minutes.
 fn minute_now() -> u64 {
@@ -111,29 +136,7 @@ impl ChannelFigures {
         if !outcome.was_sent() {
             return;
         }
-        let mut delta = ChannelTally::default();
-        {
-            let t = &mut delta;
-            let session = outcome.op == Operation::SessionToken3D;
-            match outcome.ended {
-                Ended::Granted { contingency, .. } => {
-                    t.sessions_started += 1;
-                    t.contingency_answers += u64::from(contingency);
-                }
-                Ended::Verdict(Verdict::Valid) => t.valid += 1,
-                Ended::Verdict(Verdict::Invalid) => t.invalid += 1,
-                Ended::Verdict(Verdict::Blocked) => t.blocked += 1,
-                Ended::Verdict(Verdict::Other) => t.other += 1,
-                Ended::Failed(class) if session => t.session_errors.add(class, 1),
-                Ended::Failed(class) => t.verification_errors.add(class, 1),
-                Ended::Refused | Ended::CircuitOpen => {}
-            }
-            if session {
-                t.session_latency.observe(outcome.elapsed);
-            } else {
-                t.liveness_latency.observe(outcome.elapsed);
-            }
-        }
+        let delta = delta_of(outcome);
         let minute = minute_now();
         self.update(channel, minute, |t| t.merge(&delta));
         if let Some(fleet) = self.fleet.get() {

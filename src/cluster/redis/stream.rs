@@ -124,6 +124,9 @@ async fn connect(
     .await
     .map_err(|_| "connect timeout")?
     .map_err(|_| "connect failed")?;
+    if let Some(at) = position.as_deref() {
+        warn_if_trimmed(conn, &mut reader, at).await;
+    }
     if position.is_none() {
         // Before the control state is read: a change made in between is
         // read again from the stream, never missed.
@@ -147,6 +150,34 @@ async fn connect(
     conn.tell(FleetEvent::Control(state));
     conn.set_up(true, "connected");
     Ok(reader)
+}
+
+/// Warns when the stream lost entries this replica had not read (an
+/// outage longer than `stream_max_len` events): their watchers end by
+/// polling. Redis 7 says so (`max-deleted-entry-id` of `XINFO STREAM`);
+/// earlier releases do not, and nothing is said.
+async fn warn_if_trimmed(conn: &RedisConn, reader: &mut MultiplexedConnection, position: &str) {
+    let info: redis::RedisResult<std::collections::HashMap<String, Value>> = redis::cmd("XINFO")
+        .arg("STREAM")
+        .arg(stream_key(conn))
+        .query_async(reader)
+        .await;
+    let deleted = info.ok().and_then(|i| match i.get("max-deleted-entry-id") {
+        Some(Value::BulkString(id)) => String::from_utf8(id.clone()).ok(),
+        Some(Value::SimpleString(id)) => Some(id.clone()),
+        _ => None,
+    });
+    if deleted.is_some_and(|deleted| entry_id(&deleted) > entry_id(position)) {
+        tracing::warn!(
+            "fleet events were trimmed from the stream before this replica read them (an outage longer than [cluster] stream_max_len events): their watchers end by polling"
+        );
+    }
+}
+
+/// A stream entry id (`<ms>-<seq>`) as a comparable pair.
+fn entry_id(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
 }
 
 /// One `XREAD BLOCK` from `position`: relays what it returns and moves
@@ -213,5 +244,21 @@ async fn on_message(conn: &RedisConn, control: &RedisControl, payload: &[u8]) {
             Ok(state) => conn.tell(FleetEvent::Control(state)),
             Err(_) => tracing::warn!("fleet control change announced but not readable"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry_id;
+
+    #[test]
+    fn entry_ids_compare_by_time_then_sequence() {
+        assert!(entry_id("1700000000000-0") < entry_id("1700000000000-1"));
+        assert!(entry_id("1700000000000-9") < entry_id("1700000000001-0"));
+        assert!(
+            entry_id("99-0") < entry_id("100-0"),
+            "numerically, not as text"
+        );
+        assert_eq!(entry_id("0-0"), (0, 0));
     }
 }
