@@ -52,9 +52,10 @@ pub struct ClusterConfig {
     pub stream_max_len: u64,
 }
 
-/// Default [`ClusterConfig::stream_max_len`]: at a few hundred bytes per
-/// event, about 30 MB of Redis; at 100 completed journeys a second, a
-/// quarter of an hour of outage caught up on.
+/// Default [`ClusterConfig::stream_max_len`]: at about 240 bytes per
+/// event (measured, `docs/capacity.md`), about 24 MB of Redis; at 100
+/// completed journeys a second, a quarter of an hour of outage caught up
+/// on.
 pub const DEFAULT_STREAM_MAX_LEN: u64 = 100_000;
 
 /// Bounds of [`ClusterConfig::stream_max_len`].
