@@ -1,7 +1,8 @@
 //! Vendor figures of a fleet: `idgate channels compare` through any one
 //! replica counts every replica's calls (from Redis); with Redis down, a
 //! replica answers with its own calls and says so, and the figures of
-//! every replica given are summed as before.
+//! every replica given are summed as before; what was counted meanwhile
+//! reaches Redis once it is back.
 
 use idgate::cli::{channels::AdminTarget, compare};
 use serde_json::Value;
@@ -86,5 +87,18 @@ async fn compare_through_any_one_replica_counts_every_replicas_calls() {
     let summed = compare_json(&all).await;
     assert_eq!(summed["scope"], "replicas");
     assert_eq!(totals(&summed), (6, 6));
+
+    // A call counted while Redis was away is added once it is back (here
+    // a Redis restarted empty: that call is all the fleet's figures hold).
+    let journey = fleet.replicas[0].create_journey_for(happy_person()).await;
+    assert!(fleet.replicas[0].pass_3d(&journey.appkey).await.valid);
+    fleet.redis.restart();
+    fleet.all_up().await;
+    let mut last = Value::Null;
+    eventually("the queued call reaches Redis", EVENT_WAIT, async || {
+        last = compare_json(&[&fleet.replicas[2]]).await;
+        last["scope"] == "fleet" && totals(&last) == (1, 1)
+    })
+    .await;
     fleet.stop().await;
 }
