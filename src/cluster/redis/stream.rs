@@ -12,6 +12,10 @@
 //! watchers once, and a control change makes the replica re-read the
 //! whole control state.
 //!
+//! A replica reads from the moment it started (less [`START_MARGIN`], for
+//! clocks a little apart): one that starts while Redis is unreachable
+//! still ends, once connected, the watches whose notices came meanwhile.
+//!
 //! The supervisor also keeps the up flag: on every (re)connection it
 //! seeds the control state if Redis lost it, reads it, hands it to the
 //! replica ([`FleetEvent::Control`]) and marks the cluster up; when the
@@ -24,11 +28,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use redis::{
-    AsyncConnectionConfig, Value,
-    aio::MultiplexedConnection,
-    streams::{StreamRangeReply, StreamReadReply},
-};
+use redis::{AsyncConnectionConfig, Value, aio::MultiplexedConnection, streams::StreamReadReply};
 
 use super::{Body, Message, RedisConn, now_ms};
 use crate::{
@@ -52,8 +52,10 @@ const READ_COUNT: usize = 256;
 /// The entry field holding the message (JSON of [`Message`]).
 const FIELD: &str = "m";
 
-/// Position of a replica that starts on an empty or absent stream.
-const START: &str = "0-0";
+/// How far before its own start a replica reads the stream (entry ids
+/// are Redis' clock in milliseconds; the replica's may be a little
+/// ahead). Events read from before the start are harmless.
+const START_MARGIN: Duration = Duration::from_secs(1);
 
 /// `{p}{fleet}:events`.
 pub(in crate::cluster) fn stream_key(conn: &RedisConn) -> String {
@@ -79,13 +81,25 @@ pub(in crate::cluster) fn append(conn: &RedisConn, body: Body) -> redis::Cmd {
 /// from the last entry processed.
 pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl, seed: SeedFn) {
     let mut backoff = Duration::from_millis(50);
-    let mut position: Option<String> = None;
+    let margin = u64::try_from(START_MARGIN.as_millis()).unwrap_or(0);
+    let mut position = format!("{}-0", now_ms().saturating_sub(margin));
+    let mut first = true;
     loop {
-        match connect(&conn, &control, &seed, &mut position).await {
+        match connect(
+            &conn,
+            &control,
+            &seed,
+            (!first).then_some(position.as_str()),
+        )
+        .await
+        {
             Ok(mut reader) => {
                 backoff = Duration::from_millis(50);
-                let at = position.get_or_insert_with(|| START.to_owned());
-                while read(&conn, &control, &mut reader, at).await.is_ok() {
+                first = false;
+                while read(&conn, &control, &mut reader, &mut position)
+                    .await
+                    .is_ok()
+                {
                     // A command failure marked the cluster down while the
                     // stream stayed readable: re-read and mark it up again.
                     if !conn.is_up() {
@@ -104,14 +118,14 @@ pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl
     }
 }
 
-/// Opens the reading connection; on the first connection, takes the
-/// stream's end as the position (what came before is history); seeds and
-/// reads the control state, and marks the cluster up.
+/// Opens the reading connection; on a reconnection from `position`, says
+/// whether events it missed were trimmed; seeds and reads the control
+/// state, and marks the cluster up.
 async fn connect(
     conn: &RedisConn,
     control: &RedisControl,
     seed: &SeedFn,
-    position: &mut Option<String>,
+    reconnecting_from: Option<&str>,
 ) -> Result<MultiplexedConnection, &'static str> {
     let config = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(conn.connect_timeout()))
@@ -124,26 +138,8 @@ async fn connect(
     .await
     .map_err(|_| "connect timeout")?
     .map_err(|_| "connect failed")?;
-    if let Some(at) = position.as_deref() {
+    if let Some(at) = reconnecting_from {
         warn_if_trimmed(conn, &mut reader, at).await;
-    }
-    if position.is_none() {
-        // Before the control state is read: a change made in between is
-        // read again from the stream, never missed.
-        let last: StreamRangeReply = redis::cmd("XREVRANGE")
-            .arg(stream_key(conn))
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(&mut reader)
-            .await
-            .map_err(|_| "stream position read failed")?;
-        *position = Some(
-            last.ids
-                .first()
-                .map_or_else(|| START.to_owned(), |e| e.id.clone()),
-        );
     }
     control.seed(seed()).await.map_err(|_| "seed failed")?;
     let state = control.read().await.map_err(|_| "control read failed")?;

@@ -2,7 +2,8 @@
 //! the watches on every other within the fleet bound, with one result read
 //! per watching replica, and a delivery seen once is a duplicate on every
 //! replica. A replica cut off from Redis reads, once back, the notices
-//! and control changes it missed.
+//! and control changes it missed, and one started without Redis those
+//! appended since it started.
 
 use tokio::time::Instant;
 
@@ -149,5 +150,38 @@ async fn a_replica_cut_off_from_redis_ends_once_back_the_watches_whose_notices_c
         b.drained("primary").await
     })
     .await;
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_started_without_redis_ends_once_connected_the_watches_whose_notices_came_first()
+{
+    // A 600 s grace, as above: only the event stream can end the watch.
+    let mut fleet = Fleet::start(1, 600).await;
+    let proxy = CutProxy::start(([127, 0, 0, 1], fleet.redis.port()).into()).await;
+    proxy.cut();
+    let url = proxy.redis_url();
+    let b = fleet
+        .add_replica_with(|c| c.cluster.redis_url = Some(url))
+        .await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[b]);
+    assert!(!b.gateway.shared_state().is_up(), "B starts without Redis");
+
+    let journey = fleet.finished_journey(0).await;
+    let watcher = b.watch(by_appkey(&journey.appkey)).await;
+    assert_eq!(
+        a.post_notice("Completo", &journey.appkey, Some("msg_before_b"))
+            .await,
+        (202, "accepted".to_owned())
+    );
+    let refused = proxy.refused();
+    eventually("B retries and is refused", EVENT_WAIT, async || {
+        proxy.refused() > refused
+    })
+    .await;
+
+    proxy.restore();
+    let (items, end) = drain_within(watcher, EVENT_WAIT).await;
+    assert_complete(&items, &end);
     fleet.stop().await;
 }
