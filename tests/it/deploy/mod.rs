@@ -8,7 +8,10 @@
 //!   loaded by the gateway's own configuration loader and its
 //!   PrometheusRule equal to deploy/prometheus/;
 //! - `image`: the Containerfile's contract: the binary serves as an
-//!   unprivileged user with nothing writable.
+//!   unprivileged user with nothing writable;
+//! - `rolling_restart`: replicas behind Envoy restarted one by one under
+//!   load lose no journey, watcher or consuming call (one round of
+//!   examples/rolling_restart).
 //!
 //! The manifests are read through scripts/yaml-to-json (PyYAML, which
 //! `kubernetes-validate` brings): no YAML parser in the Rust tree. A
@@ -16,4 +19,5 @@
 
 mod image;
 mod manifests;
+mod rolling_restart;
 mod yaml;
