@@ -3,7 +3,7 @@
 //!
 //! Every value the properties compare comes from the files themselves: the
 //! ConfigMap's `idgate.toml` is loaded by the gateway's own loader
-//! ([`Config::from_toml_and_env`], with the Deployment's `IDGATE_*`
+//! (`Config::from_toml_and_env`, with the Deployment's `IDGATE_*`
 //! variables), so the grace period is checked against the drain the pods
 //! will really run, and the probes against the ports they will listen on.
 //!
@@ -11,18 +11,14 @@
 //! (`ServiceMonitor`, `PrometheusRule`): those are checked structurally
 //! here, and the PrometheusRule's groups against deploy/prometheus/.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    path::PathBuf,
-};
+use std::{collections::BTreeSet, path::PathBuf};
 
-use idgate::config::Config;
 use serde_json::Value;
 
-use super::yaml::{document, documents, python, root};
-
-/// The manifests' directory, from the repository root.
-const DIR: &str = "deploy/kubernetes";
+use super::{
+    kubernetes::{DIR, Manifests, secs, strings},
+    yaml::{documents, python, root},
+};
 
 /// What a stop takes beyond `drain_delay_secs + shutdown_grace_secs`
 /// (closing what is left, the telemetry flush, the process exit), with
@@ -32,130 +28,6 @@ const MARGIN_SECS: u64 = 5;
 
 /// API groups whose schemas `kubernetes-validate` does not ship.
 const CRD_GROUP: &str = "monitoring.coreos.com/";
-
-/// The kustomization and every resource it lists, parsed.
-struct Manifests {
-    kustomization: Value,
-    by_file: BTreeMap<String, Vec<Value>>,
-}
-
-impl Manifests {
-    fn load() -> Self {
-        let kustomization = document(&PathBuf::from(format!("{DIR}/kustomization.yaml")));
-        let files: Vec<PathBuf> = strings(&kustomization["resources"])
-            .into_iter()
-            .map(|r| PathBuf::from(format!("{DIR}/{r}")))
-            .collect();
-        Self {
-            kustomization,
-            by_file: documents(&files),
-        }
-    }
-
-    fn all(&self) -> impl Iterator<Item = &Value> {
-        self.by_file.values().flatten()
-    }
-
-    /// The one object of `kind` named `name`.
-    fn object(&self, kind: &str, name: &str) -> &Value {
-        let found: Vec<&Value> = self
-            .all()
-            .filter(|d| d["kind"] == kind && d["metadata"]["name"] == name)
-            .collect();
-        assert_eq!(found.len(), 1, "one {kind} {name}");
-        found[0]
-    }
-
-    fn deployment(&self) -> &Value {
-        self.object("Deployment", "idgate")
-    }
-
-    fn pod(&self) -> &Value {
-        &self.deployment()["spec"]["template"]["spec"]
-    }
-
-    fn container(&self) -> &Value {
-        let containers = self.pod()["containers"].as_array().expect("containers");
-        assert_eq!(containers.len(), 1, "one container");
-        &containers[0]
-    }
-
-    /// The files of the generated ConfigMap `name`: file name -> text.
-    fn config_map_files(&self, name: &str) -> BTreeMap<String, String> {
-        let generator = self.kustomization["configMapGenerator"]
-            .as_array()
-            .expect("configMapGenerator")
-            .iter()
-            .find(|g| g["name"] == name)
-            .unwrap_or_else(|| panic!("a configMapGenerator named {name}"));
-        strings(&generator["files"])
-            .into_iter()
-            .map(|f| {
-                let text = std::fs::read_to_string(root().join(DIR).join(&f)).expect("file");
-                (f, text)
-            })
-            .collect()
-    }
-
-    /// The ConfigMap's `idgate.toml` with the container's `IDGATE_*`
-    /// variables, loaded as `idgate serve` loads it.
-    fn gateway_config(&self) -> Config {
-        let text = &self.config_map_files("idgate-config")["idgate.toml"];
-        let env: Vec<(String, String)> = self.container()["env"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|e| {
-                Some((
-                    e["name"].as_str()?.to_owned(),
-                    e["value"].as_str()?.to_owned(),
-                ))
-            })
-            .filter(|(name, _)| name.starts_with("IDGATE_"))
-            .collect();
-        Config::from_toml_and_env(text, env)
-            .unwrap_or_else(|e| panic!("the ConfigMap's idgate.toml does not load: {e}"))
-    }
-
-    /// The container's ports by name.
-    fn ports(&self) -> BTreeMap<String, u64> {
-        self.container()["ports"]
-            .as_array()
-            .expect("ports")
-            .iter()
-            .map(|p| {
-                (
-                    p["name"].as_str().expect("port name").to_owned(),
-                    p["containerPort"].as_u64().expect("containerPort"),
-                )
-            })
-            .collect()
-    }
-
-    /// A probe's or rule's `port`, a number or a container port's name.
-    fn port(&self, port: &Value) -> u64 {
-        match port {
-            Value::Number(n) => n.as_u64().expect("port number"),
-            Value::String(name) => *self
-                .ports()
-                .get(name)
-                .unwrap_or_else(|| panic!("no container port named {name}")),
-            other => panic!("port {other}"),
-        }
-    }
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("a list: {v}"))
-        .iter()
-        .map(|s| s.as_str().expect("a string").to_owned())
-        .collect()
-}
-
-fn secs(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("seconds: {v}"))
-}
 
 #[test]
 fn every_manifest_validates_against_the_kubernetes_schemas() {

@@ -18,6 +18,7 @@
 //! missing `python3` or package fails the test naming what to install.
 
 mod image;
+mod kubernetes;
 mod manifests;
 mod rolling_restart;
 mod yaml;
