@@ -443,3 +443,46 @@ fn the_prometheus_rule_is_deploy_prometheus_and_the_service_monitor_scrapes_metr
         );
     }
 }
+
+#[test]
+fn the_container_arguments_parse_and_name_the_mounted_config_as_the_image_does() {
+    let m = Manifests::load();
+    let args = strings(&m.container()["args"]);
+    let at = args.iter().position(|a| a == "--config").expect("--config");
+    let config = PathBuf::from(&args[at + 1]);
+    // The path is the ConfigMap's file in its mounted volume.
+    let mount = m.container()["volumeMounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .find(|v| v["name"] == "config")
+        .expect("the config mount");
+    assert_eq!(
+        config.parent(),
+        Some(std::path::Path::new(
+            mount["mountPath"].as_str().expect("path")
+        ))
+    );
+    assert!(
+        m.config_map_files("idgate-config")
+            .contains_key(config.file_name().and_then(|n| n.to_str()).expect("name"))
+    );
+    // The image's default command names the same file.
+    let containerfile =
+        std::fs::read_to_string(root().join("Containerfile")).expect("Containerfile");
+    let cmd = containerfile
+        .lines()
+        .find(|l| l.starts_with("CMD "))
+        .expect("CMD");
+    assert!(cmd.contains(&format!("\"{}\"", config.display())), "{cmd}");
+    // The binary accepts the arguments: here it gets past the command line
+    // and fails only on the file, absent outside the pod (clap's usage
+    // errors exit 2).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+        .args(&args)
+        .output()
+        .expect("run idgate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("loading configuration"), "{stderr}");
+}
