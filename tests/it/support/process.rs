@@ -38,12 +38,20 @@ pub struct ServeProcess {
 
 impl ServeProcess {
     pub fn start(config: &std::path::Path) -> Self {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"));
+        command
             .args(["serve", "--config"])
             .arg(config)
             .env("IDGATE_ADMIN_TOKEN", super::gateway::ADMIN_TOKEN)
             .env("RUST_LOG", "info")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+        Self::spawn(command)
+    }
+
+    /// Runs `command` (an `idgate serve` the caller set up: its binary,
+    /// user, directory and environment), its stdout on the channel.
+    pub fn spawn(mut command: std::process::Command) -> Self {
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -80,6 +88,11 @@ impl ServeProcess {
                     .to_owned();
             }
         }
+    }
+
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn signal(&self, name: &str) {
