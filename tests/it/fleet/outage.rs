@@ -5,7 +5,7 @@
 
 use idgate::proto::v1;
 
-use super::{EVENT_WAIT, FLEET_BOUND};
+use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
     gateway::{by_appkey, by_ref, drain_within, happy_person, reason},
@@ -68,7 +68,7 @@ async fn with_redis_stopped_core_rpcs_work_admin_changes_are_refused_and_the_fle
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
     assert_eq!(a.metric("idgate_cluster_up ").await, Some(1.0));
     a.drain("primary").await.expect("drain once Redis is back");
-    eventually("B and C see the drain", FLEET_BOUND, async || {
+    eventually("B and C see the drain", EVENT_WAIT, async || {
         b.drained("primary").await && c.drained("primary").await
     })
     .await;
@@ -84,7 +84,7 @@ async fn a_password_protected_redis_admits_replicas_with_the_password_only() {
     let mut fleet = Fleet::start_on(redis, 2, 30).await;
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
     a.drain("primary").await.expect("drain with the password");
-    eventually("B sees the drain", FLEET_BOUND, async || {
+    eventually("B sees the drain", EVENT_WAIT, async || {
         b.drained("primary").await
     })
     .await;
