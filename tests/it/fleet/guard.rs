@@ -106,7 +106,7 @@ async fn one_request_id_on_two_replicas_at_once_makes_one_appkey_call_and_one_ap
     eventually(
         "replica b joined the call in flight on a",
         EVENT_WAIT,
-        async || idempotency_count(&b_metrics, "joined_in_flight") >= 1,
+        async || idempotency_reached(&b_metrics, "joined_in_flight", 1),
     )
     .await;
     gate.open();
@@ -228,11 +228,18 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
             .any(|(k, v)| k == "idgate:budget:default:create_journey:minute" && v == "3"),
         "{dump:?}"
     );
-    let text = fleet.replicas[0].gateway.metrics().encode().unwrap();
-    assert!(
-        text.contains(
-            "idgate_budget_remaining{operator=\"default\",operation=\"create_journey\",window=\"minute\"} 0"
+    let text = crate::support::metrics::of(fleet.replicas[0].gateway.metrics());
+    assert_eq!(
+        crate::support::metrics::value(
+            &text,
+            "idgate_budget_remaining",
+            &[
+                ("operator", "default"),
+                ("operation", "create_journey"),
+                ("window", "minute"),
+            ],
         ),
+        0.0,
         "{text}"
     );
     fleet.stop().await;
@@ -339,11 +346,13 @@ async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica()
     fleet.stop().await;
 }
 
-/// `idgate_idempotent_requests_total{outcome=...}` in `metrics`' exposition.
-fn idempotency_count(metrics: &idgate::telemetry::Metrics, outcome: &str) -> u64 {
-    let prefix = format!("idgate_idempotent_requests_total{{outcome=\"{outcome}\"}} ");
-    let text = metrics.encode().expect("encode metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse().expect("counter value"))
+/// Whether `idgate_idempotent_requests_total{outcome=...}` in `metrics`
+/// has reached `n` (false while that series is not exposed: a wait on a
+/// renamed metric fails at its deadline).
+fn idempotency_reached(metrics: &idgate::telemetry::Metrics, outcome: &str, n: u64) -> bool {
+    crate::support::metrics::reached(
+        &crate::support::metrics::of(metrics),
+        &format!("idgate_idempotent_requests_total{{outcome=\"{outcome}\"}}"),
+        n as f64,
+    )
 }

@@ -61,9 +61,9 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
         "B: the first (fleet) and its own"
     );
     assert_eq!(
-        b.metric("idgate_webhooks_total{outcome=\"duplicate\"} ")
+        b.metric("idgate_webhooks_total{outcome=\"duplicate\"}")
             .await,
-        Some(1.0)
+        1.0
     );
     assert_eq!(
         fleet.result_reads() - reads_before,

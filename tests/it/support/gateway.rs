@@ -797,12 +797,13 @@ impl TestGateway {
     }
 
     /// The value of `idgate_webhooks_total{outcome=...}` on `/metrics`.
+    /// 0 for an outcome never counted; a panic if the metric is not
+    /// declared at all.
     pub async fn webhook_metric(&self, outcome: &str) -> u64 {
         let text = self.metrics_text().await;
-        let prefix = format!("idgate_webhooks_total{{outcome=\"{outcome}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .map(|v| v.trim().parse().expect("counter value"))
-            .unwrap_or(0)
+        super::metrics::counted(
+            &text,
+            &format!("idgate_webhooks_total{{outcome=\"{outcome}\"}}"),
+        ) as u64
     }
 }
