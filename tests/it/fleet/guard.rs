@@ -13,7 +13,7 @@ use super::EVENT_WAIT;
 use crate::gateway::guard::budget;
 use crate::support::{
     fleet::Fleet,
-    gateway::{TestGateway, happy_person, reason},
+    gateway::{TestGateway, assert_error, happy_person, reason, retryable},
     net::gated_proxy,
     redis::RedisServer,
     wait::{Gate, eventually},
@@ -203,8 +203,7 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
             .create_journey(request("FLEETREF3", ""))
             .await
             .unwrap_err();
-        assert_eq!(err.code(), Code::ResourceExhausted);
-        assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+        assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
         let delay = err
             .get_details_retry_info()
             .and_then(|r| r.retry_delay)
@@ -288,8 +287,11 @@ async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_repl
         .sum::<u64>();
     // ...and on another replica, which learns the profile from Redis.
     let err = b.start_3d(&second.appkey).await.unwrap_err();
-    assert_eq!(err.code(), Code::ResourceExhausted);
-    assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+    assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
+    assert!(
+        retryable(&err),
+        "docs/api.md: retry when the window reopens"
+    );
     assert_eq!(
         fleet
             .sandbox
@@ -328,9 +330,8 @@ async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica()
         .create_journey(request("FLEETREF5", REQUEST_ID))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::Unavailable);
-    assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
-    assert!(err.get_details_retry_info().is_some());
+    assert_error(&err, Code::Unavailable, "CLUSTER_UNAVAILABLE");
+    assert!(retryable(&err), "docs/api.md: retry when Redis is back");
     assert_eq!(fleet.appkey_calls(), before);
     // Budgets: each replica counts alone (one call each), then refuses.
     for r in &fleet.replicas {
@@ -340,7 +341,11 @@ async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica()
             .create_journey(request("FLEETREF5", ""))
             .await
             .unwrap_err();
-        assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+        assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
+        assert!(
+            retryable(&err),
+            "docs/api.md: retry when the window reopens"
+        );
     }
     assert_eq!(fleet.appkey_calls(), before + 2);
     fleet.stop().await;

@@ -8,7 +8,7 @@ use idgate::proto::v1;
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
-    gateway::{by_appkey, by_ref, drain_within, happy_person, reason},
+    gateway::{assert_error, by_appkey, by_ref, drain_within, happy_person, retryable},
     redis::RedisServer,
     wait::eventually,
 };
@@ -41,8 +41,8 @@ async fn with_redis_stopped_core_rpcs_work_admin_changes_are_refused_and_the_fle
             .unwrap_err(),
         c.undrain("alternative").await.unwrap_err(),
     ] {
-        assert_eq!(err.code(), tonic::Code::Unavailable);
-        assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
+        assert_error(&err, tonic::Code::Unavailable, "CLUSTER_UNAVAILABLE");
+        assert!(retryable(&err), "docs/api.md: retry when Redis is back");
     }
     assert!(!a.drained("primary").await);
     assert_eq!(b.list_channels().await.mode(), v1::RoutingMode::Auto);
@@ -94,7 +94,8 @@ async fn a_password_protected_redis_admits_replicas_with_the_password_only() {
     assert!(!c.gateway.shared_state().is_up());
     assert!(!c.list_channels().await.fleet_control);
     let err = c.undrain("primary").await.unwrap_err();
-    assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
+    assert_error(&err, tonic::Code::Unavailable, "CLUSTER_UNAVAILABLE");
+    assert!(retryable(&err), "docs/api.md: retry when Redis is back");
     assert!(fleet.replicas[0].drained("primary").await);
     fleet.stop().await;
 }

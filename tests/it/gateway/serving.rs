@@ -722,9 +722,11 @@ async fn shutdown_lets_a_call_in_flight_finish_and_closes_a_stalled_upload_after
 
 #[tokio::test]
 async fn idgate_serve_exits_on_sigterm_within_its_grace_with_a_stalled_upload_open() {
-    let dir = std::env::temp_dir().join(format!("idgate-test-term-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("idgate.toml");
+    let dir = tempfile::Builder::new()
+        .prefix("idgate-test-term-")
+        .tempdir()
+        .expect("dir");
+    let config = dir.path().join("idgate.toml");
     std::fs::write(
         &config,
         "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
@@ -737,21 +739,38 @@ async fn idgate_serve_exits_on_sigterm_within_its_grace_with_a_stalled_upload_op
         .parse()
         .expect("grpc address");
     let (send, driver) = h2_connect(grpc).await;
-    let (_stalled, mut body) = h2_call(send.clone(), grpc, CREATE_JOURNEY).await;
+    let (stalled, mut body) = h2_call(send.clone(), grpc, CREATE_JOURNEY).await;
     body.send_data(grpc_frame(100, &[0x0A]), false)
         .expect("partial body");
     // The upload has reached the gateway before the signal.
     h2_health_check(&send, grpc).await;
 
     serve.signal("TERM");
+    // What ends it is the grace, not the stalled call: the gateway drains,
+    // its 1 s grace runs out, and it closes the connection left open.
+    assert_eq!(
+        serve.field("draining: health reports NOT_SERVING", "drain_delay_secs"),
+        "0"
+    );
+    assert_eq!(
+        serve.field("shutdown grace over", "grace_secs"),
+        "1",
+        "the grace, as configured, ended the wait"
+    );
     let status = serve
         .exit_within(EVENT_WAIT)
         .await
         .expect("idgate serve exits after SIGTERM");
     assert!(status.success(), "{status}");
+    let cut = tokio::time::timeout(EVENT_WAIT, stalled)
+        .await
+        .expect("the stalled call ends with its connection");
+    assert!(
+        cut.is_err(),
+        "the stalled call was cut, not answered: {cut:?}"
+    );
     drop(body);
     drop(driver);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // 8. Caller faults
