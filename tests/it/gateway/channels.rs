@@ -743,8 +743,8 @@ async fn a_reload_refused_for_the_routing_mode_changes_nothing() {
 
 #[tokio::test]
 async fn a_reload_rereads_the_configuration_file() {
-    let file =
-        std::env::temp_dir().join(format!("idgate-test-config-{}.toml", uuid::Uuid::new_v4()));
+    let dir = crate::support::temp::dir("config");
+    let file = dir.path().join("idgate.toml");
     std::fs::write(&file, "").expect("write config");
     let gw = TestGateway::start_reloadable(&file).await;
     let alternative = gw.sandbox().channels()[1].base_url.clone();
@@ -781,7 +781,6 @@ async fn a_reload_rereads_the_configuration_file() {
         .map(|c| c.name)
         .collect();
     assert_eq!(names, ["backup", "primary"]);
-    let _ = std::fs::remove_file(&file);
     gw.stop().await;
 }
 
@@ -883,9 +882,8 @@ async fn the_channels_commands_report_errors_clearly() {
 
 #[tokio::test]
 async fn idgate_serve_reloads_its_channels_on_sighup_and_obeys_the_channels_commands() {
-    let dir = std::env::temp_dir().join(format!("idgate-test-serve-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("idgate.toml");
+    let dir = crate::support::temp::dir("serve");
+    let config = dir.path().join("idgate.toml");
     let listen =
         "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n";
     std::fs::write(&config, listen).expect("write config");
@@ -943,5 +941,4 @@ async fn idgate_serve_reloads_its_channels_on_sighup_and_obeys_the_channels_comm
     );
     assert!(text.lines().any(|l| l.starts_with("core-alt")), "{text}");
     drop(serve);
-    let _ = std::fs::remove_dir_all(&dir);
 }

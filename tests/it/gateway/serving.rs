@@ -722,10 +722,7 @@ async fn shutdown_lets_a_call_in_flight_finish_and_closes_a_stalled_upload_after
 
 #[tokio::test]
 async fn idgate_serve_exits_on_sigterm_within_its_grace_with_a_stalled_upload_open() {
-    let dir = tempfile::Builder::new()
-        .prefix("idgate-test-term-")
-        .tempdir()
-        .expect("dir");
+    let dir = crate::support::temp::dir("term");
     let config = dir.path().join("idgate.toml");
     std::fs::write(
         &config,
@@ -979,9 +976,8 @@ async fn reflection_lists_only_the_services_each_listener_serves() {
 /// anything: the process exits non-zero and says which key, not what value.
 #[test]
 fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path() {
-    let dir = std::env::temp_dir().join(format!("idgate-test-footgun-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("idgate.toml");
+    let dir = crate::support::temp::dir("footgun");
+    let config = dir.path().join("idgate.toml");
     let listen =
         "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n";
     for (extra, env, key) in [
@@ -997,12 +993,11 @@ fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path()
         ),
     ] {
         std::fs::write(&config, format!("{listen}{extra}")).expect("write config");
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"));
+        let mut command = crate::support::process::idgate_command();
         command
             .args(["serve", "--config"])
             .arg(&config)
-            .env("IDGATE_ADMIN_TOKEN", crate::support::gateway::ADMIN_TOKEN)
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+            .env("IDGATE_ADMIN_TOKEN", crate::support::gateway::ADMIN_TOKEN);
         if let Some((var, value)) = env {
             command.env(var, value);
         }
@@ -1017,5 +1012,4 @@ fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path()
             "{stderr}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -202,10 +202,7 @@ fn a_child_gets_no_idgate_or_otel_variable_of_its_parent() {
 
 #[tokio::test]
 async fn idgate_serve_started_by_the_tests_ignores_its_parents_idgate_variables() {
-    let dir = tempfile::Builder::new()
-        .prefix("idgate-test-env-")
-        .tempdir()
-        .expect("temp dir");
+    let dir = super::temp::dir("env");
     let config = dir.path().join("idgate.toml");
     std::fs::write(
         &config,
