@@ -212,9 +212,9 @@ impl ClusterConfig {
 mod tests {
     use super::*;
 
-    fn key_file(bytes: &[u8]) -> PathBuf {
-        let path =
-            std::env::temp_dir().join(format!("idgate-cluster-key-{}", uuid::Uuid::new_v4()));
+    /// A key file in `dir` (removed with it when the test ends).
+    fn key_file(dir: &tempfile::TempDir, bytes: &[u8]) -> PathBuf {
+        let path = dir.path().join(format!("key-{}", bytes.len()));
         std::fs::write(
             &path,
             base64::engine::general_purpose::STANDARD.encode(bytes) + "\n",
@@ -235,19 +235,21 @@ mod tests {
             ..ClusterConfig::default()
         };
         assert!(c.resolve().unwrap_err().to_string().contains("secret_key"));
-        c.secret_key_file = Some(key_file(&[7; 16]));
+        let dir = tempfile::tempdir().unwrap();
+        c.secret_key_file = Some(key_file(&dir, &[7; 16]));
         assert!(c.resolve().unwrap_err().to_string().contains("32 bytes"));
-        c.secret_key_file = Some(key_file(&[7; 32]));
+        c.secret_key_file = Some(key_file(&dir, &[7; 32]));
         let s = c.resolve().unwrap().unwrap();
         assert_eq!(s.key_prefix, "idgate:");
     }
 
     #[test]
     fn urls_must_be_redis_and_credential_free() {
+        let dir = tempfile::tempdir().unwrap();
         for url in ["http://x", "redis://user:pw@host:6379"] {
             let c = ClusterConfig {
                 redis_url: Some(url.into()),
-                secret_key_file: Some(key_file(&[1; 32])),
+                secret_key_file: Some(key_file(&dir, &[1; 32])),
                 ..ClusterConfig::default()
             };
             let err = c.resolve().unwrap_err().to_string();

@@ -42,11 +42,19 @@ impl Replica {
             .create(true)
             .append(true)
             .open(&self.log)?;
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        // The replica runs on its config file alone: no `IDGATE_*` override
+        // or `OTEL_*` setting of the shell that started the run.
+        for (key, _) in std::env::vars_os() {
+            let key_text = key.to_string_lossy();
+            if key_text.starts_with("IDGATE_") || key_text.starts_with("OTEL_") {
+                command.env_remove(&key);
+            }
+        }
+        let child = command
             .args(["serve", "--config"])
             .arg(&self.config)
             .env("RUST_LOG", "warn")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log))
             .spawn()

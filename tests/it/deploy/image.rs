@@ -60,8 +60,8 @@ fn set_mode(path: &Path, mode: u32) {
 #[tokio::test]
 async fn the_gateway_serves_as_an_unprivileged_user_with_nothing_writable() {
     let as_root = effective_uid("self") == 0;
-    let dir = std::env::temp_dir().join(format!("idgate-test-image-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let temp = crate::support::temp::dir("image");
+    let dir = temp.path().to_path_buf();
     set_mode(&dir, 0o755);
     let config = dir.join("idgate.toml");
     std::fs::write(
@@ -135,5 +135,4 @@ async fn the_gateway_serves_as_an_unprivileged_user_with_nothing_writable() {
         "nothing was written in HOME"
     );
     set_mode(&home, 0o755);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -61,8 +61,8 @@ fn every_manifest_validates_against_the_kubernetes_schemas() {
         }
     }
     // The generated ConfigMaps too, as kustomize builds them (JSON is YAML).
-    let dir = std::env::temp_dir().join(format!("idgate-test-k8s-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let temp = crate::support::temp::dir("k8s");
+    let dir = temp.path().to_path_buf();
     for name in ["idgate-config", "idgate-jwks"] {
         let map = serde_json::json!({
             "apiVersion": "v1",
@@ -79,7 +79,6 @@ fn every_manifest_validates_against_the_kubernetes_schemas() {
     let paths: Vec<String> = core.iter().map(|p| p.display().to_string()).collect();
     args.extend(paths.iter().map(String::as_str));
     python(&args);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -478,7 +477,7 @@ fn the_container_arguments_parse_and_name_the_mounted_config_as_the_image_does()
     // The binary accepts the arguments: here it gets past the command line
     // and fails only on the file, absent outside the pod (clap's usage
     // errors exit 2).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+    let out = crate::support::process::idgate_command()
         .args(&args)
         .output()
         .expect("run idgate");

@@ -375,8 +375,14 @@ async fn channels_compare_sums_the_replicas_and_shows_the_pass_rates_and_latenci
         tally("alternative", false, Some(0)) as f64,
         "{metrics}"
     );
-    assert!(
-        metrics.contains("idgate_channel_verification_duration_seconds_bucket{"),
+    // Each of them timed too, under the same labels.
+    assert_eq!(
+        metrics::value(
+            &metrics,
+            "idgate_channel_verification_duration_seconds_count",
+            &[("channel", "alternative"), ("outcome", "invalid")],
+        ),
+        counted,
         "{metrics}"
     );
     sibling.stop().await;

@@ -252,14 +252,11 @@ impl TestGateway {
             .map(|_| ())
     }
 
-    /// The value of the first `/metrics` line starting with `prefix`
-    /// (`"idgate_cluster_up "`).
-    pub async fn metric(&self, prefix: &str) -> Option<f64> {
-        self.metrics_text()
-            .await
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix))
-            .and_then(|v| v.trim().parse().ok())
+    /// The value of the series `written` as exposed on `/metrics`
+    /// (`idgate_cluster_up`, `idgate_webhooks_total{outcome="duplicate"}`);
+    /// a panic when it is not.
+    pub async fn metric(&self, written: &str) -> f64 {
+        super::metrics::series(&self.metrics_text().await, written)
     }
 }
 

@@ -19,7 +19,8 @@
 //! - [`metrics`]: one series of the `/metrics` exposition, exactly;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
-//!   measurements.
+//!   measurements, and the environment of child processes;
+//! - [`temp`]: temporary files and directories removed with their test.
 
 pub mod fleet;
 pub mod gateway;
@@ -31,6 +32,7 @@ pub mod process;
 pub mod redis;
 pub mod sandbox;
 pub mod telemetry;
+pub mod temp;
 pub mod tls;
 pub mod upstream;
 pub mod wait;
