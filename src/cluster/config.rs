@@ -1,8 +1,13 @@
 //! `[cluster]`: where the fleet's shared state lives, and its resolved form.
 //!
-//! Absent `redis_url`: one process, state in memory (the default). The
-//! Redis password and the appkey sealing key are never in the TOML: the
-//! section names the variable or file that holds each.
+//! Absent a Redis (no `redis_url`, `sentinels` or `mode = "cluster"`):
+//! one process, state in memory (the default). The Redis password and the
+//! appkey sealing key are never in the TOML: the section names the
+//! variable or file that holds each.
+//!
+//! Three ways to name the Redis, exclusive ([`RedisTarget`]): one server
+//! (`redis_url`), a master found through Sentinel (`sentinels` and
+//! `master_name`), or a Redis Cluster (`mode = "cluster"`, seed `nodes`).
 
 use std::{path::PathBuf, time::Duration};
 
@@ -12,13 +17,35 @@ use serde::Deserialize;
 use super::seal::{Digester, SealKey, Sealer};
 use crate::config_source::{ConfigError, read_secret};
 
+/// `[cluster] mode`: how the Redis is deployed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedisMode {
+    /// One server (`redis_url`) or a Sentinel-managed master.
+    #[default]
+    Standalone,
+    /// A Redis Cluster reached through its seed `nodes`.
+    Cluster,
+}
+
 /// `[cluster]` as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClusterConfig {
-    /// `redis://host:port[/db]` or `rediss://` (TLS). Absent: single
-    /// process, shared state in memory.
+    /// `redis://host:port[/db]` or `rediss://` (TLS). Absent (and no
+    /// `sentinels`, no cluster `nodes`): single process, shared state in
+    /// memory.
     pub redis_url: Option<String>,
+    /// Sentinel addresses, `host:port`: the master named `master_name` is
+    /// found through them, and found again after a failover.
+    pub sentinels: Vec<String>,
+    /// The name the sentinels know the master by (`sentinel monitor NAME`).
+    pub master_name: Option<String>,
+    /// `standalone` (default) or `cluster`.
+    pub mode: RedisMode,
+    /// Seed nodes of a Redis Cluster, `redis://host:port` or `rediss://`;
+    /// the rest of the cluster is discovered from them.
+    pub nodes: Vec<String>,
     /// ACL user name (the password comes from `password_env`/`password_file`).
     pub username: Option<String>,
     /// Environment variable holding the Redis password.
@@ -49,6 +76,10 @@ impl Default for ClusterConfig {
     fn default() -> Self {
         Self {
             redis_url: None,
+            sentinels: Vec::new(),
+            master_name: None,
+            mode: RedisMode::Standalone,
+            nodes: Vec::new(),
             username: None,
             password_env: None,
             password_file: None,
@@ -64,11 +95,28 @@ impl Default for ClusterConfig {
     }
 }
 
+/// Where the fleet's Redis is, resolved from `[cluster]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTarget {
+    /// One server: `redis://` or `rediss://` URL, no credentials in it.
+    Server(String),
+    /// The master `master_name`, as the sentinels at these `(host, port)`
+    /// say; asked again after every loss of connection.
+    Sentinel {
+        /// Sentinel addresses.
+        sentinels: Vec<(String, u16)>,
+        /// The monitored master's name.
+        master_name: String,
+    },
+    /// A Redis Cluster, from these seed node URLs.
+    Cluster(Vec<String>),
+}
+
 /// `[cluster]` with its secrets read and checked.
 #[derive(Clone)]
 pub struct ClusterSettings {
-    /// The server URL (no credentials in it).
-    pub redis_url: String,
+    /// Where Redis is.
+    pub target: RedisTarget,
     /// ACL user.
     pub username: Option<String>,
     /// Password, if any.
@@ -98,6 +146,29 @@ impl std::fmt::Debug for ClusterSettings {
 
 fn invalid(why: impl Into<String>) -> ConfigError {
     ConfigError::Invalid(why.into())
+}
+
+/// A Redis URL: `redis://` or `rediss://`, no credentials in it.
+fn check_url(key: &str, url: &str) -> Result<(), ConfigError> {
+    if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+        return Err(invalid(format!(
+            "{key} must start with redis:// or rediss://"
+        )));
+    }
+    if url.contains('@') {
+        return Err(invalid(format!(
+            "{key} must not hold credentials: use cluster.username and password_env or password_file"
+        )));
+    }
+    Ok(())
+}
+
+/// `host:port` with a non-zero port.
+fn host_port(text: &str) -> Option<(String, u16)> {
+    let (host, port) = text.trim().rsplit_once(':')?;
+    let port = port.parse::<u16>().ok().filter(|p| *p != 0)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (!host.is_empty() && !host.contains(char::is_whitespace)).then(|| (host.to_owned(), port))
 }
 
 /// Reads a secret named by a file (first) or a variable, if either is set.
@@ -131,24 +202,26 @@ pub(crate) fn decode_key(what: &str, text: &str) -> Result<SealKey, ConfigError>
 }
 
 impl ClusterConfig {
-    /// True when a Redis URL is configured.
+    /// True when a Redis is configured (a fleet).
     pub fn is_enabled(&self) -> bool {
         self.redis_url.is_some()
+            || !self.sentinels.is_empty()
+            || self.master_name.is_some()
+            || self.mode == RedisMode::Cluster
+            || !self.nodes.is_empty()
     }
 
     /// Checks what types cannot, without reading secrets.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let Some(url) = &self.redis_url else {
+        if !self.is_enabled() {
             return Ok(());
-        };
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            return Err(invalid(
-                "cluster.redis_url must start with redis:// or rediss://",
-            ));
         }
-        if url.contains('@') {
+        self.target()?;
+        if self.mode == RedisMode::Cluster
+            && (self.key_prefix.contains('{') || self.key_prefix.contains('}'))
+        {
             return Err(invalid(
-                "cluster.redis_url must not hold credentials: use cluster.username and password_env or password_file",
+                "cluster.key_prefix must not hold { or } with mode = \"cluster\" (idgate adds its own hash tags)",
             ));
         }
         if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {
@@ -158,7 +231,7 @@ impl ClusterConfig {
         }
         if self.secret_key_env.is_none() && self.secret_key_file.is_none() {
             return Err(invalid(
-                "cluster.redis_url needs cluster.secret_key_env or cluster.secret_key_file (32 random bytes, Base64)",
+                "a [cluster] Redis needs cluster.secret_key_env or cluster.secret_key_file (32 random bytes, Base64)",
             ));
         }
         if self.command_timeout_ms == 0 || self.connect_timeout_ms == 0 {
@@ -167,12 +240,85 @@ impl ClusterConfig {
         Ok(())
     }
 
-    /// Reads the secrets; `None` when no `redis_url` is configured.
+    /// Where Redis is: exactly one of `redis_url`, `sentinels` with
+    /// `master_name`, or `mode = "cluster"` with `nodes`. Each error names
+    /// the key at fault.
+    fn target(&self) -> Result<RedisTarget, ConfigError> {
+        let sentinel = !self.sentinels.is_empty() || self.master_name.is_some();
+        let cluster = self.mode == RedisMode::Cluster || !self.nodes.is_empty();
+        if sentinel && cluster {
+            return Err(invalid(
+                "cluster.sentinels and cluster.nodes exclude each other: Sentinel manages one master, a Redis Cluster its own failover",
+            ));
+        }
+        if self.redis_url.is_some() && (sentinel || cluster) {
+            let other = if sentinel {
+                "cluster.sentinels"
+            } else {
+                "cluster.nodes"
+            };
+            return Err(invalid(format!(
+                "cluster.redis_url and {other} exclude each other: name the Redis one way"
+            )));
+        }
+        if let Some(url) = &self.redis_url {
+            check_url("cluster.redis_url", url)?;
+            return Ok(RedisTarget::Server(url.clone()));
+        }
+        if sentinel {
+            let Some(master_name) = self.master_name.clone().filter(|m| !m.trim().is_empty())
+            else {
+                return Err(invalid(
+                    "cluster.sentinels needs cluster.master_name (the name in `sentinel monitor`)",
+                ));
+            };
+            if self.sentinels.is_empty() {
+                return Err(invalid(
+                    "cluster.master_name needs cluster.sentinels (host:port of each sentinel)",
+                ));
+            }
+            let sentinels = self
+                .sentinels
+                .iter()
+                .enumerate()
+                .map(|(i, s)| host_port(s).ok_or_else(|| {
+                    invalid(format!("cluster.sentinels[{i}] must be host:port"))
+                }))
+                .collect::<Result<_, _>>()?;
+            return Ok(RedisTarget::Sentinel {
+                sentinels,
+                master_name,
+            });
+        }
+        if self.mode != RedisMode::Cluster {
+            return Err(invalid(
+                "cluster.nodes needs cluster.mode = \"cluster\"",
+            ));
+        }
+        if self.nodes.is_empty() {
+            return Err(invalid(
+                "cluster.mode = \"cluster\" needs cluster.nodes (seed node URLs)",
+            ));
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            check_url(&format!("cluster.nodes[{i}]"), node)?;
+        }
+        let tls = |n: &String| n.starts_with("rediss://");
+        if self.nodes.iter().any(tls) != self.nodes.iter().all(tls) {
+            return Err(invalid(
+                "cluster.nodes must all be redis:// or all rediss://",
+            ));
+        }
+        Ok(RedisTarget::Cluster(self.nodes.clone()))
+    }
+
+    /// Reads the secrets; `None` when no Redis is configured.
     pub fn resolve(&self) -> Result<Option<ClusterSettings>, ConfigError> {
         self.validate()?;
-        let Some(url) = &self.redis_url else {
+        if !self.is_enabled() {
             return Ok(None);
-        };
+        }
+        let target = self.target()?;
         let key = optional_secret(
             "cluster.secret_key",
             self.secret_key_env.as_deref(),
@@ -195,7 +341,7 @@ impl ClusterConfig {
         )?
         .map(secrecy::SecretString::from);
         Ok(Some(ClusterSettings {
-            redis_url: url.clone(),
+            target,
             username: self.username.clone(),
             password,
             key_prefix: self.key_prefix.clone(),

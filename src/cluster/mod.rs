@@ -61,7 +61,7 @@ use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 use tokio::sync::broadcast;
 
 pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
-pub use config::{ClusterConfig, ClusterSettings};
+pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
 pub use directory::{DirectoryStore, JourneyRecord, MemoryDirectory, RedisDirectory};
