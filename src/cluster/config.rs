@@ -281,9 +281,10 @@ impl ClusterConfig {
                 .sentinels
                 .iter()
                 .enumerate()
-                .map(|(i, s)| host_port(s).ok_or_else(|| {
-                    invalid(format!("cluster.sentinels[{i}] must be host:port"))
-                }))
+                .map(|(i, s)| {
+                    host_port(s)
+                        .ok_or_else(|| invalid(format!("cluster.sentinels[{i}] must be host:port")))
+                })
                 .collect::<Result<_, _>>()?;
             return Ok(RedisTarget::Sentinel {
                 sentinels,
@@ -291,9 +292,7 @@ impl ClusterConfig {
             });
         }
         if self.mode != RedisMode::Cluster {
-            return Err(invalid(
-                "cluster.nodes needs cluster.mode = \"cluster\"",
-            ));
+            return Err(invalid("cluster.nodes needs cluster.mode = \"cluster\""));
         }
         if self.nodes.is_empty() {
             return Err(invalid(
@@ -399,5 +398,132 @@ mod tests {
             let err = c.resolve().unwrap_err().to_string();
             assert!(!err.contains("pw"), "{err}");
         }
+    }
+
+    fn with_key(c: ClusterConfig) -> ClusterConfig {
+        ClusterConfig {
+            secret_key_file: Some(key_file(&[3; 32])),
+            ..c
+        }
+    }
+
+    #[test]
+    fn sentinels_and_master_name_come_together_and_name_the_missing_key() {
+        let only_sentinels = with_key(ClusterConfig {
+            sentinels: vec!["127.0.0.1:26379".into()],
+            ..ClusterConfig::default()
+        });
+        let err = only_sentinels.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.master_name"), "{err}");
+        let only_name = with_key(ClusterConfig {
+            master_name: Some("fleet".into()),
+            ..ClusterConfig::default()
+        });
+        let err = only_name.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.sentinels"), "{err}");
+        let both = with_key(ClusterConfig {
+            sentinels: vec!["10.0.0.1:26379".into(), "[::1]:26380".into()],
+            master_name: Some("fleet".into()),
+            ..ClusterConfig::default()
+        });
+        assert_eq!(
+            both.resolve().unwrap().unwrap().target,
+            RedisTarget::Sentinel {
+                sentinels: vec![("10.0.0.1".into(), 26379), ("::1".into(), 26380)],
+                master_name: "fleet".into(),
+            }
+        );
+        let bad = with_key(ClusterConfig {
+            sentinels: vec!["10.0.0.1".into()],
+            master_name: Some("fleet".into()),
+            ..ClusterConfig::default()
+        });
+        let err = bad.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.sentinels[0]"), "{err}");
+    }
+
+    #[test]
+    fn the_redis_is_named_one_way_only() {
+        let url_and_sentinels = with_key(ClusterConfig {
+            redis_url: Some("redis://127.0.0.1:6390".into()),
+            sentinels: vec!["127.0.0.1:26379".into()],
+            master_name: Some("fleet".into()),
+            ..ClusterConfig::default()
+        });
+        let err = url_and_sentinels.resolve().unwrap_err().to_string();
+        assert!(
+            err.contains("cluster.redis_url") && err.contains("cluster.sentinels"),
+            "{err}"
+        );
+        let url_and_cluster = with_key(ClusterConfig {
+            redis_url: Some("redis://127.0.0.1:6390".into()),
+            mode: RedisMode::Cluster,
+            nodes: vec!["redis://127.0.0.1:7000".into()],
+            ..ClusterConfig::default()
+        });
+        let err = url_and_cluster.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.nodes"), "{err}");
+        let sentinels_and_nodes = with_key(ClusterConfig {
+            sentinels: vec!["127.0.0.1:26379".into()],
+            master_name: Some("fleet".into()),
+            mode: RedisMode::Cluster,
+            nodes: vec!["redis://127.0.0.1:7000".into()],
+            ..ClusterConfig::default()
+        });
+        assert!(sentinels_and_nodes.resolve().is_err());
+    }
+
+    #[test]
+    fn cluster_mode_needs_credential_free_seed_nodes_and_a_brace_free_prefix() {
+        let no_nodes = with_key(ClusterConfig {
+            mode: RedisMode::Cluster,
+            ..ClusterConfig::default()
+        });
+        let err = no_nodes.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.nodes"), "{err}");
+        let nodes_without_mode = with_key(ClusterConfig {
+            nodes: vec!["redis://127.0.0.1:7000".into()],
+            ..ClusterConfig::default()
+        });
+        let err = nodes_without_mode.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.mode"), "{err}");
+        let with_password = with_key(ClusterConfig {
+            mode: RedisMode::Cluster,
+            nodes: vec![
+                "redis://127.0.0.1:7000".into(),
+                "redis://u:pw@h:7001".into(),
+            ],
+            ..ClusterConfig::default()
+        });
+        let err = with_password.resolve().unwrap_err().to_string();
+        assert!(
+            err.contains("cluster.nodes[1]") && !err.contains("pw"),
+            "{err}"
+        );
+        let braces = with_key(ClusterConfig {
+            mode: RedisMode::Cluster,
+            nodes: vec!["redis://127.0.0.1:7000".into()],
+            key_prefix: "{fleet}:".into(),
+            ..ClusterConfig::default()
+        });
+        let err = braces.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.key_prefix"), "{err}");
+        let good = with_key(ClusterConfig {
+            mode: RedisMode::Cluster,
+            nodes: vec!["redis://127.0.0.1:7000".into()],
+            ..ClusterConfig::default()
+        });
+        assert_eq!(
+            good.resolve().unwrap().unwrap().target,
+            RedisTarget::Cluster(vec!["redis://127.0.0.1:7000".into()])
+        );
+    }
+
+    #[test]
+    fn toml_names_the_modes() {
+        let c: ClusterConfig =
+            toml::from_str("mode = \"cluster\"\nnodes = [\"redis://127.0.0.1:7000\"]\n").unwrap();
+        assert_eq!(c.mode, RedisMode::Cluster);
+        assert!(toml::from_str::<ClusterConfig>("mode = \"sharded\"\n").is_err());
     }
 }

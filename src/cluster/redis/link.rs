@@ -136,12 +136,10 @@ impl Link {
                     .iter()
                     .map(|(host, port)| format!("redis://{host}:{port}"))
                     .collect();
-                let master = with_credentials(
-                    "redis://127.0.0.1".into_connection_info()?,
-                    settings,
-                )
-                .redis_settings()
-                .clone();
+                let master =
+                    with_credentials("redis://127.0.0.1".into_connection_info()?, settings)
+                        .redis_settings()
+                        .clone();
                 let resolver = SentinelClient::build(
                     urls,
                     master_name,
