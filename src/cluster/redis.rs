@@ -202,9 +202,17 @@ impl RedisConn {
         }
     }
 
-    /// The pub/sub channel of the fleet.
+    /// The pub/sub channel of the fleet: `{prefix}events`. A control
+    /// change writes the `control` keys and publishes in one `MULTI`, and
+    /// a cluster client routes `PUBLISH` by its channel's slot, so on a
+    /// Redis Cluster the channel carries the control keys' hash tag:
+    /// `{prefix}{control}:events`.
     pub(super) fn events_key(&self) -> String {
-        self.key("events")
+        if self.inner.link.is_cluster() {
+            self.tagged_key("control", "events")
+        } else {
+            self.key("events")
+        }
     }
 
     /// Seals appkeys for the stores that keep one.
