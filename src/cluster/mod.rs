@@ -10,8 +10,9 @@
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
 //!
 //! Shared::memory  (one process, the default): Memory* stores
-//! Shared::redis   ([cluster] redis_url):      Redis* stores on one RedisConn (redis.rs)
-//!                   commands: ConnectionManager (reconnects), key prefix, command timeout
+//! Shared::redis   ([cluster] Redis):          Redis* stores on one RedisConn (redis.rs)
+//!                   commands: one server, the Sentinel master or a Redis Cluster
+//!                   (redis/link.rs; each reconnects), key prefix, command timeout
 //!                   {prefix}events: pub/sub fan-out, supervised (redis/pubsub.rs)
 //! ```
 //!

@@ -301,8 +301,11 @@ impl RedisConn {
         );
         let started = std::time::Instant::now();
         let call = async {
-            let conn = inner.link.conn().await.map_err(Some)?;
-            match tokio::time::timeout(inner.command_timeout, run(conn)).await {
+            let answer = tokio::time::timeout(inner.command_timeout, async {
+                run(inner.link.conn().await?).await
+            })
+            .await;
+            match answer {
                 Ok(answer) => answer.map_err(Some),
                 // No answer within the command timeout.
                 Err(_) => Err(None),

@@ -22,8 +22,9 @@ use crate::{
     telemetry::Metrics,
 };
 
-/// Builds the shared state of this gateway, on Redis with `[cluster]
-/// redis_url`, else in memory; connects nothing yet.
+/// Builds the shared state of this gateway, on Redis when `[cluster]`
+/// names one (a server, Sentinel or a Redis Cluster), else in memory;
+/// connects nothing yet.
 pub(super) fn shared_state(
     config: &Config,
     webhook: &WebhookSettings,

@@ -16,7 +16,10 @@
 //!
 //! Commands see one [`Conn`] type whatever the deployment.
 
-use std::{sync::Mutex, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use redis::{
     Client, Cmd, ConnectionInfo, IntoConnectionInfo as _, Pipeline, RedisError, RedisFuture,
@@ -72,11 +75,13 @@ impl ConnectionLike for Conn {
 pub(in crate::cluster) enum Link {
     /// One server, by URL.
     Server {
-        client: Client,
+        /// For pub/sub connections (boxed: a client is large, the other
+        /// variants small).
+        client: Box<Client>,
         conn: ConnectionManager,
     },
     /// The master the sentinels name.
-    Sentinel(SentinelLink),
+    Sentinel(Arc<SentinelLink>),
     /// A Redis Cluster.
     Cluster {
         /// Seed nodes, with credentials: where pub/sub subscribes.
@@ -126,7 +131,13 @@ impl Link {
                 let server = address(&info);
                 let client = Client::open(with_credentials(info, settings))?;
                 let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
-                Ok((Link::Server { client, conn }, server))
+                Ok((
+                    Link::Server {
+                        client: Box::new(client),
+                        conn,
+                    },
+                    server,
+                ))
             }
             RedisTarget::Sentinel {
                 sentinels,
@@ -154,12 +165,12 @@ impl Link {
                     * u32::try_from(sentinels.len()).unwrap_or(u32::MAX)
                     + settings.command_timeout;
                 Ok((
-                    Link::Sentinel(SentinelLink {
+                    Link::Sentinel(Arc::new(SentinelLink {
                         resolver: tokio::sync::Mutex::new(resolver),
                         current: Mutex::new(None),
                         config,
                         resolve_timeout,
-                    }),
+                    })),
                     server,
                 ))
             }
@@ -195,8 +206,9 @@ impl Link {
     }
 
     /// The connection for commands. At once, except with Sentinel after a
-    /// failure, when the master is asked again (bounded by the resolve
-    /// timeout).
+    /// failure, when the master is asked again: in a task of its own, so
+    /// the answer is kept for the next command even when this caller
+    /// stops waiting (its command timeout).
     pub(in crate::cluster) async fn conn(&self) -> RedisResult<Conn> {
         match self {
             Link::Server { conn, .. } => Ok(Conn::Node(conn.clone())),
@@ -269,10 +281,19 @@ impl Link {
 
 impl SentinelLink {
     /// The current master, asked of the sentinels if none is known.
-    async fn master(&self) -> RedisResult<(Client, ConnectionManager)> {
+    async fn master(self: &Arc<Self>) -> RedisResult<(Client, ConnectionManager)> {
         if let Some(current) = crate::sync::lock(&self.current).clone() {
             return Ok(current);
         }
+        let this = self.clone();
+        tokio::spawn(async move { this.resolve().await })
+            .await
+            .map_err(|_| RedisError::from((redis::ErrorKind::Io, "master lookup stopped")))?
+    }
+
+    /// Asks the sentinels for the master, one lookup at a time, bounded by
+    /// the resolve timeout; keeps the answer.
+    async fn resolve(&self) -> RedisResult<(Client, ConnectionManager)> {
         let mut resolver = self.resolver.lock().await;
         // Another caller may have asked meanwhile.
         if let Some(current) = crate::sync::lock(&self.current).clone() {

@@ -28,7 +28,7 @@ impl RedisSentinelSet {
     /// sentinel knows the replica and the two other sentinels (what a
     /// failover needs).
     pub fn start() -> Self {
-        let master = RedisNode::start(None, |port, dir| plain_server(port, dir));
+        let master = RedisNode::start(None, plain_server);
         let master_port = master.port();
         let replica = RedisNode::start(None, |port, dir| {
             let mut args = plain_server(port, dir);
