@@ -42,6 +42,7 @@ pub struct ClusterConfig {
     pub redis_url: Option<String>,
     /// Sentinel addresses, `host:port`: the master named `master_name` is
     /// found through them, and found again after a failover.
+    #[serde(deserialize_with = "list")]
     pub sentinels: Vec<String>,
     /// The name the sentinels know the master by (`sentinel monitor NAME`).
     pub master_name: Option<String>,
@@ -49,6 +50,7 @@ pub struct ClusterConfig {
     pub mode: RedisMode,
     /// Seed nodes of a Redis Cluster, `redis://host:port` or `rediss://`;
     /// the rest of the cluster is discovered from them.
+    #[serde(deserialize_with = "list")]
     pub nodes: Vec<String>,
     /// ACL user name (the password comes from `password_env`/`password_file`).
     pub username: Option<String>,
@@ -129,6 +131,26 @@ impl std::fmt::Debug for ClusterSettings {
             .field("key_prefix", &self.key_prefix)
             .finish_non_exhaustive()
     }
+}
+
+/// A list, or one comma-separated string: an environment override
+/// (`IDGATE_CLUSTER__SENTINELS=a:26379,b:26379`) is a string.
+fn list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::Many(items) => items,
+        OneOrMany::One(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 fn invalid(why: impl Into<String>) -> ConfigError {
@@ -299,5 +321,9 @@ mod tests {
             toml::from_str("mode = \"cluster\"\nnodes = [\"redis://127.0.0.1:7000\"]\n").unwrap();
         assert_eq!(c.mode, RedisMode::Cluster);
         assert!(toml::from_str::<ClusterConfig>("mode = \"sharded\"\n").is_err());
+        // An environment override is one string: a comma-separated list.
+        let c: ClusterConfig =
+            toml::from_str("sentinels = \"10.0.0.1:26379, 10.0.0.2:26379\"\n").unwrap();
+        assert_eq!(c.sentinels, ["10.0.0.1:26379", "10.0.0.2:26379"]);
     }
 }
