@@ -1,6 +1,7 @@
 //! A fleet on a Sentinel-managed Redis outlives its master: when the
-//! master dies mid-run and the sentinels promote its replica, every
-//! replica finds the new master by itself (no restart), and journeys,
+//! master dies mid-run (and with it the first sentinel listed) and the
+//! sentinels promote its replica, every replica finds the new master by
+//! itself (no restart), and journeys,
 //! watchers, idempotent creation and admin changes work on it, with no
 //! consuming call sent to the vendor twice.
 
@@ -46,6 +47,8 @@ async fn after_the_sentinel_master_dies_journeys_watchers_and_admin_changes_work
     .await;
     tokio::task::block_in_place(|| fleet.redis.sync_replica());
 
+    // The first sentinel every replica lists dies too: they ask the next.
+    fleet.redis.kill_sentinel(0);
     fleet.redis.kill_master();
     fleet.all_down().await;
     tokio::task::block_in_place(|| fleet.redis.wait_for_failover());

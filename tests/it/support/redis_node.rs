@@ -137,6 +137,11 @@ impl RedisNode {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// True until [`RedisNode::kill`].
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// Kills the process at once (`SIGKILL`: no goodbye to its peers).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -91,16 +91,22 @@ impl RedisSentinelSet {
         });
     }
 
+    /// Kills sentinel `i` (in [`RedisSentinelSet::sentinel_addrs`]
+    /// order); the two others still make a quorum and a majority.
+    pub fn kill_sentinel(&mut self, i: usize) {
+        self.sentinels[i].kill();
+    }
+
     /// Kills the master (`SIGKILL`: its clients see the connection drop).
     pub fn kill_master(&mut self) {
         self.master.take().expect("the master is alive").kill();
     }
 
-    /// Waits until every sentinel names the replica as master and the
-    /// replica says it is one.
+    /// Waits until every running sentinel names the replica as master and
+    /// the replica says it is one.
     pub fn wait_for_failover(&self) {
         let promoted = self.replica.port();
-        for s in &self.sentinels {
+        for s in self.sentinels.iter().filter(|s| s.is_running()) {
             settle(
                 "the sentinels name the replica as master",
                 SETTLE_WAIT,
