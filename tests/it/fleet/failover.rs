@@ -104,3 +104,47 @@ async fn after_the_sentinel_master_dies_journeys_watchers_and_admin_changes_work
     assert_eq!(calls_of(&fleet, Operation::DocumentImages), 2);
     fleet.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_sentinel_switchover_the_demoted_master_is_left_and_admin_changes_reach_every_replica()
+ {
+    let set = tokio::task::block_in_place(RedisSentinelSet::start);
+    let fleet = Fleet::start_on(set, 2, 30).await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    a.drain("alternative")
+        .await
+        .expect("drain before the switchover");
+    eventually("B sees the drain", EVENT_WAIT, async || {
+        b.drained("alternative").await
+    })
+    .await;
+    tokio::task::block_in_place(|| fleet.redis.sync_replica());
+
+    // The old master stays up, demoted to a replica (Sentinel drops its
+    // clients): each replica must leave it for the promoted one, whose
+    // address only the sentinels tell.
+    tokio::task::block_in_place(|| {
+        fleet.redis.switch_over();
+        fleet.redis.wait_for_failover();
+    });
+    eventually(
+        "an undrain on B is applied (refused, never half-applied, until B follows the new master)",
+        EVENT_WAIT,
+        async || b.undrain("alternative").await.is_ok(),
+    )
+    .await;
+    eventually("A sees the undrain", EVENT_WAIT, async || {
+        !a.drained("alternative").await
+    })
+    .await;
+    // A journey created after it resolves on the other replica.
+    let created = a.create_journey_for(happy_person()).await;
+    let session = a.start_3d(&created.appkey).await.expect("start on A");
+    assert!(
+        b.verify_3d(&created.appkey, &session.session_token, "")
+            .await
+            .expect("verify on B with no hint")
+            .valid
+    );
+    fleet.stop().await;
+}

@@ -97,13 +97,25 @@ impl RedisSentinelSet {
         self.sentinels[i].kill();
     }
 
+    /// Asks the sentinels for a failover with the master alive
+    /// (`SENTINEL FAILOVER`): it is demoted to a replica of its replica.
+    pub fn switch_over(&self) {
+        settle("a sentinel starts the failover", SETTLE_WAIT, || {
+            self.sentinels.iter().filter(|s| s.is_running()).any(|s| {
+                s.query::<String>(redis::cmd("SENTINEL").arg("FAILOVER").arg(MASTER_NAME))
+                    .is_ok()
+            })
+        });
+    }
+
     /// Kills the master (`SIGKILL`: its clients see the connection drop).
     pub fn kill_master(&mut self) {
         self.master.take().expect("the master is alive").kill();
     }
 
-    /// Waits until every running sentinel names the replica as master and
-    /// the replica says it is one.
+    /// Waits until every running sentinel names the replica as master,
+    /// the replica says it is one, and the old master, if alive, says it
+    /// is a replica.
     pub fn wait_for_failover(&self) {
         let promoted = self.replica.port();
         for s in self.sentinels.iter().filter(|s| s.is_running()) {
@@ -125,6 +137,16 @@ impl RedisSentinelSet {
                 .query::<String>(redis::cmd("INFO").arg("replication"))
                 .is_ok_and(|i| i.contains("role:master"))
         });
+        if let Some(old) = &self.master {
+            settle(
+                "the old master is demoted to a replica",
+                SETTLE_WAIT,
+                || {
+                    old.query::<String>(redis::cmd("INFO").arg("replication"))
+                        .is_ok_and(|i| i.contains("role:slave"))
+                },
+            );
+        }
     }
 }
 
