@@ -43,7 +43,11 @@ pub(super) fn shared_state(
     };
     let shared = Shared::redis(&settings, ttls, metrics.clone())
         .map_err(|e| StartError::Cluster(format!("{:?}", e.kind())))?;
-    tracing::info!(key_prefix = %settings.key_prefix, "fleet mode: shared state on Redis");
+    tracing::info!(
+        key_prefix = %settings.key_prefix,
+        redis = settings.target.kind(),
+        "fleet mode: shared state on Redis"
+    );
     Ok(shared)
 }
 

@@ -21,6 +21,17 @@ pub enum RedisTarget {
     Cluster(Vec<String>),
 }
 
+impl RedisTarget {
+    /// `server`, `sentinel` or `cluster`, for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RedisTarget::Server(_) => "server",
+            RedisTarget::Sentinel { .. } => "sentinel",
+            RedisTarget::Cluster(_) => "cluster",
+        }
+    }
+}
+
 /// A Redis URL: `redis://` or `rediss://`, no credentials in it.
 fn check_url(key: &str, url: &str) -> Result<(), ConfigError> {
     if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
