@@ -6,7 +6,9 @@
 //!   truth (`control` answers `None`) and there is no one to tell.
 //! - [`RedisControl`]: `{p}control:mode`, `{p}control:drained` (a set),
 //!   `{p}control:hold` (expires with the hold), `{p}control:seeded`; no
-//!   expiry otherwise. Each change is one `MULTI` that writes it and
+//!   expiry otherwise; on a Redis Cluster the four share the hash tag
+//!   `{control}` (`{p}{control}:mode`, ...), as the seed script and the
+//!   `MULTI`s touch them together. Each change is one `MULTI` that writes it and
 //!   publishes `control` on `{p}events`; the other replicas re-read the
 //!   whole state (`crate::cluster::redis::pubsub`), which also seeds it
 //!   from the first replica to connect when Redis holds none.
@@ -93,8 +95,10 @@ impl RedisControl {
         Self { conn }
     }
 
+    /// `{p}control:<part>`; `{p}{control}:<part>` on a Redis Cluster,
+    /// where the seed script and the `MULTI`s touch them together.
     fn key(&self, part: &str) -> String {
-        self.conn.key(&format!("control:{part}"))
+        self.conn.tagged_key("control", part)
     }
 
     /// Reads the whole state in one `MULTI`.

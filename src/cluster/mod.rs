@@ -10,8 +10,9 @@
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
 //!
 //! Shared::memory  (one process, the default): Memory* stores
-//! Shared::redis   ([cluster] redis_url):      Redis* stores on one RedisConn (redis.rs)
-//!                   commands: ConnectionManager (reconnects), key prefix, command timeout
+//! Shared::redis   ([cluster] Redis):          Redis* stores on one RedisConn (redis.rs)
+//!                   commands: one server, the Sentinel master or a Redis Cluster
+//!                   (redis/link.rs; each reconnects), key prefix, command timeout
 //!                   {prefix}events: pub/sub fan-out, supervised (redis/pubsub.rs)
 //! ```
 //!
@@ -61,7 +62,7 @@ use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 use tokio::sync::broadcast;
 
 pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
-pub use config::{ClusterConfig, ClusterSettings};
+pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
 pub use directory::{DirectoryStore, JourneyRecord, MemoryDirectory, RedisDirectory};

@@ -59,10 +59,7 @@ async fn connect(
     control: &RedisControl,
     seed: &SeedFn,
 ) -> Result<redis::aio::PubSubStream, &'static str> {
-    let mut pubsub = tokio::time::timeout(conn.connect_timeout(), conn.client().get_async_pubsub())
-        .await
-        .map_err(|_| "connect timeout")?
-        .map_err(|_| "connect failed")?;
+    let mut pubsub = conn.link().open_pubsub(conn.connect_timeout()).await?;
     tokio::time::timeout(conn.command_timeout(), pubsub.subscribe(conn.events_key()))
         .await
         .map_err(|_| "subscribe timeout")?

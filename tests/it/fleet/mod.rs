@@ -12,13 +12,18 @@
 //! - `outage`: without Redis (stopped, or the wrong password) core RPCs
 //!   work, fleet changes are refused, and the fleet converges after;
 //! - `secrecy`: nothing personal in clear in Redis or in its spans;
-//! - `guard`: idempotent `CreateJourney` and budgets across replicas.
+//! - `guard`: idempotent `CreateJourney` and budgets across replicas;
+//! - `failover`: a Sentinel set loses its master mid-run and the fleet
+//!   follows the promoted replica;
+//! - `redis_cluster`: the fleet on a three-master Redis Cluster.
 
 pub use crate::support::wait::EVENT_WAIT;
 
+mod failover;
 mod guard;
 mod journeys;
 mod notices;
 mod outage;
+mod redis_cluster;
 mod routing;
 mod secrecy;

@@ -4,7 +4,9 @@
 //!   `ExternalGateway` (a gateway on a sandbox of its own), typed clients,
 //!   request builders and status assertions;
 //! - [`fleet`] and [`redis`]: gateway replicas sharing a sandbox and a
-//!   `redis-server` of their own;
+//!   `redis-server` of their own; [`redis_sentinel`] and
+//!   [`redis_cluster`]: a Sentinel set and a Redis Cluster instead, of
+//!   [`redis_node`]s;
 //! - [`sandbox`]: a sandbox on a manual clock and a client for its REST
 //!   operations;
 //! - [`upstream`]: purpose-built fake upstream servers and fixtures for the
@@ -30,6 +32,9 @@ pub mod net;
 pub mod otlp_collector;
 pub mod process;
 pub mod redis;
+pub mod redis_cluster;
+pub mod redis_node;
+pub mod redis_sentinel;
 pub mod sandbox;
 pub mod telemetry;
 pub mod temp;
