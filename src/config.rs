@@ -66,6 +66,8 @@ pub struct Config {
     pub embedded_channels: EmbeddedChannelsConfig,
     /// Where the admin bearer token comes from (`[admin]`).
     pub admin: AdminConfig,
+    /// The guarded rollout's rounds, lease and shortest step (`[rollout]`).
+    pub rollout: crate::channels::rollout::RolloutConfig,
     /// The completion-notice receiver.
     pub webhook: WebhookConfig,
     /// `WatchJourney` streams and their result reads.
@@ -151,6 +153,7 @@ impl Config {
         let callers = self.callers.iter().map(|c| c.name.as_str());
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
+        self.rollout.validate().map_err(ConfigError::Invalid)?;
         self.cluster.validate()
     }
 

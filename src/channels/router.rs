@@ -180,6 +180,11 @@ impl ChannelRouter {
         self
     }
 
+    /// The counts of a rollout's step under way, fed by every call.
+    pub fn step_counter(&self) -> Arc<super::rollout::counts::StepCounter> {
+        self.outcomes.step_counter()
+    }
+
     /// The vendor figures this router records.
     pub fn figures(&self) -> &ChannelFigures {
         self.outcomes.figures()

@@ -142,6 +142,7 @@ struct Inner {
     idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
     guard: GuardSeries,
+    rollout: RolloutSeries,
     auth: AuthSeries,
     watch_journeys: Gauge,
     watch_watchers: Gauge,
@@ -383,6 +384,7 @@ mod hops;
 mod labels;
 mod otel;
 mod registry;
+mod rollout;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -392,6 +394,7 @@ use channel::ChannelSeries;
 pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
+use rollout::RolloutSeries;
 use handles::Handles;
 pub use hops::PLAINTEXT_HOP_KINDS;
 use labels::LabelInterner;
