@@ -68,6 +68,8 @@ pub struct Config {
     pub admin: AdminConfig,
     /// The guarded rollout's rounds, lease and shortest step (`[rollout]`).
     pub rollout: crate::channels::rollout::RolloutConfig,
+    /// The persons the conformance probe creates appkeys for (`[probe]`).
+    pub probe: crate::channels::probe::ProbeConfig,
     /// The completion-notice receiver.
     pub webhook: WebhookConfig,
     /// `WatchJourney` streams and their result reads.

@@ -208,6 +208,11 @@ impl ChannelRouter {
         Arc::clone(&read(&self.channels))
     }
 
+    /// The settings of channel `name` in force, if configured.
+    pub fn channel_spec(&self, name: &str) -> Option<ChannelSpec> {
+        self.current().get(name).map(|c| c.spec().clone())
+    }
+
     /// The routing mode in force.
     pub fn mode(&self) -> RoutingMode {
         lock(&self.mode).clone()

@@ -1,10 +1,33 @@
-//! Conformance of a channel to the REST contract, as its last probe
-//! (`ProbeChannel`) found it: a channel that failed its last probe gets no
-//! weight (`SetRoutingMode`, `StartRollout`) unless the request forces it.
+//! The conformance probe of a channel (`ProbeChannel`, `idgate channels
+//! probe`): synthetic calls that consume nothing, each answer checked
+//! against the REST contract ([`contract`]), and the last verdict of each
+//! channel ([`ProbeVerdicts`]): a channel that failed its last probe gets
+//! no weight (`SetRoutingMode`, `StartRollout`) unless the request forces
+//! it.
+//!
+//! A probe creates an appkey for one of the probe persons of `[probe]`
+//! (through the core service, like `CreateJourney`) and asks the channel
+//! for a session token: neither consumes the appkey. Only with `consume`
+//! does it also send `/3d/liveness`, which finishes the appkey (and may
+//! be billed). The persons are personal data: never logged, never in a
+//! report; the appkey and the token neither.
 
-use std::{collections::HashMap, sync::Mutex};
+pub mod contract;
 
-use crate::sync::lock;
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde::Deserialize;
+
+use self::contract::{Operation3D, ProbeCheck, check};
+use super::{ChannelRouter, ChannelSpec};
+use crate::{Error, cluster::BoxFuture, domain::Appkey, sync::lock};
 
 /// The last probe verdict of each channel probed on this replica.
 #[derive(Debug, Default)]
@@ -23,15 +46,205 @@ impl ProbeVerdicts {
     pub fn may_take_weight(&self, channel: &str) -> bool {
         lock(&self.last).get(channel).copied().unwrap_or(true)
     }
+}
 
-    /// The channels whose last probe failed.
-    pub fn failed(&self) -> Vec<String> {
-        let mut out: Vec<String> = lock(&self.last)
-            .iter()
-            .filter(|(_, ok)| !**ok)
-            .map(|(n, _)| n.clone())
-            .collect();
-        out.sort();
-        out
+/// A probe person of `[probe]`. Not `Debug`: personal data.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbePerson {
+    /// CPF, with valid check digits.
+    pub cpf: String,
+    /// Name and surname.
+    pub name: String,
+    /// Birth date, as `CreateJourney` takes it.
+    pub birth_date: String,
+}
+
+/// `[probe]`: whom the probe creates its appkeys for.
+#[derive(Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProbeConfig {
+    /// Probe persons, used in turn; none: `ProbeChannel` is refused.
+    pub persons: Vec<ProbePerson>,
+    /// Operator profile of the probe's appkeys; empty: the first one.
+    pub operator_profile: String,
+}
+
+impl std::fmt::Debug for ProbeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeConfig")
+            .field("persons", &self.persons.len())
+            .field("operator_profile", &self.operator_profile)
+            .finish()
+    }
+}
+
+/// Where the probe gets an appkey for a probe person: the core service.
+pub trait ProbeAppkeys: Send + Sync + 'static {
+    /// A fresh appkey for `person` with the credentials of `profile`.
+    fn appkey(&self, person: &ProbePerson, profile: &str) -> BoxFuture<Result<Appkey, Error>>;
+}
+
+/// What a probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// Every check, in the order run.
+    pub checks: Vec<ProbeCheck>,
+}
+
+impl ProbeReport {
+    /// True when every check passed.
+    pub fn conforming(&self) -> bool {
+        self.checks.iter().all(ProbeCheck::passed)
+    }
+}
+
+/// Largest answer body a probe reads: far above any answer of the
+/// contract.
+const MAX_PROBE_BODY: usize = 64 * 1024;
+
+/// Runs probes of the channels of a router.
+pub struct Prober {
+    router: Arc<ChannelRouter>,
+    appkeys: Arc<dyn ProbeAppkeys>,
+    config: ProbeConfig,
+    next: AtomicUsize,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for Prober {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prober")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prober {
+    /// A prober of `router`'s channels, with appkeys from `appkeys`;
+    /// `None` without probe persons.
+    pub fn new(
+        router: Arc<ChannelRouter>,
+        appkeys: Arc<dyn ProbeAppkeys>,
+        config: ProbeConfig,
+    ) -> Option<Self> {
+        if config.persons.is_empty() {
+            return None;
+        }
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder().build().ok()?;
+        Some(Self {
+            router,
+            appkeys,
+            config,
+            next: AtomicUsize::new(0),
+            http,
+        })
+    }
+
+    /// Probes channel `name`; with `consume`, also its `/3d/liveness`.
+    pub async fn probe(&self, name: &str, consume: bool) -> Result<ProbeReport, Error> {
+        let spec = self
+            .router
+            .channel_spec(name)
+            .ok_or_else(|| Error::ChannelUnknown(name.to_owned()))?;
+        let at = self.next.fetch_add(1, Ordering::Relaxed) % self.config.persons.len();
+        let person = &self.config.persons[at];
+        let appkey = self
+            .appkeys
+            .appkey(person, &self.config.operator_profile)
+            .await?;
+        let timeout = Duration::from_millis(spec.timeout_ms);
+        let session_body = serde_json::json!({
+            "appkey": appkey.expose(),
+            "userAgent": "idgate-probe",
+        });
+        let (session, token) = self
+            .call(&spec, Operation3D::SessionToken, &session_body, timeout)
+            .await;
+        let mut checks = vec![session];
+        if consume {
+            match token {
+                Some(token) if checks[0].passed() => {
+                    let body = serde_json::json!({
+                        "appkey": appkey.expose(),
+                        "sessionToken": token,
+                    });
+                    checks.push(self.call(&spec, Operation3D::Liveness, &body, timeout).await.0);
+                }
+                _ => checks.push(ProbeCheck::no_answer(
+                    Operation3D::Liveness,
+                    Duration::ZERO,
+                    "not sent: the session token check failed",
+                )),
+            }
+        }
+        let report = ProbeReport { checks };
+        tracing::info!(
+            channel = name,
+            consume,
+            conforming = report.conforming(),
+            "3D channel probed"
+        );
+        Ok(report)
+    }
+
+    /// One call of `op` on `spec`: its check, and the session token when
+    /// the answer carried one.
+    async fn call(
+        &self,
+        spec: &ChannelSpec,
+        op: Operation3D,
+        body: &serde_json::Value,
+        timeout: Duration,
+    ) -> (ProbeCheck, Option<String>) {
+        let path = match op {
+            Operation3D::SessionToken => &spec.session_token_path,
+            Operation3D::Liveness => &spec.liveness_path,
+        };
+        let url = format!("{}{}", spec.base_url.trim_end_matches('/'), path);
+        let started = Instant::now();
+        let sent = self
+            .http
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(body).unwrap_or_default())
+            .timeout(timeout)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                let why = if e.is_timeout() { "timed out" } else { "connection failed" };
+                return (ProbeCheck::no_answer(op, started.elapsed(), why), None);
+            }
+        };
+        let status = response.status().as_u16();
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if bytes.len() + chunk.len() <= MAX_PROBE_BODY => {
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(Some(_)) => {
+                    let why = "the answer is larger than 64 KiB";
+                    return (ProbeCheck::no_answer(op, started.elapsed(), why), None);
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    let why = "the answer was cut short";
+                    return (ProbeCheck::no_answer(op, started.elapsed(), why), None);
+                }
+            }
+        }
+        let elapsed = started.elapsed();
+        let token = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| {
+                v.get("token")
+                    .or_else(|| v.get("sessionToken"))
+                    .and_then(|t| t.as_str().map(str::to_owned))
+            });
+        (check(op, status, &bytes, elapsed, timeout), token)
     }
 }

@@ -112,6 +112,11 @@ impl Rollouts {
         self
     }
 
+    /// The router whose split the rollout moves.
+    pub fn router(&self) -> &Arc<ChannelRouter> {
+        &self.router
+    }
+
     /// The probe verdicts weights are checked against.
     pub fn probes(&self) -> &Arc<ProbeVerdicts> {
         &self.probes
@@ -238,10 +243,14 @@ impl Rollouts {
         let mut every = tokio::time::interval(self.config.tick());
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
-                _ = every.tick() => self.tick().await,
-                _ = stopped.wait_for(|s| *s) => return,
+            let stop = tokio::select! {
+                _ = every.tick() => false,
+                changed = stopped.changed() => changed.is_err() || *stopped.borrow(),
+            };
+            if stop {
+                return;
             }
+            self.tick().await;
         }
     }
 
