@@ -365,6 +365,12 @@ impl Rollouts {
                 record.step_started_ms = now_ms();
             }
         }
+        if decision == Decision::RollBack {
+            // Back to the incumbent before anyone can read the rollback:
+            // once GetRollout says rolled back, no new session goes to
+            // the candidate. (An abort that lands first asks the same.)
+            self.apply_split(&record).await;
+        }
         let Ok(true) = self.store.replace(text, record.to_text()).await else {
             // An abort or another driver got there first: its record stands.
             return;
@@ -395,7 +401,16 @@ impl Rollouts {
         if let Some(m) = &self.metrics {
             m.record_rollout_verdict(decision.label(), breach_label);
         }
-        self.apply_split(&record).await;
+        if decision == Decision::Advance {
+            self.apply_split(&record).await;
+            // An abort written between our write and our split must not
+            // be undone by it: set the split of whatever stands now.
+            if let Ok(Some(now)) = self.get().await {
+                if now.state != RolloutState::Running && now.id == record.id {
+                    self.apply_split(&now).await;
+                }
+            }
+        }
         self.show(Some(&record));
     }
 

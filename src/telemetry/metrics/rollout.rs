@@ -17,6 +17,14 @@ pub(super) struct VerdictLabels {
 /// Rollout states, as the `state` label shows them.
 pub(super) const ROLLOUT_STATES: [&str; 4] = ["running", "completed", "rolled_back", "aborted"];
 
+/// Every `(decision, breach)` a verdict can carry.
+const VERDICT_LABELS: [(&str, &str); 4] = [
+    ("advance", "none"),
+    ("roll_back", "error_rate"),
+    ("roll_back", "pass_rate"),
+    ("roll_back", "circuit_open"),
+];
+
 /// The series of the rollout (`StartRollout`).
 pub(super) struct RolloutSeries {
     pub(super) step: Gauge,
@@ -33,6 +41,15 @@ impl RolloutSeries {
         };
         for state in ROLLOUT_STATES {
             series.state.get_or_create(&StateLabels { state }).set(0);
+        }
+        // Every decision at 0 from the start, so the first verdict shows
+        // as an increase (a counter born at 1 does not).
+        for (decision, breach) in VERDICT_LABELS {
+            drop(
+                series
+                    .verdicts
+                    .get_or_create(&VerdictLabels { decision, breach }),
+            );
         }
         registry.register(
             "idgate_rollout_step",

@@ -12,7 +12,9 @@
 //! - `outage`: without Redis (stopped, or the wrong password) core RPCs
 //!   work, fleet changes are refused, and the fleet converges after;
 //! - `secrecy`: nothing personal in clear in Redis or in its spans;
-//! - `guard`: idempotent `CreateJourney` and budgets across replicas.
+//! - `guard`: idempotent `CreateJourney` and budgets across replicas;
+//! - `rollout`: a guarded rollout carried on by another replica when its
+//!   driver stops.
 
 use std::time::Duration;
 
@@ -25,5 +27,6 @@ mod guard;
 mod journeys;
 mod notices;
 mod outage;
+mod rollout;
 mod routing;
 mod secrecy;

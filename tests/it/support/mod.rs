@@ -17,6 +17,7 @@
 //!   the test rotates), valid and forged tokens;
 //! - [`tls`]: a certificate authority per test and a TLS listener;
 //! - [`metrics`]: one series of the `/metrics` exposition, exactly;
+//! - [`rollout`]: journeys of distinct persons and the rollout RPCs;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
 //!   measurements.
@@ -29,6 +30,7 @@ pub mod net;
 pub mod otlp_collector;
 pub mod process;
 pub mod redis;
+pub mod rollout;
 pub mod sandbox;
 pub mod telemetry;
 pub mod tls;
