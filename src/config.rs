@@ -156,6 +156,7 @@ impl Config {
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
         self.rollout.validate().map_err(ConfigError::Invalid)?;
+        self.probe.validate().map_err(ConfigError::Invalid)?;
         self.cluster.validate()
     }
 

@@ -25,21 +25,22 @@ use crate::{
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Customer reference of the probe's appkeys: tells them apart upstream.
-const PROBE_REFERENCE: &str = "idgate-probe";
+const PROBE_REFERENCE: &str = "IDGATEPROBE";
 
 /// The probe's appkeys, created through the journey core (the operator
 /// credentials of `CreateJourney`).
 struct CoreAppkeys(JourneyCore);
 
+/// The end user of a probe person (checked at start by
+/// `ProbeConfig::validate`, so a failure here is the gateway's own).
 fn person(p: &ProbePerson) -> Result<EndUser, Error> {
     // The values never reach the error: they are personal data.
-    let bad = |field: &str| Error::invalid("name", format!("[probe] persons: `{field}` is not valid"));
+    let bad = |_| Error::Internal("a [probe] person is not valid".to_owned());
     Ok(EndUser {
-        cpf: Cpf::parse(&p.cpf).map_err(|_| bad("cpf"))?,
-        name: PersonName::parse(&p.name).map_err(|_| bad("name"))?,
-        birth_date: BirthDate::parse_now(&p.birth_date).map_err(|_| bad("birth_date"))?,
-        customer_reference: CustomerReference::parse(PROBE_REFERENCE)
-            .map_err(|_| bad("customer_reference"))?,
+        cpf: Cpf::parse(&p.cpf).map_err(bad)?,
+        name: PersonName::parse(&p.name).map_err(bad)?,
+        birth_date: BirthDate::parse_now(&p.birth_date).map_err(bad)?,
+        customer_reference: CustomerReference::parse(PROBE_REFERENCE).map_err(bad)?,
     })
 }
 

@@ -79,6 +79,34 @@ impl std::fmt::Debug for ProbeConfig {
     }
 }
 
+/// Most probe persons.
+pub const MAX_PROBE_PERSONS: usize = 16;
+
+impl ProbeConfig {
+    /// Refuses a person whose CPF, name or birth date `CreateJourney`
+    /// would refuse, naming its index and field, never its value; and
+    /// more than [`MAX_PROBE_PERSONS`].
+    pub fn validate(&self) -> Result<(), String> {
+        use crate::domain::{BirthDate, Cpf, PersonName};
+        if self.persons.len() > MAX_PROBE_PERSONS {
+            return Err(format!("probe.persons: at most {MAX_PROBE_PERSONS}"));
+        }
+        for (i, p) in self.persons.iter().enumerate() {
+            let field = if Cpf::parse(&p.cpf).is_err() {
+                "cpf"
+            } else if PersonName::parse(&p.name).is_err() {
+                "name"
+            } else if BirthDate::parse_now(&p.birth_date).is_err() {
+                "birth_date"
+            } else {
+                continue;
+            };
+            return Err(format!("probe.persons[{i}].{field} is not valid"));
+        }
+        Ok(())
+    }
+}
+
 /// Where the probe gets an appkey for a probe person: the core service.
 pub trait ProbeAppkeys: Send + Sync + 'static {
     /// A fresh appkey for `person` with the credentials of `profile`.
@@ -246,5 +274,43 @@ impl Prober {
                     .and_then(|t| t.as_str().map(str::to_owned))
             });
         (check(op, status, &bytes, elapsed, timeout), token)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn person(cpf: &str, birth_date: &str) -> ProbePerson {
+        ProbePerson {
+            cpf: cpf.into(),
+            name: "Ana Positiva Souza".into(),
+            birth_date: birth_date.into(),
+        }
+    }
+
+    #[test]
+    fn a_probe_person_createjourney_would_refuse_is_refused_at_start_by_index_and_field() {
+        let mut config = ProbeConfig::default();
+        assert_eq!(config.validate(), Ok(()));
+        config.persons = vec![person("52110000139", "1985-03-14")];
+        assert_eq!(config.validate(), Ok(()));
+        config.persons.push(person("52110000138", "1985-03-14"));
+        assert_eq!(config.validate(), Err("probe.persons[1].cpf is not valid".to_owned()));
+        config.persons[1] = person("52110000139", "14/03/1985");
+        assert_eq!(
+            config.validate(),
+            Err("probe.persons[1].birth_date is not valid".to_owned())
+        );
+    }
+
+    #[test]
+    fn an_unprobed_channel_may_take_weight_and_the_last_probe_decides() {
+        let verdicts = ProbeVerdicts::default();
+        assert!(verdicts.may_take_weight("alternative"));
+        verdicts.record("alternative", false);
+        assert!(!verdicts.may_take_weight("alternative"));
+        verdicts.record("alternative", true);
+        assert!(verdicts.may_take_weight("alternative"));
     }
 }
