@@ -41,16 +41,24 @@ fn bad(flag: &'static str, why: impl Into<String>) -> CliError {
 pub fn parse_steps(text: &str) -> Result<Vec<u32>, CliError> {
     text.split(',')
         .map(|s| {
-            s.trim()
-                .parse::<u32>()
-                .map_err(|_| bad("--steps", "whole percentages separated by commas, e.g. 5,25,50,100"))
+            s.trim().parse::<u32>().map_err(|_| {
+                bad(
+                    "--steps",
+                    "whole percentages separated by commas, e.g. 5,25,50,100",
+                )
+            })
         })
         .collect()
 }
 
 /// The request of `options`.
 pub fn start_request(options: &StartOptions) -> Result<pb::StartRolloutRequest, CliError> {
-    let steps = options.steps.as_deref().map(parse_steps).transpose()?.unwrap_or_default();
+    let steps = options
+        .steps
+        .as_deref()
+        .map(parse_steps)
+        .transpose()?
+        .unwrap_or_default();
     let step_duration = match options.step_minutes {
         None => None,
         Some(m) if m.is_finite() && m >= 0.0 && m <= 1_440.0 => {
@@ -95,7 +103,10 @@ pub async fn start(
         .await
         .map_err(explain)?
         .into_inner();
-    Ok(resp.rollout.as_ref().map_or_else(String::new, format_rollout))
+    Ok(resp
+        .rollout
+        .as_ref()
+        .map_or_else(String::new, format_rollout))
 }
 
 /// `idgate channels rollout status`.
@@ -106,10 +117,10 @@ pub async fn status(addr: impl Into<AdminTarget>, token: &AdminToken) -> Result<
         .await
         .map_err(explain)?
         .into_inner();
-    Ok(resp
-        .rollout
-        .as_ref()
-        .map_or_else(|| "no rollout was ever started\n".to_owned(), format_rollout))
+    Ok(resp.rollout.as_ref().map_or_else(
+        || "no rollout was ever started\n".to_owned(),
+        format_rollout,
+    ))
 }
 
 /// `idgate channels rollout abort`.
@@ -120,7 +131,10 @@ pub async fn abort(addr: impl Into<AdminTarget>, token: &AdminToken) -> Result<S
         .await
         .map_err(explain)?
         .into_inner();
-    Ok(resp.rollout.as_ref().map_or_else(String::new, format_rollout))
+    Ok(resp
+        .rollout
+        .as_ref()
+        .map_or_else(String::new, format_rollout))
 }
 
 /// `idgate channels probe NAME [--consume]`.
@@ -204,7 +218,11 @@ pub fn format_rollout(r: &pb::Rollout) -> String {
 /// A probe report as text: the verdict, then each check and field.
 pub fn format_probe(p: &pb::ProbeChannelResponse) -> String {
     let mut out = String::new();
-    let verdict = if p.conforming { "conforming" } else { "NOT CONFORMING" };
+    let verdict = if p.conforming {
+        "conforming"
+    } else {
+        "NOT CONFORMING"
+    };
     let _ = writeln!(out, "channel {}: {verdict}", p.name);
     for c in &p.checks {
         let ms = c
@@ -255,15 +273,24 @@ mod tests {
         assert!(opts(|_| {}).is_ok());
         assert!(matches!(
             opts(|o| o.steps = Some("5,x,100".into())),
-            Err(CliError::Argument { flag: "--steps", .. })
+            Err(CliError::Argument {
+                flag: "--steps",
+                ..
+            })
         ));
         assert!(matches!(
             opts(|o| o.step_minutes = Some(-1.0)),
-            Err(CliError::Argument { flag: "--step-minutes", .. })
+            Err(CliError::Argument {
+                flag: "--step-minutes",
+                ..
+            })
         ));
         assert!(matches!(
             opts(|o| o.max_error_rate = Some(2.0)),
-            Err(CliError::Argument { flag: "--max-error-rate", .. })
+            Err(CliError::Argument {
+                flag: "--max-error-rate",
+                ..
+            })
         ));
         let fraction = opts(|o| o.step_minutes = Some(0.5)).expect("fractions of minutes");
         assert_eq!(fraction.step_duration.map(|d| d.seconds), Some(30));

@@ -54,8 +54,12 @@ pub trait RolloutStore: Send + Sync + 'static {
 
     /// Publishes this replica's counts (`counts`, opaque text) of step
     /// `step` of rollout `id`, replacing what it published before.
-    fn put_counts(&self, id: &str, step: u32, counts: String)
-    -> BoxFuture<Result<(), ClusterError>>;
+    fn put_counts(
+        &self,
+        id: &str,
+        step: u32,
+        counts: String,
+    ) -> BoxFuture<Result<(), ClusterError>>;
 
     /// Every replica's counts of step `step` of rollout `id`.
     fn counts(&self, id: &str, step: u32) -> BoxFuture<Result<Vec<String>, ClusterError>>;
@@ -157,7 +161,12 @@ impl RedisRollout {
         self.conn.key(&format!("{{rollout}}:{part}"))
     }
 
-    async fn script(&self, script: &'static str, key: String, args: Vec<String>) -> Result<i64, ClusterError> {
+    async fn script(
+        &self,
+        script: &'static str,
+        key: String,
+        args: Vec<String>,
+    ) -> Result<i64, ClusterError> {
         self.conn.check_up()?;
         self.conn
             .exec("EVAL", move |mut c| async move {
@@ -194,7 +203,9 @@ impl RolloutStore for RedisRollout {
         let this = self.clone();
         Box::pin(async move {
             let args = vec![expected.unwrap_or_default(), record];
-            let done = this.script(REPLACE_SCRIPT, this.key("record"), args).await?;
+            let done = this
+                .script(REPLACE_SCRIPT, this.key("record"), args)
+                .await?;
             Ok(done == 1)
         })
     }

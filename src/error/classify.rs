@@ -57,9 +57,11 @@ impl Error {
                 (Code::ResourceExhausted, Reason::CallerLimitReached, true)
             }
             Error::RolloutConflict(_) => (Code::FailedPrecondition, Reason::RolloutConflict, false),
-            Error::ChannelNotConforming(_) => {
-                (Code::FailedPrecondition, Reason::ChannelNotConforming, false)
-            }
+            Error::ChannelNotConforming(_) => (
+                Code::FailedPrecondition,
+                Reason::ChannelNotConforming,
+                false,
+            ),
         }
     }
 }

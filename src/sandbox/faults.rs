@@ -299,8 +299,7 @@ impl Faults {
         let at = rules.iter().position(|r| {
             r.rule.operation.as_deref().is_none_or(|o| o == op.as_str())
                 && r.rule.channel.as_deref().is_none_or(|c| Some(c) == channel)
-                && r
-                    .rule
+                && r.rule
                     .share_percent
                     .is_none_or(|share| bucket.is_some_and(|b| b < share))
         })?;
@@ -447,7 +446,11 @@ mod tests {
                 .on_call(Operation::SessionToken3D, Some("alternative"), None)
                 .is_none()
         );
-        assert!(faults.on_call(Operation::SessionToken3D, None, None).is_none());
+        assert!(
+            faults
+                .on_call(Operation::SessionToken3D, None, None)
+                .is_none()
+        );
         assert!(
             faults
                 .on_call(Operation::SessionToken3D, Some("primary"), None)
@@ -470,7 +473,11 @@ mod tests {
         assert_eq!(first, again, "the same persons every time");
         let share = first.iter().filter(|h| **h).count();
         assert!((250..=350).contains(&share), "{share} of 1000");
-        assert!(faults.on_call(Operation::Liveness3D, Some("a"), None).is_none());
+        assert!(
+            faults
+                .on_call(Operation::Liveness3D, Some("a"), None)
+                .is_none()
+        );
     }
 
     #[test]

@@ -49,7 +49,8 @@ pub use config::{
 pub use documents::LicenceFormat;
 pub use error::SandboxError;
 pub use faults::{
-    ActiveFault, CallCount, DEFAULT_OVERSIZE_BYTES, FaultAction, FaultPhase, FaultRule, VerdictOutcome,
+    ActiveFault, CallCount, DEFAULT_OVERSIZE_BYTES, FaultAction, FaultPhase, FaultRule,
+    VerdictOutcome,
 };
 pub use handle::{SandboxChannelInfo, SandboxHandle};
 pub use journey::JourneyStatus;

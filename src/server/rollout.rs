@@ -51,7 +51,11 @@ impl ProbeAppkeys for CoreAppkeys {
         let profile = (!profile.is_empty()).then(|| profile.to_owned());
         Box::pin(async move {
             let journey = core
-                .create_journey(&CallContext::with_timeout(PROBE_TIMEOUT), &user?, profile.as_deref())
+                .create_journey(
+                    &CallContext::with_timeout(PROBE_TIMEOUT),
+                    &user?,
+                    profile.as_deref(),
+                )
                 .await?;
             Ok(journey.appkey)
         })

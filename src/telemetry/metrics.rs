@@ -394,11 +394,11 @@ use channel::ChannelSeries;
 pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
 use guard::GuardSeries;
-use rollout::RolloutSeries;
 use handles::Handles;
 pub use hops::PLAINTEXT_HOP_KINDS;
 use labels::LabelInterner;
 pub use labels::{ChannelLabel, http_status_label};
+use rollout::RolloutSeries;
 
 use otel::OtelRed;
 use upstream::{RejectedLabels, UpstreamLabels};

@@ -312,7 +312,8 @@ fn the_dashboard_is_a_grafana_model_with_unique_ids_and_a_datasource_variable() 
             "RPCs",
             "Vendor channels",
             "Webhook",
-            "Saturation"
+            "Saturation",
+            "Rollout",
         ]
     );
 
@@ -614,7 +615,10 @@ async fn rolled_back_rollout(gw: &TestGateway) {
         if rollout.state() == v1::RolloutState::RolledBack {
             return;
         }
-        assert!(std::time::Instant::now() < give_up, "not rolled back: {rollout:?}");
+        assert!(
+            std::time::Instant::now() < give_up,
+            "not rolled back: {rollout:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

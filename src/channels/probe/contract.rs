@@ -173,9 +173,13 @@ pub fn check(
             for f in op.fields() {
                 let value = f.names.iter().find_map(|n| object.get(*n));
                 let found = type_of(value);
-                let passed = found == f.expected || (found == "empty string" && !f.non_empty && f.expected == "string");
+                let passed = found == f.expected
+                    || (found == "empty string" && !f.non_empty && f.expected == "string");
                 if !passed {
-                    problems.push(format!("`{}` is {found}, the contract asks {}", f.names[0], f.expected));
+                    problems.push(format!(
+                        "`{}` is {found}, the contract asks {}",
+                        f.names[0], f.expected
+                    ));
                 }
                 fields.push(FieldCheck {
                     field: f.names[0],
@@ -225,7 +229,10 @@ mod tests {
         assert!(problem.contains("`isContingency` is string"), "{problem}");
         assert!(problem.contains("`token` is number"), "{problem}");
         assert!(problem.contains("`url` is missing"), "{problem}");
-        assert!(!problem.contains("42") && !problem.contains("\"no\""), "{problem}");
+        assert!(
+            !problem.contains("42") && !problem.contains("\"no\""),
+            "{problem}"
+        );
     }
 
     #[test]

@@ -198,7 +198,11 @@ impl Prober {
                         "appkey": appkey.expose(),
                         "sessionToken": token,
                     });
-                    checks.push(self.call(&spec, Operation3D::Liveness, &body, timeout).await.0);
+                    checks.push(
+                        self.call(&spec, Operation3D::Liveness, &body, timeout)
+                            .await
+                            .0,
+                    );
                 }
                 _ => checks.push(ProbeCheck::no_answer(
                     Operation3D::Liveness,
@@ -243,7 +247,11 @@ impl Prober {
         let mut response = match sent {
             Ok(r) => r,
             Err(e) => {
-                let why = if e.is_timeout() { "timed out" } else { "connection failed" };
+                let why = if e.is_timeout() {
+                    "timed out"
+                } else {
+                    "connection failed"
+                };
                 return (ProbeCheck::no_answer(op, started.elapsed(), why), None);
             }
         };
@@ -296,7 +304,10 @@ mod tests {
         config.persons = vec![person("52110000139", "1985-03-14")];
         assert_eq!(config.validate(), Ok(()));
         config.persons.push(person("52110000138", "1985-03-14"));
-        assert_eq!(config.validate(), Err("probe.persons[1].cpf is not valid".to_owned()));
+        assert_eq!(
+            config.validate(),
+            Err("probe.persons[1].cpf is not valid".to_owned())
+        );
         config.persons[1] = person("52110000139", "14/03/1985");
         assert_eq!(
             config.validate(),

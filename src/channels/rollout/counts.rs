@@ -206,8 +206,19 @@ mod tests {
         assert_eq!(counts.candidate.session_errors, 1);
         assert_eq!(counts.incumbent, StepCounts::default());
         counter.follow(Some(key(0)));
-        assert_eq!(counter.snapshot().expect("same step").1.candidate.session_calls(), 1);
+        assert_eq!(
+            counter
+                .snapshot()
+                .expect("same step")
+                .1
+                .candidate
+                .session_calls(),
+            1
+        );
         counter.follow(Some(key(1)));
-        assert_eq!(counter.snapshot().expect("next step").1, ReplicaCounts::default());
+        assert_eq!(
+            counter.snapshot().expect("next step").1,
+            ReplicaCounts::default()
+        );
     }
 }

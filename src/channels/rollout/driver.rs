@@ -136,7 +136,11 @@ impl Rollouts {
             .collect();
         for (field, name) in [("to", &plan.candidate), ("from", &plan.incumbent)] {
             if !names.iter().any(|n| n == name) {
-                let shown = if valid_name(name) { name.as_str() } else { "<invalid name>" };
+                let shown = if valid_name(name) {
+                    name.as_str()
+                } else {
+                    "<invalid name>"
+                };
                 return Err(Error::invalid(
                     field,
                     format!("channel `{shown}` is not configured"),
@@ -158,7 +162,9 @@ impl Rollouts {
             .and_then(RolloutRecord::from_text)
             .is_some_and(|r| r.state == RolloutState::Running)
         {
-            return Err(Error::RolloutConflict("a rollout is already running; abort it first"));
+            return Err(Error::RolloutConflict(
+                "a rollout is already running; abort it first",
+            ));
         }
         let now = now_ms();
         let record = RolloutRecord {
@@ -177,7 +183,9 @@ impl Rollouts {
             .await
             .map_err(|_| Error::ClusterUnavailable)?;
         if !written {
-            return Err(Error::RolloutConflict("another rollout was started at the same time"));
+            return Err(Error::RolloutConflict(
+                "another rollout was started at the same time",
+            ));
         }
         tracing::info!(
             rollout = %record.id,
@@ -235,7 +243,9 @@ impl Rollouts {
                 return Ok(record);
             }
         }
-        Err(Error::RolloutConflict("the rollout kept changing; try again"))
+        Err(Error::RolloutConflict(
+            "the rollout kept changing; try again",
+        ))
     }
 
     /// Runs [`Rollouts::tick`] every `[rollout] tick_ms` until `stopped`.
@@ -277,11 +287,7 @@ impl Rollouts {
             let text = serde_json::to_string(&counts).unwrap_or_default();
             let _ = self.store.put_counts(&key.id, key.step, text).await;
         }
-        let held = self
-            .store
-            .lease(self.config.lease())
-            .await
-            .unwrap_or(false);
+        let held = self.store.lease(self.config.lease()).await.unwrap_or(false);
         let was = self.driving.swap(held, Ordering::Relaxed);
         if !held {
             return;
@@ -356,7 +362,8 @@ impl Rollouts {
             at_ms: now_ms(),
         });
         record.driver = self.store.replica();
-        let last = usize::try_from(record.step + 1).unwrap_or(usize::MAX) >= record.plan.steps.len();
+        let last =
+            usize::try_from(record.step + 1).unwrap_or(usize::MAX) >= record.plan.steps.len();
         match decision {
             Decision::RollBack => record.state = RolloutState::RolledBack,
             Decision::Advance if last => record.state = RolloutState::Completed,

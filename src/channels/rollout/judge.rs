@@ -122,7 +122,11 @@ pub fn judge(
                     ),
                 );
             }
-            detail.push_str(&format!(" against {} of `{}`", percent(incumbent), plan.incumbent));
+            detail.push_str(&format!(
+                " against {} of `{}`",
+                percent(incumbent),
+                plan.incumbent
+            ));
         }
         None => detail.push_str("; no verdict of the incumbent to compare with"),
     }
@@ -197,7 +201,10 @@ mod tests {
             Some(Breach::PassRate)
         );
         let healthy = counts(40, 0, 39, 1);
-        assert_eq!(breach(judge(&plan(), &healthy, &incumbent, &none, LONG, false)), None);
+        assert_eq!(
+            breach(judge(&plan(), &healthy, &incumbent, &none, LONG, false)),
+            None
+        );
         // At 100% the incumbent has no verdict in the step: the rollout's.
         assert_eq!(
             breach(judge(&plan(), &worse, &none, &incumbent, LONG, false)),
@@ -215,7 +222,14 @@ mod tests {
             Some(Breach::ErrorRate)
         );
         assert_eq!(
-            breach(judge(&plan(), &none, &incumbent, &none, Duration::ZERO, true)),
+            breach(judge(
+                &plan(),
+                &none,
+                &incumbent,
+                &none,
+                Duration::ZERO,
+                true
+            )),
             Some(Breach::CircuitOpen)
         );
     }

@@ -80,7 +80,10 @@ impl RolloutPlan {
         let mut previous = 0;
         for (i, &w) in self.steps.iter().enumerate() {
             if !(1..=100).contains(&w) {
-                return refuse(format!("steps[{i}]"), "a step is a percentage from 1 to 100");
+                return refuse(
+                    format!("steps[{i}]"),
+                    "a step is a percentage from 1 to 100",
+                );
             }
             if w <= previous {
                 return refuse(format!("steps[{i}]"), "steps must increase");
@@ -154,7 +157,10 @@ mod tests {
         assert_eq!(field_of(|p| p.step_ms = 59_000), "step_duration");
         assert_eq!(field_of(|p| p.min_sessions = 0), "min_sessions");
         assert_eq!(field_of(|p| p.max_error_rate = 1.5), "max_error_rate");
-        assert_eq!(field_of(|p| p.max_pass_rate_drop = -0.1), "max_pass_rate_drop");
+        assert_eq!(
+            field_of(|p| p.max_pass_rate_drop = -0.1),
+            "max_pass_rate_drop"
+        );
         assert_eq!(field_of(|p| p.max_error_rate = f64::NAN), "max_error_rate");
         assert_eq!(field_of(|p| p.incumbent = "alternative".into()), "from");
     }

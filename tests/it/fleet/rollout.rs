@@ -39,7 +39,10 @@ async fn when_the_driving_replica_stops_mid_rollout_another_replica_carries_it_t
     let survivor = &fleet.replicas[0];
     let r = drive_until(&[survivor], &mut next, "the rollout ends", ended).await;
     assert_eq!(r.state(), RolloutState::Completed, "{r:?}");
-    assert_ne!(r.driver, first_driver, "another replica drove the last steps");
+    assert_ne!(
+        r.driver, first_driver,
+        "another replica drove the last steps"
+    );
     let weights: Vec<u32> = r.verdicts.iter().map(|v| v.weight).collect();
     assert_eq!(weights, [25, 50, 100], "every step judged once");
     assert_eq!(

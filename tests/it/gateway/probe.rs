@@ -30,7 +30,11 @@ fn with_probe_person(c: &mut Config) {
 }
 
 impl TestGateway {
-    async fn probe(&self, name: &str, consume: bool) -> Result<v1::ProbeChannelResponse, tonic::Status> {
+    async fn probe(
+        &self,
+        name: &str,
+        consume: bool,
+    ) -> Result<v1::ProbeChannelResponse, tonic::Status> {
         self.admin()
             .await
             .probe_channel(v1::ProbeChannelRequest {
@@ -69,7 +73,10 @@ async fn the_probe_marks_a_channel_whose_session_token_answers_the_wrong_shape_n
     let report = gw.probe("alternative", false).await.expect("probe");
     assert!(!report.conforming, "{report:?}");
     let check = &report.checks[0];
-    assert_eq!((check.name.as_str(), check.passed, check.http_status), ("session_token", false, 200));
+    assert_eq!(
+        (check.name.as_str(), check.passed, check.http_status),
+        ("session_token", false, 200)
+    );
     let found: Vec<(&str, &str, bool)> = check
         .fields
         .iter()
@@ -84,7 +91,11 @@ async fn the_probe_marks_a_channel_whose_session_token_answers_the_wrong_shape_n
             ("url", "missing", false)
         ]
     );
-    assert!(!check.problem.contains("42"), "no value of the answer: {}", check.problem);
+    assert!(
+        !check.problem.contains("42"),
+        "no value of the answer: {}",
+        check.problem
+    );
     assert_eq!(report.checks.len(), 1, "no verification without --consume");
     assert_eq!(gw.sandbox_calls(Operation::Liveness3D, "alternative"), 0);
 
@@ -123,7 +134,10 @@ async fn the_probe_marks_a_channel_whose_session_token_answers_the_wrong_shape_n
     let text = cli::probe(&gw.admin_addr(), &admin_token(), "alternative", false)
         .await
         .expect("idgate channels probe");
-    assert!(text.contains("channel alternative: NOT CONFORMING"), "{text}");
+    assert!(
+        text.contains("channel alternative: NOT CONFORMING"),
+        "{text}"
+    );
     assert!(text.contains("token"), "{text}");
     gw.stop().await;
 }
@@ -134,7 +148,10 @@ async fn the_probe_of_a_healthy_channel_passes_and_verifies_only_when_asked_to_c
     let report = gw.probe("alternative", false).await.expect("probe");
     assert!(report.conforming, "{report:?}");
     assert_eq!(report.checks.len(), 1);
-    assert_eq!(gw.sandbox_calls(Operation::SessionToken3D, "alternative"), 1);
+    assert_eq!(
+        gw.sandbox_calls(Operation::SessionToken3D, "alternative"),
+        1
+    );
     assert_eq!(gw.sandbox_calls(Operation::Liveness3D, "alternative"), 0);
 
     let consumed = gw.probe("alternative", true).await.expect("probe");

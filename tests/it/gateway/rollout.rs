@@ -81,13 +81,23 @@ async fn a_rollout_to_a_channel_answering_invalid_for_30_percent_of_persons_roll
     let verdict = &r.verdicts[0];
     assert_eq!((verdict.step, verdict.weight), (0, 50));
     assert_eq!(verdict.decision, "roll_back");
-    assert!(verdict.detail.contains("max_pass_rate_drop"), "{}", verdict.detail);
+    assert!(
+        verdict.detail.contains("max_pass_rate_drop"),
+        "{}",
+        verdict.detail
+    );
     let candidate = verdict.candidate.expect("candidate figures");
-    assert!(candidate.sessions >= 60 && candidate.rejected > 0, "{candidate:?}");
+    assert!(
+        candidate.sessions >= 60 && candidate.rejected > 0,
+        "{candidate:?}"
+    );
 
     assert_no_new_session_on_the_candidate(&gw, next).await;
     let text = gw.metrics_text().await;
-    assert_eq!(metrics::value(&text, "idgate_rollout_state", &[("state", "rolled_back")]), 1.0);
+    assert_eq!(
+        metrics::value(&text, "idgate_rollout_state", &[("state", "rolled_back")]),
+        1.0
+    );
     assert_eq!(metrics::value(&text, "idgate_rollout_step", &[]), 0.0);
     assert_eq!(
         metrics::counted(
@@ -117,9 +127,16 @@ async fn a_rollout_to_a_channel_failing_10_percent_of_session_starts_with_503_ro
     assert_eq!(r.breach, "error_rate");
     let verdict = r.verdicts.last().expect("a verdict");
     assert_eq!(verdict.step, 0);
-    assert!(verdict.detail.contains("max_error_rate"), "{}", verdict.detail);
+    assert!(
+        verdict.detail.contains("max_error_rate"),
+        "{}",
+        verdict.detail
+    );
     let candidate = verdict.candidate.expect("candidate figures");
-    assert!(candidate.session_errors > 0 && candidate.error_rate > 0.02, "{candidate:?}");
+    assert!(
+        candidate.session_errors > 0 && candidate.error_rate > 0.02,
+        "{candidate:?}"
+    );
     assert_no_new_session_on_the_candidate(&gw, next).await;
     gw.stop().await;
 }
@@ -148,7 +165,10 @@ async fn a_rollout_to_a_healthy_channel_reaches_100_percent_through_every_step()
     assert!(channels.iter().all(|c| c == "alternative"), "{channels:?}");
     let text = gw.metrics_text().await;
     assert_eq!(metrics::value(&text, "idgate_rollout_step", &[]), 100.0);
-    assert_eq!(metrics::value(&text, "idgate_rollout_state", &[("state", "completed")]), 1.0);
+    assert_eq!(
+        metrics::value(&text, "idgate_rollout_state", &[("state", "completed")]),
+        1.0
+    );
     assert_eq!(
         metrics::counted(
             &text,
@@ -218,7 +238,10 @@ async fn a_malformed_rollout_is_invalid_argument_naming_the_field_and_starts_not
         (|r| r.steps = vec![5, 5, 100], "steps[1]"),
         (|r| r.steps = vec![5, 50], "steps[1]"),
         (|r| r.steps = vec![5, 150], "steps[1]"),
-        (|r| r.step_duration.as_mut().unwrap().seconds = 1, "step_duration"),
+        (
+            |r| r.step_duration.as_mut().unwrap().seconds = 1,
+            "step_duration",
+        ),
         (|r| r.min_sessions = Some(0), "min_sessions"),
         (|r| r.max_error_rate = Some(1.5), "max_error_rate"),
         (|r| r.max_pass_rate_drop = Some(-0.5), "max_pass_rate_drop"),
