@@ -308,7 +308,7 @@ mod tests {
             config.validate(),
             Err("probe.persons[1].cpf is not valid".to_owned())
         );
-        config.persons[1] = person("52110000139", "14/03/1985");
+        config.persons[1] = person("52110000139", "31/02/1985");
         assert_eq!(
             config.validate(),
             Err("probe.persons[1].birth_date is not valid".to_owned())
