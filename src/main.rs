@@ -203,32 +203,7 @@ enum ChannelsCommand {
 #[derive(Subcommand)]
 enum RolloutCommand {
     /// Starts a rollout (one at a time in the fleet).
-    Start {
-        /// The channel new sessions move to.
-        #[arg(long)]
-        to: String,
-        /// The channel they move from (default: the first other channel).
-        #[arg(long)]
-        from: Option<String>,
-        /// The new channel's weight at each step, percent (default 5,25,50,100).
-        #[arg(long)]
-        steps: Option<String>,
-        /// Least minutes per step, fractions accepted (default 30).
-        #[arg(long)]
-        step_minutes: Option<f64>,
-        /// Least session starts on the new channel per step (default 200).
-        #[arg(long)]
-        min_sessions: Option<u64>,
-        /// Highest error rate of the new channel, 0 to 1 (default 0.02).
-        #[arg(long)]
-        max_error_rate: Option<f64>,
-        /// Largest pass-rate drop below the incumbent, 0 to 1 (default 0.03).
-        #[arg(long)]
-        max_pass_rate_drop: Option<f64>,
-        /// Starts even if the channel failed its last conformance probe.
-        #[arg(long)]
-        force: bool,
-    },
+    Start(idgate::cli::rollout::StartOptions),
     /// Shows the fleet's rollout and every step's verdict.
     Status,
     /// Aborts the running rollout: the incumbent back at 100%.
@@ -376,26 +351,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ChannelsCommand::Rollout { command } => {
                     use idgate::cli::rollout;
                     match command {
-                        RolloutCommand::Start {
-                            to,
-                            from,
-                            steps,
-                            step_minutes,
-                            min_sessions,
-                            max_error_rate,
-                            max_pass_rate_drop,
-                            force,
-                        } => {
-                            let options = rollout::StartOptions {
-                                to,
-                                from,
-                                steps,
-                                step_minutes,
-                                min_sessions,
-                                max_error_rate,
-                                max_pass_rate_drop,
-                                force,
-                            };
+                        RolloutCommand::Start(options) => {
                             rollout::start(admin, &token, &options).await
                         }
                         RolloutCommand::Status => rollout::status(admin, &token).await,

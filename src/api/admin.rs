@@ -162,25 +162,6 @@ impl ChannelAdmin {
     }
 }
 
-/// The channels a mode gives new sessions to, by name: those of a
-/// weighted split with weight, the named or forced one. `auto` gives none
-/// by name (it routes by priority and health).
-fn weighted_channels(mode: &RoutingMode, router: &ChannelRouter) -> Vec<String> {
-    let by_priority = || router.snapshot().channels.into_iter().map(|c| c.name);
-    match mode {
-        RoutingMode::Auto => Vec::new(),
-        RoutingMode::ForcePrimary => by_priority().take(1).collect(),
-        RoutingMode::ForceAlternative => by_priority().skip(1).take(1).collect(),
-        RoutingMode::Channel(name) => vec![name.clone()],
-        RoutingMode::Weighted(split) => split
-            .entries()
-            .iter()
-            .filter(|(_, w)| *w > 0)
-            .map(|(n, _)| n.clone())
-            .collect(),
-    }
-}
-
 /// The proto form of a mode: `(mode, mode_channel)`; the weights of a
 /// weighted mode are [`mode_weights`].
 pub fn mode_to_proto(mode: &RoutingMode) -> (pb::RoutingMode, String) {
@@ -358,7 +339,7 @@ impl ChannelAdminService for ChannelAdmin {
         let mode = mode_from_proto(req.mode, &req.channel, &req.weights)?;
         if !req.force {
             let probes = self.rollouts.probes();
-            if let Some(name) = weighted_channels(&mode, &self.router)
+            if let Some(name) = probe::weighted_channels(&mode, &self.router)
                 .into_iter()
                 .find(|n| !probes.may_take_weight(n))
             {

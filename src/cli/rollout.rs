@@ -8,25 +8,33 @@ use std::{fmt::Write as _, time::Duration};
 use super::channels::{AdminTarget, CliError, connect, explain};
 use crate::{domain::AdminToken, proto::v1 as pb};
 
-/// The options of `idgate channels rollout start`; unset ones take the
-/// gateway's defaults.
-#[derive(Debug, Clone, Default)]
+/// The options of `idgate channels rollout start` (parsed by clap in
+/// `main.rs`); unset ones take the gateway's defaults.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct StartOptions {
-    /// `--to`: the channel to roll out to.
+    /// The channel new sessions move to.
+    #[arg(long)]
     pub to: String,
-    /// `--from`: the incumbent; default the first other channel.
+    /// The channel they move from (default: the first other channel).
+    #[arg(long)]
     pub from: Option<String>,
-    /// `--steps 5,25,50,100`.
+    /// The new channel's weight at each step, percent (default 5,25,50,100).
+    #[arg(long)]
     pub steps: Option<String>,
-    /// `--step-minutes 30` (fractions accepted: `0.5` is 30 seconds).
+    /// Least minutes per step, fractions accepted: 0.5 is 30 s (default 30).
+    #[arg(long)]
     pub step_minutes: Option<f64>,
-    /// `--min-sessions 200`.
+    /// Least session starts on the new channel per step (default 200).
+    #[arg(long)]
     pub min_sessions: Option<u64>,
-    /// `--max-error-rate 0.02`.
+    /// Highest error rate of the new channel, 0 to 1 (default 0.02).
+    #[arg(long)]
     pub max_error_rate: Option<f64>,
-    /// `--max-pass-rate-drop 0.03`.
+    /// Largest pass-rate drop below the incumbent, 0 to 1 (default 0.03).
+    #[arg(long)]
     pub max_pass_rate_drop: Option<f64>,
-    /// `--force`: start even if `--to` failed its last probe.
+    /// Starts even if the channel failed its last conformance probe.
+    #[arg(long)]
     pub force: bool,
 }
 
@@ -61,7 +69,7 @@ pub fn start_request(options: &StartOptions) -> Result<pb::StartRolloutRequest, 
         .unwrap_or_default();
     let step_duration = match options.step_minutes {
         None => None,
-        Some(m) if m.is_finite() && m >= 0.0 && m <= 1_440.0 => {
+        Some(m) if (0.0..=1_440.0).contains(&m) => {
             let d = Duration::from_secs_f64(m * 60.0);
             Some(prost_types::Duration {
                 seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),

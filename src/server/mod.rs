@@ -240,7 +240,7 @@ fn build_services(
         watch_settings(config),
         shared.directory.clone(),
     );
-    let (rollouts, prober) = rollout::rollout_services(config, &router, &core, &shared, &metrics);
+    let (rollouts, prober) = rollout::services(config, &router, &core, &shared, &metrics);
     Ok(Services {
         router,
         hub,

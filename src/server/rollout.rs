@@ -63,7 +63,7 @@ impl ProbeAppkeys for CoreAppkeys {
 }
 
 /// The rollout service and the prober of `router`.
-pub(super) fn rollout_services(
+pub(super) fn services(
     config: &Config,
     router: &Arc<ChannelRouter>,
     core: &JourneyCore,

@@ -1,9 +1,33 @@
-//! The proto form of a probe report (`ProbeChannel`).
+//! The proto form of a probe report (`ProbeChannel`), and which channels
+//! a routing mode gives weight to (refused to a channel that failed its
+//! last probe).
 
 use crate::{
-    channels::probe::{ProbeReport, contract::ProbeCheck},
+    channels::{
+        ChannelRouter, RoutingMode,
+        probe::{ProbeReport, contract::ProbeCheck},
+    },
     proto::v1 as pb,
 };
+
+/// The channels a mode gives new sessions to, by name: those of a
+/// weighted split with weight, the named or forced one. `auto` gives none
+/// by name (it routes by priority and health).
+pub(super) fn weighted_channels(mode: &RoutingMode, router: &ChannelRouter) -> Vec<String> {
+    let by_priority = || router.snapshot().channels.into_iter().map(|c| c.name);
+    match mode {
+        RoutingMode::Auto => Vec::new(),
+        RoutingMode::ForcePrimary => by_priority().take(1).collect(),
+        RoutingMode::ForceAlternative => by_priority().skip(1).take(1).collect(),
+        RoutingMode::Channel(name) => vec![name.clone()],
+        RoutingMode::Weighted(split) => split
+            .entries()
+            .iter()
+            .filter(|(_, w)| *w > 0)
+            .map(|(n, _)| n.clone())
+            .collect(),
+    }
+}
 
 fn check_to_proto(c: &ProbeCheck) -> pb::ProbeCheck {
     pb::ProbeCheck {

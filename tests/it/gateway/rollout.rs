@@ -8,6 +8,7 @@
 
 use idgate::{
     channels::rollout::RolloutConfig,
+    cli::rollout as cli,
     config::Config,
     domain::Operation,
     proto::v1::{self, RolloutState, RoutingMode},
@@ -182,9 +183,21 @@ async fn a_rollout_to_a_healthy_channel_reaches_100_percent_through_every_step()
 #[tokio::test]
 async fn a_second_rollout_is_refused_while_one_runs_and_an_abort_puts_the_incumbent_back() {
     let gw = gateway_with(None).await;
-    gw.start_rollout(start_request(&[10, 100], 1_000))
+    let (addr, token) = (gw.admin_addr(), admin_token());
+    let options = cli::StartOptions {
+        to: "alternative".into(),
+        steps: Some("10,100".into()),
+        step_minutes: Some(0.0),
+        min_sessions: Some(1_000),
+        ..cli::StartOptions::default()
+    };
+    let text = cli::start(&addr, &token, &options)
         .await
-        .expect("rollout started");
+        .expect("idgate channels rollout start");
+    assert!(
+        text.contains("from primary to alternative: running at step 1/2 (10% of new sessions"),
+        "{text}"
+    );
     assert_eq!(
         gw.list_channels().await.weights,
         weights(&[("primary", 90), ("alternative", 10)])
@@ -195,21 +208,24 @@ async fn a_second_rollout_is_refused_while_one_runs_and_an_abort_puts_the_incumb
         .expect_err("one rollout at a time");
     assert_error(&again, Code::FailedPrecondition, "ROLLOUT_CONFLICT");
 
-    let aborted = gw
-        .admin()
+    let text = cli::abort(&addr, &token)
         .await
-        .abort_rollout(v1::AbortRolloutRequest {})
-        .await
-        .expect("abort")
-        .into_inner()
-        .rollout
-        .expect("the rollout");
+        .expect("idgate channels rollout abort");
+    assert!(
+        text.contains(": aborted at step 1/2 (0% of new sessions"),
+        "{text}"
+    );
+    let aborted = gw.rollout().await.expect("the rollout");
     assert_eq!(aborted.state(), RolloutState::Aborted);
     assert_eq!(aborted.weight, 0);
     assert_eq!(
         gw.list_channels().await.weights,
         weights(&[("primary", 100), ("alternative", 0)])
     );
+    let status = cli::status(&addr, &token)
+        .await
+        .expect("idgate channels rollout status");
+    assert_eq!(status, text);
     let none = gw
         .admin()
         .await
