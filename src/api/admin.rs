@@ -143,11 +143,12 @@ impl ChannelAdmin {
     /// memory, default `[rollout]`), no probe (without the interceptor:
     /// use [`admin_service`] to serve).
     pub fn new(router: Arc<ChannelRouter>) -> Self {
+        let store = Arc::new(MemoryRollout::default());
         let rollouts = Rollouts::new(
             router.clone(),
-            Arc::new(MemoryRollout::default()),
+            store.clone(),
             RolloutConfig::default(),
-            Arc::new(ProbeVerdicts::default()),
+            Arc::new(ProbeVerdicts::new(store)),
         );
         Self::with_rollouts(Arc::new(rollouts), None)
     }
@@ -339,12 +340,11 @@ impl ChannelAdminService for ChannelAdmin {
         let mode = mode_from_proto(req.mode, &req.channel, &req.weights)?;
         if !req.force {
             let probes = self.rollouts.probes();
-            if let Some(name) = probe::weighted_channels(&mode, &self.router)
-                .into_iter()
-                .find(|n| !probes.may_take_weight(n))
-            {
-                let field = mode_field(&mode, &name);
-                return Err(Error::ChannelNotConforming(name).into_status_at(&field));
+            for name in probe::weighted_channels(&mode, &self.router) {
+                if !probes.may_take_weight(&name).await.map_err(Status::from)? {
+                    let field = mode_field(&mode, &name);
+                    return Err(Error::ChannelNotConforming(name).into_status_at(&field));
+                }
             }
         }
         let mode = match self.router.change_mode(mode.clone()).await {
@@ -438,7 +438,11 @@ impl ChannelAdminService for ChannelAdmin {
             .probe(name, req.consume)
             .await
             .map_err(|e| to_status("name", e))?;
-        self.rollouts.probes().record(name, report.conforming());
+        self.rollouts
+            .probes()
+            .record(name, report.conforming())
+            .await
+            .map_err(Status::from)?;
         Ok(Response::new(probe_to_proto(name, &report)))
     }
 

@@ -74,7 +74,7 @@ pub(super) fn services(
         router.clone(),
         shared.rollout.clone(),
         config.rollout.clone(),
-        Arc::new(ProbeVerdicts::default()),
+        Arc::new(ProbeVerdicts::new(shared.rollout.clone())),
     )
     .with_metrics(metrics.clone());
     let prober = Prober::new(

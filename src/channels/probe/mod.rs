@@ -15,9 +15,8 @@
 pub mod contract;
 
 use std::{
-    collections::HashMap,
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
@@ -27,24 +26,48 @@ use serde::Deserialize;
 
 use self::contract::{Operation3D, ProbeCheck, check};
 use super::{ChannelRouter, ChannelSpec};
-use crate::{Error, cluster::BoxFuture, domain::Appkey, sync::lock};
+use crate::{
+    Error,
+    cluster::{BoxFuture, RolloutStore},
+    domain::Appkey,
+};
 
-/// The last probe verdict of each channel probed on this replica.
-#[derive(Debug, Default)]
+/// The last probe verdict of each channel, kept in the fleet's shared
+/// state (`cluster::RolloutStore`): a probe on one replica refuses weight
+/// on every replica.
 pub struct ProbeVerdicts {
-    last: Mutex<HashMap<String, bool>>,
+    store: Arc<dyn RolloutStore>,
+}
+
+impl std::fmt::Debug for ProbeVerdicts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeVerdicts").finish_non_exhaustive()
+    }
 }
 
 impl ProbeVerdicts {
-    /// Notes the verdict of a probe of `channel`.
-    pub fn record(&self, channel: &str, conforming: bool) {
-        lock(&self.last).insert(channel.to_owned(), conforming);
+    /// Verdicts kept in `store`.
+    pub fn new(store: Arc<dyn RolloutStore>) -> Self {
+        Self { store }
+    }
+
+    /// Notes the verdict of a probe of `channel` for the fleet.
+    pub async fn record(&self, channel: &str, conforming: bool) -> Result<(), Error> {
+        self.store
+            .set_probe(channel, conforming)
+            .await
+            .map_err(|_| Error::ClusterUnavailable)
     }
 
     /// False when the last probe of `channel` found it non-conforming;
     /// true when it passed or was never probed.
-    pub fn may_take_weight(&self, channel: &str) -> bool {
-        lock(&self.last).get(channel).copied().unwrap_or(true)
+    pub async fn may_take_weight(&self, channel: &str) -> Result<bool, Error> {
+        let verdict = self
+            .store
+            .probe(channel)
+            .await
+            .map_err(|_| Error::ClusterUnavailable)?;
+        Ok(verdict.unwrap_or(true))
     }
 }
 
@@ -315,13 +338,13 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_unprobed_channel_may_take_weight_and_the_last_probe_decides() {
-        let verdicts = ProbeVerdicts::default();
-        assert!(verdicts.may_take_weight("alternative"));
-        verdicts.record("alternative", false);
-        assert!(!verdicts.may_take_weight("alternative"));
-        verdicts.record("alternative", true);
-        assert!(verdicts.may_take_weight("alternative"));
+    #[tokio::test]
+    async fn an_unprobed_channel_may_take_weight_and_the_last_probe_decides() {
+        let verdicts = ProbeVerdicts::new(Arc::new(crate::cluster::MemoryRollout::default()));
+        assert_eq!(verdicts.may_take_weight("alternative").await, Ok(true));
+        verdicts.record("alternative", false).await.unwrap();
+        assert_eq!(verdicts.may_take_weight("alternative").await, Ok(false));
+        verdicts.record("alternative", true).await.unwrap();
+        assert_eq!(verdicts.may_take_weight("alternative").await, Ok(true));
     }
 }

@@ -149,7 +149,7 @@ impl Rollouts {
         }
         plan.check(self.config.min_step())
             .map_err(|PlanError { field, why }| Error::invalid(field, why))?;
-        if !force && !self.probes.may_take_weight(&plan.candidate) {
+        if !force && !self.probes.may_take_weight(&plan.candidate).await? {
             return Err(Error::ChannelNotConforming(plan.candidate.clone()));
         }
         let old = self

@@ -1,14 +1,20 @@
 //! The guarded rollout in a fleet: its record, step and verdicts on
 //! Redis, its driver under a lease. The replica driving the steps is
 //! stopped mid-rollout; its lease runs out and another replica carries the
-//! rollout on to its end.
+//! rollout on to its end. A probe's verdict is the fleet's too.
 
-use idgate::proto::v1::RolloutState;
+use idgate::{
+    domain::Operation,
+    proto::v1::{self, RolloutState},
+    sandbox::{FaultAction, FaultRule},
+};
+use tonic::Code;
 
 use crate::{
-    gateway::rollout::quick_rollouts,
+    gateway::{probe::with_probe_person, rollout::quick_rollouts},
     support::{
         fleet::Fleet,
+        gateway::assert_error,
         rollout::{drive_until, ended, start_request},
     },
 };
@@ -49,5 +55,38 @@ async fn when_the_driving_replica_stops_mid_rollout_another_replica_carries_it_t
         survivor.list_channels().await.weights,
         crate::support::gateway::weights(&[("primary", 0), ("alternative", 100)])
     );
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_that_fails_its_probe_on_one_replica_gets_no_weight_on_another() {
+    let mut fleet = Fleet::start(0, 1).await;
+    fleet.add_replicas_with(2, with_probe_person).await;
+    fleet
+        .sandbox
+        .add_fault(
+            FaultRule::new(FaultAction::WrongShape)
+                .on(Operation::SessionToken3D)
+                .channel("alternative"),
+        )
+        .expect("fault");
+    let report = fleet.replicas[0]
+        .admin()
+        .await
+        .probe_channel(v1::ProbeChannelRequest {
+            name: "alternative".into(),
+            consume: false,
+        })
+        .await
+        .expect("probe")
+        .into_inner();
+    assert!(!report.conforming, "{report:?}");
+
+    let refused = fleet.replicas[1]
+        .start_rollout(start_request(&[50, 100], 10))
+        .await
+        .expect_err("refused on the other replica");
+    assert_error(&refused, Code::FailedPrecondition, "CHANNEL_NOT_CONFORMING");
+    assert!(fleet.replicas[1].rollout().await.is_none());
     fleet.stop().await;
 }

@@ -9,7 +9,7 @@ pub(crate) mod guard;
 mod journeys;
 mod lifecycle;
 mod migration;
-mod probe;
+pub(crate) mod probe;
 mod reasons;
 pub(crate) mod rollout;
 mod serving;

@@ -18,7 +18,8 @@ use crate::{
     support::{gateway::*, rollout::start_request},
 };
 
-fn with_probe_person(c: &mut Config) {
+/// Quick rollouts and one probe person (the sandbox's happy person).
+pub(crate) fn with_probe_person(c: &mut Config) {
     quick_rollouts(c);
     let p = samples::HAPPY_PERSON;
     let parts: Vec<&str> = p.birth_date.split('/').collect();
