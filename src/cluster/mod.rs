@@ -5,7 +5,8 @@
 //! ```text
 //! events::JourneyHub ------> DirectoryStore  directory.rs  journey ref -> appkey (sealed)
 //! channels::ChannelRouter -> BindingStore    bindings.rs   journey ref -> channel name
-//!                      `---> ControlStore    control.rs    routing mode, drains, hold
+//!                      |---> ControlStore    control.rs    routing mode, drains, hold
+//! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
 //!
@@ -43,8 +44,8 @@
 //!
 //! - [`config`]: the `[cluster]` section.
 //! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
-//! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`]: the
-//!   five stores.
+//! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`],
+//!   [`rollout`]: the six stores.
 //! - [`redis`]: the connection the Redis stores share, and the pub/sub
 //!   task.
 
@@ -55,6 +56,7 @@ pub mod dedupe;
 pub mod directory;
 pub mod guard;
 pub mod redis;
+pub mod rollout;
 pub mod seal;
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
@@ -70,6 +72,7 @@ pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
 pub use redis::{RedisConn, pubsub::SeedFn};
+pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 
 use crate::telemetry::Metrics;
 
@@ -146,6 +149,8 @@ pub struct Shared {
     pub control: Arc<dyn ControlStore>,
     /// The spending guard's idempotency records and budget windows.
     pub guard: Arc<dyn GuardStore>,
+    /// The guarded rollout: its record, its driver's lease, step counts.
+    pub rollout: Arc<dyn RolloutStore>,
     /// The fleet's connection; `None` for one process.
     redis: Option<(RedisConn, RedisControl)>,
     /// What one process tells itself: nothing (no other replica).
@@ -173,6 +178,7 @@ impl Shared {
                 ttls.idempotency,
                 ttls.idempotency_max_entries,
             )),
+            rollout: Arc::new(MemoryRollout::default()),
             redis: None,
             events: broadcast::channel(1).0,
         }
@@ -201,6 +207,7 @@ impl Shared {
                 ttls.journey,
                 MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
+            rollout: Arc::new(RedisRollout::new(conn.clone())),
             events: broadcast::channel(1).0,
             redis: Some((conn, control)),
         })

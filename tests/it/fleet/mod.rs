@@ -15,7 +15,9 @@
 //! - `guard`: idempotent `CreateJourney` and budgets across replicas;
 //! - `failover`: a Sentinel set loses its master mid-run and the fleet
 //!   follows the promoted replica;
-//! - `redis_cluster`: the fleet on a three-master Redis Cluster.
+//! - `redis_cluster`: the fleet on a three-master Redis Cluster;
+//! - `rollout`: a guarded rollout carried on by another replica when its
+//!   driver stops.
 
 pub use crate::support::wait::EVENT_WAIT;
 
@@ -25,5 +27,6 @@ mod journeys;
 mod notices;
 mod outage;
 mod redis_cluster;
+mod rollout;
 mod routing;
 mod secrecy;

@@ -229,6 +229,7 @@ async fn an_unknown_channel_name_is_invalid_argument_without_retry_info_on_every
                     mode: RoutingMode::NamedChannel as i32,
                     channel: "ghost".into(),
                     weights: Vec::new(),
+                    force: false,
                 })
                 .await
                 .map(drop),
@@ -562,6 +563,7 @@ async fn the_admin_service_refuses_missing_or_wrong_tokens() {
             mode: RoutingMode::ForceAlternative as i32,
             channel: String::new(),
             weights: Vec::new(),
+            force: false,
         })
         .await
         .unwrap_err();
@@ -726,6 +728,7 @@ async fn a_reload_refused_for_the_routing_mode_changes_nothing() {
             mode: RoutingMode::NamedChannel as i32,
             channel: "primary".into(),
             weights: Vec::new(),
+            force: false,
         })
         .await
         .expect("set mode");

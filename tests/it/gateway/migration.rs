@@ -204,6 +204,7 @@ async fn a_malformed_weighted_mode_is_invalid_argument_naming_the_field_and_chan
                 mode: RoutingMode::Weighted as i32,
                 channel: String::new(),
                 weights: split.clone(),
+                force: false,
             })
             .await
             .unwrap_err();
@@ -217,6 +218,7 @@ async fn a_malformed_weighted_mode_is_invalid_argument_naming_the_field_and_chan
             mode: RoutingMode::Auto as i32,
             channel: String::new(),
             weights: weights(&[("primary", 1)]),
+            force: false,
         })
         .await
         .unwrap_err();

@@ -293,6 +293,7 @@ impl TestGateway {
                 mode: mode as i32,
                 channel: String::new(),
                 weights: Vec::new(),
+                force: false,
             })
             .await
             .map(|_| ())

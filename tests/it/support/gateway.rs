@@ -571,6 +571,7 @@ impl TestGateway {
                 mode: mode as i32,
                 channel: String::new(),
                 weights: Vec::new(),
+                force: false,
             })
             .await
             .expect("set routing mode");
@@ -587,6 +588,7 @@ impl TestGateway {
                 mode: RoutingMode::Weighted as i32,
                 channel: String::new(),
                 weights: weights(split),
+                force: false,
             })
             .await
             .map(tonic::Response::into_inner)

@@ -19,6 +19,7 @@
 //!   the test rotates), valid and forged tokens;
 //! - [`tls`]: a certificate authority per test and a TLS listener;
 //! - [`metrics`]: one series of the `/metrics` exposition, exactly;
+//! - [`rollout`]: journeys of distinct persons and the rollout RPCs;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
 //!   measurements, and the environment of child processes;
@@ -35,6 +36,7 @@ pub mod redis;
 pub mod redis_cluster;
 pub mod redis_node;
 pub mod redis_sentinel;
+pub mod rollout;
 pub mod sandbox;
 pub mod telemetry;
 pub mod temp;
