@@ -66,6 +66,10 @@ pub struct Config {
     pub embedded_channels: EmbeddedChannelsConfig,
     /// Where the admin bearer token comes from (`[admin]`).
     pub admin: AdminConfig,
+    /// The guarded rollout's rounds, lease and shortest step (`[rollout]`).
+    pub rollout: crate::channels::rollout::RolloutConfig,
+    /// The persons the conformance probe creates appkeys for (`[probe]`).
+    pub probe: crate::channels::probe::ProbeConfig,
     /// The completion-notice receiver.
     pub webhook: WebhookConfig,
     /// `WatchJourney` streams and their result reads.
@@ -151,6 +155,8 @@ impl Config {
         let callers = self.callers.iter().map(|c| c.name.as_str());
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
+        self.rollout.validate().map_err(ConfigError::Invalid)?;
+        self.probe.validate().map_err(ConfigError::Invalid)?;
         self.cluster.validate()
     }
 

@@ -193,6 +193,13 @@ pub enum Error {
     /// `[[callers]]` limits allow (what: which one); nothing was started.
     #[error("the caller is at its limit of {0}; retry later")]
     CallerLimitReached(&'static str),
+    /// A rollout is already running (start), or none is (abort).
+    #[error("{0}")]
+    RolloutConflict(&'static str),
+    /// The channel failed its last conformance probe (`ProbeChannel`):
+    /// it gets no weight unless the request forces it.
+    #[error("channel `{0}` failed its last conformance probe; probe it again or force")]
+    ChannelNotConforming(String),
 }
 
 /// A delay in whole seconds, rounded up (a caller told "0 s" would retry

@@ -154,6 +154,24 @@ enum ChannelsCommand {
     Mode {
         /// The mode.
         mode: String,
+        /// Gives weight to a channel that failed its last conformance probe.
+        #[arg(long)]
+        force: bool,
+    },
+    /// A guarded rollout of new sessions to a channel: step by step, each
+    /// step judged against the incumbent, rolled back at once on a breach.
+    Rollout {
+        #[command(subcommand)]
+        command: RolloutCommand,
+    },
+    /// Checks a channel against the REST contract with calls that consume
+    /// nothing (a session token for a probe person of `[probe]`).
+    Probe {
+        /// Channel name.
+        name: String,
+        /// Also sends /3d/liveness: finishes the probe appkey (may be billed).
+        #[arg(long)]
+        consume: bool,
     },
     /// Stops routing new sessions to a channel (its sessions still verify there).
     Drain {
@@ -182,6 +200,16 @@ enum ChannelsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum RolloutCommand {
+    /// Starts a rollout (one at a time in the fleet).
+    Start(idgate::cli::rollout::StartOptions),
+    /// Shows the fleet's rollout and every step's verdict.
+    Status,
+    /// Aborts the running rollout: the incumbent back at 100%.
+    Abort,
 }
 
 /// The token given inline or in a file (trailing newline dropped); the
@@ -319,7 +347,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let text = match args.command {
                 ChannelsCommand::List => cli::list(admin, &token).await,
-                ChannelsCommand::Mode { mode } => cli::set_mode(admin, &token, &mode).await,
+                ChannelsCommand::Mode { mode, force } => {
+                    cli::set_mode_forced(admin, &token, &mode, force).await
+                }
+                ChannelsCommand::Rollout { command } => {
+                    use idgate::cli::rollout;
+                    match command {
+                        RolloutCommand::Start(options) => {
+                            rollout::start(admin, &token, &options).await
+                        }
+                        RolloutCommand::Status => rollout::status(admin, &token).await,
+                        RolloutCommand::Abort => rollout::abort(admin, &token).await,
+                    }
+                }
+                ChannelsCommand::Probe { name, consume } => {
+                    idgate::cli::rollout::probe(admin, &token, &name, consume).await
+                }
                 ChannelsCommand::Drain { name } => cli::drain(admin, &token, &name).await,
                 ChannelsCommand::Undrain { name } => cli::undrain(admin, &token, &name).await,
                 ChannelsCommand::Compare {

@@ -16,8 +16,12 @@ use crate::{
     api::figures::{figures_to_proto, seconds, window_minutes},
     channels::{
         ChannelRouter, ChannelSnapshot, CircuitState, RoutingMode, SplitError, WeightedSplit,
-        figures::LATENCY_BOUNDS_MS, valid_name,
+        figures::LATENCY_BOUNDS_MS,
+        probe::{ProbeVerdicts, Prober},
+        rollout::{RolloutConfig, Rollouts},
+        valid_name,
     },
+    cluster::MemoryRollout,
     config_source::{ConfigError, read_secret},
     domain::{AdminToken, authorization_credentials, secrets_match},
     proto::{
@@ -120,25 +124,42 @@ pub type AdminServer = tonic::service::interceptor::InterceptedService<
     AdminAuth,
 >;
 
-/// `ChannelAdminService` over `router`, behind the bearer-token interceptor.
-pub fn admin_service(router: Arc<ChannelRouter>, token: &AdminToken) -> AdminServer {
-    ChannelAdminServiceServer::with_interceptor(
-        ChannelAdmin { router },
-        admin_auth_interceptor(token),
-    )
+/// `ChannelAdminService` with the handlers of `admin`, behind the
+/// bearer-token interceptor.
+pub fn admin_service(admin: ChannelAdmin, token: &AdminToken) -> AdminServer {
+    ChannelAdminServiceServer::with_interceptor(admin, admin_auth_interceptor(token))
 }
 
 /// The handlers of `ChannelAdminService`.
 #[derive(Debug, Clone)]
 pub struct ChannelAdmin {
     router: Arc<ChannelRouter>,
+    rollouts: Arc<Rollouts>,
+    prober: Option<Arc<Prober>>,
 }
 
 impl ChannelAdmin {
-    /// Handlers over `router` (without the interceptor: use
-    /// [`admin_service`] to serve).
+    /// Handlers over `router` alone: a rollout of this process only (in
+    /// memory, default `[rollout]`), no probe (without the interceptor:
+    /// use [`admin_service`] to serve).
     pub fn new(router: Arc<ChannelRouter>) -> Self {
-        Self { router }
+        let store = Arc::new(MemoryRollout::default());
+        let rollouts = Rollouts::new(
+            router.clone(),
+            store.clone(),
+            RolloutConfig::default(),
+            Arc::new(ProbeVerdicts::new(store)),
+        );
+        Self::with_rollouts(Arc::new(rollouts), None)
+    }
+
+    /// Handlers over the router of `rollouts`, probing with `prober`.
+    pub fn with_rollouts(rollouts: Arc<Rollouts>, prober: Option<Arc<Prober>>) -> Self {
+        Self {
+            router: rollouts.router().clone(),
+            rollouts,
+            prober,
+        }
     }
 }
 
@@ -317,6 +338,15 @@ impl ChannelAdminService for ChannelAdmin {
     ) -> Result<Response<pb::SetRoutingModeResponse>, Status> {
         let req = request.into_inner();
         let mode = mode_from_proto(req.mode, &req.channel, &req.weights)?;
+        if !req.force {
+            let probes = self.rollouts.probes();
+            for name in probe::weighted_channels(&mode, &self.router) {
+                if !probes.may_take_weight(&name).await.map_err(Status::from)? {
+                    let field = mode_field(&mode, &name);
+                    return Err(Error::ChannelNotConforming(name).into_status_at(&field));
+                }
+            }
+        }
         let mode = match self.router.change_mode(mode.clone()).await {
             Ok(mode) => mode,
             Err(Error::ChannelUnknown(name)) => {
@@ -361,6 +391,67 @@ impl ChannelAdminService for ChannelAdmin {
         }))
     }
 
+    async fn start_rollout(
+        &self,
+        request: Request<pb::StartRolloutRequest>,
+    ) -> Result<Response<pb::StartRolloutResponse>, Status> {
+        let req = request.into_inner();
+        let plan = rollout::plan_from_proto(&req, &self.router)?;
+        let record = self
+            .rollouts
+            .start(plan, req.force)
+            .await
+            .map_err(|e| e.into_status_at("to"))?;
+        Ok(Response::new(pb::StartRolloutResponse {
+            rollout: Some(rollout_to_proto(&record)),
+        }))
+    }
+
+    async fn get_rollout(
+        &self,
+        _request: Request<pb::GetRolloutRequest>,
+    ) -> Result<Response<pb::GetRolloutResponse>, Status> {
+        let record = self.rollouts.get().await.map_err(Status::from)?;
+        Ok(Response::new(pb::GetRolloutResponse {
+            rollout: record.as_ref().map(rollout_to_proto),
+        }))
+    }
+
+    async fn abort_rollout(
+        &self,
+        _request: Request<pb::AbortRolloutRequest>,
+    ) -> Result<Response<pb::AbortRolloutResponse>, Status> {
+        let record = self.rollouts.abort().await.map_err(Status::from)?;
+        Ok(Response::new(pb::AbortRolloutResponse {
+            rollout: Some(rollout_to_proto(&record)),
+        }))
+    }
+
+    async fn probe_channel(
+        &self,
+        request: Request<pb::ProbeChannelRequest>,
+    ) -> Result<Response<pb::ProbeChannelResponse>, Status> {
+        let req = request.into_inner();
+        let name = name_arg(&req.name)?;
+        let Some(prober) = &self.prober else {
+            return Err(Error::invalid(
+                "name",
+                "no probe persons are configured ([probe] persons)",
+            )
+            .into());
+        };
+        let report = prober
+            .probe(name, req.consume)
+            .await
+            .map_err(|e| to_status("name", e))?;
+        self.rollouts
+            .probes()
+            .record(name, report.conforming())
+            .await
+            .map_err(Status::from)?;
+        Ok(Response::new(probe_to_proto(name, &report)))
+    }
+
     async fn drain_channel(
         &self,
         request: Request<pb::DrainChannelRequest>,
@@ -394,3 +485,8 @@ impl ChannelAdminService for ChannelAdmin {
 
 #[cfg(test)]
 mod tests;
+
+mod probe;
+mod rollout;
+pub use probe::probe_to_proto;
+pub use rollout::rollout_to_proto;

@@ -31,7 +31,7 @@ pub mod validate;
 pub mod view;
 
 pub use access::{Issued, JourneyAccess, owner_of};
-pub use admin::{AdminConfig, AdminServer, admin_auth_interceptor, admin_service};
+pub use admin::{AdminConfig, AdminServer, ChannelAdmin, admin_auth_interceptor, admin_service};
 pub use audit::{AUDIT_TARGET, Audit};
 pub use authorize::{authorize, authorize_profile, caller_of};
 pub use document::DocumentApi;

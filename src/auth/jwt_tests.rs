@@ -95,19 +95,16 @@ fn without(mut claims: Value, key: &str) -> Value {
     claims
 }
 
+/// A verifier on a JWKS file; the file's directory goes with the fixture.
 struct Fixture {
     verifier: JwtVerifier,
     path: PathBuf,
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
+    _dir: tempfile::TempDir,
 }
 
 async fn fixture(keys: &[&TestKey], subject_claim: &str) -> Fixture {
-    let path = std::env::temp_dir().join(format!("idgate-jwks-{}.json", uuid::Uuid::new_v4()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jwks.json");
     std::fs::write(&path, jwks_of(keys)).unwrap();
     let config: JwtConfig = toml::from_str(&format!(
         "jwks_file = {path:?}\nissuer = {ISS:?}\naudience = {AUD:?}\nsubject_claim = {subject_claim:?}"
@@ -128,6 +125,7 @@ async fn fixture(keys: &[&TestKey], subject_claim: &str) -> Fixture {
     Fixture {
         verifier: JwtVerifier::new(&config, jwks),
         path,
+        _dir: dir,
     }
 }
 

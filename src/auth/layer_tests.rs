@@ -29,10 +29,12 @@ const TABLE: &str = r#"
 "#;
 
 async fn authenticator(key: &TestKey, events: Arc<Counted>) -> (Authenticator, tempfile::TempPath) {
-    let path = tempfile::TempPath::new(&jwks_of(&[key]));
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut file, jwks_of(&[key]).as_bytes()).unwrap();
+    let path = file.into_temp_path();
     let jwt: JwtConfig = toml::from_str(&format!(
         "jwks_file = {:?}\nissuer = \"iss\"\naudience = \"idgate\"",
-        path.0
+        &*path
     ))
     .unwrap();
     let auth = AuthConfig {
@@ -48,23 +50,6 @@ async fn authenticator(key: &TestKey, events: Arc<Counted>) -> (Authenticator, t
         .await
         .unwrap();
     (a, path)
-}
-
-/// A file removed when dropped.
-mod tempfile {
-    pub(super) struct TempPath(pub(super) std::path::PathBuf);
-    impl TempPath {
-        pub(super) fn new(text: &str) -> Self {
-            let p = std::env::temp_dir().join(format!("idgate-jwks-{}.json", uuid::Uuid::new_v4()));
-            std::fs::write(&p, text).unwrap();
-            Self(p)
-        }
-    }
-    impl Drop for TempPath {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
 }
 
 fn token(key: &TestKey, sub: &str) -> String {

@@ -10,6 +10,8 @@
 //! - [`weighted`]: the per-journey weighted split of new sessions.
 //! - [`outcome`]: one record per call, and the one place that counts it.
 //! - [`figures`]: per-channel vendor figures over a rolling window.
+//! - [`rollout`]: the guarded rollout from one channel to another.
+//! - [`probe`]: each channel's conformance to the REST contract.
 //!
 //! The run-time control API (`ChannelAdminService`) lives with the other
 //! tonic services in `api::admin`; `idgate channels` in `cli::channels`.
@@ -22,6 +24,8 @@ pub mod config;
 pub mod figures;
 pub mod http;
 pub mod outcome;
+pub mod probe;
+pub mod rollout;
 pub mod router;
 pub mod transport;
 pub mod weighted;

@@ -32,6 +32,7 @@ use std::{sync::Arc, time::Duration};
 use super::{
     channel::{Channel, ChannelStats},
     figures::ChannelFigures,
+    rollout::counts::StepCounter,
     transport::SessionGrant,
 };
 use crate::{
@@ -182,6 +183,7 @@ impl<'a> CallOutcome<'a> {
 #[derive(Debug, Clone)]
 pub struct OutcomeRecorder {
     figures: Arc<ChannelFigures>,
+    steps: Arc<StepCounter>,
     metrics: Option<Metrics>,
 }
 
@@ -190,6 +192,7 @@ impl OutcomeRecorder {
     pub fn new(figures: ChannelFigures) -> Self {
         Self {
             figures: Arc::new(figures),
+            steps: Arc::new(StepCounter::default()),
             metrics: None,
         }
     }
@@ -205,6 +208,11 @@ impl OutcomeRecorder {
         &self.figures
     }
 
+    /// The counts of a rollout's step under way, this recorder feeds.
+    pub fn step_counter(&self) -> Arc<StepCounter> {
+        Arc::clone(&self.steps)
+    }
+
     /// Counts one call on `channel` in every view.
     pub fn record(&self, channel: &Channel, outcome: &CallOutcome<'_>) {
         count(channel.stats(), outcome);
@@ -212,6 +220,7 @@ impl OutcomeRecorder {
             return;
         }
         self.figures.record(channel.name(), outcome);
+        self.steps.record(channel.name(), outcome);
         let Some(m) = &self.metrics else {
             return;
         };

@@ -180,6 +180,11 @@ impl ChannelRouter {
         self
     }
 
+    /// The counts of a rollout's step under way, fed by every call.
+    pub fn step_counter(&self) -> Arc<super::rollout::counts::StepCounter> {
+        self.outcomes.step_counter()
+    }
+
     /// The vendor figures this router records.
     pub fn figures(&self) -> &ChannelFigures {
         self.outcomes.figures()
@@ -208,6 +213,11 @@ impl ChannelRouter {
     /// The channel set in force.
     fn current(&self) -> Arc<ChannelSet> {
         Arc::clone(&read(&self.channels))
+    }
+
+    /// The settings of channel `name` in force, if configured.
+    pub fn channel_spec(&self, name: &str) -> Option<ChannelSpec> {
+        self.current().get(name).map(|c| c.spec().clone())
     }
 
     /// The routing mode in force.

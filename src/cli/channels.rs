@@ -53,6 +53,14 @@ pub enum CliError {
         #[source]
         source: ChannelConfigError,
     },
+    /// An option of the command is malformed; nothing was sent.
+    #[error("{flag}: {why}")]
+    Argument {
+        /// The option (`--steps`, ...).
+        flag: &'static str,
+        /// Why.
+        why: String,
+    },
     /// `--window` is not a duration the gateways accept.
     #[error("--window: {0}")]
     Window(&'static str),
@@ -162,6 +170,17 @@ pub async fn set_mode(
     token: &AdminToken,
     mode: &str,
 ) -> Result<String, CliError> {
+    set_mode_forced(addr, token, mode, false).await
+}
+
+/// `idgate channels mode ... --force`: also gives weight to a channel
+/// that failed its last conformance probe.
+pub async fn set_mode_forced(
+    addr: impl Into<AdminTarget>,
+    token: &AdminToken,
+    mode: &str,
+    force: bool,
+) -> Result<String, CliError> {
     let mode: RoutingMode = mode.parse().map_err(|source| CliError::Mode {
         given: mode.to_owned(),
         source,
@@ -173,6 +192,7 @@ pub async fn set_mode(
             mode: pb_mode as i32,
             channel,
             weights: crate::api::admin::mode_weights(&mode),
+            force,
         })
         .await
         .map_err(explain)?

@@ -7,5 +7,6 @@ pub mod channels;
 pub mod compare;
 pub mod inputs;
 pub mod journey;
+pub mod rollout;
 pub mod summary;
 pub mod tls;

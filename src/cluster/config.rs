@@ -1,24 +1,57 @@
 //! `[cluster]`: where the fleet's shared state lives, and its resolved form.
 //!
-//! Absent `redis_url`: one process, state in memory (the default). The
-//! Redis password and the appkey sealing key are never in the TOML: the
-//! section names the variable or file that holds each.
+//! Absent a Redis (no `redis_url`, `sentinels` or `mode = "cluster"`):
+//! one process, state in memory (the default). The Redis password and the
+//! appkey sealing key are never in the TOML: the section names the
+//! variable or file that holds each.
+//!
+//! Three ways to name the Redis, exclusive ([`RedisTarget`]): one server
+//! (`redis_url`), a master found through Sentinel (`sentinels` and
+//! `master_name`), or a Redis Cluster (`mode = "cluster"`, seed `nodes`).
 
 use std::{path::PathBuf, time::Duration};
 
 use base64::Engine as _;
 use serde::Deserialize;
 
+mod target;
+
+pub use target::RedisTarget;
+
 use super::seal::{Digester, SealKey, Sealer};
 use crate::config_source::{ConfigError, read_secret};
+
+/// `[cluster] mode`: how the Redis is deployed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedisMode {
+    /// One server (`redis_url`) or a Sentinel-managed master.
+    #[default]
+    Standalone,
+    /// A Redis Cluster reached through its seed `nodes`.
+    Cluster,
+}
 
 /// `[cluster]` as written.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClusterConfig {
-    /// `redis://host:port[/db]` or `rediss://` (TLS). Absent: single
-    /// process, shared state in memory.
+    /// `redis://host:port[/db]` or `rediss://` (TLS). Absent (and no
+    /// `sentinels`, no cluster `nodes`): single process, shared state in
+    /// memory.
     pub redis_url: Option<String>,
+    /// Sentinel addresses, `host:port`: the master named `master_name` is
+    /// found through them, and found again after a failover.
+    #[serde(deserialize_with = "list")]
+    pub sentinels: Vec<String>,
+    /// The name the sentinels know the master by (`sentinel monitor NAME`).
+    pub master_name: Option<String>,
+    /// `standalone` (default) or `cluster`.
+    pub mode: RedisMode,
+    /// Seed nodes of a Redis Cluster, `redis://host:port` or `rediss://`;
+    /// the rest of the cluster is discovered from them.
+    #[serde(deserialize_with = "list")]
+    pub nodes: Vec<String>,
     /// ACL user name (the password comes from `password_env`/`password_file`).
     pub username: Option<String>,
     /// Environment variable holding the Redis password.
@@ -65,6 +98,10 @@ impl Default for ClusterConfig {
     fn default() -> Self {
         Self {
             redis_url: None,
+            sentinels: Vec::new(),
+            master_name: None,
+            mode: RedisMode::Standalone,
+            nodes: Vec::new(),
             username: None,
             password_env: None,
             password_file: None,
@@ -85,8 +122,8 @@ impl Default for ClusterConfig {
 /// `[cluster]` with its secrets read and checked.
 #[derive(Clone)]
 pub struct ClusterSettings {
-    /// The server URL (no credentials in it).
-    pub redis_url: String,
+    /// Where Redis is.
+    pub target: RedisTarget,
     /// ACL user.
     pub username: Option<String>,
     /// Password, if any.
@@ -116,6 +153,26 @@ impl std::fmt::Debug for ClusterSettings {
             .field("key_prefix", &self.key_prefix)
             .finish_non_exhaustive()
     }
+}
+
+/// A list, or one comma-separated string: an environment override
+/// (`IDGATE_CLUSTER__SENTINELS=a:26379,b:26379`) is a string.
+fn list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::Many(items) => items,
+        OneOrMany::One(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 fn invalid(why: impl Into<String>) -> ConfigError {
@@ -153,24 +210,26 @@ pub(crate) fn decode_key(what: &str, text: &str) -> Result<SealKey, ConfigError>
 }
 
 impl ClusterConfig {
-    /// True when a Redis URL is configured.
+    /// True when a Redis is configured (a fleet).
     pub fn is_enabled(&self) -> bool {
         self.redis_url.is_some()
+            || !self.sentinels.is_empty()
+            || self.master_name.is_some()
+            || self.mode == RedisMode::Cluster
+            || !self.nodes.is_empty()
     }
 
     /// Checks what types cannot, without reading secrets.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let Some(url) = &self.redis_url else {
+        if !self.is_enabled() {
             return Ok(());
-        };
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            return Err(invalid(
-                "cluster.redis_url must start with redis:// or rediss://",
-            ));
         }
-        if url.contains('@') {
+        let target = self.target()?;
+        if self.mode == RedisMode::Cluster
+            && (self.key_prefix.contains('{') || self.key_prefix.contains('}'))
+        {
             return Err(invalid(
-                "cluster.redis_url must not hold credentials: use cluster.username and password_env or password_file",
+                "cluster.key_prefix must not hold { or } with mode = \"cluster\" (idgate adds its own hash tags)",
             ));
         }
         if self.key_prefix.is_empty() || self.key_prefix.contains(char::is_whitespace) {
@@ -180,15 +239,21 @@ impl ClusterConfig {
         }
         if self.secret_key_env.is_none() && self.secret_key_file.is_none() {
             return Err(invalid(
-                "cluster.redis_url needs cluster.secret_key_env or cluster.secret_key_file (32 random bytes, Base64)",
+                "a [cluster] Redis needs cluster.secret_key_env or cluster.secret_key_file (32 random bytes, Base64)",
             ));
         }
         if self.command_timeout_ms == 0 || self.connect_timeout_ms == 0 {
             return Err(invalid("cluster timeouts must be positive"));
         }
-        if self.ca_file.is_some() && !url.starts_with("rediss://") {
+        let tls = match &target {
+            RedisTarget::Server(url) => url.starts_with("rediss://"),
+            RedisTarget::Cluster(nodes) => nodes.iter().all(|n| n.starts_with("rediss://")),
+            // Sentinels and the master they name are reached over plain TCP.
+            RedisTarget::Sentinel { .. } => false,
+        };
+        if self.ca_file.is_some() && !tls {
             return Err(invalid(
-                "cluster.ca_file needs a rediss:// cluster.redis_url (TLS)",
+                "cluster.ca_file needs TLS: a rediss:// cluster.redis_url or rediss:// cluster.nodes (not Sentinel)",
             ));
         }
         if !STREAM_MAX_LEN_RANGE.contains(&self.stream_max_len) {
@@ -201,12 +266,13 @@ impl ClusterConfig {
         Ok(())
     }
 
-    /// Reads the secrets; `None` when no `redis_url` is configured.
+    /// Reads the secrets; `None` when no Redis is configured.
     pub fn resolve(&self) -> Result<Option<ClusterSettings>, ConfigError> {
         self.validate()?;
-        let Some(url) = &self.redis_url else {
+        if !self.is_enabled() {
             return Ok(None);
-        };
+        }
+        let target = self.target()?;
         let key = optional_secret(
             "cluster.secret_key",
             self.secret_key_env.as_deref(),
@@ -237,7 +303,7 @@ impl ClusterConfig {
             })
             .transpose()?;
         Ok(Some(ClusterSettings {
-            redis_url: url.clone(),
+            target,
             username: self.username.clone(),
             password,
             key_prefix: self.key_prefix.clone(),
@@ -256,9 +322,9 @@ impl ClusterConfig {
 mod tests {
     use super::*;
 
-    fn key_file(bytes: &[u8]) -> PathBuf {
-        let path =
-            std::env::temp_dir().join(format!("idgate-cluster-key-{}", uuid::Uuid::new_v4()));
+    /// A key file in `dir` (removed with it when the test ends).
+    pub(super) fn key_file(dir: &tempfile::TempDir, bytes: &[u8]) -> PathBuf {
+        let path = dir.path().join(format!("key-{}", bytes.len()));
         std::fs::write(
             &path,
             base64::engine::general_purpose::STANDARD.encode(bytes) + "\n",
@@ -279,20 +345,22 @@ mod tests {
             ..ClusterConfig::default()
         };
         assert!(c.resolve().unwrap_err().to_string().contains("secret_key"));
-        c.secret_key_file = Some(key_file(&[7; 16]));
+        let dir = tempfile::tempdir().unwrap();
+        c.secret_key_file = Some(key_file(&dir, &[7; 16]));
         assert!(c.resolve().unwrap_err().to_string().contains("32 bytes"));
-        c.secret_key_file = Some(key_file(&[7; 32]));
+        c.secret_key_file = Some(key_file(&dir, &[7; 32]));
         let s = c.resolve().unwrap().unwrap();
         assert_eq!(s.key_prefix, "idgate:");
     }
 
     #[test]
     fn a_ca_file_needs_tls_and_the_stream_stays_bounded() {
-        let ca = std::env::temp_dir().join(format!("idgate-cluster-ca-{}", uuid::Uuid::new_v4()));
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
         std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
         let mut c = ClusterConfig {
             redis_url: Some("redis://127.0.0.1:6390".into()),
-            secret_key_file: Some(key_file(&[3; 32])),
+            secret_key_file: Some(key_file(&dir, &[3; 32])),
             ca_file: Some(ca.clone()),
             ..ClusterConfig::default()
         };
@@ -307,20 +375,55 @@ mod tests {
             assert!(err.contains("stream_max_len"), "{err}");
         }
         c.stream_max_len = 1_000;
+        // Sentinel connections are plain TCP: no CA to apply.
+        let sentinel = ClusterConfig {
+            redis_url: None,
+            sentinels: vec!["127.0.0.1:26379".into()],
+            master_name: Some("idgate".into()),
+            ..c.clone()
+        };
+        assert!(
+            sentinel
+                .resolve()
+                .unwrap_err()
+                .to_string()
+                .contains("Sentinel")
+        );
+        // A cluster's rediss:// nodes take it.
+        let cluster = ClusterConfig {
+            redis_url: None,
+            mode: RedisMode::Cluster,
+            nodes: vec!["rediss://127.0.0.1:7000".into()],
+            ..c.clone()
+        };
+        assert!(cluster.resolve().unwrap().unwrap().ca_pem.is_some());
         c.ca_file = Some(ca.with_extension("absent"));
         assert!(c.resolve().unwrap_err().to_string().contains("ca_file"));
     }
 
     #[test]
     fn urls_must_be_redis_and_credential_free() {
+        let dir = tempfile::tempdir().unwrap();
         for url in ["http://x", "redis://user:pw@host:6379"] {
             let c = ClusterConfig {
                 redis_url: Some(url.into()),
-                secret_key_file: Some(key_file(&[1; 32])),
+                secret_key_file: Some(key_file(&dir, &[1; 32])),
                 ..ClusterConfig::default()
             };
             let err = c.resolve().unwrap_err().to_string();
             assert!(!err.contains("pw"), "{err}");
         }
+    }
+
+    #[test]
+    fn toml_names_the_modes() {
+        let c: ClusterConfig =
+            toml::from_str("mode = \"cluster\"\nnodes = [\"redis://127.0.0.1:7000\"]\n").unwrap();
+        assert_eq!(c.mode, RedisMode::Cluster);
+        assert!(toml::from_str::<ClusterConfig>("mode = \"sharded\"\n").is_err());
+        // An environment override is one string: a comma-separated list.
+        let c: ClusterConfig =
+            toml::from_str("sentinels = \"10.0.0.1:26379, 10.0.0.2:26379\"\n").unwrap();
+        assert_eq!(c.sentinels, ["10.0.0.1:26379", "10.0.0.2:26379"]);
     }
 }

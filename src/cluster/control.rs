@@ -22,7 +22,7 @@ use super::{
     BoxFuture, ClusterError, ready,
     redis::{
         Body, RedisConn, millis,
-        stream::{self, FLEET_TAG},
+        stream::{self, FLEET_GROUP},
     },
 };
 
@@ -99,8 +99,11 @@ impl RedisControl {
         Self { conn }
     }
 
+    /// `{p}{fleet}:control:<part>`: the seed script and the `MULTI`s touch
+    /// them together, and the `MULTI`s append to the stream too.
     fn key(&self, part: &str) -> String {
-        self.conn.key(&format!("{FLEET_TAG}:control:{part}"))
+        self.conn
+            .tagged_key(FLEET_GROUP, &format!("control:{part}"))
     }
 
     /// Reads the whole state in one `MULTI`.

@@ -9,12 +9,15 @@
 //!
 //! - [`MemoryFigures`]: one process; nothing is shared (the router's own
 //!   figures are the whole truth).
-//! - [`RedisFigures`]: `{p}figures:<minute>` (minutes since the Unix
+//! - [`RedisFigures`]: `{p}{figures}:<minute>` (minutes since the Unix
 //!   epoch), a hash of `<channel>|<counter>` -> count, grown with
 //!   `HINCRBY` and expiring after the retention. Channel names and counts
 //!   only: nothing personal. Replicas add their counts in batches, off the
 //!   call path (`crate::channels::figures`); a read pipelines one
-//!   `HGETALL` per minute of the window, in bounded chunks.
+//!   `HGETALL` per minute of the window, in bounded chunks. A pipeline
+//!   touches several minutes, so the hashes share the hash tag
+//!   `{figures}`: on a Redis Cluster they live in one slot (one node),
+//!   which their volume (one batch a second per replica) allows.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -92,7 +95,7 @@ impl RedisFigures {
     }
 
     fn key(&self, minute: u64) -> String {
-        self.conn.key(&format!("figures:{minute}"))
+        self.conn.tagged_key("figures", &minute.to_string())
     }
 }
 

@@ -5,15 +5,18 @@
 //! ```text
 //! events::JourneyHub ------> DirectoryStore  directory.rs  journey ref -> appkey (sealed)
 //! channels::ChannelRouter -> BindingStore    bindings.rs   journey ref -> channel name
-//!                      `---> ControlStore    control.rs    routing mode, drains, hold
+//!                      |---> ControlStore    control.rs    routing mode, drains, hold
+//! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
 //! channels::ChannelFigures -> FiguresStore    figures.rs    per-minute vendor figures
 //!
 //! Shared::memory  (one process, the default): Memory* stores
-//! Shared::redis   ([cluster] redis_url):      Redis* stores on one RedisConn (redis.rs)
-//!                   commands: ConnectionManager (reconnects), key prefix, command timeout
-//!                   {prefix}{fleet}:events: stream fan-out, supervised (redis/stream.rs)
+//! Shared::redis   ([cluster] Redis):          Redis* stores on one RedisConn (redis.rs)
+//!                   commands: one server, the Sentinel master or a Redis Cluster
+//!                   (redis/link.rs; each reconnects), key prefix, command timeout
+//!                   {prefix}{fleet}:events: stream fan-out on a connection of its
+//!                   own, supervised (redis/stream.rs)
 //! ```
 //!
 //! What is shared: the journey directory (journey reference -> appkey,
@@ -44,7 +47,7 @@
 //! - [`config`]: the `[cluster]` section.
 //! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
 //! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`],
-//!   [`figures`]: the six stores.
+//!   [`figures`], [`rollout`]: the seven stores.
 //! - [`redis`]: the connection the Redis stores share, and the event
 //!   stream's task.
 
@@ -56,6 +59,7 @@ pub mod directory;
 pub mod figures;
 pub mod guard;
 pub mod redis;
+pub mod rollout;
 pub mod seal;
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
@@ -63,7 +67,7 @@ use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 use tokio::sync::broadcast;
 
 pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
-pub use config::{ClusterConfig, ClusterSettings};
+pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
 pub use directory::{DirectoryStore, JourneyRecord, MemoryDirectory, RedisDirectory};
@@ -72,6 +76,7 @@ pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
 pub use redis::{RedisConn, stream::SeedFn};
+pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 
 use crate::telemetry::Metrics;
 
@@ -155,6 +160,8 @@ pub struct Shared {
     pub guard: Arc<dyn GuardStore>,
     /// The channels' per-minute vendor figures.
     pub figures: Arc<dyn FiguresStore>,
+    /// The guarded rollout: its record, its driver's lease, step counts.
+    pub rollout: Arc<dyn RolloutStore>,
     /// The fleet's connection; `None` for one process.
     redis: Option<(RedisConn, RedisControl)>,
     /// What one process tells itself: nothing (no other replica).
@@ -183,6 +190,7 @@ impl Shared {
                 ttls.idempotency_max_entries,
             )),
             figures: Arc::new(MemoryFigures),
+            rollout: Arc::new(MemoryRollout::default()),
             redis: None,
             events: broadcast::channel(1).0,
         }
@@ -212,6 +220,7 @@ impl Shared {
                 MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
             figures: Arc::new(RedisFigures::new(conn.clone(), ttls.figures)),
+            rollout: Arc::new(RedisRollout::new(conn.clone())),
             events: broadcast::channel(1).0,
             redis: Some((conn, control)),
         })

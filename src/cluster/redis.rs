@@ -1,22 +1,27 @@
 //! The one Redis connection every Redis store of the fleet shares.
 //!
-//! Commands go through one `ConnectionManager` (it reconnects with
-//! exponential backoff by itself), each under the configured command
-//! timeout and in a client span (`db.system = redis`, the command name,
-//! never a key or a value). Every key starts with `key_prefix`; each store
-//! names its own keys in its own file. A supervisor task (`stream`)
+//! Commands go through one connection ([`link`]: a single server, the
+//! master Sentinel names, or a Redis Cluster; each reconnects by itself),
+//! each under the configured command timeout and in a client span
+//! (`db.system = redis`, the command name, never a key or a value). Every
+//! key starts with `key_prefix`; each store names its own keys in its own
+//! file, and keys one script or `MULTI` touches together share a hash tag
+//! ([`RedisConn::tagged_key`]), on every deployment, so one layout serves
+//! one server, Sentinel and a Redis Cluster. A supervisor task (`stream`)
 //! reads the fleet's event stream `{prefix}{fleet}:events` on a
-//! connection of its own: on every (re)connection it seeds the control
-//! state if Redis lost it, reads it, hands it to the replica
-//! ([`FleetEvent::Control`]) and marks the cluster up; when the connection
-//! drops it marks it down (`idgate_cluster_up` 0, one warning) and
-//! reconnects with backoff, reading on from the last event it processed.
-//! `rediss://` trusts the system's roots, or `[cluster] ca_file` (`tls`).
+//! connection of its own ([`link::Link::open_reader`]): on every
+//! (re)connection it seeds the control state if Redis lost it, reads it,
+//! hands it to the replica ([`FleetEvent::Control`]) and marks the cluster
+//! up; when the connection drops it marks it down (`idgate_cluster_up` 0,
+//! one warning) and reconnects with backoff, reading on from the last
+//! event it processed. `rediss://` trusts the system's roots, or
+//! `[cluster] ca_file` (`tls`).
 //!
 //! The stores hold a [`RedisConn`] (cheap to clone) and nothing else of
 //! Redis: the connection, the prefix, the timeout, the up flag and the
 //! stream task live here alone.
 
+pub(super) mod link;
 pub(super) mod stream;
 mod tls;
 
@@ -29,15 +34,12 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use redis::{
-    Client, RedisResult,
-    aio::{ConnectionManager, ConnectionManagerConfig},
-};
-use secrecy::ExposeSecret as _;
+use redis::RedisResult;
 use serde::{Deserialize, Serialize};
 use tokio::{sync::broadcast, task::AbortHandle};
 use tracing::{Instrument as _, field::Empty};
 
+use self::link::{Conn, Link};
 use super::{
     ClusterError, ClusterSettings, FleetEvent,
     seal::{Digester, Sealer},
@@ -86,8 +88,7 @@ pub(super) fn millis(d: Duration) -> u64 {
 }
 
 struct Inner {
-    client: Client,
-    conn: ConnectionManager,
+    link: Link,
     prefix: String,
     sealer: Sealer,
     digester: Digester,
@@ -126,34 +127,11 @@ impl RedisConn {
     ) -> Result<Self, redis::RedisError> {
         // rediss:// uses rustls; the process-wide provider may be set already.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let info = redis::IntoConnectionInfo::into_connection_info(settings.redis_url.as_str())?;
-        let server = match info.addr() {
-            redis::ConnectionAddr::Tcp(h, p)
-            | redis::ConnectionAddr::TcpTls {
-                host: h, port: p, ..
-            } => (h.clone(), *p),
-            _ => (String::new(), 0),
-        };
-        let mut redis_settings = info.redis_settings().clone();
-        if let Some(user) = &settings.username {
-            redis_settings = redis_settings.set_username(user);
-        }
-        if let Some(password) = &settings.password {
-            redis_settings = redis_settings.set_password(password.expose_secret());
-        }
-        let info = info.set_redis_settings(redis_settings);
-        let client = tls::client(info, settings.ca_pem.as_deref())?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(settings.connect_timeout))
-            .set_response_timeout(Some(settings.command_timeout))
-            .set_number_of_retries(2)
-            .set_max_delay(settings.max_backoff);
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+        let (link, server) = Link::new(settings)?;
         metrics.set_cluster_up(false);
         Ok(Self {
             inner: Arc::new(Inner {
-                client,
-                conn,
+                link,
                 prefix: settings.key_prefix.clone(),
                 sealer: settings.sealer.clone(),
                 digester: settings.digester.clone(),
@@ -219,6 +197,15 @@ impl RedisConn {
         format!("{}{name}", self.inner.prefix)
     }
 
+    /// `{prefix}{<group>}:<name>`, for keys of `group` that one script or
+    /// `MULTI` touches together: the group is a hash tag, so its keys
+    /// share a Redis Cluster slot (a node). The same layout on every
+    /// deployment, so moving a fleet between one server, Sentinel and a
+    /// cluster keeps its keys.
+    pub(super) fn tagged_key(&self, group: &str, name: &str) -> String {
+        format!("{}{{{group}}}:{name}", self.inner.prefix)
+    }
+
     /// About how many events the stream keeps (`MAXLEN ~`).
     pub(super) fn stream_max_len(&self) -> u64 {
         self.inner.stream_max_len
@@ -255,8 +242,9 @@ impl RedisConn {
         self.inner.connect_timeout
     }
 
-    pub(super) fn client(&self) -> &Client {
-        &self.inner.client
+    /// How this replica reaches Redis (the event stream's connection).
+    pub(super) fn link(&self) -> &Link {
+        &self.inner.link
     }
 
     /// A fleet message from this replica, as it is appended to the stream.
@@ -291,7 +279,7 @@ impl RedisConn {
         run: F,
     ) -> Result<T, ClusterError>
     where
-        F: FnOnce(ConnectionManager) -> Fut,
+        F: FnOnce(Conn) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
         let inner = &self.inner;
@@ -308,22 +296,36 @@ impl RedisConn {
             error.type = Empty,
         );
         let started = std::time::Instant::now();
-        let result = tokio::time::timeout(inner.command_timeout, run(inner.conn.clone()))
-            .instrument(span.clone())
+        let call = async {
+            let answer = tokio::time::timeout(inner.command_timeout, async {
+                run(inner.link.conn().await?).await
+            })
             .await;
+            match answer {
+                Ok(answer) => answer.map_err(Some),
+                // No answer within the command timeout.
+                Err(_) => Err(None),
+            }
+        };
+        let result = call.instrument(span.clone()).await;
+        match &result {
+            Err(Some(e)) => inner.link.failed(e),
+            Err(None) => inner.link.timed_out(),
+            Ok(_) => {}
+        }
         let (outcome, value) = match result {
-            Ok(Ok(v)) => ("ok", Some(v)),
-            Ok(Err(e)) if e.is_timeout() => ("timeout", None),
-            Ok(Err(e))
+            Ok(v) => ("ok", Some(v)),
+            Err(None) => ("timeout", None),
+            Err(Some(e)) if e.is_timeout() => ("timeout", None),
+            Err(Some(e))
                 if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() =>
             {
                 ("unavailable", None)
             }
-            Ok(Err(e)) => {
+            Err(Some(e)) => {
                 tracing::debug!(kind = ?e.kind(), command, "redis command failed");
                 ("error", None)
             }
-            Err(_) => ("timeout", None),
         };
         inner
             .metrics

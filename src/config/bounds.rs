@@ -102,6 +102,10 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
     add("cluster.connect_timeout_ms", k.connect_timeout_ms, Ms);
     add("cluster.command_timeout_ms", k.command_timeout_ms, Ms);
     add("cluster.max_backoff_ms", k.max_backoff_ms, Ms);
+    let r = &c.rollout;
+    add("rollout.tick_ms", r.tick_ms, Ms);
+    add("rollout.lease_ms", r.lease_ms, Ms);
+    add("rollout.min_step_secs", r.min_step_secs, S);
     add("idempotency.ttl_secs", c.idempotency.ttl_secs, S);
     add(
         "idempotency.pending_ttl_secs",

@@ -81,6 +81,14 @@ impl Config {
         if let Some(url) = &self.cluster.redis_url {
             check("redis", "cluster.redis_url".into(), url, "redis");
         }
+        for (i, node) in self.cluster.nodes.iter().enumerate() {
+            check("redis", format!("cluster.nodes[{i}]"), node, "redis");
+        }
+        // Sentinels, and the master they name, are reached without TLS.
+        for (i, sentinel) in self.cluster.sentinels.iter().enumerate() {
+            let url = format!("redis://{}", sentinel.trim());
+            check("redis", format!("cluster.sentinels[{i}]"), &url, "redis");
+        }
         for var in OTLP_ENDPOINT_VARS {
             if let Some(url) = env(var) {
                 check("otlp", var.to_owned(), &url, "http");

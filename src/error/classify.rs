@@ -56,6 +56,12 @@ impl Error {
             Error::CallerLimitReached(_) => {
                 (Code::ResourceExhausted, Reason::CallerLimitReached, true)
             }
+            Error::RolloutConflict(_) => (Code::FailedPrecondition, Reason::RolloutConflict, false),
+            Error::ChannelNotConforming(_) => (
+                Code::FailedPrecondition,
+                Reason::ChannelNotConforming,
+                false,
+            ),
         }
     }
 }

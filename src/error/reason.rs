@@ -99,11 +99,15 @@ pub enum Reason {
     /// The caller has as many calls or `WatchJourney` streams in flight as
     /// its `[[callers]]` limits allow; retry after the delay.
     CallerLimitReached,
+    /// A rollout is already running, or none is running to abort.
+    RolloutConflict,
+    /// The channel failed its last conformance probe; pass `force`.
+    ChannelNotConforming,
 }
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 44] = [
+    pub const ALL: [Reason; 46] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -148,6 +152,8 @@ impl Reason {
         Reason::ProfileNotAllowed,
         Reason::JourneyNotOwned,
         Reason::CallerLimitReached,
+        Reason::RolloutConflict,
+        Reason::ChannelNotConforming,
     ];
 
     /// The wire form (`UPPER_SNAKE`).
@@ -197,6 +203,8 @@ impl Reason {
             Reason::ProfileNotAllowed => "PROFILE_NOT_ALLOWED",
             Reason::JourneyNotOwned => "JOURNEY_NOT_OWNED",
             Reason::CallerLimitReached => "CALLER_LIMIT_REACHED",
+            Reason::RolloutConflict => "ROLLOUT_CONFLICT",
+            Reason::ChannelNotConforming => "CHANNEL_NOT_CONFORMING",
         }
     }
 }

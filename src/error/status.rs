@@ -46,6 +46,12 @@ fn status(err: Error, field: Option<&str>) -> tonic::Status {
             }
             metadata.insert("channel".to_owned(), name.clone());
         }
+        Error::ChannelNotConforming(name) => {
+            if let Some(field) = field {
+                details.add_bad_request_violation(field, err.to_string());
+            }
+            metadata.insert("channel".to_owned(), name.clone());
+        }
         Error::ChannelMismatch { requested, issuing } => {
             metadata.insert("channel".to_owned(), requested.clone());
             metadata.insert("issuing_channel".to_owned(), issuing.clone());

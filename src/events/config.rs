@@ -423,10 +423,9 @@ mod tests {
 
     #[test]
     fn secrets_are_read_from_files_and_the_hmac_secret_is_decoded() {
-        let dir = std::env::temp_dir().join(format!("idgate-events-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let pw = dir.join("pw");
-        let sec = dir.join("sec");
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        let sec = dir.path().join("sec");
         std::fs::write(&pw, "s3cret-webhook-password\n").unwrap();
         std::fs::write(&sec, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n").unwrap();
         let c = WebhookConfig {
@@ -441,7 +440,6 @@ mod tests {
             "s3cret-webhook-password"
         );
         assert_eq!(s.hmac.unwrap().key().len(), 24);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -462,9 +460,8 @@ mod tests {
 
     #[test]
     fn a_basic_password_under_16_characters_fails_to_load_naming_the_key_not_the_value() {
-        let dir = std::env::temp_dir().join(format!("idgate-events-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let pw = dir.join("pw");
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
         std::fs::write(&pw, "short-pass-1234\n").unwrap();
         let c = WebhookConfig {
             basic_user: Some("vendor".into()),
@@ -477,7 +474,6 @@ mod tests {
         assert!(!err.contains("short-pass"), "{err}");
         std::fs::write(&pw, "sixteen-chars-ok\n").unwrap();
         assert!(c.resolve().is_ok());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -6,6 +6,13 @@
 //! operation runs (nothing happens upstream) or after it (the state has
 //! changed but the caller never learns the outcome). Rules are persistent
 //! or one-shot (`times`).
+//!
+//! A rule with `share_percent` matches only the calls of a fixed share of
+//! persons: the CPF behind the call's appkey is hashed (SHA-256) onto 100
+//! buckets, and the rule matches persons in the first `share_percent` of
+//! them. The same person always falls in the same bucket, so a test that
+//! asks "30% of persons answer invalid" gets the same persons every run;
+//! a call with no appkey the sandbox knows matches no share rule.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,6 +25,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::error::{SandboxError, message_response};
+use super::liveness::LivenessOutcome;
 use crate::domain::Operation;
 
 /// Default size of an oversize body: 8 MiB.
@@ -49,6 +57,10 @@ pub struct FaultRule {
     /// Matches the next `times` calls, then disappears; absent = persistent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times: Option<u32>,
+    /// Matches only the calls of this share of persons (1 to 100), by a
+    /// hash of the CPF behind the appkey; absent = every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_percent: Option<u8>,
 }
 
 impl FaultRule {
@@ -61,7 +73,14 @@ impl FaultRule {
             latency_ms: 0,
             phase: FaultPhase::Before,
             times: None,
+            share_percent: None,
         }
+    }
+
+    /// Restricts the rule to `percent` of persons (see the module).
+    pub fn share_percent(mut self, percent: u8) -> Self {
+        self.share_percent = Some(percent);
+        self
     }
 
     /// Restricts the rule to one operation.
@@ -116,6 +135,46 @@ pub enum FaultAction {
         #[serde(default = "default_oversize")]
         bytes: usize,
     },
+    /// 200 with a liveness verdict of this outcome (`invalid` or
+    /// `blocked`; `valid` too), whatever the session asked.
+    Verdict {
+        /// `valid`, `invalid` or `blocked`.
+        outcome: VerdictOutcome,
+    },
+    /// 200 with JSON of the wrong shape: every field of the contract
+    /// missing or of another type (`{"isContingency":"no","token":42}`).
+    WrongShape,
+}
+
+/// The verdict a [`FaultAction::Verdict`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictOutcome {
+    /// codID 200.0.
+    Valid,
+    /// codID 300.1.
+    Invalid,
+    /// codID 300.2.
+    Blocked,
+}
+
+impl VerdictOutcome {
+    fn liveness(self) -> LivenessOutcome {
+        match self {
+            VerdictOutcome::Valid => LivenessOutcome::Valid,
+            VerdictOutcome::Invalid => LivenessOutcome::Invalid,
+            VerdictOutcome::Blocked => LivenessOutcome::Blocked,
+        }
+    }
+}
+
+/// The bucket (0 to 99) of a person: SHA-256 of the CPF onto 100 buckets.
+pub fn share_bucket(cpf: &str) -> u8 {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(cpf.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u8::try_from(u64::from_be_bytes(first) % 100).unwrap_or(0)
 }
 
 fn default_oversize() -> usize {
@@ -186,6 +245,9 @@ pub(crate) fn validate(rule: &FaultRule, channels: &[String]) -> Result<(), Sand
     if rule.times == Some(0) {
         return Err(SandboxError::InvalidFault("times must be at least 1"));
     }
+    if rule.share_percent.is_some_and(|p| !(1..=100).contains(&p)) {
+        return Err(SandboxError::InvalidFault("share_percent must be 1..=100"));
+    }
     Ok(())
 }
 
@@ -221,15 +283,25 @@ impl Faults {
     }
 
     /// Counts a call and returns the first rule that matches it (spending
-    /// one use of a one-shot rule).
-    pub(crate) fn on_call(&self, op: Operation, channel: Option<&str>) -> Option<FaultRule> {
+    /// one use of a one-shot rule). `person`: the CPF behind the call's
+    /// appkey, for share rules.
+    pub(crate) fn on_call(
+        &self,
+        op: Operation,
+        channel: Option<&str>,
+        person: Option<&str>,
+    ) -> Option<FaultRule> {
         *lock(&self.calls)
             .entry((op, channel.map(str::to_owned)))
             .or_insert(0) += 1;
+        let bucket = person.map(share_bucket);
         let mut rules = lock(&self.rules);
         let at = rules.iter().position(|r| {
             r.rule.operation.as_deref().is_none_or(|o| o == op.as_str())
                 && r.rule.channel.as_deref().is_none_or(|c| Some(c) == channel)
+                && r.rule
+                    .share_percent
+                    .is_none_or(|share| bucket.is_some_and(|b| b < share))
         })?;
         let rule = rules[at].rule.clone();
         if let Some(left) = rules[at].remaining.as_mut() {
@@ -289,6 +361,29 @@ pub(crate) fn response(action: FaultAction) -> Option<Response> {
                 .into_response(),
         ),
         FaultAction::Oversize { bytes } => Some(oversize(bytes)),
+        FaultAction::Verdict { outcome } => {
+            let outcome = outcome.liveness();
+            Some(
+                (
+                    StatusCode::OK,
+                    axum::Json(serde_json::json!({
+                        "valid": outcome.is_valid(),
+                        "codID": outcome.cod_id(),
+                        "cause": outcome.cause(),
+                        "protocol": "0",
+                    })),
+                )
+                    .into_response(),
+            )
+        }
+        FaultAction::WrongShape => Some(
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                "{\"isContingency\":\"no\",\"token\":42,\"vendor\":null}",
+            )
+                .into_response(),
+        ),
     }
 }
 
@@ -334,10 +429,10 @@ mod tests {
                 .on(Operation::Result)
                 .times(2),
         );
-        assert!(faults.on_call(Operation::Result, None).is_some());
-        assert!(faults.on_call(Operation::Challenge, None).is_none());
-        assert!(faults.on_call(Operation::Result, None).is_some());
-        assert!(faults.on_call(Operation::Result, None).is_none());
+        assert!(faults.on_call(Operation::Result, None, None).is_some());
+        assert!(faults.on_call(Operation::Challenge, None, None).is_none());
+        assert!(faults.on_call(Operation::Result, None, None).is_some());
+        assert!(faults.on_call(Operation::Result, None, None).is_none());
         assert_eq!(faults.calls(Operation::Result, None), 3);
         assert!(faults.list().is_empty());
     }
@@ -348,14 +443,40 @@ mod tests {
         faults.add(FaultRule::new(FaultAction::Malformed).channel("primary"));
         assert!(
             faults
-                .on_call(Operation::SessionToken3D, Some("alternative"))
+                .on_call(Operation::SessionToken3D, Some("alternative"), None)
                 .is_none()
         );
-        assert!(faults.on_call(Operation::SessionToken3D, None).is_none());
         assert!(
             faults
-                .on_call(Operation::SessionToken3D, Some("primary"))
+                .on_call(Operation::SessionToken3D, None, None)
+                .is_none()
+        );
+        assert!(
+            faults
+                .on_call(Operation::SessionToken3D, Some("primary"), None)
                 .is_some()
+        );
+    }
+
+    #[test]
+    fn a_share_rule_matches_the_same_persons_every_time_and_no_unknown_caller() {
+        let faults = Faults::default();
+        faults.add(FaultRule::new(FaultAction::WrongShape).share_percent(30));
+        let persons: Vec<String> = (0..1_000).map(|i| format!("{i:011}")).collect();
+        let hit = |p: &String| {
+            faults
+                .on_call(Operation::Liveness3D, Some("a"), Some(p))
+                .is_some()
+        };
+        let first: Vec<bool> = persons.iter().map(hit).collect();
+        let again: Vec<bool> = persons.iter().map(hit).collect();
+        assert_eq!(first, again, "the same persons every time");
+        let share = first.iter().filter(|h| **h).count();
+        assert!((250..=350).contains(&share), "{share} of 1000");
+        assert!(
+            faults
+                .on_call(Operation::Liveness3D, Some("a"), None)
+                .is_none()
         );
     }
 

@@ -50,6 +50,7 @@ pub use documents::LicenceFormat;
 pub use error::SandboxError;
 pub use faults::{
     ActiveFault, CallCount, DEFAULT_OVERSIZE_BYTES, FaultAction, FaultPhase, FaultRule,
+    VerdictOutcome,
 };
 pub use handle::{SandboxChannelInfo, SandboxHandle};
 pub use journey::JourneyStatus;

@@ -36,6 +36,20 @@ pub struct WebhookStats {
     pub delivered: u64,
     /// Notices given up after the last attempt.
     pub abandoned: u64,
+    /// The clock (Unix seconds) of the driver's last look for finished
+    /// journeys: once it has reached a time and every queued notice is
+    /// delivered or abandoned, nothing up to that time is left to send, so
+    /// a test proves that nothing more goes out from these counters rather
+    /// than by listening for a while.
+    pub swept_to: i64,
+}
+
+impl WebhookStats {
+    /// Every queued notice is delivered or abandoned: no attempt runs or
+    /// waits to run.
+    pub fn idle(&self) -> bool {
+        self.queued == self.delivered + self.abandoned
+    }
 }
 
 /// A validated webhook target.
@@ -128,6 +142,11 @@ pub(crate) async fn drive(
                 status,
             ));
         }
+        app.webhook_stats.send_if_modified(|s| {
+            let moved = s.swept_to != now.unix_timestamp();
+            s.swept_to = now.unix_timestamp();
+            moved
+        });
         let wait_real = async {
             match next_due {
                 Some(due) if follows_real_time => {

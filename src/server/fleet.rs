@@ -23,8 +23,9 @@ use crate::{
     telemetry::Metrics,
 };
 
-/// Builds the shared state of this gateway, on Redis with `[cluster]
-/// redis_url`, else in memory; connects nothing yet.
+/// Builds the shared state of this gateway, on Redis when `[cluster]`
+/// names one (a server, Sentinel or a Redis Cluster), else in memory;
+/// connects nothing yet.
 pub(super) fn shared_state(
     config: &Config,
     webhook: &WebhookSettings,
@@ -44,7 +45,11 @@ pub(super) fn shared_state(
     };
     let shared = Shared::redis(&settings, ttls, metrics.clone())
         .map_err(|e| StartError::Cluster(format!("{:?}", e.kind())))?;
-    tracing::info!(key_prefix = %settings.key_prefix, "fleet mode: shared state on Redis");
+    tracing::info!(
+        key_prefix = %settings.key_prefix,
+        redis = settings.target.kind(),
+        "fleet mode: shared state on Redis"
+    );
     Ok(shared)
 }
 

@@ -8,7 +8,7 @@ use tokio::{sync::watch, task::JoinHandle};
 use super::{StartError, connections::KillSwitch, embedded, setup::ListenerTlsSet};
 use crate::{
     auth::Authenticator,
-    channels::{ChannelRouter, ChannelSpec},
+    channels::{ChannelRouter, ChannelSpec, probe::Prober, rollout::Rollouts},
     cluster::Shared,
     config::Config,
     events::JourneyHub,
@@ -39,6 +39,10 @@ pub(super) struct Services {
     pub(super) shared: Shared,
     /// Who may call the public listener.
     pub(super) auth: Arc<Authenticator>,
+    /// The guarded rollout (its record in `shared`).
+    pub(super) rollouts: Arc<Rollouts>,
+    /// The conformance probe; `None` without `[probe] persons`.
+    pub(super) prober: Option<Arc<Prober>>,
 }
 
 /// What a reload re-reads and falls back to.

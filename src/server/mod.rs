@@ -33,6 +33,7 @@ mod fleet;
 mod gateway;
 mod listeners;
 mod reflection;
+mod rollout;
 mod runtime;
 mod setup;
 mod upstream;
@@ -46,7 +47,7 @@ use tokio::{
 use tonic_health::server::HealthReporter;
 
 use crate::{
-    api::{DocumentApi, JourneyAccess, JourneyApi, LivenessApi},
+    api::{ChannelAdmin, DocumentApi, JourneyAccess, JourneyApi, LivenessApi},
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
@@ -140,6 +141,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let services = build_services(&config, &mut up, &runtime, shared, metrics, auth)?;
     let mut launch = Launch::new(&config, &services, &up.config);
     launch.join_fleet(&config, &services).await;
+    launch.run_rollouts(&services);
     let (addrs, health) = launch
         .spawn(&config, sockets, &tls, webhook, &services, &runtime)
         .await?;
@@ -239,6 +241,7 @@ fn build_services(
         watch_settings(config),
         shared.directory.clone(),
     );
+    let (rollouts, prober) = rollout::services(config, &router, &core, &shared, &metrics);
     Ok(Services {
         router,
         hub,
@@ -247,6 +250,8 @@ fn build_services(
         metrics,
         shared,
         auth,
+        rollouts,
+        prober,
     })
 }
 
@@ -417,7 +422,7 @@ impl Launch {
         let accept = self.accept("admin", socket, &tls.admin);
         self.tasks.push(listeners::serve_admin(
             accept,
-            services.router.clone(),
+            ChannelAdmin::with_rollouts(services.rollouts.clone(), services.prober.clone()),
             &token,
             &config.serving,
             grpc_layer,

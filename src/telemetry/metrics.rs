@@ -142,6 +142,7 @@ struct Inner {
     idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
     guard: GuardSeries,
+    rollout: RolloutSeries,
     auth: AuthSeries,
     watch_journeys: Gauge,
     watch_watchers: Gauge,
@@ -383,6 +384,7 @@ mod hops;
 mod labels;
 mod otel;
 mod registry;
+mod rollout;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -396,6 +398,7 @@ use handles::Handles;
 pub use hops::PLAINTEXT_HOP_KINDS;
 use labels::LabelInterner;
 pub use labels::{ChannelLabel, http_status_label};
+use rollout::RolloutSeries;
 
 use otel::OtelRed;
 use upstream::{RejectedLabels, UpstreamLabels};

@@ -69,7 +69,10 @@ async fn serve() -> (SocketAddr, Arc<ChannelRouter>) {
         .unwrap(),
     );
     let (listener, addr) = bind_loopback().await;
-    let service = admin_service(router.clone(), &AdminToken::new(TOKEN).unwrap());
+    let service = admin_service(
+        idgate::api::ChannelAdmin::new(router.clone()),
+        &AdminToken::new(TOKEN).unwrap(),
+    );
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
@@ -161,6 +164,7 @@ async fn the_admin_service_lists_steers_and_drains_channels() {
                 mode: pb::RoutingMode::NamedChannel as i32,
                 channel: "alternative".into(),
                 weights: Vec::new(),
+                force: false,
             },
             &bearer,
         ))
@@ -213,6 +217,7 @@ async fn the_admin_service_rejects_unspecified_modes_and_unknown_channels() {
                 mode: pb::RoutingMode::Unspecified as i32,
                 channel: String::new(),
                 weights: Vec::new(),
+                force: false,
             },
             &bearer,
         ))
@@ -230,6 +235,7 @@ async fn the_admin_service_rejects_unspecified_modes_and_unknown_channels() {
                 mode: pb::RoutingMode::NamedChannel as i32,
                 channel: "ghost".into(),
                 weights: Vec::new(),
+                force: false,
             },
             &bearer,
         ))

@@ -16,6 +16,9 @@
 //! - `fleet`: replicas sharing state on a Redis of their own;
 //! - `prometheus`: the rules and dashboard of `deploy/`, with promtool and
 //!   a real Prometheus;
+//! - `deploy`: deploy/kubernetes/ against the Kubernetes schemas and the
+//!   gateway's own configuration, and the image's contract (unprivileged,
+//!   nothing writable);
 //! - `properties`: property tests of every parser of outside input;
 //! - `support`: the one shared copy of every launcher, fake and helper.
 //!
@@ -29,6 +32,7 @@
 mod access_log;
 mod auth;
 mod channels;
+mod deploy;
 mod docs;
 mod events;
 mod fleet;

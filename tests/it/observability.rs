@@ -23,8 +23,9 @@ use tokio_stream::StreamExt as _;
 
 use crate::support::{
     gateway::{self, TestGateway, reason},
+    metrics,
     otlp_collector::{CollectedSpan, kind},
-    telemetry::{Traced, parse_metrics},
+    telemetry::Traced,
 };
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -524,11 +525,7 @@ async fn metrics_after_a_journey_count_each_rpc_upstream_call_channel_and_webhoo
         .text()
         .await
         .expect("body");
-    let m = parse_metrics(&text);
-    let get = |series: &str| -> f64 {
-        *m.get(series)
-            .unwrap_or_else(|| panic!("no series {series} in\n{text}"))
-    };
+    let get = |series: &str| -> f64 { metrics::series(&text, series) };
     for method in [
         "idgate.v1.JourneyService/CreateJourney",
         "idgate.v1.LivenessService/StartSession3D",
@@ -573,9 +570,9 @@ async fn metrics_after_a_journey_count_each_rpc_upstream_call_channel_and_webhoo
         );
     }
     assert!(
-        !m.keys()
-            .any(|k| k.starts_with("idgate_upstream_requests_total")
-                && !k.contains("status=\"200\"")),
+        metrics::label_sets(&text, "idgate_upstream_requests_total")
+            .iter()
+            .all(|labels| labels.contains(&("status".to_owned(), "200".to_owned()))),
         "a healthy journey makes no failed upstream call:\n{text}"
     );
     for channel in ["primary", "alternative"] {
@@ -857,8 +854,7 @@ async fn plaintext_hops_off_loopback_are_warned_at_start_and_counted_by_kind() {
         0,
     )];
     let gw = gateway::start_gateway(config).await;
-    let exposition = gw.metrics().encode().expect("encode");
-    let metrics = parse_metrics(&exposition);
+    let exposition = metrics::of(gw.metrics());
     for (hop, count) in [
         ("channel", 1.0),
         ("upstream", 0.0),
@@ -866,8 +862,8 @@ async fn plaintext_hops_off_loopback_are_warned_at_start_and_counted_by_kind() {
         ("otlp", 0.0),
     ] {
         assert_eq!(
-            metrics.get(&format!("idgate_plaintext_hops{{hop=\"{hop}\"}}")),
-            Some(&count),
+            metrics::value(&exposition, "idgate_plaintext_hops", &[("hop", hop)]),
+            count,
             "{hop}"
         );
     }
@@ -887,10 +883,10 @@ async fn plaintext_hops_off_loopback_are_warned_at_start_and_counted_by_kind() {
     // The embedded sandbox alone: every hop on loopback, nothing warned.
     let (logs, _default) = crate::support::telemetry::quiet_telemetry();
     let gw = gateway::start_gateway(gateway::test_config()).await;
-    let metrics = parse_metrics(&gw.metrics().encode().expect("encode"));
+    let exposition = metrics::of(gw.metrics());
     assert_eq!(
-        metrics.get("idgate_plaintext_hops{hop=\"channel\"}"),
-        Some(&0.0)
+        metrics::value(&exposition, "idgate_plaintext_hops", &[("hop", "channel")]),
+        0.0
     );
     gw.shutdown().await;
     assert!(

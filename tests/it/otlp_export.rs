@@ -119,7 +119,14 @@ async fn red_metrics_reach_an_otlp_collector_beside_the_prometheus_endpoint() {
         tokio::task::yield_now().await;
     }
     // And /metrics still serves the same series.
-    let text = gw.metrics().encode().expect("encode");
-    assert!(text.contains("idgate_rpc_requests_total"), "{text}");
+    let text = crate::support::metrics::of(gw.metrics());
+    assert!(
+        crate::support::metrics::sum(
+            &text,
+            "idgate_rpc_requests_total",
+            &[("method", "idgate.v1.JourneyService/CreateJourney")],
+        ) >= 1.0,
+        "{text}"
+    );
     gw.shutdown().await;
 }

@@ -25,7 +25,7 @@ use std::{
 };
 
 use idgate::{
-    channels::BreakerConfig,
+    channels::{BreakerConfig, rollout::RolloutConfig},
     domain::Operation,
     proto::v1,
     sandbox::{FaultAction, FaultRule, samples},
@@ -79,6 +79,7 @@ const ALERTS_EXPECTED: &[(&str, &[(&str, &str)])] = &[
         "IdgateRpcErrorRatioHigh",
         &[("method", "idgate.v1.LivenessService/VerifyLiveness3D")],
     ),
+    ("IdgateRolloutRolledBack", &[("breach", "circuit_open")]),
 ];
 
 // ---------------------------------------------------------------- paths
@@ -311,7 +312,8 @@ fn the_dashboard_is_a_grafana_model_with_unique_ids_and_a_datasource_variable() 
             "RPCs",
             "Vendor channels",
             "Webhook",
-            "Saturation"
+            "Saturation",
+            "Rollout",
         ]
     );
 
@@ -572,8 +574,53 @@ async fn start_gateway() -> TestGateway {
             base_ejection_ms: 600_000,
             max_ejection_ms: 600_000,
         };
+        config.rollout = RolloutConfig {
+            tick_ms: 50,
+            lease_ms: 500,
+            min_step_secs: 0,
+        };
     })
     .await
+}
+
+/// A guarded rollout to the primary, whose breaker the rounds left open:
+/// the driver rolls it back at once (`circuit_open`).
+async fn rolled_back_rollout(gw: &TestGateway) {
+    let mut admin = gw.admin().await;
+    admin
+        .start_rollout(v1::StartRolloutRequest {
+            to: "primary".into(),
+            from: "alternative".into(),
+            steps: vec![50, 100],
+            step_duration: Some(prost_types::Duration {
+                seconds: 0,
+                nanos: 0,
+            }),
+            min_sessions: Some(1),
+            max_error_rate: None,
+            max_pass_rate_drop: None,
+            force: false,
+        })
+        .await
+        .expect("start rollout");
+    let give_up = std::time::Instant::now() + WAIT;
+    loop {
+        let rollout = admin
+            .get_rollout(v1::GetRolloutRequest {})
+            .await
+            .expect("get rollout")
+            .into_inner()
+            .rollout
+            .expect("the rollout");
+        if rollout.state() == v1::RolloutState::RolledBack {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "not rolled back: {rollout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn create(gw: &TestGateway) -> v1::CreateJourneyResponse {
@@ -760,6 +807,8 @@ async fn every_rule_alert_and_panel_query_returns_data_from_a_real_prometheus() 
         scenario_round(&gw, round).await;
         prometheus.scraped_after(unix_now()).await;
     }
+    rolled_back_rollout(&gw).await;
+    prometheus.scraped_after(unix_now()).await;
 
     // Every rule group evaluated after the last scrape became visible, so
     // recorded series include the second round.

@@ -41,7 +41,8 @@ fn blank_tokens_are_refused_and_debug_is_redacted() {
 #[test]
 fn an_admin_token_with_surrounding_whitespace_is_stored_trimmed() {
     let token = "t".repeat(MIN_ADMIN_TOKEN_CHARS);
-    let path = std::env::temp_dir().join(format!("idgate-admin-ws-{}", uuid::Uuid::new_v4()));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ws");
     std::fs::write(&path, format!("  {token}\t \r\n")).unwrap();
     let resolved = AdminConfig {
         token_file: Some(path),
@@ -57,8 +58,7 @@ fn an_admin_token_with_surrounding_whitespace_is_stored_trimmed() {
     assert!(
         AdminConfig {
             token_file: Some({
-                let p =
-                    std::env::temp_dir().join(format!("idgate-admin-pad-{}", uuid::Uuid::new_v4()));
+                let p = dir.path().join("pad");
                 std::fs::write(&p, padded).unwrap();
                 p
             }),
@@ -72,9 +72,9 @@ fn an_admin_token_with_surrounding_whitespace_is_stored_trimmed() {
 
 #[test]
 fn a_short_admin_token_is_refused_and_a_missing_one_only_disables_the_listener() {
-    let dir = std::env::temp_dir();
+    let dir = tempfile::tempdir().unwrap();
     let file = |name: &str, token: &str| {
-        let path = dir.join(format!("idgate-admin-{name}-{}", uuid::Uuid::new_v4()));
+        let path = dir.path().join(name);
         std::fs::write(&path, token).unwrap();
         AdminConfig {
             token_file: Some(path),

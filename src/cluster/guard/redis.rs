@@ -12,7 +12,8 @@
 //!   profile and the `request_id`; the request digest is keyed (HMAC under a key derived
 //!   from the sealing key): no CPF, name or birth date in clear.
 //! - `{p}budget:<operator>:<operation>:<window>`: the window's counter,
-//!   expiring when the window closes.
+//!   expiring when the window closes (`{p}{budget:<operator>}:...` on a
+//!   Redis Cluster: one script counts an operator's windows together).
 //! - `{p}profile:<journey ref>`: the operator profile that created the
 //!   journey (only with several profiles), for billing later calls.
 
@@ -92,8 +93,14 @@ impl RedisGuard {
         self.conn.key(&format!("idem:{key}"))
     }
 
+    /// `{p}{budget:<operator>}:<rest>`. One take counts the windows of one
+    /// operator (its own and its callers') in one script, so the operator
+    /// is the hash tag (one Redis Cluster slot).
     fn budget_key(&self, name: &str) -> String {
-        self.conn.key(&format!("budget:{name}"))
+        match name.split_once(':') {
+            Some((operator, rest)) => self.conn.tagged_key(&format!("budget:{operator}"), rest),
+            None => self.conn.tagged_key("budget", name),
+        }
     }
 
     fn profile_key(&self, j: &JourneyRef) -> String {

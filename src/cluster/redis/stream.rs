@@ -4,7 +4,9 @@
 //! stream `{p}{fleet}:events` (`XADD ... MAXLEN ~ stream_max_len`, so it
 //! stays bounded). Each replica reads it on a connection of its own
 //! (`XREAD BLOCK`, never on the shared command connection, which a
-//! blocking read would stall) from the last entry it processed. A replica
+//! blocking read would stall; [`super::link::Link::open_reader`]: the
+//! server, the master the sentinels name, or a cluster connection of its
+//! own routed to the stream's slot) from the last entry it processed. A replica
 //! that loses Redis for a while therefore reads, once back, every event
 //! appended meanwhile (as long as the stream still holds them) and ends
 //! those watches at once, instead of leaving them to polling as pub/sub
@@ -23,14 +25,14 @@
 //! keeping its position.
 //!
 //! Hash tag: a control change writes its keys and the stream in one
-//! `MULTI`, so the stream and the control keys share [`FLEET_TAG`] (one
-//! Redis Cluster slot).
+//! `MULTI`, so the stream and the control keys share the hash tag
+//! [`FLEET_GROUP`] (`{p}{fleet}:...`: one Redis Cluster slot).
 
 use std::{sync::Arc, time::Duration};
 
-use redis::{AsyncConnectionConfig, Value, aio::MultiplexedConnection, streams::StreamReadReply};
+use redis::{Value, streams::StreamReadReply};
 
-use super::{Body, Message, RedisConn, now_ms};
+use super::{Body, Message, RedisConn, link::Reader, now_ms};
 use crate::{
     cluster::{ControlState, FleetEvent, FleetNotice, control::RedisControl},
     domain::JourneyRef,
@@ -39,8 +41,9 @@ use crate::{
 /// The current control state of this replica, used to seed an empty Redis.
 pub type SeedFn = Arc<dyn Fn() -> ControlState + Send + Sync>;
 
-/// The hash tag of every key written together with the stream.
-pub(in crate::cluster) const FLEET_TAG: &str = "{fleet}";
+/// The hash-tag group of every key written together with the stream
+/// ([`RedisConn::tagged_key`]).
+pub(in crate::cluster) const FLEET_GROUP: &str = "fleet";
 
 /// How long one `XREAD` waits for new entries. Also how often the
 /// supervisor looks at the up flag while the stream is quiet.
@@ -59,7 +62,7 @@ const START_MARGIN: Duration = Duration::from_secs(1);
 
 /// `{p}{fleet}:events`.
 pub(in crate::cluster) fn stream_key(conn: &RedisConn) -> String {
-    conn.key(&format!("{FLEET_TAG}:events"))
+    conn.tagged_key(FLEET_GROUP, "events")
 }
 
 /// `XADD {p}{fleet}:events MAXLEN ~ N * m <message>`: `body` told to the
@@ -126,18 +129,11 @@ async fn connect(
     control: &RedisControl,
     seed: &SeedFn,
     reconnecting_from: Option<&str>,
-) -> Result<MultiplexedConnection, &'static str> {
-    let config = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(conn.connect_timeout()))
-        .set_response_timeout(Some(BLOCK + conn.command_timeout()));
-    let mut reader = tokio::time::timeout(
-        conn.connect_timeout() + conn.command_timeout(),
-        conn.client()
-            .get_multiplexed_async_connection_with_config(&config),
-    )
-    .await
-    .map_err(|_| "connect timeout")?
-    .map_err(|_| "connect failed")?;
+) -> Result<Reader, &'static str> {
+    let mut reader = conn
+        .link()
+        .open_reader(conn.connect_timeout(), BLOCK + conn.command_timeout())
+        .await?;
     if let Some(at) = reconnecting_from {
         warn_if_trimmed(conn, &mut reader, at).await;
     }
@@ -152,7 +148,7 @@ async fn connect(
 /// outage longer than `stream_max_len` events): their watchers end by
 /// polling. Redis 7 says so (`max-deleted-entry-id` of `XINFO STREAM`);
 /// earlier releases do not, and nothing is said.
-async fn warn_if_trimmed(conn: &RedisConn, reader: &mut MultiplexedConnection, position: &str) {
+async fn warn_if_trimmed(conn: &RedisConn, reader: &mut Reader, position: &str) {
     let info: redis::RedisResult<std::collections::HashMap<String, Value>> = redis::cmd("XINFO")
         .arg("STREAM")
         .arg(stream_key(conn))
@@ -181,7 +177,7 @@ fn entry_id(id: &str) -> (u64, u64) {
 async fn read(
     conn: &RedisConn,
     control: &RedisControl,
-    reader: &mut MultiplexedConnection,
+    reader: &mut Reader,
     position: &mut String,
 ) -> Result<(), ()> {
     let started = std::time::Instant::now();

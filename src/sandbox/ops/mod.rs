@@ -79,7 +79,8 @@ pub(crate) async fn serve(
     }
     let span_for_journey = span.clone();
     let response = async {
-        let fault = app.faults.on_call(op, channel_name);
+        let person = input.as_ref().ok().and_then(|i| app.store.person_of(i));
+        let fault = app.faults.on_call(op, channel_name, person.as_deref());
         if let Some(rule) = &fault {
             if rule.latency_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(rule.latency_ms)).await;

@@ -318,6 +318,23 @@ impl Store {
         Ok((outcome, protocol))
     }
 
+    /// The CPF behind the appkey a call names (JSON or form field
+    /// `appkey`), for share faults.
+    pub(crate) fn person_of(&self, input: &super::input::Input) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Form {
+            appkey: String,
+        }
+        let appkey = match input.json_object() {
+            Some(o) => o.get("appkey")?.as_str()?.to_owned(),
+            None => input.form::<Form>()?.appkey,
+        };
+        lock(&self.inner)
+            .appkeys
+            .get(&appkey)
+            .map(|r| r.user.cpf.clone())
+    }
+
     /// 401 unless the appkey exists and has not expired.
     pub(crate) fn require_live(&self, appkey: &str, now: OffsetDateTime) -> Result<(), Reject> {
         self.locked(now).live_appkey(appkey, now).map(|_| ())

@@ -14,9 +14,8 @@ use tower::Layer;
 
 use super::Accept;
 use crate::{
-    api::{AdminServer, DocumentApi, JourneyApi, LivenessApi, admin_service},
+    api::{AdminServer, ChannelAdmin, DocumentApi, JourneyApi, LivenessApi, admin_service},
     auth::AuthLayer,
-    channels::ChannelRouter,
     config::ServingConfig,
     domain::AdminToken,
     proto::{
@@ -122,7 +121,7 @@ pub(in crate::server) async fn serve_public(
 /// alone.
 pub(in crate::server) fn serve_admin(
     accept: Accept,
-    router: Arc<ChannelRouter>,
+    admin: ChannelAdmin,
     token: &AdminToken,
     serving: &ServingConfig,
     layer: GrpcServerLayer,
@@ -130,7 +129,7 @@ pub(in crate::server) fn serve_admin(
 ) -> Result<JoinHandle<()>, StartError> {
     let router = grpc_server(serving)
         .layer(layer)
-        .add_service(admin_service(router, token));
+        .add_service(admin_service(admin, token));
     let router = add_reflection(
         router,
         &[<AdminServer as NamedService>::NAME],

@@ -33,6 +33,7 @@ impl Metrics {
         let watch_notice_timeouts = Counter::default();
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
+        let rollout = RolloutSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
         let plaintext_hops = hops::register(&mut registry);
         let auth = AuthSeries::register(&mut registry);
@@ -172,6 +173,7 @@ impl Metrics {
                 otel: OtelRed::new(),
                 cluster,
                 guard,
+                rollout,
                 channels: channel_series,
                 auth,
                 core_label: labels_interner.channel(CORE_CHANNEL),

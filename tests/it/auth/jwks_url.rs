@@ -92,9 +92,7 @@ async fn a_rotation_at_the_url_is_picked_up_in_the_background_and_a_failed_fetch
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     loop {
         let metrics = gw.metrics_text().await;
-        if crate::support::telemetry::parse_metrics(&metrics)
-            .get("idgate_auth_jwks_fetch_failures_total")
-            .is_some_and(|v| *v >= 1.0)
+        if crate::support::metrics::series(&metrics, "idgate_auth_jwks_fetch_failures_total") >= 1.0
         {
             break;
         }

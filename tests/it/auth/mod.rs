@@ -51,11 +51,11 @@ pub async fn gateway_with(auth: AuthConfig, edit: impl FnOnce(&mut Config)) -> T
 }
 
 /// The value of the `idgate_auth_refusals_total` series of `reason` and
-/// `cause` in `metrics` (0 when absent).
+/// `cause` in `metrics` (0 for a pair never counted; a panic if the
+/// metric is not declared at all).
 pub fn refusals(metrics: &str, reason: &str, cause: &str) -> f64 {
-    let series = format!("idgate_auth_refusals_total{{reason=\"{reason}\",cause=\"{cause}\"}}");
-    crate::support::telemetry::parse_metrics(metrics)
-        .get(&series)
-        .copied()
-        .unwrap_or(0.0)
+    crate::support::metrics::counted(
+        metrics,
+        &format!("idgate_auth_refusals_total{{reason=\"{reason}\",cause=\"{cause}\"}}"),
+    )
 }

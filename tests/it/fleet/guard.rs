@@ -13,7 +13,7 @@ use super::EVENT_WAIT;
 use crate::gateway::guard::budget;
 use crate::support::{
     fleet::Fleet,
-    gateway::{TestGateway, happy_person, reason},
+    gateway::{TestGateway, assert_error, happy_person, reason, retryable},
     net::gated_proxy,
     redis::RedisServer,
     wait::{Gate, eventually},
@@ -106,7 +106,7 @@ async fn one_request_id_on_two_replicas_at_once_makes_one_appkey_call_and_one_ap
     eventually(
         "replica b joined the call in flight on a",
         EVENT_WAIT,
-        async || idempotency_count(&b_metrics, "joined_in_flight") >= 1,
+        async || idempotency_reached(&b_metrics, "joined_in_flight", 1),
     )
     .await;
     gate.open();
@@ -203,8 +203,7 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
             .create_journey(request("FLEETREF3", ""))
             .await
             .unwrap_err();
-        assert_eq!(err.code(), Code::ResourceExhausted);
-        assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+        assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
         let delay = err
             .get_details_retry_info()
             .and_then(|r| r.retry_delay)
@@ -225,14 +224,21 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
     let dump = redis_dump(&fleet.redis).await;
     assert!(
         dump.iter()
-            .any(|(k, v)| k == "idgate:budget:default:create_journey:minute" && v == "3"),
+            .any(|(k, v)| k == "idgate:{budget:default}:create_journey:minute" && v == "3"),
         "{dump:?}"
     );
-    let text = fleet.replicas[0].gateway.metrics().encode().unwrap();
-    assert!(
-        text.contains(
-            "idgate_budget_remaining{operator=\"default\",operation=\"create_journey\",window=\"minute\"} 0"
+    let text = crate::support::metrics::of(fleet.replicas[0].gateway.metrics());
+    assert_eq!(
+        crate::support::metrics::value(
+            &text,
+            "idgate_budget_remaining",
+            &[
+                ("operator", "default"),
+                ("operation", "create_journey"),
+                ("window", "minute"),
+            ],
         ),
+        0.0,
         "{text}"
     );
     fleet.stop().await;
@@ -281,8 +287,11 @@ async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_repl
         .sum::<u64>();
     // ...and on another replica, which learns the profile from Redis.
     let err = b.start_3d(&second.appkey).await.unwrap_err();
-    assert_eq!(err.code(), Code::ResourceExhausted);
-    assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+    assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
+    assert!(
+        retryable(&err),
+        "docs/api.md: retry when the window reopens"
+    );
     assert_eq!(
         fleet
             .sandbox
@@ -321,9 +330,8 @@ async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica()
         .create_journey(request("FLEETREF5", REQUEST_ID))
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::Unavailable);
-    assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
-    assert!(err.get_details_retry_info().is_some());
+    assert_error(&err, Code::Unavailable, "CLUSTER_UNAVAILABLE");
+    assert!(retryable(&err), "docs/api.md: retry when Redis is back");
     assert_eq!(fleet.appkey_calls(), before);
     // Budgets: each replica counts alone (one call each), then refuses.
     for r in &fleet.replicas {
@@ -333,17 +341,23 @@ async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica()
             .create_journey(request("FLEETREF5", ""))
             .await
             .unwrap_err();
-        assert_eq!(reason(&err), "BUDGET_EXCEEDED");
+        assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
+        assert!(
+            retryable(&err),
+            "docs/api.md: retry when the window reopens"
+        );
     }
     assert_eq!(fleet.appkey_calls(), before + 2);
     fleet.stop().await;
 }
 
-/// `idgate_idempotent_requests_total{outcome=...}` in `metrics`' exposition.
-fn idempotency_count(metrics: &idgate::telemetry::Metrics, outcome: &str) -> u64 {
-    let prefix = format!("idgate_idempotent_requests_total{{outcome=\"{outcome}\"}} ");
-    let text = metrics.encode().expect("encode metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse().expect("counter value"))
+/// Whether `idgate_idempotent_requests_total{outcome=...}` in `metrics`
+/// has reached `n` (false while that series is not exposed: a wait on a
+/// renamed metric fails at its deadline).
+fn idempotency_reached(metrics: &idgate::telemetry::Metrics, outcome: &str, n: u64) -> bool {
+    crate::support::metrics::reached(
+        &crate::support::metrics::of(metrics),
+        &format!("idgate_idempotent_requests_total{{outcome=\"{outcome}\"}}"),
+        n as f64,
+    )
 }

@@ -5,7 +5,7 @@
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
-    gateway::{by_ref, drain_within, happy_person, reason},
+    gateway::{assert_error, by_ref, drain_within, happy_person, retryable},
 };
 use idgate::domain::Operation;
 
@@ -27,7 +27,8 @@ async fn journey_refs_and_3d_sessions_resolve_on_a_replica_other_than_the_creato
         .verify_3d(&created.appkey, &s.session_token, wrong)
         .await
         .unwrap_err();
-    assert_eq!(reason(&err), "CHANNEL_MISMATCH");
+    assert_error(&err, tonic::Code::FailedPrecondition, "CHANNEL_MISMATCH");
+    assert!(!retryable(&err), "docs/api.md: not retryable");
     let v = c
         .verify_3d(&created.appkey, &s.session_token, "")
         .await

@@ -1,8 +1,8 @@
 //! Gateway replicas sharing journey state on Redis (issue 11), each test
 //! on a fleet of its own: a `redis-server` on a free loopback port (never
 //! the machine's shared 6379), one sandbox, and replicas pointed at both,
-//! all over real sockets (`support::fleet`, `support::redis`). Waits are
-//! bounded polls.
+//! all over real sockets (`support::fleet`, `support::redis`). Waits are on
+//! the event, bounded only against a hang (no timed assertion).
 //!
 //! - `notices`: a completion notice on one replica reaches every other,
 //!   deduplicated fleet-wide, and one cut off from Redis reads it once back;
@@ -14,20 +14,23 @@
 //! - `secrecy`: nothing personal in clear in Redis or in its spans;
 //! - `guard`: idempotent `CreateJourney` and budgets across replicas;
 //! - `figures`: vendor figures of every replica, through any one;
-//! - `tls`: `rediss://` with a private CA (`[cluster] ca_file`).
-
-use std::time::Duration;
+//! - `tls`: `rediss://` with a private CA (`[cluster] ca_file`);
+//! - `failover`: a Sentinel set loses its master mid-run and the fleet
+//!   follows the promoted replica;
+//! - `redis_cluster`: the fleet on a three-master Redis Cluster;
+//! - `rollout`: a guarded rollout carried on by another replica when its
+//!   driver stops.
 
 pub use crate::support::wait::EVENT_WAIT;
 
-/// How soon a fleet-wide change must reach every replica (issue 11).
-pub const FLEET_BOUND: Duration = Duration::from_secs(1);
-
+mod failover;
 mod figures;
 mod guard;
 mod journeys;
 mod notices;
 mod outage;
+mod redis_cluster;
+mod rollout;
 mod routing;
 mod secrecy;
 mod tls;

@@ -1,13 +1,11 @@
 //! Completion notices across a fleet: a notice posted to any replica ends
-//! the watches on every other within the fleet bound, with one result read
+//! the watches on every other, with one result read
 //! per watching replica, and a delivery seen once is a duplicate on every
 //! replica. A replica cut off from Redis reads, once back, the notices
 //! and control changes it missed, and one started without Redis those
 //! appended since it started.
 
-use tokio::time::Instant;
-
-use super::{EVENT_WAIT, FLEET_BOUND};
+use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
     gateway::{by_appkey, by_ref, drain_within, happy_person},
@@ -17,7 +15,8 @@ use crate::support::{
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_per_replica() {
-    // A 30 s grace: only the fanned-out notice can end these watches in time.
+    // A 30 s grace, longer than the wait below (which only bounds a
+    // hang): only the fanned-out notice can end these watches.
     let fleet = Fleet::start(3, 30).await;
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
     let created = fleet.finished_journey(0).await;
@@ -28,18 +27,15 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
     let b2 = b.watch(by_appkey(&created.appkey)).await;
     let c1 = c.watch(by_appkey(&created.appkey)).await;
 
-    let posted = Instant::now();
     assert_eq!(
         a.post_notice("Completo", &created.appkey, Some("msg_fleet_1"))
             .await,
         (202, "accepted".to_owned())
     );
     for stream in [b1, b2, c1] {
-        let (items, end) = drain_within(stream, FLEET_BOUND).await;
+        let (items, end) = drain_within(stream, EVENT_WAIT).await;
         assert_complete(&items, &end);
     }
-    let elapsed = posted.elapsed();
-    assert!(elapsed < FLEET_BOUND, "{elapsed:?}");
     assert_eq!(
         fleet.result_reads() - reads_before,
         2,
@@ -57,7 +53,7 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
     let heard_on_c = c.gateway.hub().stats().notices_received;
     let other = b.create_journey_for(happy_person()).await;
     assert_eq!(b.post_notice("Erro", &other.appkey, None).await.0, 202);
-    eventually("C hears the later notice", FLEET_BOUND, async || {
+    eventually("C hears the later notice", EVENT_WAIT, async || {
         c.gateway.hub().stats().notices_received > heard_on_c
     })
     .await;
@@ -68,9 +64,9 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
         "B: the first (fleet) and its own"
     );
     assert_eq!(
-        b.metric("idgate_webhooks_total{outcome=\"duplicate\"} ")
+        b.metric("idgate_webhooks_total{outcome=\"duplicate\"}")
             .await,
-        Some(1.0)
+        1.0
     );
     assert_eq!(
         fleet.result_reads() - reads_before,

@@ -5,10 +5,10 @@
 
 use idgate::proto::v1;
 
-use super::{EVENT_WAIT, FLEET_BOUND};
+use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
-    gateway::{by_appkey, by_ref, drain_within, happy_person, reason},
+    gateway::{assert_error, by_appkey, by_ref, drain_within, happy_person, retryable},
     redis::RedisServer,
     wait::eventually,
 };
@@ -18,14 +18,11 @@ async fn with_redis_stopped_core_rpcs_work_admin_changes_are_refused_and_the_fle
 {
     // A 1 s grace: with Redis down, watchers on other replicas poll.
     let mut fleet = Fleet::start(3, 1).await;
-    assert_eq!(
-        fleet.replicas[0].metric("idgate_cluster_up ").await,
-        Some(1.0)
-    );
+    assert_eq!(fleet.replicas[0].metric("idgate_cluster_up").await, 1.0);
 
     fleet.stop_redis().await;
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
-    assert_eq!(a.metric("idgate_cluster_up ").await, Some(0.0));
+    assert_eq!(a.metric("idgate_cluster_up").await, 0.0);
 
     // Core RPCs: create, liveness (with the hint), documents, result.
     let created = b.create_journey_for(happy_person()).await;
@@ -44,8 +41,8 @@ async fn with_redis_stopped_core_rpcs_work_admin_changes_are_refused_and_the_fle
             .unwrap_err(),
         c.undrain("alternative").await.unwrap_err(),
     ] {
-        assert_eq!(err.code(), tonic::Code::Unavailable);
-        assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
+        assert_error(&err, tonic::Code::Unavailable, "CLUSTER_UNAVAILABLE");
+        assert!(retryable(&err), "docs/api.md: retry when Redis is back");
     }
     assert!(!a.drained("primary").await);
     assert_eq!(b.list_channels().await.mode(), v1::RoutingMode::Auto);
@@ -66,9 +63,9 @@ async fn with_redis_stopped_core_rpcs_work_admin_changes_are_refused_and_the_fle
     fleet.redis.restart();
     fleet.all_up().await;
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
-    assert_eq!(a.metric("idgate_cluster_up ").await, Some(1.0));
+    assert_eq!(a.metric("idgate_cluster_up").await, 1.0);
     a.drain("primary").await.expect("drain once Redis is back");
-    eventually("B and C see the drain", FLEET_BOUND, async || {
+    eventually("B and C see the drain", EVENT_WAIT, async || {
         b.drained("primary").await && c.drained("primary").await
     })
     .await;
@@ -84,7 +81,7 @@ async fn a_password_protected_redis_admits_replicas_with_the_password_only() {
     let mut fleet = Fleet::start_on(redis, 2, 30).await;
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
     a.drain("primary").await.expect("drain with the password");
-    eventually("B sees the drain", FLEET_BOUND, async || {
+    eventually("B sees the drain", EVENT_WAIT, async || {
         b.drained("primary").await
     })
     .await;
@@ -97,7 +94,8 @@ async fn a_password_protected_redis_admits_replicas_with_the_password_only() {
     assert!(!c.gateway.shared_state().is_up());
     assert!(!c.list_channels().await.fleet_control);
     let err = c.undrain("primary").await.unwrap_err();
-    assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
+    assert_error(&err, tonic::Code::Unavailable, "CLUSTER_UNAVAILABLE");
+    assert!(retryable(&err), "docs/api.md: retry when Redis is back");
     assert!(fleet.replicas[0].drained("primary").await);
     fleet.stop().await;
 }

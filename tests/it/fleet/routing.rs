@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use idgate::{domain::Operation, proto::v1};
 
-use super::FLEET_BOUND;
+use super::EVENT_WAIT;
 use crate::support::{
     fleet::Fleet,
     gateway::{TestGateway, happy_person},
@@ -50,7 +50,7 @@ async fn a_drain_or_mode_change_on_one_replica_applies_to_all_and_to_a_replica_s
     );
 
     a.drain("primary").await.expect("drain on A");
-    eventually("B and C see the drain", FLEET_BOUND, async || {
+    eventually("B and C see the drain", EVENT_WAIT, async || {
         b.drained("primary").await && c.drained("primary").await
     })
     .await;
@@ -67,7 +67,7 @@ async fn a_drain_or_mode_change_on_one_replica_applies_to_all_and_to_a_replica_s
     c.try_set_mode(v1::RoutingMode::ForceAlternative)
         .await
         .expect("mode on C");
-    eventually("A and B take the mode", FLEET_BOUND, async || {
+    eventually("A and B take the mode", EVENT_WAIT, async || {
         a.list_channels().await.mode() == v1::RoutingMode::ForceAlternative
             && b.list_channels().await.mode() == v1::RoutingMode::ForceAlternative
     })
@@ -90,7 +90,7 @@ async fn a_drain_or_mode_change_on_one_replica_applies_to_all_and_to_a_replica_s
     d.try_set_mode(v1::RoutingMode::Auto).await.unwrap();
     d.undrain("primary").await.unwrap();
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
-    eventually("A, B and C see the undrain", FLEET_BOUND, async || {
+    eventually("A, B and C see the undrain", EVENT_WAIT, async || {
         !a.drained("primary").await && !b.drained("primary").await && !c.drained("primary").await
     })
     .await;
@@ -107,7 +107,7 @@ async fn a_contingency_hold_started_on_one_replica_steers_every_replica_to_the_a
     assert_eq!((s.channel.as_str(), s.contingency), ("primary", true));
     fleet.sandbox.set_contingency("primary", false).unwrap();
 
-    eventually("B and C hold off the primary", FLEET_BOUND, async || {
+    eventually("B and C hold off the primary", EVENT_WAIT, async || {
         b.gateway.router().snapshot().contingency_hold_active
             && c.gateway.router().snapshot().contingency_hold_active
     })
@@ -130,7 +130,7 @@ async fn a_weighted_split_set_on_one_replica_applies_to_all_and_a_journey_picks_
     a.set_weighted(&[("primary", 50), ("alternative", 50)])
         .await
         .expect("weighted mode on A");
-    eventually("B takes the split", FLEET_BOUND, async || {
+    eventually("B takes the split", EVENT_WAIT, async || {
         b.split().await == "primary=50,alternative=50"
     })
     .await;
@@ -154,7 +154,7 @@ async fn a_weighted_split_set_on_one_replica_applies_to_all_and_a_journey_picks_
     b.set_weighted(&[("primary", 0), ("alternative", 1)])
         .await
         .expect("weights on B");
-    eventually("A takes the new weights", FLEET_BOUND, async || {
+    eventually("A takes the new weights", EVENT_WAIT, async || {
         a.split().await == "primary=0,alternative=1"
     })
     .await;

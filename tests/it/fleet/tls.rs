@@ -3,7 +3,7 @@
 //! share notices and drains through it; a replica trusting only the
 //! system's roots does not reach it and refuses fleet-wide changes.
 
-use super::{EVENT_WAIT, FLEET_BOUND};
+use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
     gateway::{by_appkey, drain_within, reason},
@@ -15,7 +15,8 @@ use crate::support::{
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_are_refused() {
     let ca = TestCa::new();
-    let redis = RedisServer::start_tls(&ca);
+    let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
+    let redis = RedisServer::start_tls(cert, key, ca.ca_file());
     assert!(redis.url().starts_with("rediss://"));
     let mut fleet = Fleet::start_on(redis, 0, 30).await;
     let ca_file = ca.ca_file();
@@ -34,7 +35,7 @@ async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_a
     let (items, end) = drain_within(watcher, EVENT_WAIT).await;
     assert_complete(&items, &end);
     a.drain("primary").await.expect("drain over TLS");
-    eventually("B sees the drain", FLEET_BOUND, async || {
+    eventually("B sees the drain", EVENT_WAIT, async || {
         b.drained("primary").await
     })
     .await;

@@ -99,7 +99,7 @@ impl Gated {
     async fn joined(&self, n: u64) {
         let metrics = self.gw.gateway.metrics().clone();
         eventually("a call joined the one in flight", EVENT_WAIT, async || {
-            idempotency_count(&metrics, "joined_in_flight") >= n
+            idempotency_reached(&metrics, "joined_in_flight", n)
         })
         .await;
     }
@@ -400,11 +400,13 @@ async fn a_budget_window_at_80_percent_logs_one_warning_without_caller_data() {
     traced.finish().await;
 }
 
-/// `idgate_idempotent_requests_total{outcome=...}` in `metrics`' exposition.
-fn idempotency_count(metrics: &idgate::telemetry::Metrics, outcome: &str) -> u64 {
-    let prefix = format!("idgate_idempotent_requests_total{{outcome=\"{outcome}\"}} ");
-    let text = metrics.encode().expect("encode metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .map_or(0, |v| v.trim().parse().expect("counter value"))
+/// Whether `idgate_idempotent_requests_total{outcome=...}` in `metrics`
+/// has reached `n` (false while that series is not exposed: a wait on a
+/// renamed metric fails at its deadline).
+fn idempotency_reached(metrics: &idgate::telemetry::Metrics, outcome: &str, n: u64) -> bool {
+    crate::support::metrics::reached(
+        &crate::support::metrics::of(metrics),
+        &format!("idgate_idempotent_requests_total{{outcome=\"{outcome}\"}}"),
+        n as f64,
+    )
 }

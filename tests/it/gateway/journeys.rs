@@ -57,11 +57,22 @@ fn document_photos(result: &v1::JourneyResult) -> Vec<Vec<u8>> {
 #[tokio::test]
 async fn a_3d_journey_completes_with_liveness_bureau_biometrics_and_photos() {
     let gw = TestGateway::start().await;
+    let before = time::OffsetDateTime::now_utc().unix_timestamp();
     let created = gw.create_journey_for(happy_person()).await;
+    let after = time::OffsetDateTime::now_utc().unix_timestamp();
     assert!(!created.appkey.is_empty());
     assert!(!created.journey_ref.is_empty());
     assert!(!created.journey_ref.contains(&created.appkey));
-    assert!(created.expire_time.is_some());
+    // The appkey's validity from its creation: the embedded sandbox's
+    // upstream settings are the defaults ([upstream] appkey_ttl_secs).
+    let ttl = idgate::upstream::UpstreamConfig::default().appkey_ttl_secs as i64;
+    let expires = created.expire_time.expect("expire_time").seconds;
+    assert!(
+        (before + ttl..=after + ttl).contains(&expires),
+        "{expires} not within [{}, {}]",
+        before + ttl,
+        after + ttl
+    );
     let appkey = created.appkey;
 
     let verdict = gw

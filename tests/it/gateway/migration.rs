@@ -204,6 +204,7 @@ async fn a_malformed_weighted_mode_is_invalid_argument_naming_the_field_and_chan
                 mode: RoutingMode::Weighted as i32,
                 channel: String::new(),
                 weights: split.clone(),
+                force: false,
             })
             .await
             .unwrap_err();
@@ -217,6 +218,7 @@ async fn a_malformed_weighted_mode_is_invalid_argument_naming_the_field_and_chan
             mode: RoutingMode::Auto as i32,
             channel: String::new(),
             weights: weights(&[("primary", 1)]),
+            force: false,
         })
         .await
         .unwrap_err();
@@ -375,8 +377,14 @@ async fn channels_compare_sums_the_replicas_and_shows_the_pass_rates_and_latenci
         tally("alternative", false, Some(0)) as f64,
         "{metrics}"
     );
-    assert!(
-        metrics.contains("idgate_channel_verification_duration_seconds_bucket{"),
+    // Each of them timed too, under the same labels.
+    assert_eq!(
+        metrics::value(
+            &metrics,
+            "idgate_channel_verification_duration_seconds_count",
+            &[("channel", "alternative"), ("outcome", "invalid")],
+        ),
+        counted,
         "{metrics}"
     );
     sibling.stop().await;

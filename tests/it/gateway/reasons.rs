@@ -177,6 +177,14 @@ const COVERED: &[(Reason, &str)] = &[
         Reason::CallerLimitReached,
         "a_caller_past_its_stream_cap_is_refused_and_others_are_not",
     ),
+    (
+        Reason::RolloutConflict,
+        "a_second_rollout_is_refused_while_one_runs_and_an_abort_puts_the_incumbent_back",
+    ),
+    (
+        Reason::ChannelNotConforming,
+        "the_probe_marks_a_channel_whose_session_token_answers_the_wrong_shape_non_conforming_and_refuses_it_weight",
+    ),
 ];
 
 /// Reasons with no end-to-end test yet. `INTERNAL` is a fault inside the

@@ -105,16 +105,6 @@ fn sample(text: &str, series: &str) -> u64 {
     metrics::counted(text, series) as u64
 }
 
-/// Sum of the samples of `metric` whose labels contain every one of
-/// `labels`.
-fn sum_of(text: &str, metric: &str, labels: &[&str]) -> u64 {
-    text.lines()
-        .filter(|l| l.starts_with(&format!("{metric}{{")))
-        .filter(|l| labels.iter().all(|label| l.contains(label)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
-}
-
 /// Reads `stream` until the peer closes it (end of stream or reset),
 /// whatever it sends first; panics if it stays open for [`EVENT_WAIT`].
 async fn assert_closed_by_peer(stream: &mut TcpStream, what: &str) {
@@ -285,11 +275,9 @@ async fn past_max_in_flight_calls_are_refused_overloaded_while_the_admitted_ones
 }
 
 /// Seconds the serving threads spent polling instead of sleeping, in the
-/// metrics `text`.
+/// metrics `text` (a panic if the series is not exposed).
 fn idle_poll_seconds(text: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix("idgate_serving_idle_poll_seconds_total "))
-        .map_or(0.0, |v| v.trim().parse().expect("sample value"))
+    metrics::series(text, "idgate_serving_idle_poll_seconds_total")
 }
 
 #[tokio::test]
@@ -317,10 +305,6 @@ async fn a_serving_thread_polls_after_a_lone_call_and_never_with_a_zero_window()
     .await;
     sleeping.create_journey().await;
     let metrics = sleeping.metrics_text().await;
-    assert!(
-        metrics.contains("idgate_serving_idle_poll_seconds_total "),
-        "{metrics}"
-    );
     assert_eq!(idle_poll_seconds(&metrics), 0.0, "{metrics}");
     sleeping.stop().await;
 }
@@ -401,12 +385,12 @@ async fn a_full_channel_bulkhead_refuses_in_a_forced_mode_and_fails_over_in_auto
     assert!(held.iter().all(|h| !h.is_finished()));
     let metrics = gw.metrics_text().await;
     assert_eq!(
-        sum_of(
+        metrics::sum(
             &metrics,
             "idgate_upstream_rejected_total",
-            &[r#"channel="primary""#]
+            &[("channel", "primary")]
         ),
-        2,
+        2.0,
         "{metrics}"
     );
 
@@ -442,8 +426,8 @@ async fn a_full_upstream_bulkhead_refuses_overloaded_and_counts_the_rejection() 
     assert_eq!(gate.arrived(), before + 2);
     let metrics = gw.metrics_text().await;
     assert_eq!(
-        sum_of(&metrics, "idgate_upstream_rejected_total", &[]),
-        1,
+        metrics::sum(&metrics, "idgate_upstream_rejected_total", &[]),
+        1.0,
         "{metrics}"
     );
 
@@ -738,9 +722,8 @@ async fn shutdown_lets_a_call_in_flight_finish_and_closes_a_stalled_upload_after
 
 #[tokio::test]
 async fn idgate_serve_exits_on_sigterm_within_its_grace_with_a_stalled_upload_open() {
-    let dir = std::env::temp_dir().join(format!("idgate-test-term-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("idgate.toml");
+    let dir = crate::support::temp::dir("term");
+    let config = dir.path().join("idgate.toml");
     std::fs::write(
         &config,
         "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
@@ -753,21 +736,38 @@ async fn idgate_serve_exits_on_sigterm_within_its_grace_with_a_stalled_upload_op
         .parse()
         .expect("grpc address");
     let (send, driver) = h2_connect(grpc).await;
-    let (_stalled, mut body) = h2_call(send.clone(), grpc, CREATE_JOURNEY).await;
+    let (stalled, mut body) = h2_call(send.clone(), grpc, CREATE_JOURNEY).await;
     body.send_data(grpc_frame(100, &[0x0A]), false)
         .expect("partial body");
     // The upload has reached the gateway before the signal.
     h2_health_check(&send, grpc).await;
 
     serve.signal("TERM");
+    // What ends it is the grace, not the stalled call: the gateway drains,
+    // its 1 s grace runs out, and it closes the connection left open.
+    assert_eq!(
+        serve.field("draining: health reports NOT_SERVING", "drain_delay_secs"),
+        "0"
+    );
+    assert_eq!(
+        serve.field("shutdown grace over", "grace_secs"),
+        "1",
+        "the grace, as configured, ended the wait"
+    );
     let status = serve
         .exit_within(EVENT_WAIT)
         .await
         .expect("idgate serve exits after SIGTERM");
     assert!(status.success(), "{status}");
+    let cut = tokio::time::timeout(EVENT_WAIT, stalled)
+        .await
+        .expect("the stalled call ends with its connection");
+    assert!(
+        cut.is_err(),
+        "the stalled call was cut, not answered: {cut:?}"
+    );
     drop(body);
     drop(driver);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // 8. Caller faults
@@ -976,9 +976,8 @@ async fn reflection_lists_only_the_services_each_listener_serves() {
 /// anything: the process exits non-zero and says which key, not what value.
 #[test]
 fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path() {
-    let dir = std::env::temp_dir().join(format!("idgate-test-footgun-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let config = dir.join("idgate.toml");
+    let dir = crate::support::temp::dir("footgun");
+    let config = dir.path().join("idgate.toml");
     let listen =
         "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n";
     for (extra, env, key) in [
@@ -994,12 +993,11 @@ fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path()
         ),
     ] {
         std::fs::write(&config, format!("{listen}{extra}")).expect("write config");
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"));
+        let mut command = crate::support::process::idgate_command();
         command
             .args(["serve", "--config"])
             .arg(&config)
-            .env("IDGATE_ADMIN_TOKEN", crate::support::gateway::ADMIN_TOKEN)
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+            .env("IDGATE_ADMIN_TOKEN", crate::support::gateway::ADMIN_TOKEN);
         if let Some((var, value)) = env {
             command.env(var, value);
         }
@@ -1014,5 +1012,4 @@ fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path()
             "{stderr}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

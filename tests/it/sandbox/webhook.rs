@@ -12,12 +12,13 @@ use base64::Engine as _;
 use idgate::sandbox::samples::{
     self, DocumentKind, DocumentType, HAPPY_PERSON, LivenessOutcome, Side,
 };
-use idgate::sandbox::{SandboxConfig, WebhookConfig, sign_webhook};
+use idgate::sandbox::{SandboxConfig, WebhookConfig, WebhookStats, sign_webhook};
 use tokio::sync::mpsc;
 
 use crate::support::{
     net::{RefusingPort, http_client, serve},
     sandbox::{Env, config, start_on, start_with},
+    wait::EVENT_WAIT,
 };
 
 /// One request the receiver saw.
@@ -86,15 +87,31 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<Seen>) -> Seen {
         .expect("receiver alive")
 }
 
-/// How long a test listens for a late duplicate: many times the retry
-/// back-off of [`webhook_config`] (10-20 ms), so a second send of the same
-/// notice, or one more retry, would arrive inside it.
-const LATE_DUPLICATE_WINDOW: Duration = Duration::from_millis(500);
-
-/// Asserts nothing more reaches the receiver within
-/// [`LATE_DUPLICATE_WINDOW`].
-async fn assert_no_more(rx: &mut mpsc::UnboundedReceiver<Seen>) {
-    if let Ok(late) = tokio::time::timeout(LATE_DUPLICATE_WINDOW, rx.recv()).await {
+/// Asserts that nothing more goes out, from the sandbox's own counters
+/// rather than by listening for a while: once its driver has looked for
+/// finished journeys at the clock's current time and no notice is in
+/// flight (`idle`), the counters equal `expected` (no notice queued, no
+/// attempt made since) and the receiver has seen nothing more (each
+/// attempt reaches the receiver before its answer is counted).
+async fn assert_no_more(env: &Env, rx: &mut mpsc::UnboundedReceiver<Seen>, expected: WebhookStats) {
+    let now = idgate::sandbox::Clock::now(env.clock.as_ref()).unix_timestamp();
+    let mut stats = env.sandbox.watch_webhook_stats();
+    let settled = *tokio::time::timeout(
+        EVENT_WAIT,
+        stats.wait_for(|s| s.swept_to >= now && s.idle()),
+    )
+    .await
+    .expect("the webhook driver settles")
+    .expect("sandbox running");
+    assert_eq!(
+        WebhookStats {
+            swept_to: settled.swept_to,
+            ..expected
+        },
+        settled,
+        "nothing more queued or attempted"
+    );
+    if let Ok(late) = rx.try_recv() {
         panic!("a late request reached the receiver: {late:?}");
     }
 }
@@ -129,7 +146,7 @@ async fn completion_webhook_is_retried_after_a_failed_attempt() {
     // The journey is announced once, however far the clock moves on.
     assert_eq!(env.result(&appkey).await.body["status"], "Completo");
     env.advance(60);
-    assert_no_more(&mut rx).await;
+    assert_no_more(&env, &mut rx, stats).await;
 }
 
 #[tokio::test]
@@ -170,11 +187,11 @@ async fn journey_resubmitted_while_processing_is_announced_once() {
     assert_eq!(seen.body["Appkey"], appkey.as_str());
     assert_eq!(seen.body["Status"], "Completo");
     let mut stats = env.sandbox.watch_webhook_stats();
-    stats.wait_for(|s| s.delivered == 1).await.expect("stats");
+    let delivered = *stats.wait_for(|s| s.delivered == 1).await.expect("stats");
+    assert_eq!((delivered.queued, delivered.attempts), (1, 1));
     env.advance(60);
     assert_eq!(env.result(&appkey).await.body["status"], "Completo");
-    assert_eq!(env.sandbox.webhook_stats().queued, 1);
-    assert_no_more(&mut rx).await;
+    assert_no_more(&env, &mut rx, delivered).await;
 }
 
 #[tokio::test]
@@ -232,7 +249,7 @@ async fn webhook_gives_up_after_the_configured_attempts() {
         next(&mut rx).await;
     }
     env.advance(60);
-    assert_no_more(&mut rx).await;
+    assert_no_more(&env, &mut rx, stats).await;
 }
 
 #[tokio::test]
@@ -256,10 +273,11 @@ async fn disabled_webhook_sends_nothing() {
     let env = start_with(cfg).await;
     let appkey = finish_journey(&env, rg()).await;
     assert_eq!(env.result(&appkey).await.body["status"], "Completo");
-    // Nothing runs that could send: the driver is not started at all.
-    assert_eq!(env.sandbox.webhook_stats().queued, 0);
+    // Nothing runs that could send: the driver is not started at all, so
+    // it never looks for finished journeys (`swept_to` stays 0).
     env.advance(60);
-    assert_no_more(&mut rx).await;
+    assert_eq!(env.sandbox.webhook_stats(), WebhookStats::default());
+    assert!(rx.try_recv().is_err(), "nothing reached the receiver");
 }
 
 #[tokio::test]

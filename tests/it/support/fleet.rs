@@ -7,6 +7,10 @@
 //! beyond [`TestGateway`]'s: fleet-wide admin changes that may be refused,
 //! completion notices posted with the fleet's Basic credentials, and
 //! `/metrics` samples.
+//!
+//! The fleet's Redis is one server ([`RedisServer`], the default), a
+//! Sentinel set or a Redis Cluster: each says how a replica is pointed at
+//! it ([`FleetRedis`]).
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -21,15 +25,50 @@ use super::{
     gateway::{TestGateway, happy_person, secret_file, use_upstream},
     net::http_client,
     redis::RedisServer,
+    redis_cluster::RedisClusterSet,
+    redis_sentinel::{MASTER_NAME, RedisSentinelSet},
     sandbox::start_on,
     wait::{EVENT_WAIT, eventually},
     webhook::{PASSWORD, USER, notice},
 };
 
+/// A Redis a fleet runs on: how a replica's `[cluster]` names it.
+pub trait FleetRedis {
+    /// Points `c` at this Redis (no password, no secret key: the fleet's).
+    fn point(&self, c: &mut Config);
+    /// Its password, if any.
+    fn password(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl FleetRedis for RedisServer {
+    fn point(&self, c: &mut Config) {
+        c.cluster.redis_url = Some(self.url());
+    }
+    fn password(&self) -> Option<&str> {
+        RedisServer::password(self)
+    }
+}
+
+impl FleetRedis for RedisSentinelSet {
+    fn point(&self, c: &mut Config) {
+        c.cluster.sentinels = self.sentinel_addrs();
+        c.cluster.master_name = Some(MASTER_NAME.into());
+    }
+}
+
+impl FleetRedis for RedisClusterSet {
+    fn point(&self, c: &mut Config) {
+        c.cluster.mode = idgate::cluster::RedisMode::Cluster;
+        c.cluster.nodes = self.urls();
+    }
+}
+
 /// One sandbox, one Redis, and gateway replicas on both.
-pub struct Fleet {
+pub struct Fleet<R: FleetRedis = RedisServer> {
     /// The fleet's Redis.
-    pub redis: RedisServer,
+    pub redis: R,
     /// The sandbox every replica calls.
     pub sandbox: SandboxHandle,
     clock: Arc<ManualClock>,
@@ -48,8 +87,16 @@ impl Fleet {
         Self::start_on(RedisServer::start(), n, grace_secs).await
     }
 
+    /// Stops Redis and waits until every replica has noticed.
+    pub async fn stop_redis(&mut self) {
+        self.redis.stop();
+        self.all_down().await;
+    }
+}
+
+impl<R: FleetRedis> Fleet<R> {
     /// [`Fleet::start`] on `redis`.
-    pub async fn start_on(redis: RedisServer, n: usize, grace_secs: u64) -> Self {
+    pub async fn start_on(redis: R, n: usize, grace_secs: u64) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let clock = Arc::new(ManualClock::new());
         let sandbox = start_on(
@@ -105,7 +152,7 @@ impl Fleet {
         c.webhook.basic_password_file = Some(secret_file(PASSWORD));
         c.routing.contingency_hold_secs = 60;
         c.watch.webhook_grace_secs = self.grace_secs;
-        c.cluster.redis_url = Some(self.redis.url());
+        self.redis.point(c);
         c.cluster.secret_key_file = Some(self.key_file.clone());
         c.cluster.password_file = self.password.as_deref().map(secret_file);
     }
@@ -161,9 +208,8 @@ impl Fleet {
         .await;
     }
 
-    /// Stops Redis and waits until every replica has noticed.
-    pub async fn stop_redis(&mut self) {
-        self.redis.stop();
+    /// Waits until every replica has noticed Redis is gone.
+    pub async fn all_down(&self) {
         eventually("every replica sees Redis down", EVENT_WAIT, async || {
             self.replicas
                 .iter()
@@ -247,19 +293,17 @@ impl TestGateway {
                 mode: mode as i32,
                 channel: String::new(),
                 weights: Vec::new(),
+                force: false,
             })
             .await
             .map(|_| ())
     }
 
-    /// The value of the first `/metrics` line starting with `prefix`
-    /// (`"idgate_cluster_up "`).
-    pub async fn metric(&self, prefix: &str) -> Option<f64> {
-        self.metrics_text()
-            .await
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix))
-            .and_then(|v| v.trim().parse().ok())
+    /// The value of the series `written` as exposed on `/metrics`
+    /// (`idgate_cluster_up`, `idgate_webhooks_total{outcome="duplicate"}`);
+    /// a panic when it is not.
+    pub async fn metric(&self, written: &str) -> f64 {
+        super::metrics::series(&self.metrics_text().await, written)
     }
 }
 

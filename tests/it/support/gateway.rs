@@ -571,6 +571,7 @@ impl TestGateway {
                 mode: mode as i32,
                 channel: String::new(),
                 weights: Vec::new(),
+                force: false,
             })
             .await
             .expect("set routing mode");
@@ -587,6 +588,7 @@ impl TestGateway {
                 mode: RoutingMode::Weighted as i32,
                 channel: String::new(),
                 weights: weights(split),
+                force: false,
             })
             .await
             .map(tonic::Response::into_inner)
@@ -693,11 +695,10 @@ impl TestGateway {
 /// The path of the gateway's webhook receiver in test gateways.
 pub const WEBHOOK_PATH: &str = "/webhooks/journey";
 
-/// Writes `content` to a fresh temporary file (a secret for the config).
+/// Writes `content` to a fresh temporary file (a secret for the config),
+/// removed with the test ([`super::temp::file`]).
 pub fn secret_file(content: &str) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("idgate-test-secret-{}", uuid::Uuid::new_v4()));
-    std::fs::write(&path, content).expect("write secret file");
-    path
+    super::temp::file("secret", content.as_bytes())
 }
 
 /// Everything a watch stream sends until it closes: its messages and the
@@ -797,12 +798,13 @@ impl TestGateway {
     }
 
     /// The value of `idgate_webhooks_total{outcome=...}` on `/metrics`.
+    /// 0 for an outcome never counted; a panic if the metric is not
+    /// declared at all.
     pub async fn webhook_metric(&self, outcome: &str) -> u64 {
         let text = self.metrics_text().await;
-        let prefix = format!("idgate_webhooks_total{{outcome=\"{outcome}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .map(|v| v.trim().parse().expect("counter value"))
-            .unwrap_or(0)
+        super::metrics::counted(
+            &text,
+            &format!("idgate_webhooks_total{{outcome=\"{outcome}\"}}"),
+        ) as u64
     }
 }

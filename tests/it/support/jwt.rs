@@ -138,11 +138,10 @@ pub fn callers(text: &str) -> Vec<CallerConfig> {
     toml::from_str::<Doc>(text).expect("[[callers]]").callers
 }
 
-/// A JWKS file in a temporary directory.
+/// A JWKS file in the temporary directory, removed with the test
+/// ([`super::temp::file`]).
 pub fn jwks_file(keys: &[&TestKey]) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("idgate-jwks-{}.json", uuid::Uuid::new_v4()));
-    std::fs::write(&path, jwks_of(keys)).expect("JWKS file");
-    path
+    super::temp::file("jwks", jwks_of(keys).as_bytes())
 }
 
 #[derive(Default)]

@@ -1,9 +1,15 @@
-//! Reading the Prometheus exposition of `/metrics` exactly: one series by
-//! name and full label set, its value as a number. A substring match such
-//! as `contains("…} 1")` also passes on `} 10` or `} 12.5`, and a missing
-//! series read as 0 lets a renamed metric pass `== 0`; [`value`] does
-//! neither: it compares the whole label set and panics when the series is
-//! absent.
+//! The one reader of metric expositions in the tests: `/metrics` over
+//! HTTP or an in-process registry ([`of`]), read exactly. A substring
+//! match such as `contains("…} 1")` also passes on `} 10` or `} 12.5`, and
+//! a missing series read as 0 lets a renamed metric pass `== 0`; these
+//! readers do neither: a series is matched by name and whole label set,
+//! and a metric the exposition does not declare panics.
+
+/// The exposition of an in-process registry (a gateway's
+/// `metrics()`), for the readers below.
+pub fn of(metrics: &idgate::telemetry::Metrics) -> String {
+    metrics.encode().expect("encode the metrics registry")
+}
 
 /// The value of the series `name{labels}` in `text` (the exposition
 /// format); the labels must match the series' whole label set, in any
@@ -14,36 +20,106 @@ pub fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
     wanted.sort();
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(parse_line)
-        .find(|(n, l, _)| n == name && *l == wanted)
+    samples(text)
+        .find(|(n, l, _)| *n == name && *l == wanted)
         .map(|(_, _, v)| v)
         .unwrap_or_else(|| panic!("no series {name}{labels:?} in\n{text}"))
+}
+
+/// [`value`] of a series written as exposed (`name{a="x",b="y"}` or
+/// `name`), its labels in any order. Panics when no such series exists.
+pub fn series(text: &str, written: &str) -> f64 {
+    let (name, wanted) = parse_series(written);
+    samples(text)
+        .find(|(n, l, _)| *n == name && *l == wanted)
+        .map(|(_, _, v)| v)
+        .unwrap_or_else(|| panic!("no series {written} in\n{text}"))
 }
 
 /// The value of a counter's series written as exposed (`name{a="x"}` or
 /// `name`), 0 when that label set was never counted (a labelled counter
 /// is exposed from its first count) but only while the metric `name`
-/// itself is exposed: a renamed metric panics instead of reading 0.
-pub fn counted(text: &str, series: &str) -> f64 {
-    let (name, wanted, _) =
-        parse_line(&format!("{series} 0")).unwrap_or_else(|| panic!("not a series: {series}"));
-    let samples: Vec<_> = text
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(parse_line)
-        .filter(|(n, _, _)| *n == name)
-        .collect();
-    assert!(!samples.is_empty(), "no metric {name} at all in\n{text}");
-    samples
-        .into_iter()
-        .find(|(_, l, _)| *l == wanted)
+/// itself is declared (its `# TYPE` line, which the encoder writes once
+/// the family has any sample): a renamed metric panics instead of
+/// reading 0.
+pub fn counted(text: &str, written: &str) -> f64 {
+    let (name, wanted) = parse_series(written);
+    assert_declared(text, &name);
+    samples(text)
+        .find(|(n, l, _)| *n == name && *l == wanted)
         .map_or(0.0, |(_, _, v)| v)
 }
 
+/// Whether the series written as exposed has reached `at_least`; false
+/// while it is not exposed (the encoder leaves out a labelled family
+/// until its first count). For waits only: a renamed metric never
+/// reaches, so the wait fails at its deadline instead of passing.
+pub fn reached(text: &str, written: &str, at_least: f64) -> bool {
+    let (name, wanted) = parse_series(written);
+    samples(text).any(|(n, l, v)| n == name && l == wanted && v >= at_least)
+}
+
+/// The sum of the samples of `name` whose labels include every one of
+/// `labels` (0 when none does), panicking when the exposition does not
+/// declare `name` at all.
+pub fn sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    assert_declared(text, name);
+    samples(text)
+        .filter(|(n, l, _)| {
+            *n == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| l.iter().any(|(lk, lv)| lk == k && lv == v))
+        })
+        .map(|(_, _, v)| v)
+        .sum()
+}
+
+/// The label sets of every sample of `name` (none when it has no sample
+/// yet), panicking when the exposition does not declare `name`.
+pub fn label_sets(text: &str, name: &str) -> Vec<Labels> {
+    assert_declared(text, name);
+    samples(text)
+        .filter(|(n, _, _)| n == name)
+        .map(|(_, l, _)| l)
+        .collect()
+}
+
+/// Panics unless `text` declares the metric whose samples are named
+/// `name`: a `# TYPE` line of its family (`x` for `x_total`, `x_bucket`,
+/// `x_count`, …) or a sample of that name.
+fn assert_declared(text: &str, name: &str) {
+    let declared = text.lines().any(|l| {
+        l.strip_prefix("# TYPE ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|family| {
+                name.strip_prefix(family).is_some_and(|suffix| {
+                    [
+                        "", "_total", "_bucket", "_count", "_sum", "_created", "_info",
+                    ]
+                    .contains(&suffix)
+                })
+            })
+    }) || samples(text).any(|(n, _, _)| n == name);
+    assert!(declared, "no metric {name} at all in\n{text}");
+}
+
+/// Every sample of the exposition `text`, comments skipped.
+fn samples(text: &str) -> impl Iterator<Item = (String, Labels, f64)> + '_ {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(parse_line)
+}
+
+/// `name{labels}` as written, split into its name and sorted labels.
+fn parse_series(written: &str) -> (String, Labels) {
+    let (name, labels, _) =
+        parse_line(&format!("{written} 0")).unwrap_or_else(|| panic!("not a series: {written}"));
+    (name, labels)
+}
+
 /// A series' labels, sorted.
-type Labels = Vec<(String, String)>;
+pub type Labels = Vec<(String, String)>;
 
 /// One sample line: its name, its sorted labels and its value.
 fn parse_line(line: &str) -> Option<(String, Labels, f64)> {
@@ -106,6 +182,8 @@ fn a_series_is_read_by_its_whole_label_set_and_exact_value() {
 fn a_label_set_never_counted_reads_0_only_while_its_metric_is_exposed() {
     let text = "x_total{a=\"1\"} 3\n";
     assert_eq!(counted(text, "x_total{a=\"1\"}"), 3.0);
+    let declared = "# TYPE y counter\n";
+    assert_eq!(counted(declared, "y_total{a=\"1\"}"), 0.0);
     assert_eq!(counted(text, "x_total{a=\"2\"}"), 0.0);
     let renamed = std::panic::catch_unwind(|| counted(text, "y_total{a=\"1\"}"));
     assert!(renamed.is_err(), "a metric not exposed at all panics");
@@ -115,4 +193,24 @@ fn a_label_set_never_counted_reads_0_only_while_its_metric_is_exposed() {
 #[should_panic(expected = "no series")]
 fn a_missing_series_panics() {
     value("x_total{a=\"1\"} 1\n", "x_total", &[("a", "2")]);
+}
+
+#[test]
+fn a_sum_over_a_label_subset_adds_every_matching_series_and_needs_the_metric() {
+    let text = "# TYPE r counter\nr_total{m=\"a\",c=\"OK\"} 2\n\
+                r_total{m=\"b\",c=\"OK\"} 3\nr_total{m=\"a\",c=\"NO\"} 10\n";
+    assert_eq!(sum(text, "r_total", &[("c", "OK")]), 5.0);
+    assert_eq!(sum(text, "r_total", &[]), 15.0);
+    assert_eq!(sum(text, "r_total", &[("c", "X")]), 0.0);
+    assert_eq!(series(text, "r_total{c=\"NO\",m=\"a\"}"), 10.0);
+    let renamed = std::panic::catch_unwind(|| sum(text, "s_total", &[]));
+    assert!(renamed.is_err(), "a metric not declared at all panics");
+}
+
+#[test]
+fn a_series_reaches_a_count_only_once_exposed_with_it() {
+    let text = "x_total{a=\"1\"} 3\n";
+    assert!(reached(text, "x_total{a=\"1\"}", 3.0));
+    assert!(!reached(text, "x_total{a=\"1\"}", 4.0));
+    assert!(!reached(text, "x_total{a=\"2\"}", 0.0));
 }

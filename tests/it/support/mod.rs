@@ -4,7 +4,9 @@
 //!   `ExternalGateway` (a gateway on a sandbox of its own), typed clients,
 //!   request builders and status assertions;
 //! - [`fleet`] and [`redis`]: gateway replicas sharing a sandbox and a
-//!   `redis-server` of their own;
+//!   `redis-server` of their own; [`redis_sentinel`] and
+//!   [`redis_cluster`]: a Sentinel set and a Redis Cluster instead, of
+//!   [`redis_node`]s;
 //! - [`sandbox`]: a sandbox on a manual clock and a client for its REST
 //!   operations;
 //! - [`upstream`]: purpose-built fake upstream servers and fixtures for the
@@ -18,9 +20,11 @@
 //!   the test rotates), valid and forged tokens;
 //! - [`tls`]: a certificate authority per test and a TLS listener;
 //! - [`metrics`]: one series of the `/metrics` exposition, exactly;
+//! - [`rollout`]: journeys of distinct persons and the rollout RPCs;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
-//!   measurements.
+//!   measurements, and the environment of child processes;
+//! - [`temp`]: temporary files and directories removed with their test.
 
 pub mod fleet;
 pub mod gateway;
@@ -31,8 +35,13 @@ pub mod otlp_collector;
 pub mod process;
 pub mod proxy;
 pub mod redis;
+pub mod redis_cluster;
+pub mod redis_node;
+pub mod redis_sentinel;
+pub mod rollout;
 pub mod sandbox;
 pub mod telemetry;
+pub mod temp;
 pub mod tls;
 pub mod upstream;
 pub mod wait;

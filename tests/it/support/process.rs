@@ -1,5 +1,48 @@
 //! Tests that measure the whole process, and `idgate serve` as a child
 //! process.
+//!
+//! A child's environment is built by the tests, never inherited whole: a
+//! developer's shell exporting `IDGATE_*` (configuration overrides) or
+//! `OTEL_*` (service name, exporter endpoint) would otherwise change what
+//! the child does and fail, or pass, asserts by accident.
+
+use std::ffi::{OsStr, OsString};
+use std::process::Command;
+
+/// The only variables of the parent a child gets: what finding programs,
+/// a home, temporary files, the locale and backtraces need.
+const PASSED_ON: &[&str] = &[
+    "PATH",
+    "HOME",
+    "TMPDIR",
+    "LANG",
+    "LC_ALL",
+    "RUST_BACKTRACE",
+    "LLVM_PROFILE_FILE",
+];
+
+/// `program` with an empty environment but the [`PASSED_ON`] variables of
+/// `parent` (the test process's, `std::env::vars_os()`, in real use; a
+/// made-up one in the test of this rule, since changing the test
+/// process's own environment is unsafe beside tests on other threads).
+pub fn child_command(
+    program: impl AsRef<OsStr>,
+    parent: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Command {
+    let mut command = Command::new(program);
+    command.env_clear().envs(
+        parent
+            .into_iter()
+            .filter(|(key, _)| PASSED_ON.iter().any(|kept| key == kept)),
+    );
+    command
+}
+
+/// The `idgate` binary of this build, its environment built as
+/// [`child_command`] does from the test process's.
+pub fn idgate_command() -> Command {
+    child_command(env!("CARGO_BIN_EXE_idgate"), std::env::vars_os())
+}
 
 /// Set in the child process that runs one test alone.
 const ALONE: &str = "IDGATE_IT_ALONE";
@@ -14,11 +57,14 @@ pub fn alone_in_own_process(name: &str) -> bool {
     if std::env::var_os(ALONE).is_some() {
         return true;
     }
-    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args([name, "--exact", "--test-threads=1", "--nocapture"])
-        .env(ALONE, name)
-        .output()
-        .expect("run the test alone");
+    let output = child_command(
+        std::env::current_exe().expect("test binary"),
+        std::env::vars_os(),
+    )
+    .args([name, "--exact", "--test-threads=1", "--nocapture"])
+    .env(ALONE, name)
+    .output()
+    .expect("run the test alone");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -38,12 +84,28 @@ pub struct ServeProcess {
 
 impl ServeProcess {
     pub fn start(config: &std::path::Path) -> Self {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idgate"))
+        Self::start_from(config, std::env::vars_os())
+    }
+
+    /// [`ServeProcess::start`] as a child of a process whose environment
+    /// is `parent` (see [`child_command`]).
+    pub fn start_from(
+        config: &std::path::Path,
+        parent: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Self {
+        let mut command = child_command(env!("CARGO_BIN_EXE_idgate"), parent);
+        command
             .args(["serve", "--config"])
             .arg(config)
             .env("IDGATE_ADMIN_TOKEN", super::gateway::ADMIN_TOKEN)
-            .env("RUST_LOG", "info")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env("RUST_LOG", "info");
+        Self::spawn(command)
+    }
+
+    /// Runs `command` (an `idgate serve` the caller set up: its binary,
+    /// user, directory and environment), its stdout on the channel.
+    pub fn spawn(mut command: std::process::Command) -> Self {
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -82,6 +144,11 @@ impl ServeProcess {
         }
     }
 
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn signal(&self, name: &str) {
         let status = std::process::Command::new("kill")
             .arg(format!("-{name}"))
@@ -117,4 +184,63 @@ impl ServeProcess {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
     }
+}
+
+/// A made-up parent environment: what `PATH` this process has, plus the
+/// variables a developer's shell might export.
+fn shell_with_exports() -> Vec<(OsString, OsString)> {
+    let mut parent: Vec<(OsString, OsString)> = [
+        ("IDGATE_LISTEN__GRPC", "not-an-address"),
+        ("IDGATE_ADMIN_TOKEN", "the-shell-token"),
+        ("OTEL_SERVICE_NAME", "the-shell-service"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://192.0.2.1:4317"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.into(), v.into()))
+    .collect();
+    parent.extend(std::env::vars_os().filter(|(k, _)| k == "PATH"));
+    parent
+}
+
+#[test]
+fn a_child_gets_no_idgate_or_otel_variable_of_its_parent() {
+    let output = child_command("env", shell_with_exports())
+        .output()
+        .expect("run env (coreutils)");
+    assert!(output.status.success());
+    let seen = String::from_utf8_lossy(&output.stdout);
+    let names: Vec<&str> = seen.lines().filter_map(|l| l.split('=').next()).collect();
+    assert_eq!(names, ["PATH"], "{seen}");
+}
+
+#[tokio::test]
+async fn idgate_serve_started_by_the_tests_ignores_its_parents_idgate_variables() {
+    let dir = super::temp::dir("env");
+    let config = dir.path().join("idgate.toml");
+    std::fs::write(
+        &config,
+        "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n",
+    )
+    .expect("write config");
+    // The export would matter: given to the child, it fails the start.
+    let poisoned = idgate_command()
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("IDGATE_ADMIN_TOKEN", super::gateway::ADMIN_TOKEN)
+        .env("IDGATE_LISTEN__GRPC", "not-an-address")
+        .output()
+        .expect("run idgate serve");
+    assert!(!poisoned.status.success());
+    assert!(
+        String::from_utf8_lossy(&poisoned.stderr).contains("invalid socket address"),
+        "{}",
+        String::from_utf8_lossy(&poisoned.stderr)
+    );
+    // Exported in the parent only: the child listens where its file says.
+    let serve = ServeProcess::start_from(&config, shell_with_exports());
+    let grpc: std::net::SocketAddr = serve
+        .field("idgate listening", "grpc")
+        .parse()
+        .expect("the configured loopback address");
+    assert!(grpc.ip().is_loopback(), "{grpc}");
 }

@@ -54,18 +54,12 @@ impl RedisServer {
         Self::start_on(password, None)
     }
 
-    /// A server that speaks TLS only, on a certificate for 127.0.0.1
-    /// signed by `ca` (clients need not present one).
-    pub fn start_tls(ca: &super::tls::TestCa) -> Self {
-        let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
-        Self::start_on(
-            None,
-            Some(Tls {
-                cert,
-                key,
-                ca: ca.ca_file(),
-            }),
-        )
+    /// A server that speaks TLS only, on the certificate and key of these
+    /// PEM files (for 127.0.0.1), trusting the CAs of `ca` for clients
+    /// that present one (none need to). Files, not the test CA itself:
+    /// `examples/rolling_restart` builds this file without `support::tls`.
+    pub fn start_tls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
+        Self::start_on(None, Some(Tls { cert, key, ca }))
     }
 
     fn start_on(password: Option<&str>, tls: Option<Tls>) -> Self {

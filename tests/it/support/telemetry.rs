@@ -16,7 +16,7 @@
 //! is "ask the current thread's subscriber on each use", whoever reached it
 //! first, and tests without a subscriber still record nothing.
 
-use std::{collections::HashMap, sync::Once, time::Duration};
+use std::{sync::Once, time::Duration};
 
 use idgate::{
     config::TelemetryConfig,
@@ -187,16 +187,4 @@ pub async fn collected_until(
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// `series{labels} value` lines of an OpenMetrics text into a map;
-/// comments skipped.
-pub fn parse_metrics(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (series, value) = l.rsplit_once(' ').expect("series and value");
-            (series.to_owned(), value.parse().expect("numeric value"))
-        })
-        .collect()
 }

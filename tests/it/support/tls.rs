@@ -29,7 +29,7 @@ pub struct Leaf {
 /// A CA made for one test, its certificate in a file of its own.
 pub struct TestCa {
     issuer: CertifiedIssuer<'static, KeyPair>,
-    dir: PathBuf,
+    dir: tempfile::TempDir,
 }
 
 impl TestCa {
@@ -41,22 +41,21 @@ impl TestCa {
             .push(DnType::CommonName, "idgate test CA");
         let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key"))
             .expect("CA certificate");
-        let dir = std::env::temp_dir().join(format!("idgate-test-ca-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("CA dir");
-        std::fs::write(dir.join("ca.pem"), issuer.pem()).expect("CA file");
+        let dir = super::temp::dir("ca");
+        std::fs::write(dir.path().join("ca.pem"), issuer.pem()).expect("CA file");
         TestCa { issuer, dir }
     }
 
     /// The CA certificate's file (PEM).
     pub fn ca_file(&self) -> PathBuf {
-        self.dir.join("ca.pem")
+        self.dir.path().join("ca.pem")
     }
 
     /// Writes `leaf` as `NAME.pem` and `NAME.key` beside the CA file;
     /// returns both paths.
     pub fn write(&self, name: &str, leaf: &Leaf) -> (PathBuf, PathBuf) {
-        let cert = self.dir.join(format!("{name}.pem"));
-        let key = self.dir.join(format!("{name}.key"));
+        let cert = self.dir.path().join(format!("{name}.pem"));
+        let key = self.dir.path().join(format!("{name}.key"));
         std::fs::write(&cert, &leaf.cert_pem).expect("certificate file");
         std::fs::write(&key, &leaf.key_pem).expect("key file");
         (cert, key)

@@ -1,0 +1,294 @@
+//! Where the fleet's Redis is: one server, a Sentinel-managed master or a
+//! Redis Cluster, checked from `[cluster]` (each error names its key).
+
+use super::{ClusterConfig, RedisMode, invalid};
+use crate::config_source::ConfigError;
+
+/// Where the fleet's Redis is, resolved from `[cluster]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTarget {
+    /// One server: `redis://` or `rediss://` URL, no credentials in it.
+    Server(String),
+    /// The master `master_name`, as the sentinels at these `(host, port)`
+    /// say; asked again after every loss of connection.
+    Sentinel {
+        /// Sentinel addresses.
+        sentinels: Vec<(String, u16)>,
+        /// The monitored master's name.
+        master_name: String,
+    },
+    /// A Redis Cluster, from these seed node URLs.
+    Cluster(Vec<String>),
+}
+
+impl RedisTarget {
+    /// `server`, `sentinel` or `cluster`, for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RedisTarget::Server(_) => "server",
+            RedisTarget::Sentinel { .. } => "sentinel",
+            RedisTarget::Cluster(_) => "cluster",
+        }
+    }
+}
+
+/// A Redis URL: `redis://` or `rediss://`, no credentials in it.
+fn check_url(key: &str, url: &str) -> Result<(), ConfigError> {
+    if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+        return Err(invalid(format!(
+            "{key} must start with redis:// or rediss://"
+        )));
+    }
+    if url.contains('@') {
+        return Err(invalid(format!(
+            "{key} must not hold credentials: use cluster.username and password_env or password_file"
+        )));
+    }
+    Ok(())
+}
+
+/// `host:port` with a non-zero port.
+fn host_port(text: &str) -> Option<(String, u16)> {
+    let (host, port) = text.trim().rsplit_once(':')?;
+    let port = port.parse::<u16>().ok().filter(|p| *p != 0)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (!host.is_empty() && !host.contains(char::is_whitespace)).then(|| (host.to_owned(), port))
+}
+
+impl ClusterConfig {
+    /// Where Redis is: exactly one of `redis_url`, `sentinels` with
+    /// `master_name`, or `mode = "cluster"` with `nodes`. Each error names
+    /// the key at fault.
+    pub(super) fn target(&self) -> Result<RedisTarget, ConfigError> {
+        let sentinel = !self.sentinels.is_empty() || self.master_name.is_some();
+        let cluster = self.mode == RedisMode::Cluster || !self.nodes.is_empty();
+        if sentinel && cluster {
+            return Err(invalid(
+                "cluster.sentinels and cluster.nodes exclude each other: Sentinel manages one master, a Redis Cluster its own failover",
+            ));
+        }
+        if self.redis_url.is_some() && (sentinel || cluster) {
+            let other = if sentinel {
+                "cluster.sentinels"
+            } else {
+                "cluster.nodes"
+            };
+            return Err(invalid(format!(
+                "cluster.redis_url and {other} exclude each other: name the Redis one way"
+            )));
+        }
+        if let Some(url) = &self.redis_url {
+            check_url("cluster.redis_url", url)?;
+            return Ok(RedisTarget::Server(url.clone()));
+        }
+        if sentinel {
+            let Some(master_name) = self.master_name.clone().filter(|m| !m.trim().is_empty())
+            else {
+                return Err(invalid(
+                    "cluster.sentinels needs cluster.master_name (the name in `sentinel monitor`)",
+                ));
+            };
+            if self.sentinels.is_empty() {
+                return Err(invalid(
+                    "cluster.master_name needs cluster.sentinels (host:port of each sentinel)",
+                ));
+            }
+            let sentinels = self
+                .sentinels
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    host_port(s)
+                        .ok_or_else(|| invalid(format!("cluster.sentinels[{i}] must be host:port")))
+                })
+                .collect::<Result<_, _>>()?;
+            return Ok(RedisTarget::Sentinel {
+                sentinels,
+                master_name,
+            });
+        }
+        if self.mode != RedisMode::Cluster {
+            return Err(invalid("cluster.nodes needs cluster.mode = \"cluster\""));
+        }
+        if self.nodes.is_empty() {
+            return Err(invalid(
+                "cluster.mode = \"cluster\" needs cluster.nodes (seed node URLs)",
+            ));
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            check_url(&format!("cluster.nodes[{i}]"), node)?;
+        }
+        let tls = |n: &String| n.starts_with("rediss://");
+        if self.nodes.iter().any(tls) != self.nodes.iter().all(tls) {
+            return Err(invalid(
+                "cluster.nodes must all be redis:// or all rediss://",
+            ));
+        }
+        Ok(RedisTarget::Cluster(self.nodes.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::config::tests::key_file;
+
+    /// `c` with a key file in `dir` (removed with it when the test ends).
+    fn with_key(dir: &tempfile::TempDir, c: ClusterConfig) -> ClusterConfig {
+        ClusterConfig {
+            secret_key_file: Some(key_file(dir, &[3; 32])),
+            ..c
+        }
+    }
+
+    #[test]
+    fn sentinels_and_master_name_come_together_and_name_the_missing_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let only_sentinels = with_key(
+            &dir,
+            ClusterConfig {
+                sentinels: vec!["127.0.0.1:26379".into()],
+                ..ClusterConfig::default()
+            },
+        );
+        let err = only_sentinels.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.master_name"), "{err}");
+        let only_name = with_key(
+            &dir,
+            ClusterConfig {
+                master_name: Some("fleet".into()),
+                ..ClusterConfig::default()
+            },
+        );
+        let err = only_name.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.sentinels"), "{err}");
+        let both = with_key(
+            &dir,
+            ClusterConfig {
+                sentinels: vec!["10.0.0.1:26379".into(), "[::1]:26380".into()],
+                master_name: Some("fleet".into()),
+                ..ClusterConfig::default()
+            },
+        );
+        assert_eq!(
+            both.resolve().unwrap().unwrap().target,
+            RedisTarget::Sentinel {
+                sentinels: vec![("10.0.0.1".into(), 26379), ("::1".into(), 26380)],
+                master_name: "fleet".into(),
+            }
+        );
+        let bad = with_key(
+            &dir,
+            ClusterConfig {
+                sentinels: vec!["10.0.0.1".into()],
+                master_name: Some("fleet".into()),
+                ..ClusterConfig::default()
+            },
+        );
+        let err = bad.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.sentinels[0]"), "{err}");
+    }
+
+    #[test]
+    fn the_redis_is_named_one_way_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let url_and_sentinels = with_key(
+            &dir,
+            ClusterConfig {
+                redis_url: Some("redis://127.0.0.1:6390".into()),
+                sentinels: vec!["127.0.0.1:26379".into()],
+                master_name: Some("fleet".into()),
+                ..ClusterConfig::default()
+            },
+        );
+        let err = url_and_sentinels.resolve().unwrap_err().to_string();
+        assert!(
+            err.contains("cluster.redis_url") && err.contains("cluster.sentinels"),
+            "{err}"
+        );
+        let url_and_cluster = with_key(
+            &dir,
+            ClusterConfig {
+                redis_url: Some("redis://127.0.0.1:6390".into()),
+                mode: RedisMode::Cluster,
+                nodes: vec!["redis://127.0.0.1:7000".into()],
+                ..ClusterConfig::default()
+            },
+        );
+        let err = url_and_cluster.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.nodes"), "{err}");
+        let sentinels_and_nodes = with_key(
+            &dir,
+            ClusterConfig {
+                sentinels: vec!["127.0.0.1:26379".into()],
+                master_name: Some("fleet".into()),
+                mode: RedisMode::Cluster,
+                nodes: vec!["redis://127.0.0.1:7000".into()],
+                ..ClusterConfig::default()
+            },
+        );
+        assert!(sentinels_and_nodes.resolve().is_err());
+    }
+
+    #[test]
+    fn cluster_mode_needs_credential_free_seed_nodes_and_a_brace_free_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let no_nodes = with_key(
+            &dir,
+            ClusterConfig {
+                mode: RedisMode::Cluster,
+                ..ClusterConfig::default()
+            },
+        );
+        let err = no_nodes.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.nodes"), "{err}");
+        let nodes_without_mode = with_key(
+            &dir,
+            ClusterConfig {
+                nodes: vec!["redis://127.0.0.1:7000".into()],
+                ..ClusterConfig::default()
+            },
+        );
+        let err = nodes_without_mode.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.mode"), "{err}");
+        let with_password = with_key(
+            &dir,
+            ClusterConfig {
+                mode: RedisMode::Cluster,
+                nodes: vec![
+                    "redis://127.0.0.1:7000".into(),
+                    "redis://u:pw@h:7001".into(),
+                ],
+                ..ClusterConfig::default()
+            },
+        );
+        let err = with_password.resolve().unwrap_err().to_string();
+        assert!(
+            err.contains("cluster.nodes[1]") && !err.contains("pw"),
+            "{err}"
+        );
+        let braces = with_key(
+            &dir,
+            ClusterConfig {
+                mode: RedisMode::Cluster,
+                nodes: vec!["redis://127.0.0.1:7000".into()],
+                key_prefix: "{fleet}:".into(),
+                ..ClusterConfig::default()
+            },
+        );
+        let err = braces.resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster.key_prefix"), "{err}");
+        let good = with_key(
+            &dir,
+            ClusterConfig {
+                mode: RedisMode::Cluster,
+                nodes: vec!["redis://127.0.0.1:7000".into()],
+                ..ClusterConfig::default()
+            },
+        );
+        assert_eq!(
+            good.resolve().unwrap().unwrap().target,
+            RedisTarget::Cluster(vec!["redis://127.0.0.1:7000".into()])
+        );
+    }
+}

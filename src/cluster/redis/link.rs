@@ -1,0 +1,414 @@
+//! Connection establishment: how a replica reaches the fleet's Redis,
+//! whichever way it is deployed ([`RedisTarget`]), and reaches it again.
+//!
+//! - One server: a `ConnectionManager`, which reconnects by itself.
+//! - Sentinel: the master is asked of the sentinels (the redis crate's
+//!   `SentinelClient`, which checks the answer with `ROLE`), then reached
+//!   through a `ConnectionManager`. A manager reconnects to the address it
+//!   was given, which after a failover is a dead or demoted server, so the
+//!   master is asked again on every loss of connection, timeout or
+//!   `READONLY` answer ([`Link::failed`]) and on every (re)connection of
+//!   the event stream's reader ([`Link::open_reader`]).
+//! - Redis Cluster: one `ClusterConnection` (the redis crate's
+//!   `cluster-async`), which follows the slot map and `MOVED`/`ASK` by
+//!   itself.
+//!
+//! Commands see one [`Conn`] type whatever the deployment. The event
+//! stream's `XREAD BLOCK` never shares it (a blocking read would stall
+//! every store's command behind it): [`Link::open_reader`] opens a
+//! [`Reader`] of its own, to the server, to the master the sentinels name
+//! at that moment, or a `ClusterConnection` of its own that routes the
+//! read to the node owning the stream's slot (and follows `MOVED`).
+//!
+//! TLS: `[cluster] ca_file` (the CAs trusted for `rediss://`) applies to
+//! one server and to every node of a cluster. Sentinel deployments are
+//! plain TCP (sentinels and the master they name): configuration refuses
+//! `ca_file` with `sentinels`.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, ConnectionInfo, IntoConnectionInfo as _, Pipeline,
+    RedisError, RedisFuture, RedisResult, TlsCertificates, Value,
+    aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection},
+    cluster::{ClusterClientBuilder, ClusterConfig as ClusterConnectConfig},
+    cluster_async::ClusterConnection,
+    sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType},
+};
+use secrecy::ExposeSecret as _;
+
+use crate::cluster::{ClusterSettings, config::RedisTarget};
+
+/// A connection for commands: a server's (single or Sentinel-found
+/// master) or a cluster's. Cheap to clone; each clone shares the socket.
+#[derive(Clone)]
+pub(in crate::cluster) enum Conn {
+    /// One server.
+    Node(ConnectionManager),
+    /// A Redis Cluster.
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Node(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Node(c) => c.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Node(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The event stream's own connection: never the commands' one.
+pub(in crate::cluster) enum Reader {
+    /// To one server, or the master the sentinels named.
+    Node(MultiplexedConnection),
+    /// A cluster connection of its own.
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Reader {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Reader::Node(c) => c.req_packed_command(cmd),
+            Reader::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Reader::Node(c) => c.req_packed_commands(cmd, offset, count),
+            Reader::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Reader::Node(c) => c.get_db(),
+            Reader::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// How this replica reaches Redis.
+pub(in crate::cluster) enum Link {
+    /// One server, by URL.
+    Server {
+        /// For the event stream's connection (boxed: a client is large,
+        /// the other variants small).
+        client: Box<Client>,
+        conn: ConnectionManager,
+    },
+    /// The master the sentinels name.
+    Sentinel(Arc<SentinelLink>),
+    /// A Redis Cluster.
+    Cluster {
+        /// Seed nodes, with credentials: for the event stream's own
+        /// cluster connection.
+        seeds: Vec<ConnectionInfo>,
+        /// The CAs of `[cluster] ca_file`, for that connection too.
+        ca_pem: Option<Vec<u8>>,
+        conn: ClusterConnection,
+    },
+}
+
+/// The master found through Sentinel, and how to find it again.
+pub(in crate::cluster) struct SentinelLink {
+    /// Asks the sentinels (one question at a time).
+    resolver: tokio::sync::Mutex<SentinelClient>,
+    /// The master's client and connection, until it fails.
+    current: Mutex<Option<(Client, ConnectionManager)>>,
+    config: ConnectionManagerConfig,
+    /// Longest wait for the sentinels' answer and the master's `ROLE`.
+    resolve_timeout: Duration,
+}
+
+/// `info` with the ACL user and password of `settings`.
+fn with_credentials(info: ConnectionInfo, settings: &ClusterSettings) -> ConnectionInfo {
+    let mut redis = info.redis_settings().clone();
+    if let Some(user) = &settings.username {
+        redis = redis.set_username(user);
+    }
+    if let Some(password) = &settings.password {
+        redis = redis.set_password(password.expose_secret());
+    }
+    info.set_redis_settings(redis)
+}
+
+impl Link {
+    /// A link to the Redis of `settings`; connects nothing yet. Also
+    /// returns the address spans name (`server.address`, `server.port`):
+    /// the server, the first sentinel or the first seed node.
+    pub(in crate::cluster) fn new(
+        settings: &ClusterSettings,
+    ) -> Result<(Self, (String, u16)), RedisError> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout))
+            .set_response_timeout(Some(settings.command_timeout))
+            .set_number_of_retries(2)
+            .set_max_delay(settings.max_backoff);
+        match &settings.target {
+            RedisTarget::Server(url) => {
+                let info = url.as_str().into_connection_info()?;
+                let server = address(&info);
+                let client = super::tls::client(
+                    with_credentials(info, settings),
+                    settings.ca_pem.as_deref(),
+                )?;
+                let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+                Ok((
+                    Link::Server {
+                        client: Box::new(client),
+                        conn,
+                    },
+                    server,
+                ))
+            }
+            RedisTarget::Sentinel {
+                sentinels,
+                master_name,
+            } => {
+                let urls: Vec<String> = sentinels
+                    .iter()
+                    .map(|(host, port)| format!("redis://{host}:{port}"))
+                    .collect();
+                let master =
+                    with_credentials("redis://127.0.0.1".into_connection_info()?, settings)
+                        .redis_settings()
+                        .clone();
+                let resolver = SentinelClient::build(
+                    urls,
+                    master_name,
+                    Some(SentinelNodeConnectionInfo::default().set_redis_connection_info(master)),
+                    SentinelServerType::Master,
+                )?;
+                let server = sentinels.first().cloned().unwrap_or_default();
+                // Each sentinel gets the connect and command timeouts; the
+                // master's ROLE check one more command timeout.
+                let per_sentinel = settings.connect_timeout + settings.command_timeout;
+                let resolve_timeout = per_sentinel
+                    * u32::try_from(sentinels.len()).unwrap_or(u32::MAX)
+                    + settings.command_timeout;
+                Ok((
+                    Link::Sentinel(Arc::new(SentinelLink {
+                        resolver: tokio::sync::Mutex::new(resolver),
+                        current: Mutex::new(None),
+                        config,
+                        resolve_timeout,
+                    })),
+                    server,
+                ))
+            }
+            RedisTarget::Cluster(nodes) => {
+                let seeds = nodes
+                    .iter()
+                    .map(|n| {
+                        n.as_str()
+                            .into_connection_info()
+                            .map(|i| with_credentials(i, settings))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let server = seeds.first().map(address).unwrap_or_default();
+                let client = cluster_builder(&seeds, settings.ca_pem.as_deref())
+                    .connection_timeout(settings.connect_timeout)
+                    .response_timeout(settings.command_timeout)
+                    .overall_response_timeout(Some(settings.command_timeout))
+                    .retries(2)
+                    .build()?;
+                let conn = client.get_pending_async_connection_with_config(
+                    ClusterConnectConfig::new()
+                        .set_connection_timeout(settings.connect_timeout)
+                        .set_response_timeout(settings.command_timeout),
+                );
+                Ok((
+                    Link::Cluster {
+                        seeds,
+                        ca_pem: settings.ca_pem.clone(),
+                        conn,
+                    },
+                    server,
+                ))
+            }
+        }
+    }
+
+    /// The connection for commands. At once, except with Sentinel after a
+    /// failure, when the master is asked again: in a task of its own, so
+    /// the answer is kept for the next command even when this caller
+    /// stops waiting (its command timeout).
+    pub(in crate::cluster) async fn conn(&self) -> RedisResult<Conn> {
+        match self {
+            Link::Server { conn, .. } => Ok(Conn::Node(conn.clone())),
+            Link::Cluster { conn, .. } => Ok(Conn::Cluster(conn.clone())),
+            Link::Sentinel(s) => s.master().await.map(|(_, conn)| Conn::Node(conn)),
+        }
+    }
+
+    /// A command failed with `error`: with Sentinel, forget the master
+    /// when the error says it may be gone or demoted, so the next command
+    /// asks the sentinels again.
+    pub(in crate::cluster) fn failed(&self, error: &RedisError) {
+        if let Link::Sentinel(s) = self {
+            if error.is_io_error()
+                || error.is_connection_dropped()
+                || error.is_connection_refusal()
+                || error.is_timeout()
+                || is_readonly(error)
+            {
+                s.forget();
+            }
+        }
+    }
+
+    /// A command did not answer within the command timeout: the same as a
+    /// timeout error.
+    pub(in crate::cluster) fn timed_out(&self) {
+        if let Link::Sentinel(s) = self {
+            s.forget();
+        }
+    }
+
+    /// A new connection for the event stream's reader, opened on each
+    /// (re)connection of the supervisor: to the server, to the master as
+    /// the sentinels name it now (commands follow it too), or a cluster
+    /// connection of its own. `read_timeout` bounds each answer (a
+    /// blocking read's wait and then some).
+    pub(in crate::cluster) async fn open_reader(
+        &self,
+        connect_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Result<Reader, &'static str> {
+        let within = connect_timeout + read_timeout;
+        let open = async |client: &Client| {
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(connect_timeout))
+                .set_response_timeout(Some(read_timeout));
+            tokio::time::timeout(
+                within,
+                client.get_multiplexed_async_connection_with_config(&config),
+            )
+            .await
+            .map_err(|_| "connect timeout")?
+            .map(Reader::Node)
+            .map_err(|_| "connect failed")
+        };
+        match self {
+            Link::Server { client, .. } => open(client).await,
+            Link::Sentinel(s) => {
+                s.forget();
+                let (client, _) = s.master().await.map_err(|_| "no master from sentinels")?;
+                open(&client).await
+            }
+            Link::Cluster { seeds, ca_pem, .. } => {
+                let client = cluster_builder(seeds, ca_pem.as_deref())
+                    .connection_timeout(connect_timeout)
+                    .response_timeout(read_timeout)
+                    .retries(2)
+                    .build()
+                    .map_err(|_| "cluster client refused")?;
+                tokio::time::timeout(within, client.get_async_connection())
+                    .await
+                    .map_err(|_| "connect timeout")?
+                    .map(Reader::Cluster)
+                    .map_err(|_| "connect failed")
+            }
+        }
+    }
+}
+
+/// A cluster client builder for `seeds`, trusting the CAs of `ca_pem`
+/// (PEM) when given.
+fn cluster_builder(seeds: &[ConnectionInfo], ca_pem: Option<&[u8]>) -> ClusterClientBuilder {
+    let builder = ClusterClientBuilder::new(seeds.to_vec());
+    match ca_pem {
+        Some(pem) => builder.certs(TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem.to_vec()),
+        }),
+        None => builder,
+    }
+}
+
+impl SentinelLink {
+    /// The current master, asked of the sentinels if none is known.
+    async fn master(self: &Arc<Self>) -> RedisResult<(Client, ConnectionManager)> {
+        if let Some(current) = crate::sync::lock(&self.current).clone() {
+            return Ok(current);
+        }
+        let this = self.clone();
+        tokio::spawn(async move { this.resolve().await })
+            .await
+            .map_err(|_| RedisError::from((redis::ErrorKind::Io, "master lookup stopped")))?
+    }
+
+    /// Asks the sentinels for the master, one lookup at a time, bounded by
+    /// the resolve timeout; keeps the answer.
+    async fn resolve(&self) -> RedisResult<(Client, ConnectionManager)> {
+        let mut resolver = self.resolver.lock().await;
+        // Another caller may have asked meanwhile.
+        if let Some(current) = crate::sync::lock(&self.current).clone() {
+            return Ok(current);
+        }
+        let client = tokio::time::timeout(self.resolve_timeout, resolver.async_get_client())
+            .await
+            .map_err(|_| {
+                RedisError::from((
+                    redis::ErrorKind::Io,
+                    "the sentinels did not name a master in time",
+                ))
+            })??;
+        let conn = ConnectionManager::new_lazy_with_config(client.clone(), self.config.clone())?;
+        tracing::info!(
+            master = %client.get_connection_info().addr(),
+            "fleet Redis master found through Sentinel"
+        );
+        *crate::sync::lock(&self.current) = Some((client.clone(), conn.clone()));
+        Ok((client, conn))
+    }
+
+    fn forget(&self) {
+        crate::sync::lock(&self.current).take();
+    }
+}
+
+/// A write refused by a replica: the master this link knew was demoted.
+fn is_readonly(error: &RedisError) -> bool {
+    error.code() == Some("READONLY") || error.to_string().contains("READONLY")
+}
+
+/// `(host, port)` of a TCP address, for spans.
+fn address(info: &ConnectionInfo) -> (String, u16) {
+    match info.addr() {
+        redis::ConnectionAddr::Tcp(h, p)
+        | redis::ConnectionAddr::TcpTls {
+            host: h, port: p, ..
+        } => (h.clone(), *p),
+        _ => (String::new(), 0),
+    }
+}

@@ -1,0 +1,95 @@
+//! The guarded rollout and the conformance probe, wired to the gateway:
+//! the rollout's record and lease in the shared state (the fleet's on
+//! Redis), the loop every replica runs, and the probe's appkeys from the
+//! journey core.
+
+use std::sync::Arc;
+
+use super::{Launch, gateway::Services};
+use crate::{
+    Error,
+    channels::{
+        ChannelRouter,
+        probe::{ProbeAppkeys, ProbePerson, ProbeVerdicts, Prober},
+        rollout::Rollouts,
+    },
+    cluster::{BoxFuture, Shared},
+    config::Config,
+    context::CallContext,
+    domain::{Appkey, BirthDate, Cpf, CustomerReference, EndUser, PersonName},
+    journey::JourneyCore,
+    telemetry::Metrics,
+};
+
+/// Longest wait for the probe's appkey.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Customer reference of the probe's appkeys: tells them apart upstream.
+const PROBE_REFERENCE: &str = "IDGATEPROBE";
+
+/// The probe's appkeys, created through the journey core (the operator
+/// credentials of `CreateJourney`).
+struct CoreAppkeys(JourneyCore);
+
+/// The end user of a probe person (checked at start by
+/// `ProbeConfig::validate`, so a failure here is the gateway's own).
+fn person(p: &ProbePerson) -> Result<EndUser, Error> {
+    // The values never reach the error: they are personal data.
+    let bad = |_| Error::Internal("a [probe] person is not valid".to_owned());
+    Ok(EndUser {
+        cpf: Cpf::parse(&p.cpf).map_err(bad)?,
+        name: PersonName::parse(&p.name).map_err(bad)?,
+        birth_date: BirthDate::parse_now(&p.birth_date).map_err(bad)?,
+        customer_reference: CustomerReference::parse(PROBE_REFERENCE).map_err(bad)?,
+    })
+}
+
+impl ProbeAppkeys for CoreAppkeys {
+    fn appkey(&self, p: &ProbePerson, profile: &str) -> BoxFuture<Result<Appkey, Error>> {
+        let core = self.0.clone();
+        let user = person(p);
+        let profile = (!profile.is_empty()).then(|| profile.to_owned());
+        Box::pin(async move {
+            let journey = core
+                .create_journey(
+                    &CallContext::with_timeout(PROBE_TIMEOUT),
+                    &user?,
+                    profile.as_deref(),
+                )
+                .await?;
+            Ok(journey.appkey)
+        })
+    }
+}
+
+/// The rollout service and the prober of `router`.
+pub(super) fn services(
+    config: &Config,
+    router: &Arc<ChannelRouter>,
+    core: &JourneyCore,
+    shared: &Shared,
+    metrics: &Metrics,
+) -> (Arc<Rollouts>, Option<Arc<Prober>>) {
+    let rollouts = Rollouts::new(
+        router.clone(),
+        shared.rollout.clone(),
+        config.rollout.clone(),
+        Arc::new(ProbeVerdicts::new(shared.rollout.clone())),
+    )
+    .with_metrics(metrics.clone());
+    let prober = Prober::new(
+        router.clone(),
+        Arc::new(CoreAppkeys(core.clone())),
+        config.probe.clone(),
+    );
+    (Arc::new(rollouts), prober.map(Arc::new))
+}
+
+impl Launch {
+    /// Runs the rollout loop of this replica until the gateway stops.
+    pub(super) fn run_rollouts(&mut self, services: &Services) {
+        let stopped = self.stopped();
+        self.tasks
+            .push(tokio::spawn(services.rollouts.clone().run(stopped)));
+    }
+}

@@ -1,0 +1,173 @@
+//! One `redis-server` child of a multi-process Redis set (a Sentinel set,
+//! a Redis Cluster): loopback, no persistence, in a directory of its own,
+//! killed on drop. [`super::redis::RedisServer`] is the single server of
+//! a plain fleet; this is the building block of
+//! [`super::redis_sentinel`] and [`super::redis_cluster`].
+//!
+//! The port is picked free and bound by the child; the node is ready only
+//! once the process answering on the port reports the child's own pid
+//! (`INFO server`'s `process_id`), and a child that exits first (its port
+//! taken meanwhile) is started again on another port.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+/// How long a child has to answer before the test fails.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// A running `redis-server` (or `redis-server --sentinel`) of this test.
+pub struct RedisNode {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// A free loopback port; with `bus_offset`, `port + bus_offset` is free
+/// too (a cluster node's bus port).
+pub fn free_port(bus_offset: Option<u16>) -> u16 {
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let Some(offset) = bus_offset else {
+            return port;
+        };
+        let Some(bus) = port.checked_add(offset) else {
+            continue;
+        };
+        if std::net::TcpListener::bind(("127.0.0.1", bus)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Panics naming the Debian package when `binary` cannot run.
+pub fn require(binary: &str, package: &str) {
+    if let Err(e) = Command::new(binary)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        panic!(
+            "cannot run {binary} ({e}): these tests need Debian's `{package}` package (scripts/test installs it)"
+        );
+    }
+}
+
+impl RedisNode {
+    /// Starts a node in a new directory: `args(port, dir)` is its command
+    /// line after `redis-server` (a config file written there, flags).
+    /// `bus_offset`: also keep `port + offset` free (cluster bus).
+    pub fn start(bus_offset: Option<u16>, args: impl Fn(u16, &Path) -> Vec<String>) -> Self {
+        require("redis-server", "redis-server");
+        let dir = std::env::temp_dir().join(format!("idgate-test-redis-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("redis node dir");
+        let mut node = Self {
+            port: 0,
+            dir,
+            child: None,
+        };
+        loop {
+            node.port = free_port(bus_offset);
+            if node.spawn(&args(node.port, &node.dir)) {
+                return node;
+            }
+        }
+    }
+
+    /// Starts the child and waits until it answers on its port; false if
+    /// it exited first (the port was taken).
+    fn spawn(&mut self, args: &[String]) -> bool {
+        let mut child = Command::new("redis-server")
+            .args(args)
+            .current_dir(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redis-server");
+        let deadline = Instant::now() + START_WAIT;
+        loop {
+            if child.try_wait().expect("redis-server status").is_some() {
+                return false;
+            }
+            if self.pid_on_port() == Some(child.id()) {
+                self.child = Some(child);
+                return true;
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("redis-server did not answer on port {}", self.port);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pid_on_port(&self) -> Option<u32> {
+        let info: String = self.query(redis::cmd("INFO").arg("server")).ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|pid| pid.trim().parse().ok())
+    }
+
+    /// One command on a connection of the test's own (blocking).
+    pub fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        let client = redis::Client::open(self.url())?;
+        let mut conn = client.get_connection_with_timeout(Duration::from_millis(500))?;
+        cmd.query(&mut conn)
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// True until [`RedisNode::kill`].
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Kills the process at once (`SIGKILL`: no goodbye to its peers).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisNode {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Polls `check` every 50 ms (blocking) until it holds, at most `within`;
+/// panics naming `what` otherwise. For a Redis set settling (replication
+/// linked, sentinels met, slots assigned, a failover done).
+pub fn settle(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
+    let give_up = Instant::now() + within;
+    while !check() {
+        assert!(
+            Instant::now() < give_up,
+            "not reached within {within:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
