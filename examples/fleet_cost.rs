@@ -92,6 +92,11 @@ fn config(sandbox: &SandboxHandle, redis: Option<(&Redis, &PathBuf)>) -> Config 
     c.listen.http = loopback;
     c.listen.admin = loopback;
     c.serving.drain_delay_secs = 0;
+    // The benchmark's own callers, on loopback: no caller authentication.
+    c.auth = Some(idgate::auth::AuthConfig {
+        mode: idgate::auth::AuthMode::None,
+        jwt: None,
+    });
     c.upstream = Some(UpstreamConfig {
         base_url: sandbox.base_url(),
         result_base_url: sandbox.result_base_url(),

@@ -185,13 +185,15 @@ enum ChannelsCommand {
     },
     /// Compares the channels' vendor figures over a window: sessions,
     /// verifications, pass rate (95% interval), p50/p95 latency, error and
-    /// contingency rates, summed over every gateway given.
+    /// contingency rates: the whole fleet's through any replica whose Redis
+    /// answers, else summed over every gateway given.
     Compare {
         /// How far back: 90s, 30m, 1h, 2d (at most the gateways' retention).
         #[arg(long, default_value = "1h")]
         window: String,
-        /// A replica's admin address, once per replica (figures are per
-        /// replica: this sums them); default: --admin.
+        /// A replica's admin address; one is enough in a fleet whose Redis
+        /// answers, else once per replica (this sums their own figures);
+        /// default: --admin.
         #[arg(long = "gateway")]
         gateways: Vec<String>,
         /// Prints JSON instead of a table.

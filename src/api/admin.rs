@@ -370,7 +370,12 @@ impl ChannelAdminService for ChannelAdmin {
         let req = request.into_inner();
         let figures = self.router.figures();
         let minutes = window_minutes(req.window.as_ref(), figures.retention_minutes())?;
-        let mut tallies = figures.window(minutes);
+        // The fleet's, from Redis; this replica's own when Redis does not
+        // answer (or for one process).
+        let (mut tallies, scope) = match figures.fleet_window(minutes).await {
+            Some(fleet) => (fleet, pb::FiguresScope::Fleet),
+            None => (figures.window(minutes), pb::FiguresScope::Replica),
+        };
         // Configured channels show up even before their first call.
         for c in self.router.snapshot().channels {
             tallies.entry(c.name).or_default();
@@ -382,6 +387,7 @@ impl ChannelAdminService for ChannelAdmin {
                 .iter()
                 .map(|(name, t)| figures_to_proto(name, t))
                 .collect(),
+            scope: scope as i32,
         }))
     }
 

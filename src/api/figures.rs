@@ -148,6 +148,7 @@ mod tests {
             window: Some(seconds(60)),
             latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
             channels: vec![figures_to_proto("alt", &t)],
+            scope: pb::FiguresScope::Replica as i32,
         };
         assert_eq!(figures_from_proto(&resp).unwrap()["alt"], t);
         let other = pb::GetChannelFiguresResponse {

@@ -10,8 +10,11 @@
 //! retention
 //! ([`DEFAULT_RETENTION_MINUTES`]), so a window ("the last hour") is a sum
 //! of buckets. Every count is a plain sum, so the figures of several
-//! replicas merge by adding them ([`ChannelTally::merge`]): the fleet view
-//! is the sum of every replica's answer.
+//! replicas merge by adding them ([`ChannelTally::merge`]). In a fleet
+//! (`[cluster]`), each replica also adds its counts to per-minute buckets
+//! on Redis ([`fleet`]), so any replica answers for the whole fleet; when
+//! Redis does not answer, a replica answers with its own counts and the
+//! fleet view is the sum of every replica's answer.
 //!
 //! Calls this gateway never sent (refused by its own bulkhead, or with the
 //! caller's deadline already gone) are not the vendor's doing and are not
@@ -20,14 +23,16 @@
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
-    sync::Mutex,
+    sync::{Arc, Mutex, OnceLock},
     time::{SystemTime, UNIX_EPOCH},
 };
 
 use super::outcome::{CallOutcome, Ended, Verdict};
-use crate::{domain::Operation, sync::lock};
+use crate::{cluster::FiguresStore, domain::Operation, sync::lock};
 
+pub mod fleet;
 mod tally;
+pub use fleet::FleetShare;
 pub use tally::{
     ChannelTally, ERROR_CLASSES, ErrorCounts, LATENCY_BOUNDS_MS, LATENCY_BUCKETS, LatencyHistogram,
 };
@@ -52,12 +57,39 @@ pub struct ChannelFigures {
     retention_minutes: u32,
     /// By channel name (from configuration; looked up on every 3D call).
     channels: Mutex<TallyMap>,
+    /// This replica's share of the fleet's figures, in a fleet.
+    fleet: OnceLock<FleetShare>,
 }
 
 impl Default for ChannelFigures {
     fn default() -> Self {
         Self::new(DEFAULT_RETENTION_MINUTES)
     }
+}
+
+/// What one call sent adds to its channel's tally.
+fn delta_of(outcome: &CallOutcome<'_>) -> ChannelTally {
+    let mut t = ChannelTally::default();
+    let session = outcome.op == Operation::SessionToken3D;
+    match outcome.ended {
+        Ended::Granted { contingency, .. } => {
+            t.sessions_started += 1;
+            t.contingency_answers += u64::from(contingency);
+        }
+        Ended::Verdict(Verdict::Valid) => t.valid += 1,
+        Ended::Verdict(Verdict::Invalid) => t.invalid += 1,
+        Ended::Verdict(Verdict::Blocked) => t.blocked += 1,
+        Ended::Verdict(Verdict::Other) => t.other += 1,
+        Ended::Failed(class) if session => t.session_errors.add(class, 1),
+        Ended::Failed(class) => t.verification_errors.add(class, 1),
+        Ended::Refused | Ended::CircuitOpen => {}
+    }
+    if session {
+        t.session_latency.observe(outcome.elapsed);
+    } else {
+        t.liveness_latency.observe(outcome.elapsed);
+    }
+    t
 }
 
 /// Minutes since the Unix epoch: buckets of different replicas cover the
@@ -75,7 +107,21 @@ impl ChannelFigures {
         Self {
             retention_minutes: retention_minutes.clamp(1, MAX_RETENTION_MINUTES),
             channels: Mutex::new(HashMap::default()),
+            fleet: OnceLock::new(),
         }
+    }
+
+    /// Shares these figures with the fleet through `store` (the first
+    /// store given; nothing for a store that is not a fleet's).
+    pub fn share(&self, store: Arc<dyn FiguresStore>) {
+        if store.is_fleet() {
+            let _ = self.fleet.set(FleetShare::new(store));
+        }
+    }
+
+    /// This replica's share of the fleet's figures, in a fleet.
+    pub fn fleet(&self) -> Option<&FleetShare> {
+        self.fleet.get()
     }
 
     /// How many minutes are kept.
@@ -90,27 +136,12 @@ impl ChannelFigures {
         if !outcome.was_sent() {
             return;
         }
-        self.update(channel, minute_now(), |t| {
-            let session = outcome.op == Operation::SessionToken3D;
-            match outcome.ended {
-                Ended::Granted { contingency, .. } => {
-                    t.sessions_started += 1;
-                    t.contingency_answers += u64::from(contingency);
-                }
-                Ended::Verdict(Verdict::Valid) => t.valid += 1,
-                Ended::Verdict(Verdict::Invalid) => t.invalid += 1,
-                Ended::Verdict(Verdict::Blocked) => t.blocked += 1,
-                Ended::Verdict(Verdict::Other) => t.other += 1,
-                Ended::Failed(class) if session => t.session_errors.add(class, 1),
-                Ended::Failed(class) => t.verification_errors.add(class, 1),
-                Ended::Refused | Ended::CircuitOpen => {}
-            }
-            if session {
-                t.session_latency.observe(outcome.elapsed);
-            } else {
-                t.liveness_latency.observe(outcome.elapsed);
-            }
-        });
+        let delta = delta_of(outcome);
+        let minute = minute_now();
+        self.update(channel, minute, |t| t.merge(&delta));
+        if let Some(fleet) = self.fleet.get() {
+            fleet.queue(channel, minute, &delta);
+        }
     }
 
     fn update(&self, channel: &str, minute: u64, f: impl FnOnce(&mut ChannelTally)) {
@@ -153,6 +184,15 @@ impl ChannelFigures {
     /// current one included), by channel name.
     pub fn window(&self, minutes: u32) -> BTreeMap<String, ChannelTally> {
         self.window_at(minute_now(), minutes)
+    }
+
+    /// The fleet's tally of every channel over the last `minutes` minutes,
+    /// from Redis; `None` for one process or when Redis does not answer
+    /// (then [`ChannelFigures::window`] is this replica's own).
+    pub async fn fleet_window(&self, minutes: u32) -> Option<BTreeMap<String, ChannelTally>> {
+        let now = minute_now();
+        let first = now.saturating_sub(u64::from(minutes.max(1)) - 1);
+        self.fleet.get()?.window(first, now).await
     }
 
     fn window_at(&self, now: u64, minutes: u32) -> BTreeMap<String, ChannelTally> {

@@ -190,6 +190,13 @@ impl ChannelRouter {
         self.outcomes.figures()
     }
 
+    /// The same router, adding its vendor figures to the fleet's through
+    /// `store` (the gateway passes that of `[cluster]`).
+    pub fn with_shared_figures(self, store: Arc<dyn crate::cluster::FiguresStore>) -> Self {
+        self.figures().share(store);
+        self
+    }
+
     /// The same router, sharing its session bindings and control state
     /// through `bindings` and `control` (the gateway passes those of
     /// `[cluster]`).

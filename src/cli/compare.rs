@@ -1,9 +1,13 @@
-//! `idgate channels compare`: the vendor figures of every channel, summed
-//! over the replicas given, side by side.
+//! `idgate channels compare`: the vendor figures of every channel, for the
+//! whole fleet, side by side.
 //!
-//! Each gateway answers `GetChannelFigures` with its own raw counts (a
-//! replica counts only the calls it sent); this command adds the answers
-//! up, so `--gateway` once per replica gives the fleet's figures. From the
+//! A replica of a fleet whose Redis answers gives the fleet's figures
+//! (`FIGURES_SCOPE_FLEET`): one `--gateway`, any replica, is enough, and
+//! the first such answer is the result (adding several would count every
+//! call several times). Otherwise each gateway answers with its own raw
+//! counts (a replica counts only the calls it sent) and this command adds
+//! the answers up, so `--gateway` once per replica gives the fleet's
+//! figures. From the
 //! sums it derives what a migration decision needs: pass rate with a 95%
 //! Wilson interval, p50/p95 latency of both 3D operations (from the merged
 //! histograms, so the percentiles are the fleet's, not an average of
@@ -50,7 +54,17 @@ pub fn parse_window(text: &str) -> Result<u32, CliError> {
     u32::try_from(secs).map_err(|_| bad())
 }
 
-/// The figures of `targets` over `window_secs`, summed: the text table,
+/// Whose calls an answer of `compare` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole fleet's, from its Redis, through one gateway.
+    Fleet,
+    /// The sum of each gateway's own calls.
+    Replicas,
+}
+
+/// The figures of `targets` over `window_secs`: the fleet's if a gateway
+/// answers for it, else the sum of every gateway's own; the text table,
 /// or JSON when `json`. An address given twice is asked once (its figures
 /// would count twice).
 pub async fn compare(
@@ -62,6 +76,7 @@ pub async fn compare(
     let mut seen = std::collections::HashSet::new();
     targets.retain(|t| seen.insert(t.addr.trim_end_matches('/').to_owned()));
     let mut sum: BTreeMap<String, ChannelTally> = BTreeMap::new();
+    let mut fleet = None;
     let mut window = window_secs;
     let count = targets.len();
     for target in targets {
@@ -77,14 +92,22 @@ pub async fn compare(
             .window
             .and_then(|w| u32::try_from(w.seconds).ok())
             .unwrap_or(window_secs);
+        if resp.scope() == pb::FiguresScope::Fleet {
+            fleet = Some(figures_from_proto(&resp)?);
+            break;
+        }
         for (name, tally) in figures_from_proto(&resp)? {
             sum.entry(name).or_default().merge(&tally);
         }
     }
+    let (scope, gateways, figures) = match fleet {
+        Some(figures) => (Scope::Fleet, 1, figures),
+        None => (Scope::Replicas, count, sum),
+    };
     Ok(if json {
-        format!("{:#}\n", figures_json(window, count, &sum))
+        format!("{:#}\n", figures_json(window, scope, gateways, &figures))
     } else {
-        format_compare(window, count, &sum)
+        format_compare(window, scope, gateways, &figures)
     })
 }
 
@@ -109,15 +132,22 @@ const HEADER: &str = "CHANNEL              SESSIONS  VERIFICATIONS  PASS    PASS
 /// The table of `idgate channels compare`.
 pub fn format_compare(
     window_secs: u32,
+    scope: Scope,
     gateways: usize,
     figures: &BTreeMap<String, ChannelTally>,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "figures of the last {} summed over {gateways} gateway(s)",
-        window_text(window_secs)
-    );
+    let window = window_text(window_secs);
+    let _ = match scope {
+        Scope::Fleet => writeln!(
+            out,
+            "figures of the last {window} of the whole fleet (from its Redis, through one gateway)"
+        ),
+        Scope::Replicas => writeln!(
+            out,
+            "figures of the last {window} summed over {gateways} gateway(s) (each its own calls)"
+        ),
+    };
     let _ = writeln!(out, "{HEADER}");
     for (name, t) in figures {
         let pass = t.pass_rate();
@@ -158,6 +188,7 @@ fn window_text(secs: u32) -> String {
 /// the raw counts they come from.
 pub fn figures_json(
     window_secs: u32,
+    scope: Scope,
     gateways: usize,
     figures: &BTreeMap<String, ChannelTally>,
 ) -> Value {
@@ -195,6 +226,10 @@ pub fn figures_json(
         .collect();
     json!({
         "window_seconds": window_secs,
+        "scope": match scope {
+            Scope::Fleet => "fleet",
+            Scope::Replicas => "replicas",
+        },
         "gateways": gateways,
         "channels": channels,
     })
@@ -228,13 +263,16 @@ mod tests {
             t.liveness_latency.observe(Duration::from_millis(700));
         }
         let figures = BTreeMap::from([("alternative".to_owned(), t)]);
-        let text = format_compare(3_600, 2, &figures);
+        let text = format_compare(3_600, Scope::Replicas, 2, &figures);
         assert!(text.contains("last 1h summed over 2 gateway(s)"), "{text}");
         let row = text.lines().find(|l| l.starts_with("alternative")).unwrap();
         for want in ["90.0%", "59.6%-98.2%", "10.0%", "0.0%", "-/-"] {
             assert!(row.contains(want), "{want} in {row}");
         }
-        let v = figures_json(3_600, 2, &figures);
+        let v = figures_json(3_600, Scope::Replicas, 2, &figures);
+        assert_eq!(v["scope"], "replicas");
+        let fleet = format_compare(3_600, Scope::Fleet, 1, &figures);
+        assert!(fleet.contains("last 1h of the whole fleet"), "{fleet}");
         assert_eq!(v["channels"][0]["invalid"], 1);
         assert!(v["channels"][0]["liveness_p50_seconds"].as_f64().unwrap() > 0.5);
     }

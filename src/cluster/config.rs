@@ -58,7 +58,7 @@ pub struct ClusterConfig {
     pub password_env: Option<String>,
     /// File holding the Redis password (wins over the variable).
     pub password_file: Option<PathBuf>,
-    /// Prefix of every key and of the pub/sub channel.
+    /// Prefix of every key, the event stream's too.
     pub key_prefix: String,
     /// Environment variable holding the appkey sealing key: 32 random
     /// bytes, Base64. Required with `redis_url`.
@@ -76,7 +76,23 @@ pub struct ClusterConfig {
     pub command_timeout_ms: u64,
     /// Longest pause between two reconnection attempts, in milliseconds.
     pub max_backoff_ms: u64,
+    /// PEM file of the certificate authorities trusted for `rediss://`
+    /// (a private CA); absent: the system's trusted roots.
+    pub ca_file: Option<PathBuf>,
+    /// About how many fleet events (completion notices, control changes)
+    /// the Redis stream keeps (`XADD ... MAXLEN ~`): how long an outage a
+    /// replica can catch up on.
+    pub stream_max_len: u64,
 }
+
+/// Default [`ClusterConfig::stream_max_len`]: at about 240 bytes per
+/// event (measured, `docs/capacity.md`), about 24 MB of Redis; at 100
+/// completed journeys a second, a quarter of an hour of outage caught up
+/// on.
+pub const DEFAULT_STREAM_MAX_LEN: u64 = 100_000;
+
+/// Bounds of [`ClusterConfig::stream_max_len`].
+pub const STREAM_MAX_LEN_RANGE: std::ops::RangeInclusive<u64> = 1_000..=10_000_000;
 
 impl Default for ClusterConfig {
     fn default() -> Self {
@@ -97,6 +113,8 @@ impl Default for ClusterConfig {
             connect_timeout_ms: 1_000,
             command_timeout_ms: 250,
             max_backoff_ms: 2_000,
+            ca_file: None,
+            stream_max_len: DEFAULT_STREAM_MAX_LEN,
         }
     }
 }
@@ -123,6 +141,10 @@ pub struct ClusterSettings {
     pub command_timeout: Duration,
     /// Longest pause between reconnection attempts.
     pub max_backoff: Duration,
+    /// The trusted CAs of `ca_file` (PEM), if set.
+    pub ca_pem: Option<Vec<u8>>,
+    /// About how many events the fleet's stream keeps.
+    pub stream_max_len: u64,
 }
 
 impl std::fmt::Debug for ClusterSettings {
@@ -202,7 +224,7 @@ impl ClusterConfig {
         if !self.is_enabled() {
             return Ok(());
         }
-        self.target()?;
+        let target = self.target()?;
         if self.mode == RedisMode::Cluster
             && (self.key_prefix.contains('{') || self.key_prefix.contains('}'))
         {
@@ -222,6 +244,24 @@ impl ClusterConfig {
         }
         if self.command_timeout_ms == 0 || self.connect_timeout_ms == 0 {
             return Err(invalid("cluster timeouts must be positive"));
+        }
+        let tls = match &target {
+            RedisTarget::Server(url) => url.starts_with("rediss://"),
+            RedisTarget::Cluster(nodes) => nodes.iter().all(|n| n.starts_with("rediss://")),
+            // Sentinels and the master they name are reached over plain TCP.
+            RedisTarget::Sentinel { .. } => false,
+        };
+        if self.ca_file.is_some() && !tls {
+            return Err(invalid(
+                "cluster.ca_file needs TLS: a rediss:// cluster.redis_url or rediss:// cluster.nodes (not Sentinel)",
+            ));
+        }
+        if !STREAM_MAX_LEN_RANGE.contains(&self.stream_max_len) {
+            return Err(invalid(format!(
+                "cluster.stream_max_len must be from {} to {}",
+                STREAM_MAX_LEN_RANGE.start(),
+                STREAM_MAX_LEN_RANGE.end()
+            )));
         }
         Ok(())
     }
@@ -254,6 +294,14 @@ impl ClusterConfig {
             self.password_file.as_deref(),
         )?
         .map(secrecy::SecretString::from);
+        let ca_pem = self
+            .ca_file
+            .as_ref()
+            .map(|path| {
+                std::fs::read(path)
+                    .map_err(|e| invalid(format!("cluster.ca_file {}: {e}", path.display())))
+            })
+            .transpose()?;
         Ok(Some(ClusterSettings {
             target,
             username: self.username.clone(),
@@ -264,6 +312,8 @@ impl ClusterConfig {
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             command_timeout: Duration::from_millis(self.command_timeout_ms),
             max_backoff: Duration::from_millis(self.max_backoff_ms.max(100)),
+            ca_pem,
+            stream_max_len: self.stream_max_len,
         }))
     }
 }
@@ -301,6 +351,54 @@ mod tests {
         c.secret_key_file = Some(key_file(&dir, &[7; 32]));
         let s = c.resolve().unwrap().unwrap();
         assert_eq!(s.key_prefix, "idgate:");
+    }
+
+    #[test]
+    fn a_ca_file_needs_tls_and_the_stream_stays_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        let mut c = ClusterConfig {
+            redis_url: Some("redis://127.0.0.1:6390".into()),
+            secret_key_file: Some(key_file(&dir, &[3; 32])),
+            ca_file: Some(ca.clone()),
+            ..ClusterConfig::default()
+        };
+        assert!(c.resolve().unwrap_err().to_string().contains("rediss://"));
+        c.redis_url = Some("rediss://127.0.0.1:6390".into());
+        let s = c.resolve().unwrap().unwrap();
+        assert!(s.ca_pem.is_some());
+        assert_eq!(s.stream_max_len, DEFAULT_STREAM_MAX_LEN);
+        for bad in [0, 999, 10_000_001] {
+            c.stream_max_len = bad;
+            let err = c.resolve().unwrap_err().to_string();
+            assert!(err.contains("stream_max_len"), "{err}");
+        }
+        c.stream_max_len = 1_000;
+        // Sentinel connections are plain TCP: no CA to apply.
+        let sentinel = ClusterConfig {
+            redis_url: None,
+            sentinels: vec!["127.0.0.1:26379".into()],
+            master_name: Some("idgate".into()),
+            ..c.clone()
+        };
+        assert!(
+            sentinel
+                .resolve()
+                .unwrap_err()
+                .to_string()
+                .contains("Sentinel")
+        );
+        // A cluster's rediss:// nodes take it.
+        let cluster = ClusterConfig {
+            redis_url: None,
+            mode: RedisMode::Cluster,
+            nodes: vec!["rediss://127.0.0.1:7000".into()],
+            ..c.clone()
+        };
+        assert!(cluster.resolve().unwrap().unwrap().ca_pem.is_some());
+        c.ca_file = Some(ca.with_extension("absent"));
+        assert!(c.resolve().unwrap_err().to_string().contains("ca_file"));
     }
 
     #[test]

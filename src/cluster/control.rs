@@ -4,14 +4,15 @@
 //!
 //! - [`MemoryControl`]: one process; the router's own state is the whole
 //!   truth (`control` answers `None`) and there is no one to tell.
-//! - [`RedisControl`]: `{p}control:mode`, `{p}control:drained` (a set),
-//!   `{p}control:hold` (expires with the hold), `{p}control:seeded`; no
-//!   expiry otherwise; on a Redis Cluster the four share the hash tag
-//!   `{control}` (`{p}{control}:mode`, ...), as the seed script and the
-//!   `MULTI`s touch them together. Each change is one `MULTI` that writes it and
-//!   publishes `control` on `{p}events`; the other replicas re-read the
-//!   whole state (`crate::cluster::redis::pubsub`), which also seeds it
-//!   from the first replica to connect when Redis holds none.
+//! - [`RedisControl`], on Redis: `{p}{fleet}:control:mode`,
+//!   `{p}{fleet}:control:drained` (a set), `{p}{fleet}:control:hold`
+//!   (expires with the hold), `{p}{fleet}:control:seeded`; no expiry
+//!   otherwise. Each change is one `MULTI` that writes it and appends
+//!   `control` to the event stream `{p}{fleet}:events` (the same hash tag:
+//!   one Redis Cluster slot); the other replicas re-read the whole state
+//!   (`crate::cluster::redis::stream`), which also seeds it from the first
+//!   replica to connect when Redis holds none, and re-read it on every
+//!   reconnection.
 //!
 //! Channel names and modes only: nothing personal.
 
@@ -19,7 +20,10 @@ use std::{collections::BTreeSet, time::Duration};
 
 use super::{
     BoxFuture, ClusterError, ready,
-    redis::{Body, RedisConn, millis},
+    redis::{
+        Body, RedisConn, millis,
+        stream::{self, FLEET_GROUP},
+    },
 };
 
 /// The fleet's channel control state. Channel names and modes travel as
@@ -95,10 +99,11 @@ impl RedisControl {
         Self { conn }
     }
 
-    /// `{p}control:<part>`; `{p}{control}:<part>` on a Redis Cluster,
-    /// where the seed script and the `MULTI`s touch them together.
+    /// `{p}{fleet}:control:<part>`: the seed script and the `MULTI`s touch
+    /// them together, and the `MULTI`s append to the stream too.
     fn key(&self, part: &str) -> String {
-        self.conn.tagged_key("control", part)
+        self.conn
+            .tagged_key(FLEET_GROUP, &format!("control:{part}"))
     }
 
     /// Reads the whole state in one `MULTI`.
@@ -163,22 +168,21 @@ impl ControlStore for RedisControl {
         let this = self.clone();
         Box::pin(async move {
             this.conn.check_up()?;
-            let message = this.conn.message(Body::Control);
-            let events = this.conn.events_key();
+            let append = stream::append(&this.conn, Body::Control);
             let mut pipe = redis::pipe();
             pipe.atomic();
             let command = match &change {
                 ControlChange::Mode(mode) => {
                     pipe.set(this.key("mode"), mode).ignore();
-                    "MULTI SET PUBLISH"
+                    "MULTI SET XADD"
                 }
                 ControlChange::Drain(name) => {
                     pipe.sadd(this.key("drained"), name).ignore();
-                    "MULTI SADD PUBLISH"
+                    "MULTI SADD XADD"
                 }
                 ControlChange::Undrain(name) => {
                     pipe.srem(this.key("drained"), name).ignore();
-                    "MULTI SREM PUBLISH"
+                    "MULTI SREM XADD"
                 }
                 ControlChange::Hold(d) => {
                     pipe.cmd("SET")
@@ -187,11 +191,11 @@ impl ControlStore for RedisControl {
                         .arg("PX")
                         .arg(millis(*d))
                         .ignore();
-                    "MULTI SET PUBLISH"
+                    "MULTI SET XADD"
                 }
             };
             pipe.cmd("SET").arg(this.key("seeded")).arg("1").ignore();
-            pipe.publish(events, message).ignore();
+            pipe.add_command(append).ignore();
             this.conn
                 .exec(command, move |mut c| async move {
                     pipe.query_async::<()>(&mut c).await

@@ -7,7 +7,7 @@
 //! carries that delivery's [`DeliveryKey::digest`], the same digest the
 //! dedupe keys on. Together they are one step: "accept this delivery once
 //! for the fleet, and tell the fleet". Receiving notices is not a store's
-//! job: the pub/sub task hands them to the replica as
+//! job: the event stream's task hands them to the replica as
 //! [`FleetEvent::Notice`](super::FleetEvent::Notice), on the channel that
 //! also carries control changes.
 //!
@@ -16,9 +16,9 @@
 //!   there is no one to tell.
 //! - [`RedisDedupe`]: `{p}dedupe:<digest>` (`SET NX`, expiring with the
 //!   same TTL), remembered locally too, so that an outage does not reopen
-//!   the door to duplicates on this replica; notices are published on
-//!   `{p}events` as (journey reference, status, delivery digest): no
-//!   appkey, no result, nothing personal.
+//!   the door to duplicates on this replica; notices are appended to the
+//!   event stream `{p}{fleet}:events` as (journey reference, status,
+//!   delivery digest): no appkey, no result, nothing personal.
 
 use std::{sync::Mutex, time::Duration};
 
@@ -26,7 +26,7 @@ use tokio::time::Instant;
 
 use super::{
     BoxFuture, ClusterError, ready,
-    redis::{Body, RedisConn, millis},
+    redis::{Body, RedisConn, millis, stream},
 };
 use crate::{domain::JourneyRef, ttl::TtlMap};
 
@@ -182,18 +182,16 @@ impl DedupeStore for RedisDedupe {
         let conn = self.conn.clone();
         Box::pin(async move {
             conn.check_up()?;
-            let message = conn.message(Body::Notice {
-                journey_ref: notice.journey.to_string(),
-                status: notice.status,
-                delivery: notice.delivery,
-            });
-            let channel = conn.events_key();
-            conn.exec("PUBLISH", move |mut c| async move {
-                redis::cmd("PUBLISH")
-                    .arg(&channel)
-                    .arg(&message)
-                    .query_async::<i64>(&mut c)
-                    .await
+            let append = stream::append(
+                &conn,
+                Body::Notice {
+                    journey_ref: notice.journey.to_string(),
+                    status: notice.status,
+                    delivery: notice.delivery,
+                },
+            );
+            conn.exec("XADD", move |mut c| async move {
+                append.query_async::<String>(&mut c).await
             })
             .await
             .map(|_| ())

@@ -9,12 +9,14 @@
 //! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
+//! channels::ChannelFigures -> FiguresStore    figures.rs    per-minute vendor figures
 //!
 //! Shared::memory  (one process, the default): Memory* stores
 //! Shared::redis   ([cluster] Redis):          Redis* stores on one RedisConn (redis.rs)
 //!                   commands: one server, the Sentinel master or a Redis Cluster
 //!                   (redis/link.rs; each reconnects), key prefix, command timeout
-//!                   {prefix}events: pub/sub fan-out, supervised (redis/pubsub.rs)
+//!                   {prefix}{fleet}:events: stream fan-out on a connection of its
+//!                   own, supervised (redis/stream.rs)
 //! ```
 //!
 //! What is shared: the journey directory (journey reference -> appkey,
@@ -45,15 +47,16 @@
 //! - [`config`]: the `[cluster]` section.
 //! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
 //! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`],
-//!   [`rollout`]: the six stores.
-//! - [`redis`]: the connection the Redis stores share, and the pub/sub
-//!   task.
+//!   [`figures`], [`rollout`]: the seven stores.
+//! - [`redis`]: the connection the Redis stores share, and the event
+//!   stream's task.
 
 pub mod bindings;
 pub mod config;
 pub mod control;
 pub mod dedupe;
 pub mod directory;
+pub mod figures;
 pub mod guard;
 pub mod redis;
 pub mod rollout;
@@ -68,10 +71,11 @@ pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
 pub use directory::{DirectoryStore, JourneyRecord, MemoryDirectory, RedisDirectory};
+pub use figures::{FigureDelta, FigureSums, FiguresStore, MemoryFigures, RedisFigures};
 pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
-pub use redis::{RedisConn, pubsub::SeedFn};
+pub use redis::{RedisConn, stream::SeedFn};
 pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 
 use crate::telemetry::Metrics;
@@ -109,6 +113,9 @@ pub struct Ttls {
     /// Most idempotency records held in memory
     /// (`[idempotency] max_entries`).
     pub idempotency_max_entries: usize,
+    /// Vendor figures' per-minute buckets
+    /// (`[routing] figures_retention_minutes`).
+    pub figures: Duration,
 }
 
 impl Default for Ttls {
@@ -120,6 +127,8 @@ impl Default for Ttls {
             dedupe_max_entries: 100_000,
             idempotency: Duration::from_secs(86_400),
             idempotency_max_entries: 100_000,
+            // A day: `[routing] figures_retention_minutes`' default.
+            figures: Duration::from_secs(86_400),
         }
     }
 }
@@ -149,6 +158,8 @@ pub struct Shared {
     pub control: Arc<dyn ControlStore>,
     /// The spending guard's idempotency records and budget windows.
     pub guard: Arc<dyn GuardStore>,
+    /// The channels' per-minute vendor figures.
+    pub figures: Arc<dyn FiguresStore>,
     /// The guarded rollout: its record, its driver's lease, step counts.
     pub rollout: Arc<dyn RolloutStore>,
     /// The fleet's connection; `None` for one process.
@@ -178,6 +189,7 @@ impl Shared {
                 ttls.idempotency,
                 ttls.idempotency_max_entries,
             )),
+            figures: Arc::new(MemoryFigures),
             rollout: Arc::new(MemoryRollout::default()),
             redis: None,
             events: broadcast::channel(1).0,
@@ -207,6 +219,7 @@ impl Shared {
                 ttls.journey,
                 MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
+            figures: Arc::new(RedisFigures::new(conn.clone(), ttls.figures)),
             rollout: Arc::new(RedisRollout::new(conn.clone())),
             events: broadcast::channel(1).0,
             redis: Some((conn, control)),
@@ -240,14 +253,14 @@ impl Shared {
         }
     }
 
-    /// Runs the fleet's supervisor: pub/sub, control state on
+    /// Runs the fleet's supervisor: the event stream, control state on
     /// (re)connection, reconnection with backoff. `seed` is this
     /// replica's own control state, written when Redis holds none.
     /// Subscribe before starting to see the first [`FleetEvent::Control`].
     /// Nothing to run for one process.
     pub fn start(&self, seed: SeedFn) {
         if let Some((conn, control)) = &self.redis {
-            conn.run(redis::pubsub::supervise(
+            conn.run(redis::stream::supervise(
                 conn.clone(),
                 control.clone(),
                 seed,

@@ -6,19 +6,24 @@
 //! (`db.system = redis`, the command name, never a key or a value). Every
 //! key starts with `key_prefix`; each store names its own keys in its own
 //! file, and keys one script or `MULTI` touches together share a hash tag
-//! on a Redis Cluster ([`RedisConn::tagged_key`]). A supervisor task (`pubsub`)
-//! holds the pub/sub connection on `{prefix}events`: on every
+//! ([`RedisConn::tagged_key`]), on every deployment, so one layout serves
+//! one server, Sentinel and a Redis Cluster. A supervisor task (`stream`)
+//! reads the fleet's event stream `{prefix}{fleet}:events` on a
+//! connection of its own ([`link::Link::open_reader`]): on every
 //! (re)connection it seeds the control state if Redis lost it, reads it,
 //! hands it to the replica ([`FleetEvent::Control`]) and marks the cluster
 //! up; when the connection drops it marks it down (`idgate_cluster_up` 0,
-//! one warning) and reconnects with backoff.
+//! one warning) and reconnects with backoff, reading on from the last
+//! event it processed. `rediss://` trusts the system's roots, or
+//! `[cluster] ca_file` (`tls`).
 //!
 //! The stores hold a [`RedisConn`] (cheap to clone) and nothing else of
 //! Redis: the connection, the prefix, the timeout, the up flag and the
-//! pub/sub task live here alone.
+//! stream task live here alone.
 
 pub(super) mod link;
-pub(super) mod pubsub;
+pub(super) mod stream;
+mod tls;
 
 use std::{
     future::Future,
@@ -46,7 +51,7 @@ use crate::telemetry::Metrics;
 pub(super) const DELETE_IF_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-/// What crosses the pub/sub channel. No appkey, no result, no person.
+/// What crosses the event stream. No appkey, no result, no person.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Message {
     /// The replica that sent it (its own messages are skipped).
@@ -90,6 +95,7 @@ struct Inner {
     command_timeout: Duration,
     connect_timeout: Duration,
     max_backoff: Duration,
+    stream_max_len: u64,
     server: (String, u16),
     up: AtomicBool,
     events: broadcast::Sender<FleetEvent>,
@@ -132,6 +138,7 @@ impl RedisConn {
                 command_timeout: settings.command_timeout,
                 connect_timeout: settings.connect_timeout,
                 max_backoff: settings.max_backoff,
+                stream_max_len: settings.stream_max_len,
                 server,
                 up: AtomicBool::new(false),
                 events: broadcast::channel(1024).0,
@@ -142,7 +149,7 @@ impl RedisConn {
         })
     }
 
-    /// Runs `task`, the supervisor ([`pubsub::supervise`]), until
+    /// Runs `task`, the supervisor ([`stream::supervise`]), until
     /// [`RedisConn::stop`].
     pub(super) fn run(&self, task: impl Future<Output = ()> + Send + 'static) {
         let task = tokio::spawn(task);
@@ -185,34 +192,23 @@ impl RedisConn {
         let _ = self.inner.events.send(event);
     }
 
-    /// `{prefix}<name>`: every key and the pub/sub channel.
+    /// `{prefix}<name>`: every key, the event stream's too.
     pub(super) fn key(&self, name: &str) -> String {
         format!("{}{name}", self.inner.prefix)
     }
 
-    /// `{prefix}<group>:<name>`, for keys of `group` that one script or
-    /// `MULTI` touches together. On a Redis Cluster the group is a hash
-    /// tag, `{prefix}{<group>}:<name>`, so the group's keys share a slot
-    /// (a node); one server keeps the plain layout of earlier releases.
+    /// `{prefix}{<group>}:<name>`, for keys of `group` that one script or
+    /// `MULTI` touches together: the group is a hash tag, so its keys
+    /// share a Redis Cluster slot (a node). The same layout on every
+    /// deployment, so moving a fleet between one server, Sentinel and a
+    /// cluster keeps its keys.
     pub(super) fn tagged_key(&self, group: &str, name: &str) -> String {
-        if self.inner.link.is_cluster() {
-            format!("{}{{{group}}}:{name}", self.inner.prefix)
-        } else {
-            format!("{}{group}:{name}", self.inner.prefix)
-        }
+        format!("{}{{{group}}}:{name}", self.inner.prefix)
     }
 
-    /// The pub/sub channel of the fleet: `{prefix}events`. A control
-    /// change writes the `control` keys and publishes in one `MULTI`, and
-    /// a cluster client routes `PUBLISH` by its channel's slot, so on a
-    /// Redis Cluster the channel carries the control keys' hash tag:
-    /// `{prefix}{control}:events`.
-    pub(super) fn events_key(&self) -> String {
-        if self.inner.link.is_cluster() {
-            self.tagged_key("control", "events")
-        } else {
-            self.key("events")
-        }
+    /// About how many events the stream keeps (`MAXLEN ~`).
+    pub(super) fn stream_max_len(&self) -> u64 {
+        self.inner.stream_max_len
     }
 
     /// Seals appkeys for the stores that keep one.
@@ -246,12 +242,12 @@ impl RedisConn {
         self.inner.connect_timeout
     }
 
-    /// How this replica reaches Redis (pub/sub connections).
+    /// How this replica reaches Redis (the event stream's connection).
     pub(super) fn link(&self) -> &Link {
         &self.inner.link
     }
 
-    /// A fleet message from this replica, as it is published.
+    /// A fleet message from this replica, as it is appended to the stream.
     pub(super) fn message(&self, body: Body) -> String {
         serde_json::to_string(&Message {
             origin: self.inner.origin.clone(),

@@ -4,6 +4,7 @@
 //! ```text
 //! Shared::subscribe --FleetEvent::Notice--> JourneyHub::notify_from_fleet (watchers here read the result)
 //!                   --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
+//! ChannelFigures::fleet --every FLUSH_INTERVAL--> FiguresStore::add (vendor figures, off the call path)
 //! ```
 
 use std::{sync::Arc, time::Duration};
@@ -15,7 +16,7 @@ use tokio::{
 
 use super::StartError;
 use crate::{
-    channels::ChannelRouter,
+    channels::{ChannelRouter, figures::fleet::FLUSH_INTERVAL},
     cluster::{FleetEvent, Shared, Ttls},
     config::Config,
     events::{JourneyHub, NoticeStatus, WebhookSettings},
@@ -37,6 +38,7 @@ pub(super) fn shared_state(
         dedupe_max_entries: webhook.dedupe_max_entries,
         idempotency: Duration::from_secs(config.idempotency.ttl_secs),
         idempotency_max_entries: config.idempotency.max_entries,
+        figures: Duration::from_secs(60 * u64::from(config.routing.figures_retention_minutes)),
     };
     let Some(settings) = config.cluster.resolve()? else {
         return Ok(Shared::memory(ttls));
@@ -64,6 +66,7 @@ pub(super) async fn join(
     stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let events = shared.subscribe();
+    tokio::spawn(flush_figures(router.clone(), stopped.clone()));
     let relay = tokio::spawn(relay(events, router.clone(), hub.clone(), stopped));
     let seed_router = router.clone();
     shared.start(Arc::new(move || seed_router.control_state()));
@@ -82,6 +85,31 @@ pub(super) async fn join(
         );
     }
     relay
+}
+
+/// Adds the router's vendor figures to the fleet's every
+/// [`FLUSH_INTERVAL`], and once more when the gateway stops (nothing to do
+/// for one process). A failed flush keeps its counts for the next.
+async fn flush_figures(router: Arc<ChannelRouter>, mut stopped: watch::Receiver<bool>) {
+    if router.figures().fleet().is_none() {
+        return;
+    }
+    let mut tick = tokio::time::interval(FLUSH_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let stopping = tokio::select! {
+            _ = tick.tick() => false,
+            _ = stopped.wait_for(|s| *s) => true,
+        };
+        if let Some(fleet) = router.figures().fleet() {
+            if let Err(e) = fleet.flush().await {
+                tracing::debug!(error = %e, "vendor figures kept for the next flush");
+            }
+        }
+        if stopping {
+            return;
+        }
+    }
 }
 
 /// Applies what the fleet tells, until the gateway stops.

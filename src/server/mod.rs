@@ -230,6 +230,7 @@ fn build_services(
             Arc::new(HttpTransport::new(client)),
         )?
         .with_shared(shared.bindings.clone(), shared.control.clone())
+        .with_shared_figures(shared.figures.clone())
         .with_metrics(metrics.clone()),
     );
     let hub = JourneyHub::with_shared(

@@ -321,7 +321,7 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Records the pub/sub lag of one fleet message.
+    /// Records how late one fleet event was read (`idgate_cluster_event_lag`).
     pub fn record_cluster_lag(&self, lag: Duration) {
         self.inner.cluster.lag.observe(lag.as_secs_f64());
     }

@@ -93,9 +93,9 @@ impl RedisGuard {
         self.conn.key(&format!("idem:{key}"))
     }
 
-    /// `{p}budget:<operator>:<rest>`. One take counts the windows of one
-    /// operator (its own and its callers') in one script, so on a Redis
-    /// Cluster the operator is the hash tag: `{p}{budget:<operator>}:<rest>`.
+    /// `{p}{budget:<operator>}:<rest>`. One take counts the windows of one
+    /// operator (its own and its callers') in one script, so the operator
+    /// is the hash tag (one Redis Cluster slot).
     fn budget_key(&self, name: &str) -> String {
         match name.split_once(':') {
             Some((operator, rest)) => self.conn.tagged_key(&format!("budget:{operator}"), rest),

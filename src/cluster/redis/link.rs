@@ -8,13 +8,22 @@
 //!   was given, which after a failover is a dead or demoted server, so the
 //!   master is asked again on every loss of connection, timeout or
 //!   `READONLY` answer ([`Link::failed`]) and on every (re)connection of
-//!   the supervisor ([`Link::open_pubsub`]).
+//!   the event stream's reader ([`Link::open_reader`]).
 //! - Redis Cluster: one `ClusterConnection` (the redis crate's
 //!   `cluster-async`), which follows the slot map and `MOVED`/`ASK` by
-//!   itself. Pub/sub is broadcast to every node of a cluster, so the
-//!   supervisor subscribes on any seed node that answers.
+//!   itself.
 //!
-//! Commands see one [`Conn`] type whatever the deployment.
+//! Commands see one [`Conn`] type whatever the deployment. The event
+//! stream's `XREAD BLOCK` never shares it (a blocking read would stall
+//! every store's command behind it): [`Link::open_reader`] opens a
+//! [`Reader`] of its own, to the server, to the master the sentinels name
+//! at that moment, or a `ClusterConnection` of its own that routes the
+//! read to the node owning the stream's slot (and follows `MOVED`).
+//!
+//! TLS: `[cluster] ca_file` (the CAs trusted for `rediss://`) applies to
+//! one server and to every node of a cluster. Sentinel deployments are
+//! plain TCP (sentinels and the master they name): configuration refuses
+//! `ca_file` with `sentinels`.
 
 use std::{
     sync::{Arc, Mutex},
@@ -22,9 +31,9 @@ use std::{
 };
 
 use redis::{
-    Client, Cmd, ConnectionInfo, IntoConnectionInfo as _, Pipeline, RedisError, RedisFuture,
-    RedisResult, Value,
-    aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, PubSub},
+    AsyncConnectionConfig, Client, Cmd, ConnectionInfo, IntoConnectionInfo as _, Pipeline,
+    RedisError, RedisFuture, RedisResult, TlsCertificates, Value,
+    aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection},
     cluster::{ClusterClientBuilder, ClusterConfig as ClusterConnectConfig},
     cluster_async::ClusterConnection,
     sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType},
@@ -71,12 +80,48 @@ impl ConnectionLike for Conn {
     }
 }
 
+/// The event stream's own connection: never the commands' one.
+pub(in crate::cluster) enum Reader {
+    /// To one server, or the master the sentinels named.
+    Node(MultiplexedConnection),
+    /// A cluster connection of its own.
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Reader {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Reader::Node(c) => c.req_packed_command(cmd),
+            Reader::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Reader::Node(c) => c.req_packed_commands(cmd, offset, count),
+            Reader::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Reader::Node(c) => c.get_db(),
+            Reader::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 /// How this replica reaches Redis.
 pub(in crate::cluster) enum Link {
     /// One server, by URL.
     Server {
-        /// For pub/sub connections (boxed: a client is large, the other
-        /// variants small).
+        /// For the event stream's connection (boxed: a client is large,
+        /// the other variants small).
         client: Box<Client>,
         conn: ConnectionManager,
     },
@@ -84,8 +129,11 @@ pub(in crate::cluster) enum Link {
     Sentinel(Arc<SentinelLink>),
     /// A Redis Cluster.
     Cluster {
-        /// Seed nodes, with credentials: where pub/sub subscribes.
+        /// Seed nodes, with credentials: for the event stream's own
+        /// cluster connection.
         seeds: Vec<ConnectionInfo>,
+        /// The CAs of `[cluster] ca_file`, for that connection too.
+        ca_pem: Option<Vec<u8>>,
         conn: ClusterConnection,
     },
 }
@@ -129,7 +177,10 @@ impl Link {
             RedisTarget::Server(url) => {
                 let info = url.as_str().into_connection_info()?;
                 let server = address(&info);
-                let client = Client::open(with_credentials(info, settings))?;
+                let client = super::tls::client(
+                    with_credentials(info, settings),
+                    settings.ca_pem.as_deref(),
+                )?;
                 let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
                 Ok((
                     Link::Server {
@@ -184,7 +235,7 @@ impl Link {
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let server = seeds.first().map(address).unwrap_or_default();
-                let client = ClusterClientBuilder::new(seeds.clone())
+                let client = cluster_builder(&seeds, settings.ca_pem.as_deref())
                     .connection_timeout(settings.connect_timeout)
                     .response_timeout(settings.command_timeout)
                     .overall_response_timeout(Some(settings.command_timeout))
@@ -195,14 +246,16 @@ impl Link {
                         .set_connection_timeout(settings.connect_timeout)
                         .set_response_timeout(settings.command_timeout),
                 );
-                Ok((Link::Cluster { seeds, conn }, server))
+                Ok((
+                    Link::Cluster {
+                        seeds,
+                        ca_pem: settings.ca_pem.clone(),
+                        conn,
+                    },
+                    server,
+                ))
             }
         }
-    }
-
-    /// True for a Redis Cluster: keys used together need a hash tag.
-    pub(in crate::cluster) fn is_cluster(&self) -> bool {
-        matches!(self, Link::Cluster { .. })
     }
 
     /// The connection for commands. At once, except with Sentinel after a
@@ -241,19 +294,29 @@ impl Link {
         }
     }
 
-    /// A new pub/sub connection, for the supervisor's (re)connection: to
-    /// the server, to the master as the sentinels name it now (commands
-    /// follow it too), or to the first seed node of a cluster that answers
-    /// (publications reach every node of a cluster).
-    pub(in crate::cluster) async fn open_pubsub(
+    /// A new connection for the event stream's reader, opened on each
+    /// (re)connection of the supervisor: to the server, to the master as
+    /// the sentinels name it now (commands follow it too), or a cluster
+    /// connection of its own. `read_timeout` bounds each answer (a
+    /// blocking read's wait and then some).
+    pub(in crate::cluster) async fn open_reader(
         &self,
         connect_timeout: Duration,
-    ) -> Result<PubSub, &'static str> {
+        read_timeout: Duration,
+    ) -> Result<Reader, &'static str> {
+        let within = connect_timeout + read_timeout;
         let open = async |client: &Client| {
-            tokio::time::timeout(connect_timeout, client.get_async_pubsub())
-                .await
-                .map_err(|_| "connect timeout")?
-                .map_err(|_| "connect failed")
+            let config = AsyncConnectionConfig::new()
+                .set_connection_timeout(Some(connect_timeout))
+                .set_response_timeout(Some(read_timeout));
+            tokio::time::timeout(
+                within,
+                client.get_multiplexed_async_connection_with_config(&config),
+            )
+            .await
+            .map_err(|_| "connect timeout")?
+            .map(Reader::Node)
+            .map_err(|_| "connect failed")
         };
         match self {
             Link::Server { client, .. } => open(client).await,
@@ -262,20 +325,33 @@ impl Link {
                 let (client, _) = s.master().await.map_err(|_| "no master from sentinels")?;
                 open(&client).await
             }
-            Link::Cluster { seeds, .. } => {
-                let mut why = "no seed node";
-                for seed in seeds {
-                    let Ok(client) = Client::open(seed.clone()) else {
-                        continue;
-                    };
-                    match open(&client).await {
-                        Ok(pubsub) => return Ok(pubsub),
-                        Err(e) => why = e,
-                    }
-                }
-                Err(why)
+            Link::Cluster { seeds, ca_pem, .. } => {
+                let client = cluster_builder(seeds, ca_pem.as_deref())
+                    .connection_timeout(connect_timeout)
+                    .response_timeout(read_timeout)
+                    .retries(2)
+                    .build()
+                    .map_err(|_| "cluster client refused")?;
+                tokio::time::timeout(within, client.get_async_connection())
+                    .await
+                    .map_err(|_| "connect timeout")?
+                    .map(Reader::Cluster)
+                    .map_err(|_| "connect failed")
             }
         }
+    }
+}
+
+/// A cluster client builder for `seeds`, trusting the CAs of `ca_pem`
+/// (PEM) when given.
+fn cluster_builder(seeds: &[ConnectionInfo], ca_pem: Option<&[u8]>) -> ClusterClientBuilder {
+    let builder = ClusterClientBuilder::new(seeds.to_vec());
+    match ca_pem {
+        Some(pem) => builder.certs(TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem.to_vec()),
+        }),
+        None => builder,
     }
 }
 

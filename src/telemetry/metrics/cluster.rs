@@ -1,4 +1,4 @@
-//! The cluster (Redis) series: operations, their latency, pub/sub lag.
+//! The cluster (Redis) series: operations, their latency, event lag.
 
 use super::*;
 
@@ -23,6 +23,12 @@ fn cluster_histogram() -> Histogram {
     Histogram::new(CLUSTER_BUCKETS)
 }
 
+/// Buckets for the fleet's event lag: tens of milliseconds while every
+/// replica reads the stream, up to the length of an outage caught up on.
+const EVENT_LAG_BUCKETS: [f64; 12] = [
+    0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0, 30.0, 300.0,
+];
+
 /// The series of the fleet's shared state (`[cluster]`).
 pub(super) struct ClusterSeries {
     pub(super) up: Gauge,
@@ -37,7 +43,7 @@ impl ClusterSeries {
             up: Gauge::default(),
             operations: Family::default(),
             duration: HistogramFamily::<CommandLabels>::new_with_constructor(cluster_histogram),
-            lag: cluster_histogram(),
+            lag: Histogram::new(EVENT_LAG_BUCKETS),
         };
         // A single process's shared state is its memory: always up.
         series.up.set(1);
@@ -58,8 +64,8 @@ impl ClusterSeries {
             series.duration.clone(),
         );
         registry.register_with_unit(
-            "idgate_cluster_pubsub_lag",
-            "Time from a replica publishing a fleet message to this replica receiving it",
+            "idgate_cluster_event_lag",
+            "Time from a replica appending a fleet event (notice, control change) to the stream to this replica reading it; an outage caught up on shows as its length",
             Unit::Seconds,
             series.lag.clone(),
         );

@@ -224,7 +224,7 @@ async fn a_budget_of_n_appkeys_per_minute_holds_across_replicas() {
     let dump = redis_dump(&fleet.redis).await;
     assert!(
         dump.iter()
-            .any(|(k, v)| k == "idgate:budget:default:create_journey:minute" && v == "3"),
+            .any(|(k, v)| k == "idgate:{budget:default}:create_journey:minute" && v == "3"),
         "{dump:?}"
     );
     let text = crate::support::metrics::of(fleet.replicas[0].gateway.metrics());

@@ -5,7 +5,7 @@
 //! the event, bounded only against a hang (no timed assertion).
 //!
 //! - `notices`: a completion notice on one replica reaches every other,
-//!   deduplicated fleet-wide;
+//!   deduplicated fleet-wide, and one cut off from Redis reads it once back;
 //! - `journeys`: references and 3D sessions resolve on any replica;
 //! - `routing`: drains, modes, weighted splits and contingency holds are
 //!   the fleet's;
@@ -13,6 +13,8 @@
 //!   work, fleet changes are refused, and the fleet converges after;
 //! - `secrecy`: nothing personal in clear in Redis or in its spans;
 //! - `guard`: idempotent `CreateJourney` and budgets across replicas;
+//! - `figures`: vendor figures of every replica, through any one;
+//! - `tls`: `rediss://` with a private CA (`[cluster] ca_file`);
 //! - `failover`: a Sentinel set loses its master mid-run and the fleet
 //!   follows the promoted replica;
 //! - `redis_cluster`: the fleet on a three-master Redis Cluster;
@@ -22,6 +24,7 @@
 pub use crate::support::wait::EVENT_WAIT;
 
 mod failover;
+mod figures;
 mod guard;
 mod journeys;
 mod notices;
@@ -30,3 +33,4 @@ mod redis_cluster;
 mod rollout;
 mod routing;
 mod secrecy;
+mod tls;

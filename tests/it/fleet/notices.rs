@@ -1,12 +1,15 @@
 //! Completion notices across a fleet: a notice posted to any replica ends
 //! the watches on every other, with one result read
 //! per watching replica, and a delivery seen once is a duplicate on every
-//! replica.
+//! replica. A replica cut off from Redis reads, once back, the notices
+//! and control changes it missed, and one started without Redis those
+//! appended since it started.
 
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
     gateway::{by_appkey, by_ref, drain_within, happy_person},
+    proxy::CutProxy,
     wait::eventually,
 };
 
@@ -46,7 +49,7 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
         (202, "duplicate".to_owned())
     );
     // A later, distinct notice posted to B reaches C; had the duplicate
-    // been fanned out, C would have heard one more (pub/sub keeps order).
+    // been fanned out, C would have heard one more (the stream keeps order).
     let heard_on_c = c.gateway.hub().stats().notices_received;
     let other = b.create_journey_for(happy_person()).await;
     assert_eq!(b.post_notice("Erro", &other.appkey, None).await.0, 202);
@@ -75,5 +78,106 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
         c.post_notice("Erro", &other.appkey, None).await,
         (202, "duplicate".to_owned())
     );
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_cut_off_from_redis_ends_once_back_the_watches_whose_notices_came_meanwhile() {
+    // A 600 s grace: no watcher polls within the test; only the event
+    // stream can end B's watches.
+    let mut fleet = Fleet::start(1, 600).await;
+    let proxy = CutProxy::start(([127, 0, 0, 1], fleet.redis.port()).into()).await;
+    let url = proxy.redis_url();
+    let b = fleet
+        .add_replica_with(|c| c.cluster.redis_url = Some(url))
+        .await;
+    fleet.all_up().await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[b]);
+    let mut journeys = Vec::new();
+    for _ in 0..3 {
+        journeys.push(fleet.finished_journey(0).await);
+    }
+    let mut watchers = Vec::new();
+    for journey in &journeys {
+        watchers.push(b.watch(by_appkey(&journey.appkey)).await);
+    }
+
+    // B loses its path to Redis; A and Redis go on.
+    proxy.cut();
+    eventually("B sees Redis gone", EVENT_WAIT, async || {
+        !b.gateway.shared_state().is_up()
+    })
+    .await;
+    let heard = b.gateway.hub().stats().notices_received;
+    for (i, journey) in journeys.iter().enumerate() {
+        assert_eq!(
+            a.post_notice("Completo", &journey.appkey, Some(&format!("msg_cut_{i}")))
+                .await,
+            (202, "accepted".to_owned())
+        );
+    }
+    a.drain("primary").await.expect("A drains with Redis up");
+    // B tries to come back and is refused while the events wait in Redis:
+    // at least once after they were appended, and six times in all (with
+    // its backoff doubling from 50 ms, some 3 s cut off).
+    let refused = proxy.refused();
+    eventually("B retries and is refused", EVENT_WAIT, async || {
+        proxy.refused() > refused && proxy.refused() >= 6
+    })
+    .await;
+    assert_eq!(
+        b.gateway.hub().stats().notices_received,
+        heard,
+        "B heard nothing while cut off"
+    );
+    assert!(!b.drained("primary").await);
+
+    proxy.restore();
+    for stream in watchers {
+        let (items, end) = drain_within(stream, EVENT_WAIT).await;
+        assert_complete(&items, &end);
+    }
+    assert_eq!(
+        b.gateway.hub().stats().notices_received,
+        heard + 3,
+        "each missed notice read once"
+    );
+    eventually("B applies the drain it missed", EVENT_WAIT, async || {
+        b.drained("primary").await
+    })
+    .await;
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_started_without_redis_ends_once_connected_the_watches_whose_notices_came_first()
+{
+    // A 600 s grace, as above: only the event stream can end the watch.
+    let mut fleet = Fleet::start(1, 600).await;
+    let proxy = CutProxy::start(([127, 0, 0, 1], fleet.redis.port()).into()).await;
+    proxy.cut();
+    let url = proxy.redis_url();
+    let b = fleet
+        .add_replica_with(|c| c.cluster.redis_url = Some(url))
+        .await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[b]);
+    assert!(!b.gateway.shared_state().is_up(), "B starts without Redis");
+
+    let journey = fleet.finished_journey(0).await;
+    let watcher = b.watch(by_appkey(&journey.appkey)).await;
+    assert_eq!(
+        a.post_notice("Completo", &journey.appkey, Some("msg_before_b"))
+            .await,
+        (202, "accepted".to_owned())
+    );
+    let refused = proxy.refused();
+    eventually("B retries and is refused", EVENT_WAIT, async || {
+        proxy.refused() > refused
+    })
+    .await;
+
+    proxy.restore();
+    let (items, end) = drain_within(watcher, EVENT_WAIT).await;
+    assert_complete(&items, &end);
     fleet.stop().await;
 }

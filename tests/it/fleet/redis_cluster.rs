@@ -1,9 +1,10 @@
 //! A fleet on a Redis Cluster (three masters, made with `redis-cli
 //! --cluster create`): whole journeys across replicas, idempotent
 //! creation, budgets counted fleet-wide by one script over several keys,
-//! notices and admin changes fanned out, with the keys one script or
-//! `MULTI` touches together on one slot (their hash tag) and the fleet's
-//! keys spread over the nodes.
+//! notices and admin changes fanned out on the event stream (read on a
+//! cluster connection of each replica's own), vendor figures shared, with
+//! the keys one script or `MULTI` touches together on one slot (their
+//! hash tag) and the fleet's keys spread over the nodes.
 
 use idgate::{domain::Operation, guard::BilledOperation, proto::v1};
 use tonic::Code;
@@ -100,11 +101,34 @@ async fn on_a_three_master_redis_cluster_journeys_idempotent_creation_budgets_an
     assert_eq!(calls_of(&fleet, Operation::Appkey), 4);
     assert_eq!(calls_of(&fleet, Operation::Liveness3D), 1);
 
+    // The notice and the drain travelled on the event stream, in the
+    // control keys' slot (one MULTI writes both).
+    let events: Vec<redis::Value> = fleet.redis.query_owner(
+        redis::cmd("XRANGE")
+            .arg("idgate:{fleet}:events")
+            .arg("-")
+            .arg("+"),
+    );
+    assert!(
+        events.len() >= 2,
+        "the notice and the drain on the stream: {events:?}"
+    );
+    // Vendor figures reach their per-minute hash (one slot for them all).
+    eventually("the figures' hash is written", EVENT_WAIT, async || {
+        fleet
+            .redis
+            .keys()
+            .iter()
+            .any(|k| k.starts_with("idgate:{figures}:"))
+    })
+    .await;
+
     // Keys used together share a hash tag; the rest spread over nodes.
     let keys = fleet.redis.keys();
     for tagged in [
-        "idgate:{control}:mode",
-        "idgate:{control}:drained",
+        "idgate:{fleet}:control:mode",
+        "idgate:{fleet}:control:drained",
+        "idgate:{fleet}:events",
         "idgate:{budget:default}:create_journey:minute",
         "idgate:{budget:default}:create_journey:day",
     ] {

@@ -12,6 +12,7 @@
 //! - [`upstream`]: purpose-built fake upstream servers and fixtures for the
 //!   REST client;
 //! - [`net`]: loopback listeners, a refusing port, the HTTP client;
+//! - [`proxy`]: a TCP proxy the test cuts, one replica's path to Redis;
 //! - [`webhook`]: completion notices, signed or with Basic credentials;
 //! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to the
 //!   in-process OTLP collector (traces and metrics, plaintext or TLS);
@@ -32,6 +33,7 @@ pub mod metrics;
 pub mod net;
 pub mod otlp_collector;
 pub mod process;
+pub mod proxy;
 pub mod redis;
 pub mod redis_cluster;
 pub mod redis_node;

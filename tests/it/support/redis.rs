@@ -7,6 +7,9 @@
 //! port in between: the server is ready only once the Redis answering on
 //! the port reports the child's own pid (`INFO server`'s `process_id`),
 //! and a child that exits (its port taken) is started again on a new one.
+//!
+//! [`RedisServer::start_tls`] serves TLS only (`--port 0 --tls-port`), on
+//! a certificate for 127.0.0.1 signed by the test's own CA.
 
 use std::{
     path::PathBuf,
@@ -23,6 +26,14 @@ pub struct RedisServer {
     dir: PathBuf,
     child: Option<Child>,
     password: Option<String>,
+    tls: Option<Tls>,
+}
+
+/// The TLS files of a server started with [`RedisServer::start_tls`].
+struct Tls {
+    cert: PathBuf,
+    key: PathBuf,
+    ca: PathBuf,
 }
 
 fn free_port() -> u16 {
@@ -40,6 +51,18 @@ impl RedisServer {
 
     /// A server that requires `password` (`requirepass`), if any.
     pub fn start_with(password: Option<&str>) -> Self {
+        Self::start_on(password, None)
+    }
+
+    /// A server that speaks TLS only, on the certificate and key of these
+    /// PEM files (for 127.0.0.1), trusting the CAs of `ca` for clients
+    /// that present one (none need to). Files, not the test CA itself:
+    /// `examples/rolling_restart` builds this file without `support::tls`.
+    pub fn start_tls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
+        Self::start_on(None, Some(Tls { cert, key, ca }))
+    }
+
+    fn start_on(password: Option<&str>, tls: Option<Tls>) -> Self {
         let dir = std::env::temp_dir().join(format!("idgate-test-redis-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).expect("redis temp dir");
         let mut server = Self {
@@ -47,6 +70,7 @@ impl RedisServer {
             dir,
             child: None,
             password: password.map(str::to_owned),
+            tls,
         };
         // A port taken between `free_port` and the child's bind: another.
         while !server.spawn() {
@@ -58,8 +82,26 @@ impl RedisServer {
     /// Starts the child on `self.port` and waits until it answers there;
     /// false if it exited first (the port was taken).
     fn spawn(&mut self) -> bool {
+        let port = self.port.to_string();
+        let listen: Vec<&std::ffi::OsStr> = match &self.tls {
+            None => vec!["--port".as_ref(), port.as_ref()],
+            Some(tls) => vec![
+                "--port".as_ref(),
+                "0".as_ref(),
+                "--tls-port".as_ref(),
+                port.as_ref(),
+                "--tls-cert-file".as_ref(),
+                tls.cert.as_os_str(),
+                "--tls-key-file".as_ref(),
+                tls.key.as_os_str(),
+                "--tls-ca-cert-file".as_ref(),
+                tls.ca.as_os_str(),
+                "--tls-auth-clients".as_ref(),
+                "no".as_ref(),
+            ],
+        };
         let mut child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string()])
+            .args(listen)
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
@@ -92,7 +134,7 @@ impl RedisServer {
 
     /// The pid of the Redis answering on the port, if one does.
     fn pid_on_port(&self) -> Option<u32> {
-        let client = redis::Client::open(self.client_url()).ok()?;
+        let client = self.open_client();
         let mut conn = client
             .get_connection_with_timeout(Duration::from_millis(500))
             .ok()?;
@@ -126,17 +168,35 @@ impl RedisServer {
         self.port
     }
 
-    /// `redis://127.0.0.1:PORT` (no password: configure it apart).
+    /// `redis://127.0.0.1:PORT`, or `rediss://` for TLS (no password:
+    /// configure it apart).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
-    /// The URL with the password, if any.
-    fn client_url(&self) -> String {
-        match &self.password {
-            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
+    /// A client of the test's own, with the password, trusting the test's
+    /// CA for TLS.
+    fn open_client(&self) -> redis::Client {
+        let url = match &self.password {
+            Some(p) => self.url().replacen("://", &format!("://:{p}@"), 1),
             None => self.url(),
+        };
+        match &self.tls {
+            None => redis::Client::open(url),
+            Some(tls) => redis::Client::build_with_tls(
+                url,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(std::fs::read(&tls.ca).expect("the test CA file")),
+                },
+            ),
         }
+        .expect("redis url")
     }
 
     /// Its password, if any.
@@ -146,8 +206,7 @@ impl RedisServer {
 
     /// A connection of the test's own.
     pub async fn client(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(self.client_url())
-            .expect("redis url")
+        self.open_client()
             .get_multiplexed_async_connection()
             .await
             .expect("connect to the test redis")

@@ -92,6 +92,14 @@ impl RedisClusterSet {
             .collect()
     }
 
+    /// `cmd` on the node that owns its key (the others answer `MOVED`).
+    pub fn query_owner<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> T {
+        self.nodes
+            .iter()
+            .find_map(|n| n.query::<T>(cmd).ok())
+            .expect("one node owns the key")
+    }
+
     /// How many nodes hold at least one key.
     pub fn nodes_with_keys(&self) -> usize {
         self.nodes

@@ -1,0 +1,444 @@
+//! How far one Redis and one replica carry a fleet: Redis commands, bytes
+//! and memory per whole journey by path, and journeys per second through
+//! the fleet, on loopback (`docs/capacity.md`).
+//!
+//! ```sh
+//! cargo run --release --example fleet_capacity -- --journeys 300 --seconds 10 --concurrency 32
+//! ```
+//!
+//! Starts its own `redis-server` (Debian's `redis-server` package) on a
+//! free loopback port, one sandbox and two replicas sharing that Redis.
+//! Phase 1 runs `--journeys` whole journeys one at a time on each path and
+//! reads what Redis saw (`INFO stats`: commands and bytes; `INFO memory`)
+//! and what the replicas sent (`idgate_cluster_operations_total`, the
+//! event stream's `XREAD` and the figures' `HINCRBY` included). Phase 2
+//! runs `--concurrency` journeys at a time for `--seconds` through both
+//! replicas, then through one. The sandbox, Redis and this load generator
+//! share the machine's cores with the replicas: the rate is a floor of
+//! what a replica on its own cores carries. Stops everything it started.
+
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    path::{self, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use clap::Parser;
+use idgate::{
+    channels::ChannelSpec,
+    config::{Config, OperatorConfig, UpstreamConfig},
+    proto::v1::{
+        self, journey_service_client::JourneyServiceClient,
+        liveness_service_client::LivenessServiceClient,
+    },
+    sandbox::{ManualClock, Sandbox, SandboxConfig, SandboxHandle, samples},
+    server::{Gateway, StartOptions},
+};
+use tonic::transport::Channel;
+
+#[derive(Parser)]
+struct Args {
+    /// Journeys of each path in phase 1.
+    #[arg(long, default_value_t = 300)]
+    journeys: usize,
+    /// Length of each throughput run in phase 2.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Journeys in flight at once in phase 2.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+}
+
+const BASIC_PASSWORD: &str = "bench-webhook-password";
+
+struct Redis {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let dir = std::env::temp_dir().join(format!("idgate-capacity-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (Debian's `redis-server` package) runs");
+        Self { child, dir, port }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn secret_file(content: &str) -> PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("idgate-capacity-secret-{}", uuid::Uuid::new_v4()));
+    std::fs::write(&path, content).expect("secret file");
+    path
+}
+
+fn config(sandbox: &SandboxHandle, redis: &Redis, key: &path::Path) -> Config {
+    let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
+    let mut c = Config::default();
+    c.listen.grpc = loopback;
+    c.listen.http = loopback;
+    c.listen.admin = loopback;
+    c.serving.drain_delay_secs = 0;
+    // The benchmark's own callers, on loopback: no caller authentication.
+    c.auth = Some(idgate::auth::AuthConfig {
+        mode: idgate::auth::AuthMode::None,
+        jwt: None,
+    });
+    c.upstream = Some(UpstreamConfig {
+        base_url: sandbox.base_url(),
+        result_base_url: sandbox.result_base_url(),
+        ..UpstreamConfig::default()
+    });
+    c.operators = vec![OperatorConfig {
+        name: "default".into(),
+        login: "sandbox".into(),
+        password_env: None,
+        password_file: Some(secret_file("sandbox")),
+    }];
+    c.channels = sandbox
+        .channels()
+        .into_iter()
+        .zip(0..)
+        .map(|(ch, p)| ChannelSpec::new(ch.name, ch.base_url, p))
+        .collect();
+    c.webhook.basic_user = Some("vendor".into());
+    c.webhook.basic_password_file = Some(secret_file(BASIC_PASSWORD));
+    c.cluster.redis_url = Some(format!("redis://127.0.0.1:{}", redis.port));
+    c.cluster.secret_key_file = Some(key.to_path_buf());
+    c
+}
+
+#[derive(Clone)]
+struct Gw {
+    channel: Channel,
+    http: SocketAddr,
+}
+
+impl Gw {
+    async fn of(gateway: &Gateway) -> Self {
+        let channel = Channel::from_shared(gateway.grpc_url())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        Self {
+            channel,
+            http: gateway.http_addr(),
+        }
+    }
+
+    async fn create(&self, request_id: &str) -> Result<v1::CreateJourneyResponse, tonic::Status> {
+        let p = samples::HAPPY_PERSON;
+        let d: Vec<&str> = p.birth_date.split('/').collect();
+        JourneyServiceClient::new(self.channel.clone())
+            .create_journey(v1::CreateJourneyRequest {
+                cpf: p.cpf.into(),
+                name: p.name.into(),
+                birth_date: format!("{}-{}-{}", d[2], d[1], d[0]),
+                customer_reference: "BENCH1".into(),
+                operator_profile: String::new(),
+                request_id: request_id.into(),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+    }
+
+    async fn start_3d(&self, appkey: &str) -> Result<v1::StartSession3DResponse, tonic::Status> {
+        LivenessServiceClient::new(self.channel.clone())
+            .start_session3_d(v1::StartSession3DRequest {
+                appkey: appkey.into(),
+                user_agent: "bench".into(),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+    }
+
+    async fn verify(
+        &self,
+        appkey: &str,
+        s: &v1::StartSession3DResponse,
+        hint: bool,
+    ) -> Result<(), tonic::Status> {
+        LivenessServiceClient::new(self.channel.clone())
+            .verify_liveness3_d(v1::VerifyLiveness3DRequest {
+                appkey: appkey.into(),
+                session_token: s.session_token.clone(),
+                channel: if hint {
+                    s.channel.clone()
+                } else {
+                    String::new()
+                },
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn watch_open(&self, journey_ref: &str) -> Result<(), tonic::Status> {
+        let stream = JourneyServiceClient::new(self.channel.clone())
+            .watch_journey(v1::WatchJourneyRequest {
+                journey: Some(v1::watch_journey_request::Journey::JourneyRef(
+                    journey_ref.into(),
+                )),
+            })
+            .await?;
+        drop(stream);
+        Ok(())
+    }
+
+    async fn webhook(&self, http: &reqwest::Client, appkey: &str) -> Result<(), tonic::Status> {
+        let status = http
+            .post(format!("http://{}/webhooks/journey", self.http))
+            .basic_auth("vendor", Some(BASIC_PASSWORD))
+            .header("webhook-id", format!("msg_{}", uuid::Uuid::new_v4()))
+            .body(format!(r#"{{"Status":"Completo","Appkey":"{appkey}"}}"#))
+            .send()
+            .await
+            .map_err(|e| tonic::Status::unavailable(e.to_string()))?
+            .status();
+        if status.as_u16() == 202 {
+            Ok(())
+        } else {
+            Err(tonic::Status::unknown(format!("webhook answered {status}")))
+        }
+    }
+}
+
+/// The two paths of a whole journey through the fleet.
+#[derive(Clone, Copy)]
+enum Route {
+    /// Every call on replica A, the 3D verification with the channel hint;
+    /// the completion webhook to A.
+    OneReplica,
+    /// `CreateJourney` with a `request_id` and the 3D session on A, the
+    /// verification on B without the hint, `WatchJourney` by reference on
+    /// B, the webhook to A.
+    AcrossReplicas,
+}
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::OneReplica => "one replica, channel hint",
+            Route::AcrossReplicas => "across replicas: request_id, no hint, watch by ref",
+        }
+    }
+
+    async fn run(self, a: &Gw, b: &Gw, http: &reqwest::Client) -> Result<(), tonic::Status> {
+        match self {
+            Route::OneReplica => {
+                let j = a.create("").await?;
+                let s = a.start_3d(&j.appkey).await?;
+                a.verify(&j.appkey, &s, true).await?;
+                a.webhook(http, &j.appkey).await
+            }
+            Route::AcrossReplicas => {
+                let j = a.create(&uuid::Uuid::new_v4().to_string()).await?;
+                let s = a.start_3d(&j.appkey).await?;
+                b.verify(&j.appkey, &s, false).await?;
+                b.watch_open(&j.journey_ref).await?;
+                a.webhook(http, &j.appkey).await
+            }
+        }
+    }
+}
+
+/// `field:value` of `INFO section`, as numbers.
+async fn info(
+    conn: &mut redis::aio::MultiplexedConnection,
+    section: &str,
+) -> BTreeMap<String, f64> {
+    let text: String = redis::cmd("INFO")
+        .arg(section)
+        .query_async(conn)
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter_map(|(k, v)| Some((k.to_owned(), v.trim().parse().ok()?)))
+        .collect()
+}
+
+/// Redis commands the replicas sent so far, by command.
+fn replica_commands(gateways: &[&Gateway]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for g in gateways {
+        let text = g.metrics().encode().expect("metrics");
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("idgate_cluster_operations_total{command=\"") else {
+                continue;
+            };
+            let (command, rest) = rest.split_once('"').unwrap();
+            let value: f64 = rest.rsplit(' ').next().unwrap().parse().unwrap();
+            *out.entry(command.to_owned()).or_default() += value;
+        }
+    }
+    out
+}
+
+/// Journeys per second on `path` with `concurrency` in flight for `secs`,
+/// and the journeys that failed (a call refused or timed out).
+async fn throughput(path: Route, a: &Gw, b: &Gw, concurrency: usize, secs: u64) -> (f64, u64) {
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_secs(secs);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..concurrency {
+        let (a, b, done, failed) = (a.clone(), b.clone(), done.clone(), failed.clone());
+        // Half the tasks start on B, so both replicas serve.
+        let (a, b) = if i % 2 == 0 { (a, b) } else { (b, a) };
+        tasks.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            while Instant::now() < until {
+                match path.run(&a, &b, &http).await {
+                    Ok(()) => done.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => failed.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (
+        done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64(),
+        failed.load(Ordering::Relaxed),
+    )
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let redis = Redis::start();
+    let key = secret_file("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+    let sandbox = Sandbox::start(SandboxConfig::default(), Arc::new(ManualClock::new()))
+        .await
+        .expect("sandbox");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}", redis.port)).unwrap();
+    let mut raw = loop {
+        if let Ok(c) = client.get_multiplexed_async_connection().await {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let start =
+        || idgate::server::start_with(config(&sandbox, &redis, &key), StartOptions::default());
+    let (ga, gb) = (
+        start().await.expect("replica A"),
+        start().await.expect("replica B"),
+    );
+    let (a, b) = (Gw::of(&ga).await, Gw::of(&gb).await);
+    let http = reqwest::Client::new();
+    for _ in 0..20 {
+        Route::AcrossReplicas
+            .run(&a, &b, &http)
+            .await
+            .expect("warm-up");
+    }
+
+    println!(
+        "| path | Redis commands per journey (as the replicas count them) | Redis commands per journey (INFO) | bytes in / out per journey | Redis memory per journey |"
+    );
+    println!("|---|---|---|---|---|");
+    for path in [Route::OneReplica, Route::AcrossReplicas] {
+        // Let the figures' flush and background unbinds of earlier calls land.
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        let (stats, memory) = (
+            info(&mut raw, "stats").await,
+            info(&mut raw, "memory").await,
+        );
+        let commands = replica_commands(&[&ga, &gb]);
+        let started = Instant::now();
+        for _ in 0..args.journeys {
+            path.run(&a, &b, &http).await.expect("a journey");
+        }
+        // One more flush interval, so the figures of these journeys count.
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        let elapsed = started.elapsed().as_secs_f64();
+        let n = args.journeys as f64;
+        let (stats2, memory2) = (
+            info(&mut raw, "stats").await,
+            info(&mut raw, "memory").await,
+        );
+        let d = |m: &BTreeMap<String, f64>, m2: &BTreeMap<String, f64>, k: &str| m2[k] - m[k];
+        let after = replica_commands(&[&ga, &gb]);
+        let by_command = after
+            .iter()
+            .map(|(c, v)| (c, (v - commands.get(c).copied().unwrap_or(0.0)) / n))
+            .filter(|(_, v)| *v >= 0.005)
+            .map(|(c, v)| format!("{v:.2} `{c}`"))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        // INFO's own command and the two INFO calls are not the journeys'.
+        let redis_commands = (d(&stats, &stats2, "total_commands_processed") - 2.0) / n;
+        println!(
+            "| {} | {by_command} | {redis_commands:.2} | {:.0} / {:.0} B | {:.0} B |",
+            path.name(),
+            d(&stats, &stats2, "total_net_input_bytes") / n,
+            d(&stats, &stats2, "total_net_output_bytes") / n,
+            d(&memory, &memory2, "used_memory") / n,
+        );
+        eprintln!(
+            "({} journeys in {elapsed:.1} s, one at a time)",
+            args.journeys
+        );
+    }
+
+    println!("\n| run | journeys per second | journeys failed |");
+    println!("|---|---|---|");
+    for path in [Route::OneReplica, Route::AcrossReplicas] {
+        let (rate, failed) = throughput(path, &a, &b, args.concurrency, args.seconds).await;
+        println!(
+            "| two replicas, {}, {} in flight | {rate:.0} | {failed} |",
+            path.name(),
+            args.concurrency
+        );
+    }
+    let (rate, failed) =
+        throughput(Route::OneReplica, &a, &a, args.concurrency, args.seconds).await;
+    println!(
+        "| one replica alone, {}, {} in flight | {rate:.0} | {failed} |",
+        Route::OneReplica.name(),
+        args.concurrency
+    );
+    let stream_len: u64 = redis::cmd("XLEN")
+        .arg("idgate:{fleet}:events")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    println!("\nevent stream length at the end: {stream_len} entries");
+
+    ga.shutdown().await;
+    gb.shutdown().await;
+    sandbox.shutdown().await;
+}

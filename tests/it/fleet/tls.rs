@@ -1,0 +1,51 @@
+//! A fleet on a Redis that speaks TLS only (`rediss://`), on a certificate
+//! of the test's own CA: replicas given the CA (`[cluster] ca_file`)
+//! share notices and drains through it; a replica trusting only the
+//! system's roots does not reach it and refuses fleet-wide changes.
+
+use super::EVENT_WAIT;
+use crate::support::{
+    fleet::{Fleet, assert_complete},
+    gateway::{by_appkey, drain_within, reason},
+    redis::RedisServer,
+    tls::TestCa,
+    wait::eventually,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_are_refused() {
+    let ca = TestCa::new();
+    let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
+    let redis = RedisServer::start_tls(cert, key, ca.ca_file());
+    assert!(redis.url().starts_with("rediss://"));
+    let mut fleet = Fleet::start_on(redis, 0, 30).await;
+    let ca_file = ca.ca_file();
+    fleet
+        .add_replicas_with(2, |c| c.cluster.ca_file = Some(ca_file.clone()))
+        .await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+
+    let created = fleet.finished_journey(0).await;
+    let watcher = b.watch(by_appkey(&created.appkey)).await;
+    assert_eq!(
+        a.post_notice("Completo", &created.appkey, Some("msg_tls"))
+            .await,
+        (202, "accepted".to_owned())
+    );
+    let (items, end) = drain_within(watcher, EVENT_WAIT).await;
+    assert_complete(&items, &end);
+    a.drain("primary").await.expect("drain over TLS");
+    eventually("B sees the drain", EVENT_WAIT, async || {
+        b.drained("primary").await
+    })
+    .await;
+
+    // The system's roots do not know the test's CA.
+    let c = fleet.add_replica().await;
+    let c = &fleet.replicas[c];
+    assert!(!c.gateway.shared_state().is_up());
+    let err = c.undrain("primary").await.unwrap_err();
+    assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
+    assert!(fleet.replicas[0].drained("primary").await);
+    fleet.stop().await;
+}
