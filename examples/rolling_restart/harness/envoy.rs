@@ -55,11 +55,15 @@ fn endpoints(ports: &[u16]) -> String {
 }
 
 /// Envoy's bootstrap: listeners `grpc` and `http`, clusters of the
-/// replicas' gRPC and HTTP ports, each health-checked every 250 ms.
+/// replicas' gRPC and HTTP ports, each health-checked every 250 ms. A
+/// draining replica answers NOT_SERVING at once, so one failure ejects
+/// it; the 5 s timeout only keeps a replica that is slow to answer on a
+/// loaded machine from being ejected with the others, which would leave
+/// Envoy no healthy host and fail calls no replica saw.
 fn bootstrap(admin: u16, grpc: u16, http: u16, grpc_ports: &[u16], http_ports: &[u16]) -> String {
     let router = "          http_filters:\n          - name: envoy.filters.http.router\n            typed_config: { \"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router }\n";
     let hcm = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
-    let health = "    health_checks:\n    - timeout: 1s\n      interval: 0.25s\n      no_traffic_interval: 0.25s\n      unhealthy_threshold: 1\n      healthy_threshold: 1\n";
+    let health = "    health_checks:\n    - timeout: 5s\n      interval: 0.25s\n      no_traffic_interval: 0.25s\n      unhealthy_threshold: 1\n      healthy_threshold: 1\n";
     format!(
         r#"admin:
   address: {{ socket_address: {{ address: 127.0.0.1, port_value: {admin} }} }}
