@@ -33,6 +33,7 @@ mod fleet;
 mod gateway;
 mod listeners;
 mod reflection;
+mod results;
 mod rollout;
 mod runtime;
 mod setup;
@@ -51,9 +52,7 @@ use crate::{
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
-    context::CallContext,
-    domain::Appkey,
-    events::{JourneyHub, ResultSource, WatchSettings, WebhookReceiver, WebhookSettings},
+    events::{JourneyHub, WatchSettings, WebhookReceiver, WebhookSettings},
     guard::Guard,
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock},
@@ -64,6 +63,7 @@ use crate::{
 use connections::{ConnectionGate, ConnectionLimits, KillSwitch};
 use gateway::{Addresses, Lifecycle, Reloadable, Services};
 use listeners::{Accept, Bound, PublicApi, Scrape};
+use results::CoreResults;
 use runtime::ServingRuntime;
 use setup::{ListenerTlsSet, connection_budget};
 
@@ -253,23 +253,6 @@ fn build_services(
         rollouts,
         prober,
     })
-}
-
-/// Reads journey results for the watchers, through the core.
-struct CoreResults {
-    core: JourneyCore,
-    timeout: Duration,
-}
-
-impl ResultSource for CoreResults {
-    async fn fetch(
-        &self,
-        appkey: &Appkey,
-    ) -> Result<crate::proto::v1::JourneyResult, crate::Error> {
-        self.core
-            .journey_result(&CallContext::with_timeout(self.timeout), appkey)
-            .await
-    }
 }
 
 /// What the listeners start with: the stop and readiness signals, the
