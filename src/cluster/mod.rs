@@ -245,6 +245,15 @@ impl Shared {
         self.redis.as_ref().is_none_or(|(conn, _)| conn.is_up())
     }
 
+    /// What a serving thread runs as it starts, so that its Redis commands
+    /// stay on its own event loop ([`RedisConn::install_thread`]); `None`
+    /// for one process.
+    pub fn thread_setup(&self) -> Option<Arc<dyn Fn() + Send + Sync>> {
+        let (conn, _) = self.redis.as_ref()?;
+        let conn = conn.clone();
+        Some(Arc::new(move || conn.install_thread()))
+    }
+
     /// What the other replicas do, from now on (nothing for one process).
     pub fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
         match &self.redis {

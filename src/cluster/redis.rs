@@ -119,6 +119,12 @@ impl std::fmt::Debug for RedisConn {
 }
 
 impl RedisConn {
+    /// Gives the calling thread, a serving thread starting, a command
+    /// connection of its own ([`Link::install_thread`]).
+    pub fn install_thread(&self) {
+        self.inner.link.install_thread();
+    }
+
     /// A connection to the Redis of `settings`. Connects lazily: nothing
     /// waits here; [`RedisConn::start`] runs the supervisor.
     pub(super) fn new(

@@ -131,12 +131,15 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
     let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
     setup::report_plaintext_hops(&config, &metrics);
-    let runtime = ServingRuntime::new(
+    let mut runtime = ServingRuntime::new(
         &config.serving,
         &metrics,
         HttpClientFactory::new(&up.config)?,
     );
     let shared = fleet::shared_state(&config, &webhook, &metrics)?;
+    if let Some(setup) = shared.thread_setup() {
+        runtime.on_thread_start(setup);
+    }
     let auth = auth::authentication(&config, &metrics).await?;
     let services = build_services(&config, &mut up, &runtime, shared, metrics, auth)?;
     let mut launch = Launch::new(&config, &services, &up.config);

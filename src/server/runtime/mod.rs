@@ -30,6 +30,9 @@
 //!   call (opt-in, `serving.idle_poll_us`).
 //! - `pools`: the upstream connection pool of each thread.
 //!
+//! Whatever else a thread should own is given as a setup hook
+//! ([`ServingRuntime::on_thread_start`]): the fleet's Redis connection.
+//!
 //! The HTTP and admin listeners and background work stay on the process
 //! runtime.
 
@@ -66,6 +69,9 @@ pub(super) struct ServingRuntime {
     polled: IdlePollSeconds,
     /// The upstream pools, one per serving thread.
     pools: Arc<WorkerPools>,
+    /// What else each thread sets up as it starts (the fleet's Redis
+    /// connection of its own).
+    thread_setup: Vec<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl ServingRuntime {
@@ -77,7 +83,14 @@ impl ServingRuntime {
             idle_poll: Duration::from_micros(serving.idle_poll_us),
             polled: metrics.idle_poll_seconds(),
             pools: Arc::new(WorkerPools::new(http)),
+            thread_setup: Vec::new(),
         }
+    }
+
+    /// Runs `setup` on each serving thread as it starts, inside its
+    /// runtime, before it accepts a connection.
+    pub(super) fn on_thread_start(&mut self, setup: Arc<dyn Fn() + Send + Sync>) {
+        self.thread_setup.push(setup);
     }
 
     /// Where the upstream client finds the calling thread's pool.
@@ -106,11 +119,15 @@ impl ServingRuntime {
         Fut: Future<Output = ()> + 'static,
     {
         let (idle_poll, polled, pools) = (self.idle_poll, self.polled.clone(), self.pools.clone());
+        let setups = self.thread_setup.clone();
         let start = move || {
             // All end with the thread's runtime, after `serve`.
             heartbeat::start();
             IdlePoll::install(idle_poll, polled.clone());
             pools.install();
+            for setup in &setups {
+                setup();
+            }
         };
         workers::spawn(name, listener, self.threads, start, serve)
     }
