@@ -47,7 +47,6 @@ impl DocumentApi {
 
 #[tonic::async_trait]
 impl DocumentService for DocumentApi {
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
     async fn submit_document_images(
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
@@ -82,7 +81,6 @@ impl DocumentService for DocumentApi {
         audit.finish(result)
     }
 
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
     async fn submit_digital_licence(
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,

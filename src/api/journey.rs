@@ -59,7 +59,6 @@ impl JourneyApi {
 
 #[tonic::async_trait]
 impl JourneyService for JourneyApi {
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
     async fn create_journey(
         &self,
         request: Request<v1::CreateJourneyRequest>,
@@ -131,7 +130,6 @@ impl JourneyService for JourneyApi {
         audit.finish(result)
     }
 
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
     async fn get_journey_result(
         &self,
         request: Request<v1::GetJourneyResultRequest>,
@@ -158,7 +156,6 @@ impl JourneyService for JourneyApi {
 
     type WatchJourneyStream = WatchStream;
 
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
     async fn watch_journey(
         &self,
         request: Request<v1::WatchJourneyRequest>,

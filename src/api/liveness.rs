@@ -54,7 +54,6 @@ impl LivenessApi {
 
 #[tonic::async_trait]
 impl LivenessService for LivenessApi {
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
     async fn create_challenges(
         &self,
         request: Request<v1::CreateChallengesRequest>,
@@ -72,7 +71,6 @@ impl LivenessService for LivenessApi {
         Ok(Response::new(challenges))
     }
 
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref))]
     async fn submit_challenge_response(
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
@@ -101,7 +99,6 @@ impl LivenessService for LivenessApi {
         audit.finish(result)
     }
 
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
     async fn start_session3_d(
         &self,
         request: Request<v1::StartSession3DRequest>,
@@ -127,7 +124,9 @@ impl LivenessService for LivenessApi {
                 .router
                 .start_session(&ctx, &req.appkey, &req.user_agent)
                 .await?;
-            tracing::Span::current().record("idgate.channel", started.channel.as_str());
+            if let Some(span) = &span {
+                span.record("idgate.channel", started.channel.as_str());
+            }
             Ok(Response::new(v1::StartSession3DResponse {
                 session_token: started.grant.token.expose().to_owned(),
                 vendor: started.grant.vendor,
@@ -140,7 +139,6 @@ impl LivenessService for LivenessApi {
         audit.finish(result)
     }
 
-    #[tracing::instrument(skip_all, fields(idgate.journey_ref, idgate.channel))]
     async fn verify_liveness3_d(
         &self,
         request: Request<v1::VerifyLiveness3DRequest>,

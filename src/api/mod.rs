@@ -52,13 +52,16 @@ fn server_span<T>(request: &tonic::Request<T>) -> Option<tracing::Span> {
         .map(|s| s.0.clone())
 }
 
-/// Puts the journey reference of `appkey` on the RPC's server span and
-/// on the handler's span, so every span of the journey can be found by it.
+/// Puts the journey reference of `appkey` on the RPC's server span (the
+/// current span when the handler runs without the server layer), so every
+/// span of the journey can be found by it. Handlers open no span of their
+/// own: the server span is the call's, and the client spans are its
+/// children.
 fn record_journey(server: &Option<tracing::Span>, appkey: &Appkey) -> JourneyRef {
     let journey = JourneyRef::from_appkey(appkey);
-    if let Some(span) = server {
-        telemetry::record_journey(span, &journey);
+    match server {
+        Some(span) => telemetry::record_journey(span, &journey),
+        None => telemetry::record_journey(&tracing::Span::current(), &journey),
     }
-    telemetry::record_journey(&tracing::Span::current(), &journey);
     journey
 }

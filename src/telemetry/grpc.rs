@@ -114,6 +114,7 @@ pub(crate) fn server_span(full: &str, service: &str, method: &str) -> Span {
         rpc.grpc.status_code = Empty,
         idgate.journey_ref = Empty,
         idgate.customer_reference = Empty,
+        idgate.channel = Empty,
     )
 }
 
