@@ -46,8 +46,8 @@ use redis::{
     cluster_async::ClusterConnection,
     sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType},
 };
-use thread_local::ThreadLocal;
 use secrecy::ExposeSecret as _;
+use thread_local::ThreadLocal;
 
 use crate::cluster::{ClusterSettings, config::RedisTarget};
 
