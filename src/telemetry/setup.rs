@@ -35,7 +35,7 @@ use tracing_subscriber::{
     layer::{Layered, SubscriberExt},
 };
 
-use super::TelemetryConfig;
+use super::{TelemetryConfig, span_queue::SpanExportStats};
 use super::{
     log_filter::LogFilter,
     logs::WithTraceIds,
@@ -63,6 +63,15 @@ const NOT_EXPORTED: [&str; 8] = [
     "opentelemetry_otlp",
     "opentelemetry_sdk",
 ];
+
+/// Log records that must not become events of exported spans: the access
+/// log line repeats what the server span holds (method, code, duration)
+/// and adds the peer's address, and the audit record names the caller and
+/// what it was given; both belong in the logs an operator keeps, not in
+/// every trace backend. As span events they also added an event of six
+/// attributes to every call's exported span (measured: 800 to 1,600 bytes
+/// of OTLP per call with the access log on).
+const NOT_SPAN_EVENTS: [&str; 2] = [super::logs::ACCESS_TARGET, "idgate::audit"];
 
 /// How log lines are written (`--log-format`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -245,16 +254,18 @@ impl TelemetryBuilder {
             OtlpTarget::Endpoint(e) => Some(Some(e)),
             OtlpTarget::FromEnv => export_requested(&env_var).then_some(None),
         };
-        let provider = match endpoint {
-            None => None,
-            Some(endpoint) => Some(build_provider(
+        let span_stats = endpoint.is_some().then(SpanExportStats::default);
+        let provider = match (endpoint, &span_stats) {
+            (Some(endpoint), Some(stats)) => Some(build_provider(
                 &self.service_name,
                 &OtlpSettings {
                     endpoint,
                     protocol: self.protocol,
                     ca_file: self.ca_file.clone(),
                 },
+                stats,
             )?),
+            _ => None,
         };
 
         let metrics_endpoint = match self.metrics {
@@ -312,6 +323,7 @@ impl TelemetryBuilder {
             Some(provider) => {
                 let spans = NOT_EXPORTED
                     .iter()
+                    .chain(&NOT_SPAN_EVENTS)
                     .fold(Targets::new().with_default(Level::INFO), |t, target| {
                         t.with_target(*target, LevelFilter::OFF)
                     });
@@ -343,6 +355,7 @@ impl TelemetryBuilder {
             guard: TelemetryGuard {
                 provider,
                 meter_provider,
+                span_stats,
             },
         })
     }

@@ -70,6 +70,10 @@ async fn a_json_log_line_inside_an_rpc_carries_the_trace_and_span_the_collector_
         .find(|s| s.name == CREATE && s.trace_id == trace_id)
         .expect("server span");
     assert_eq!(server.parent_span_id, "00f067aa0ba902b7");
+    assert!(
+        server.events.iter().all(|(name, _)| name != "rpc"),
+        "the access line stays in the logs, not in the trace: {server:?}"
+    );
 
     let lines = access_lines(&logs, CREATE);
     assert_eq!(lines.len(), 1, "one access line per RPC: {lines:?}");

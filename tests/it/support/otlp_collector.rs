@@ -78,8 +78,6 @@ pub struct CollectedSpan {
     /// Span links: `(trace id, span id)` of each linked span.
     pub links: Vec<(String, String)>,
     /// Span events: name and attributes (log events inside the span).
-    // Read through `Debug`: the secret checks search the whole span.
-    #[allow(dead_code)]
     pub events: Vec<(String, HashMap<String, Attr>)>,
     /// Status message (set on error spans).
     #[allow(dead_code)]
