@@ -253,6 +253,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 config,
                 idgate::server::StartOptions {
                     config_path: config_path.clone(),
+                    span_export: telemetry.span_export_stats(),
                     ..Default::default()
                 },
             )

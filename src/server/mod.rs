@@ -115,6 +115,9 @@ pub struct StartOptions {
     pub config_path: Option<PathBuf>,
     /// The embedded sandbox's clock (tests pass a `ManualClock`).
     pub sandbox_clock: Option<Arc<dyn Clock>>,
+    /// The counters of span export, for `/metrics`
+    /// ([`crate::telemetry::TelemetryGuard::span_export_stats`]).
+    pub span_export: Option<crate::telemetry::SpanExportStats>,
 }
 
 /// Starts the gateway described by `config`.
@@ -129,7 +132,10 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let tls = ListenerTlsSet::load(&config.tls, auth::grpc_client_certs(&config))?;
     let (mut up, webhook) =
         resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
-    let metrics = Metrics::new(up.channels.iter().map(|c| c.name.clone()));
+    let metrics = Metrics::with_span_export(
+        up.channels.iter().map(|c| c.name.clone()),
+        options.span_export.as_ref(),
+    );
     setup::report_plaintext_hops(&config, &metrics);
     let mut runtime = ServingRuntime::new(
         &config.serving,

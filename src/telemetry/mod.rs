@@ -19,6 +19,7 @@
 //! - [`journey`]: puts the journey reference on spans.
 //! - [`logs`]: `trace_id` / `span_id` on JSON log lines, the access log.
 //! - [`metrics`]: the Prometheus registry and `GET /metrics`.
+//! - [`span_queue`]: the bounded, counted queue of spans waiting for export.
 //! - [`redact`]: the span field names that must never exist.
 //!
 //! # Span fields every server and client span declares
@@ -46,6 +47,7 @@ pub mod otlp;
 pub mod propagation;
 pub mod redact;
 pub mod setup;
+pub mod span_queue;
 mod text_fields;
 
 pub use client::{CallTarget, UpstreamCall, UpstreamRequest};
@@ -61,3 +63,4 @@ pub use otlp::OtlpProtocol;
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
 };
+pub use span_queue::SpanExportStats;

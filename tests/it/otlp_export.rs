@@ -11,6 +11,7 @@ use idgate::{
 
 use crate::support::{
     gateway::{connect, happy_person, start_gateway as start, test_config},
+    metrics,
     otlp_collector::{Collector, MetricPoint},
     telemetry::{SPAN_WAIT as WAIT, collected_until, exported_telemetry_with},
     tls::TestCa,
@@ -73,6 +74,64 @@ async fn traces_reach_an_https_collector_over_http_protobuf_trusting_a_private_c
         .otlp_protocol(OtlpProtocol::HttpProtobuf)
         .otlp_ca_file(ca.ca_file());
     journey_span_reaches(builder, &collector).await;
+}
+
+#[tokio::test]
+async fn every_span_the_collector_received_is_counted_exported_on_metrics_and_none_dropped() {
+    let collector = Collector::start().await;
+    let builder = TelemetryBuilder::new(&TelemetryConfig::default())
+        .otlp_endpoint(collector.endpoint())
+        .otlp_protocol(OtlpProtocol::Grpc);
+    let (telemetry, _logs, _default) = exported_telemetry_with(builder);
+    let gw = idgate::server::start_with(
+        test_config(),
+        idgate::server::StartOptions {
+            span_export: telemetry.guard().span_export_stats(),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("gateway starts");
+    let mut journeys = JourneyServiceClient::new(connect(gw.grpc_url()).await);
+    for _ in 0..5 {
+        journeys
+            .create_journey(happy_person())
+            .await
+            .expect("create journey");
+    }
+
+    // Each flush exports what has ended; the counts agree once nothing
+    // more ends (the sandbox's spans are this process's too).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let (received, text) = loop {
+        telemetry.guard().force_flush().await.expect("flush");
+        let received = collector.spans().len();
+        let text = metrics::of(gw.metrics());
+        if metrics::value(
+            &text,
+            "idgate_trace_spans_total",
+            &[("outcome", "exported")],
+        ) == received as f64
+        {
+            break (received, text);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "exported never matched the {received} spans received:\n{text}"
+        );
+        tokio::task::yield_now().await;
+    };
+    assert!(received >= 5 * 2, "a server and a client span per call");
+    for outcome in ["dropped", "failed"] {
+        assert_eq!(
+            metrics::value(&text, "idgate_trace_spans_total", &[("outcome", outcome)]),
+            0.0,
+            "{outcome}"
+        );
+    }
+    assert_eq!(metrics::value(&text, "idgate_trace_queue_spans", &[]), 0.0);
+    gw.shutdown().await;
+    telemetry.shutdown().await.expect("shutdown");
 }
 
 fn has(points: &[MetricPoint], name: &str, key: &str, value: &str) -> bool {

@@ -1,12 +1,23 @@
 //! Every series family, registered once with its name and help text.
 
 use super::*;
+use crate::telemetry::span_queue::SpanExportStats;
 
 impl Metrics {
     /// A registry with every series family registered, and the channel
     /// series of `channels` (their names from the configuration) present at
     /// zero / closed, so dashboards see a channel before its first failure.
     pub fn new<I, S>(channels: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::with_span_export(channels, None)
+    }
+
+    /// [`Metrics::new`], and with span export on the series of `spans`
+    /// (`idgate_trace_spans_total`, `idgate_trace_queue_spans`).
+    pub fn with_span_export<I, S>(channels: I, spans: Option<&SpanExportStats>) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -138,6 +149,10 @@ impl Metrics {
             "Watches that got no completion notice within the grace period and fell back to polling",
             watch_notice_timeouts.clone(),
         );
+
+        if let Some(spans) = spans {
+            spans.register(&mut registry);
+        }
 
         let labels_interner = LabelInterner::default();
         for channel in channels {

@@ -6,6 +6,7 @@ use opentelemetry_sdk::{metrics::SdkMeterProvider, trace::SdkTracerProvider};
 use tracing::{Dispatch, dispatcher::DefaultGuard};
 
 use super::TelemetryError;
+use crate::telemetry::span_queue::SpanExportStats;
 
 /// A built subscriber and the provider behind its span export.
 pub struct Telemetry {
@@ -78,9 +79,18 @@ impl Telemetry {
 pub struct TelemetryGuard {
     pub(super) provider: Option<SdkTracerProvider>,
     pub(super) meter_provider: Option<SdkMeterProvider>,
+    /// What became of the exported spans; `None` when nothing is exported.
+    pub(super) span_stats: Option<SpanExportStats>,
 }
 
 impl TelemetryGuard {
+    /// The counters of span export (exported, failed, dropped), for
+    /// `/metrics` ([`crate::server::StartOptions::span_export`]); `None`
+    /// when no span is exported.
+    pub fn span_export_stats(&self) -> Option<SpanExportStats> {
+        self.span_stats.clone()
+    }
+
     /// Exports every span ended and every metric recorded so far; returns
     /// when the collector has answered.
     pub async fn force_flush(&self) -> Result<(), TelemetryError> {

@@ -2,6 +2,7 @@
 //! providers built from it.
 
 use super::*;
+use crate::telemetry::span_queue::{CountedBatch, SpanExportStats, SpanQueueConfig};
 
 pub(super) fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -65,13 +66,18 @@ pub(super) fn build_meter_provider(
         .build())
 }
 
+/// The tracer provider: spans batched through the bounded, counted queue
+/// ([`CountedBatch`]) to the OTLP exporter; what became of them counted in
+/// `stats`.
 pub(super) fn build_provider(
     service_name: &str,
     settings: &OtlpSettings,
+    stats: &SpanExportStats,
 ) -> Result<SdkTracerProvider, TelemetryError> {
     let exporter = span_exporter(settings, &env_var)?;
+    let queue = SpanQueueConfig::from_env(&env_var);
     Ok(SdkTracerProvider::builder()
         .with_resource(resource(service_name, &env_var))
-        .with_batch_exporter(exporter)
+        .with_span_processor(CountedBatch::new(exporter, queue, stats.clone()))
         .build())
 }

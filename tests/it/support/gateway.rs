@@ -95,6 +95,7 @@ impl TestGateway {
             StartOptions {
                 config_path,
                 sandbox_clock: Some(clock.clone()),
+                span_export: None,
             },
         )
         .await
