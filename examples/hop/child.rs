@@ -57,9 +57,9 @@ pub fn config_toml(
 ) -> String {
     let base = format!("http://{upstream}/facecaptcha");
     let cluster = match redis_url {
-        Some(url) => format!(
-            "[cluster]\nredis_url = \"{url}\"\nsecret_key_env = \"{SEALING_KEY_ENV}\"\n\n"
-        ),
+        Some(url) => {
+            format!("[cluster]\nredis_url = \"{url}\"\nsecret_key_env = \"{SEALING_KEY_ENV}\"\n\n")
+        }
         None => String::new(),
     };
     format!(
@@ -212,7 +212,11 @@ impl Hop {
             &config,
             config_toml(ports, setup.upstream, &auth, setup.redis_url.as_deref()),
         )?;
-        let key = [*uuid::Uuid::new_v4().as_bytes(), *uuid::Uuid::new_v4().as_bytes()].concat();
+        let key = [
+            *uuid::Uuid::new_v4().as_bytes(),
+            *uuid::Uuid::new_v4().as_bytes(),
+        ]
+        .concat();
         let key = base64::engine::general_purpose::STANDARD.encode(key);
         let stderr = std::fs::File::create(dir.join("idgate.err"))?;
         let mut command = Command::new(setup.binary);

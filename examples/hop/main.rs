@@ -47,14 +47,17 @@
 //! - `otlp`: idgate exports its spans to a collector sink in this process
 //!   (`otlp_sink.rs`), over OTLP/gRPC or, with `--otlp-protocol
 //!   http/protobuf`, over OTLP/HTTP (what `../shared/perf/run.py
-//!   --otlp-sink` receives). The sink counts spans per trace: the largest
+//!   --otlp-sink` receives). The sink counts spans per trace (the
+//!   readiness checks' `grpc.health.v1.Health` spans left out): the largest
 //!   trace is one call's spans, and the report says how many of calls ×
 //!   that many never arrived (the batch processor's queue drops spans
 //!   when full). idgate's `/metrics` series about span export, if it has
 //!   any, are printed beside it. SIGTERM flushes the queue before the count
 //!   is read.
 //! - `access-log`: `IDGATE_TELEMETRY__ACCESS_LOG=true`, one line per RPC
-//!   (target `idgate::access`); the report gives the lines per call.
+//!   (target `idgate::access`). The report gives every idgate row's stdout
+//!   lines and bytes per call: without it, the audit line each
+//!   `StartSession3D` writes (target `idgate::audit`).
 //! - `jwt` (`jwt.rs`): caller authentication on (`[auth] mode = "jwt"`,
 //!   an ES256 key in a local JWKS file, one `[[callers]]` entry), every
 //!   call carrying the same bearer token (a caller's cached token: what a
@@ -217,7 +220,14 @@ impl Bench {
         let hop = Hop::start(&setup).await?;
         let (lines_before, bytes_before) = hop.output.read();
         let bearer = caller.map(BenchCaller::bearer).transpose()?;
-        let mut row = measure(name, Target::Idgate(bearer), hop.grpc, Some(hop.pid()), args).await?;
+        let mut row = measure(
+            name,
+            Target::Idgate(bearer),
+            hop.grpc,
+            Some(hop.pid()),
+            args,
+        )
+        .await?;
         if f.otlp {
             row.exporter_series = child::exporter_series(&hop.metrics().await?);
         }
@@ -225,18 +235,16 @@ impl Bench {
         // SIGTERM flushes what the batch processor still holds.
         hop.stop().await;
         drop(redis);
-        if f.access_log {
-            let (lines, bytes) = output.read();
-            row.log = Some((lines - lines_before, bytes - bytes_before));
-        }
+        let (lines, bytes) = output.read();
+        row.log = Some((lines - lines_before, bytes - bytes_before));
         row.spans = sink.map(Sink::take);
         Ok(row)
     }
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let plan = rows::plan(&args.rows, &args.switched_rows(), args.repeat)
-        .map_err(anyhow::Error::msg)?;
+    let plan =
+        rows::plan(&args.rows, &args.switched_rows(), args.repeat).map_err(anyhow::Error::msg)?;
     let load_before = report::load_average();
     let mut bench = Bench {
         upstream: upstream::spawn_server("upstream", upstream::serve_upstream)?,

@@ -25,7 +25,7 @@ pub struct Row {
     pub served: usize,
     /// What the OTLP sink received while this row's idgate ran.
     pub spans: Option<SpanTally>,
-    /// Lines and bytes idgate wrote to stdout once serving.
+    /// Lines and bytes idgate wrote to stdout from serving to exit.
     pub log: Option<(u64, u64)>,
     /// idgate's `/metrics` series about span export, read before it stopped.
     pub exporter_series: Vec<String>,
@@ -156,7 +156,8 @@ fn span_note(name: &str, spans: &SpanTally, served: usize, series: &[String]) ->
         note += &format!("; {} exports could not be decoded", spans.undecodable);
     }
     if series.is_empty() {
-        note += "; idgate's /metrics has no exporter series (received vs expected is the drop count)";
+        note +=
+            "; idgate's /metrics has no exporter series (received vs expected is the drop count)";
     } else {
         note += &format!("; idgate's /metrics: {}", series.join(", "));
     }
@@ -217,10 +218,11 @@ pub fn print_rows(rows: &[Row], json: bool, load_before: &str) {
         }
         if let Some((lines, bytes)) = r.log {
             println!(
-                "{}: idgate wrote {lines} lines ({bytes} bytes) to stdout for {} calls ({:.2} lines per call)",
+                "{}: idgate wrote {lines} lines ({bytes} bytes) to stdout for {} calls ({:.2} lines, {:.0} bytes per call)",
                 r.name,
                 r.served,
-                lines as f64 / r.served.max(1) as f64
+                lines as f64 / r.served.max(1) as f64,
+                bytes as f64 / r.served.max(1) as f64
             );
         }
         if let Some(e) = &r.tally.first_error {
@@ -284,7 +286,10 @@ mod tests {
             spans_per_call: 3,
         };
         let note = span_note("deployed", &spans, 100, &[]);
-        assert!(note.contains("a lossless export is 300: 30 missing (10.0 %)"), "{note}");
+        assert!(
+            note.contains("a lossless export is 300: 30 missing (10.0 %)"),
+            "{note}"
+        );
         assert!(note.contains("no exporter series"), "{note}");
     }
 }

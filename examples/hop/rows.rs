@@ -100,9 +100,7 @@ pub fn plan(list: &str, extra: &[RowSpec], repeat: usize) -> Result<Vec<RowSpec>
     if once.is_empty() {
         return Err("no rows to measure".to_owned());
     }
-    Ok(std::iter::repeat_n(once, repeat.max(1))
-        .flatten()
-        .collect())
+    Ok(std::iter::repeat_n(once, repeat.max(1)).flatten().collect())
 }
 
 #[cfg(test)]
