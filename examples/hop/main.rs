@@ -47,8 +47,9 @@
 //! - `otlp`: idgate exports its spans to a collector sink in this process
 //!   (`otlp_sink.rs`), over OTLP/gRPC or, with `--otlp-protocol
 //!   http/protobuf`, over OTLP/HTTP (what `../shared/perf/run.py
-//!   --otlp-sink` receives). The sink counts spans per trace (the
-//!   readiness checks' `grpc.health.v1.Health` spans left out): the largest
+//!   --otlp-sink` receives). The sink counts spans per trace (traces
+//!   rooted in no call left out: health checks, background Redis
+//!   commands): the largest
 //!   trace is one call's spans, and the report says how many of calls ×
 //!   that many never arrived (the batch processor's queue drops spans
 //!   when full). idgate's `/metrics` series about span export, if it has

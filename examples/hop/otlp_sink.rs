@@ -2,13 +2,13 @@
 //! `TraceService`) or OTLP/HTTP with protobuf bodies (`POST /v1/traces`,
 //! what `../shared/perf/run.py --otlp-sink` receives), in this process on
 //! a thread of its own. It decodes every export and counts spans per
-//! trace: each `StartSession3D` the benchmark sends (no `traceparent`) is
+//! trace, those of traces rooted in no call apart: each `StartSession3D` the benchmark sends (no `traceparent`) is
 //! a trace of its own, so the largest trace received holds the spans one
 //! call makes (a dropped span only shrinks a trace), and calls × that size
 //! is what a lossless exporter delivers.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     convert::Infallible,
     net::SocketAddr,
     sync::{Arc, Mutex},
@@ -27,9 +27,8 @@ use prost::Message as _;
 
 use crate::upstream::spawn_server;
 
-/// The name of the spans of `grpc.health.v1.Health` calls, left out of
-/// the count.
-const HEALTH_SPAN_PREFIX: &str = "grpc.health.v1.Health/";
+/// The name of the server span of the calls the benchmark sends.
+const CALL_SPAN: &str = "idgate.v1.LivenessService/StartSession3D";
 
 /// How idgate sends its spans (`OTEL_EXPORTER_OTLP_PROTOCOL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,8 +61,11 @@ impl Protocol {
 struct Received {
     exports: u64,
     undecodable: u64,
-    /// Spans per trace id, the health checks' left out.
+    /// Spans per trace id.
     traces: HashMap<Vec<u8>, u32>,
+    /// Traces whose root is no call: the readiness checks, the benchmark's
+    /// `/metrics` scrape, idgate's own background Redis commands.
+    other: HashSet<Vec<u8>>,
 }
 
 /// What one row's export delivered.
@@ -73,23 +75,31 @@ pub struct SpanTally {
     pub exports: u64,
     /// Export requests the sink could not decode (compressed over HTTP).
     pub undecodable: u64,
+    /// Spans of the calls' traces.
     pub spans: u64,
+    /// The calls' traces.
     pub traces: u64,
+    /// Spans of other traces (see [`Received::other`]), not counted above.
+    pub other_spans: u64,
     /// The largest number of spans in one trace: the spans of one call.
     pub spans_per_call: u32,
 }
 
 impl SpanTally {
     fn of(received: &Received) -> SpanTally {
-        // A lost span only shrinks a trace, and the readiness checks'
-        // traces are smaller than a call's: the largest is a whole call.
-        let spans_per_call = received.traces.values().copied().max().unwrap_or(0);
+        let (other, calls): (Vec<_>, Vec<_>) = received
+            .traces
+            .iter()
+            .partition(|(id, _)| received.other.contains(*id));
+        let sum = |traces: &[(&Vec<u8>, &u32)]| traces.iter().map(|t| u64::from(*t.1)).sum();
         SpanTally {
             exports: received.exports,
             undecodable: received.undecodable,
-            spans: received.traces.values().map(|&n| u64::from(n)).sum(),
-            traces: received.traces.len() as u64,
-            spans_per_call,
+            spans: sum(&calls),
+            traces: calls.len() as u64,
+            other_spans: sum(&other),
+            // A lost span only shrinks a trace: the largest is a whole call.
+            spans_per_call: calls.iter().map(|t| *t.1).max().unwrap_or(0),
         }
     }
 
@@ -112,9 +122,11 @@ impl State {
             .iter()
             .flat_map(|r| &r.scope_spans)
             .flat_map(|s| &s.spans);
-        // The readiness checks' spans (one per check) are no call's.
-        for span in spans.filter(|s| !s.name.starts_with(HEALTH_SPAN_PREFIX)) {
+        for span in spans {
             *received.traces.entry(span.trace_id.clone()).or_default() += 1;
+            if span.parent_span_id.is_empty() && span.name != CALL_SPAN {
+                received.other.insert(span.trace_id.clone());
+            }
         }
     }
 
@@ -242,6 +254,7 @@ mod tests {
             exports: 1,
             undecodable: 0,
             traces: traces.iter().map(|&(id, n)| (vec![id; 16], n)).collect(),
+            other: HashSet::new(),
         }
     }
 
@@ -255,20 +268,24 @@ mod tests {
     }
 
     #[test]
-    fn health_check_spans_are_not_counted() {
+    fn traces_rooted_in_no_call_are_counted_apart() {
         use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
-        let span = |name: &str, trace: u8| Span {
+        let span = |name: &str, trace: u8, parent: &[u8]| Span {
             name: name.to_owned(),
             trace_id: vec![trace; 16],
+            parent_span_id: parent.to_vec(),
             ..Span::default()
         };
         let request = ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {
                 scope_spans: vec![ScopeSpans {
                     spans: vec![
-                        span("grpc.health.v1.Health/Check", 1),
-                        span("idgate.v1.LivenessService/StartSession3D", 2),
-                        span("POST", 2),
+                        span("grpc.health.v1.Health/Check", 1, &[]),
+                        span("idgate.v1.LivenessService/StartSession3D", 2, &[]),
+                        span("POST", 2, &[1; 8]),
+                        span("EVAL", 3, &[]),
+                        // A call's child whose server span was dropped.
+                        span("POST", 4, &[2; 8]),
                     ],
                     ..ScopeSpans::default()
                 }],
@@ -278,7 +295,8 @@ mod tests {
         let state = State::default();
         state.record(&request);
         let tally = SpanTally::of(&state.0.lock().unwrap());
-        assert_eq!((tally.spans, tally.traces, tally.spans_per_call), (2, 1, 2));
+        assert_eq!((tally.spans, tally.traces, tally.spans_per_call), (3, 2, 2));
+        assert_eq!(tally.other_spans, 2);
     }
 
     #[test]

@@ -152,6 +152,12 @@ fn span_note(name: &str, spans: &SpanTally, served: usize, series: &[String]) ->
         spans.spans_per_call,
         missing as f64 * 100.0 / expected.max(1) as f64,
     );
+    if spans.other_spans > 0 {
+        note += &format!(
+            "; {} spans of other traces (health checks, /metrics, background Redis commands) left out",
+            spans.other_spans
+        );
+    }
     if spans.undecodable > 0 {
         note += &format!("; {} exports could not be decoded", spans.undecodable);
     }
@@ -248,6 +254,7 @@ pub fn print_rows(rows: &[Row], json: bool, load_before: &str) {
                     "served": r.served,
                     "otlp_spans_received": r.spans.map(|s| s.spans),
                     "otlp_spans_expected": r.spans.map(|s| s.expected(r.served)),
+                    "otlp_other_spans": r.spans.map(|s| s.other_spans),
                     "otlp_spans_per_call": r.spans_per_call(),
                     "exporter_series": r.exporter_series,
                     "stdout_lines": r.log.map(|(l, _)| l),
@@ -283,6 +290,7 @@ mod tests {
             undecodable: 0,
             spans: 270,
             traces: 100,
+            other_spans: 0,
             spans_per_call: 3,
         };
         let note = span_note("deployed", &spans, 100, &[]);
