@@ -43,6 +43,8 @@ pub struct Setup<'a> {
     pub redis_url: Option<String>,
     /// `--log-format`.
     pub log_format: &'a str,
+    /// Its stdout into a pipe this process drains (else `/dev/null`).
+    pub stdout_pipe: bool,
     /// `--idgate-env`, applied last.
     pub extra_env: &'a [(String, String)],
 }
@@ -224,7 +226,11 @@ impl Hop {
             .args(["serve", "--config"])
             .arg(&config)
             .args(["--log-format", setup.log_format])
-            .stdout(Stdio::piped())
+            .stdout(if setup.stdout_pipe {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stderr(stderr);
         for (name, _) in std::env::vars_os() {
             let name = name.to_string_lossy();
@@ -236,7 +242,10 @@ impl Hop {
         let mut child = command
             .spawn()
             .with_context(|| format!("starting {}", setup.binary.display()))?;
-        let output = Output::drain(child.stdout.take().context("the child's stdout")?)?;
+        let output = match child.stdout.take() {
+            Some(stdout) => Output::drain(stdout)?,
+            None => Output::default(),
+        };
         let loopback = |port| SocketAddr::from(([127, 0, 0, 1], port));
         let mut hop = Hop {
             child,
@@ -355,6 +364,7 @@ mod tests {
             access_log: true,
             redis_url,
             log_format: "json",
+            stdout_pipe: true,
             extra_env,
         }
     }

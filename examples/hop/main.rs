@@ -36,7 +36,8 @@
 //!   is called once its gRPC health check says `SERVING`. Its stdout is a
 //!   pipe a thread of this process reads and counts, as a container
 //!   runtime reads a container's: a log line costs idgate the write into
-//!   a pipe, not into `/dev/null`.
+//!   a pipe, not into `/dev/null` (`--child-stdout null` and `--log-format
+//!   text`: the setup of the figures taken before these options).
 //! - `direct` sends the REST body over HTTP/1.1 keep-alive connections,
 //!   `--streams` requests pipelined on each (what `h2load --h1 -m` does).
 //! - Rows (`rows.rs`): `--rows` lists them, `direct`, `idgate`, or idgate
@@ -142,6 +143,11 @@ pub struct Args {
     /// idgate's `--log-format`: `json` or `text`.
     #[arg(long, default_value = "json")]
     log_format: String,
+    /// idgate's stdout: `pipe` (drained here, as a container runtime does)
+    /// or `null` (`/dev/null`, as before these rows: comparable with older
+    /// figures).
+    #[arg(long, default_value = "pipe", value_parser = ["pipe", "null"])]
+    child_stdout: String,
     /// Extra environment for every idgate child, `KEY=VALUE` (repeatable).
     #[arg(long = "idgate-env", value_parser = child::parse_env)]
     idgate_env: Vec<(String, String)>,
@@ -216,6 +222,7 @@ impl Bench {
             access_log: f.access_log,
             redis_url: redis.as_ref().map(|r| r.url()),
             log_format: &args.log_format,
+            stdout_pipe: args.child_stdout == "pipe",
             extra_env: &args.idgate_env,
         };
         let hop = Hop::start(&setup).await?;
@@ -237,7 +244,8 @@ impl Bench {
         hop.stop().await;
         drop(redis);
         let (lines, bytes) = output.read();
-        row.log = Some((lines - lines_before, bytes - bytes_before));
+        row.log =
+            (args.child_stdout == "pipe").then(|| (lines - lines_before, bytes - bytes_before));
         row.spans = sink.map(Sink::take);
         Ok(row)
     }
