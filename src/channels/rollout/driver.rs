@@ -196,6 +196,14 @@ impl Rollouts {
             "rollout started"
         );
         self.apply_split(&record).await;
+        // The replica that starts a rollout drives it from the start, as
+        // its record says: it takes the lease now rather than at its next
+        // tick, where a replica that ticks first would take it.
+        if self.store.lease(self.config.lease()).await.unwrap_or(false)
+            && !self.driving.swap(true, Ordering::Relaxed)
+        {
+            tracing::info!(rollout = %record.id, step = 0, "this replica drives the rollout");
+        }
         self.show(Some(&record));
         Ok(record)
     }
