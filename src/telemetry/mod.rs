@@ -40,6 +40,7 @@ pub mod grpc;
 pub mod http;
 pub mod journey;
 mod lazy_fields;
+mod lazy_json;
 mod log_filter;
 pub mod logs;
 pub mod metrics;

@@ -302,16 +302,19 @@ impl TelemetryBuilder {
                         .with_ansi(false),
                 )
                 .boxed(),
-            LogFormat::Json => fmt
-                .json()
-                .flatten_event(true)
-                .with_current_span(true)
-                .with_span_list(true)
-                .map_event_format(|json| {
-                    let (format, handle) = WithTraceIds::new(json);
-                    trace_ids = Some(handle);
-                    format
-                })
+            LogFormat::Json => super::lazy_json::LazyJsonSpanFields
+                .and_then(
+                    fmt.json()
+                        .flatten_event(true)
+                        .with_current_span(true)
+                        .with_span_list(true)
+                        .fmt_fields(super::lazy_json::LazyJsonFields)
+                        .map_event_format(|json| {
+                            let (format, handle) = WithTraceIds::new(json);
+                            trace_ids = Some(handle);
+                            format
+                        }),
+                )
                 .boxed(),
         };
         let filter = LogFilter::new(filter);

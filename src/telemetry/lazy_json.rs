@@ -1,0 +1,164 @@
+//! Span fields of JSON log lines, captured when a span opens or records
+//! and serialized only when a line is logged inside the span: the JSON
+//! counterpart of [`super::lazy_fields`].
+//!
+//! The JSON formatter of `tracing-subscriber` keeps each span's fields as
+//! a JSON text, and on every `record` parses that text, adds the new
+//! values and serializes it again. A call's server span records five
+//! values or more, and a line (the audit record, the access log) is
+//! written in it once or twice: on the hop that re-serializing cost more
+//! than writing the lines (docs/performance.md). [`LazyJsonSpanFields`]
+//! runs just before the JSON fmt layer, under the same filter: it keeps
+//! each span's values as JSON values, in order, and leaves an empty
+//! `FormattedFields` so the fmt layer does not format them itself. When
+//! an event is about to be written, the spans in its scope get their
+//! fields serialized, with what the JSON formatter's own visitor does (a
+//! map ordered by name, the last value of a name winning, `Debug` values
+//! as strings, `r#` dropped from raw names): the same bytes (a test
+//! compares the two).
+
+use std::collections::BTreeMap;
+
+use tracing::{
+    Event, Subscriber,
+    field::{Field, Visit},
+    span::{Attributes, Id, Record},
+};
+use tracing_subscriber::{
+    field::RecordFields,
+    fmt::{FormatFields, FormattedFields, format::Writer},
+    layer::{Context, Layer},
+    registry::LookupSpan,
+};
+
+/// The layer (see the module). Stack it right before a JSON fmt layer
+/// whose fields formatter is [`LazyJsonFields`], under one filter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LazyJsonSpanFields;
+
+/// The fields formatter of a JSON fmt layer behind [`LazyJsonSpanFields`]:
+/// span fields are that layer's to write. (The JSON formatter serializes
+/// an event's own fields itself.)
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LazyJsonFields;
+
+impl<'w> FormatFields<'w> for LazyJsonFields {
+    fn format_fields<R: RecordFields>(
+        &self,
+        mut writer: Writer<'w>,
+        fields: R,
+    ) -> std::fmt::Result {
+        let mut captured = CapturedJson::default();
+        fields.record(&mut captured);
+        writer.write_str(&captured.serialize())
+    }
+
+    fn add_fields(&self, _: &'w mut FormattedFields<Self>, _: &Record<'_>) -> std::fmt::Result {
+        Ok(())
+    }
+}
+
+/// One span's values, in the order the span opened with and recorded them.
+#[derive(Debug, Default)]
+struct CapturedJson {
+    values: Vec<(&'static str, serde_json::Value)>,
+    /// `FormattedFields` holds the current values.
+    written: bool,
+}
+
+impl CapturedJson {
+    /// The values as the JSON formatter's visitor serializes them.
+    fn serialize(&self) -> String {
+        let map: BTreeMap<&str, &serde_json::Value> = self
+            .values
+            .iter()
+            .map(|(name, value)| (*name, value))
+            .collect();
+        serde_json::to_string(&map).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    fn push(&mut self, name: &'static str, value: serde_json::Value) {
+        self.values.push((name, value));
+        self.written = false;
+    }
+}
+
+impl Visit for CapturedJson {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.push(field.name(), value.into());
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.push(field.name(), value.into());
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.push(field.name(), value.into());
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.push(field.name(), value.into());
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.push(field.name(), value.into());
+    }
+
+    fn record_bytes(&mut self, field: &Field, value: &[u8]) {
+        self.push(field.name(), value.into());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        let name = field.name();
+        let name = name.strip_prefix("r#").unwrap_or(name);
+        self.push(name, format!("{value:?}").into());
+    }
+}
+
+impl<S> Layer<S> for LazyJsonSpanFields
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut extensions = span.extensions_mut();
+        let mut captured = CapturedJson {
+            values: Vec::with_capacity(attrs.metadata().fields().len() + 4),
+            written: false,
+        };
+        attrs.record(&mut captured);
+        extensions.insert(captured);
+        // Present, so the fmt layer next in line formats nothing itself.
+        extensions.insert(FormattedFields::<LazyJsonFields>::new(String::new()));
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        if let Some(captured) = span.extensions_mut().get_mut::<CapturedJson>() {
+            values.record(captured);
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let Some(scope) = ctx.event_scope(event) else {
+            return;
+        };
+        for span in scope {
+            let mut extensions = span.extensions_mut();
+            let Some(captured) = extensions.get_mut::<CapturedJson>() else {
+                continue;
+            };
+            if captured.written {
+                continue;
+            }
+            captured.written = true;
+            let text = captured.serialize();
+            if let Some(fields) = extensions.get_mut::<FormattedFields<LazyJsonFields>>() {
+                fields.fields = text;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
