@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Starts its own `redis-server` (Debian's `redis-server` package) on a
-//! free loopback port, one sandbox and two replicas sharing that Redis.
+//! free loopback port, one sandbox and two replicas sharing that Redis
+//! (examples/support/fleet.rs).
 //! Phase 1 runs `--journeys` whole journeys one at a time on each path and
 //! reads what Redis saw (`INFO stats`: commands and bytes; `INFO memory`)
 //! and what the replicas sent (`idgate_cluster_operations_total`, the
@@ -17,11 +18,15 @@
 //! share the machine's cores with the replicas: the rate is a floor of
 //! what a replica on its own cores carries. Stops everything it started.
 
+#[path = "support/counters.rs"]
+#[allow(dead_code)]
+mod counters;
+#[path = "support/fleet.rs"]
+mod fleet;
+
 use std::{
     collections::BTreeMap,
     net::SocketAddr,
-    path::{self, PathBuf},
-    process::{Child, Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -31,16 +36,16 @@ use std::{
 
 use clap::Parser;
 use idgate::{
-    channels::ChannelSpec,
-    config::{Config, OperatorConfig, UpstreamConfig},
     proto::v1::{
         self, journey_service_client::JourneyServiceClient,
         liveness_service_client::LivenessServiceClient,
     },
-    sandbox::{ManualClock, Sandbox, SandboxConfig, SandboxHandle, samples},
+    sandbox::samples,
     server::{Gateway, StartOptions},
 };
 use tonic::transport::Channel;
+
+use self::fleet::{BASIC_PASSWORD, Fleet};
 
 #[derive(Parser)]
 struct Args {
@@ -53,86 +58,6 @@ struct Args {
     /// Journeys in flight at once in phase 2.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
-}
-
-const BASIC_PASSWORD: &str = "bench-webhook-password";
-
-struct Redis {
-    child: Child,
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let dir = std::env::temp_dir().join(format!("idgate-capacity-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server (Debian's `redis-server` package) runs");
-        Self { child, dir, port }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn secret_file(content: &str) -> PathBuf {
-    let path =
-        std::env::temp_dir().join(format!("idgate-capacity-secret-{}", uuid::Uuid::new_v4()));
-    std::fs::write(&path, content).expect("secret file");
-    path
-}
-
-fn config(sandbox: &SandboxHandle, redis: &Redis, key: &path::Path) -> Config {
-    let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let mut c = Config::default();
-    c.listen.grpc = loopback;
-    c.listen.http = loopback;
-    c.listen.admin = loopback;
-    c.serving.drain_delay_secs = 0;
-    // The benchmark's own callers, on loopback: no caller authentication.
-    c.auth = Some(idgate::auth::AuthConfig {
-        mode: idgate::auth::AuthMode::None,
-        jwt: None,
-    });
-    c.upstream = Some(UpstreamConfig {
-        base_url: sandbox.base_url(),
-        result_base_url: sandbox.result_base_url(),
-        ..UpstreamConfig::default()
-    });
-    c.operators = vec![OperatorConfig {
-        name: "default".into(),
-        login: "sandbox".into(),
-        password_env: None,
-        password_file: Some(secret_file("sandbox")),
-    }];
-    c.channels = sandbox
-        .channels()
-        .into_iter()
-        .zip(0..)
-        .map(|(ch, p)| ChannelSpec::new(ch.name, ch.base_url, p))
-        .collect();
-    c.webhook.basic_user = Some("vendor".into());
-    c.webhook.basic_password_file = Some(secret_file(BASIC_PASSWORD));
-    c.cluster.redis_url = Some(format!("redis://127.0.0.1:{}", redis.port));
-    c.cluster.secret_key_file = Some(key.to_path_buf());
-    c
 }
 
 #[derive(Clone)]
@@ -279,10 +204,7 @@ async fn info(
         .query_async(conn)
         .await
         .unwrap();
-    text.lines()
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| Some((k.to_owned(), v.trim().parse().ok()?)))
-        .collect()
+    counters::info_numbers(&text)
 }
 
 /// Redis commands the replicas sent so far, by command.
@@ -290,13 +212,8 @@ fn replica_commands(gateways: &[&Gateway]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for g in gateways {
         let text = g.metrics().encode().expect("metrics");
-        for line in text.lines() {
-            let Some(rest) = line.strip_prefix("idgate_cluster_operations_total{command=\"") else {
-                continue;
-            };
-            let (command, rest) = rest.split_once('"').unwrap();
-            let value: f64 = rest.rsplit(' ').next().unwrap().parse().unwrap();
-            *out.entry(command.to_owned()).or_default() += value;
+        for (command, n) in counters::cluster_commands(&text) {
+            *out.entry(command).or_default() += n;
         }
     }
     out
@@ -337,22 +254,9 @@ async fn throughput(path: Route, a: &Gw, b: &Gw, concurrency: usize, secs: u64) 
 async fn main() {
     let args = Args::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let redis = Redis::start();
-    let key = secret_file("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
-    let sandbox = Sandbox::start(SandboxConfig::default(), Arc::new(ManualClock::new()))
-        .await
-        .expect("sandbox");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let client = redis::Client::open(format!("redis://127.0.0.1:{}", redis.port)).unwrap();
-    let mut raw = loop {
-        if let Ok(c) = client.get_multiplexed_async_connection().await {
-            break c;
-        }
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let start =
-        || idgate::server::start_with(config(&sandbox, &redis, &key), StartOptions::default());
+    let fleet = Fleet::start().await;
+    let mut raw = fleet.redis.client().await;
+    let start = || idgate::server::start_with(fleet.config(true), StartOptions::default());
     let (ga, gb) = (
         start().await.expect("replica A"),
         start().await.expect("replica B"),
@@ -440,5 +344,5 @@ async fn main() {
 
     ga.shutdown().await;
     gb.shutdown().await;
-    sandbox.shutdown().await;
+    fleet.shutdown().await;
 }

@@ -8,119 +8,41 @@
 //!
 //! Starts its own `redis-server` (Debian's `redis-server` package) on a
 //! free loopback port, one sandbox, one gateway without `[cluster]` and two
-//! replicas with it. Each phase times one RPC `--iterations` times,
+//! replicas with it (examples/support/fleet.rs). Each phase times one RPC `--iterations` times,
 //! alternating the single-process gateway and the fleet replica, and counts
 //! the Redis commands the replicas sent (`idgate_cluster_operations`).
 //! Bounded by `--iterations`; stops everything it started.
 
+#[path = "support/counters.rs"]
+#[allow(dead_code)]
+mod counters;
+#[path = "support/fleet.rs"]
+mod fleet;
+
 use std::{
     collections::BTreeMap,
-    net::SocketAddr,
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    sync::Arc,
     time::{Duration, Instant},
 };
 
 use clap::Parser;
 use idgate::{
-    channels::ChannelSpec,
-    config::{Config, OperatorConfig, UpstreamConfig},
+    config::Config,
     proto::v1::{
         self, journey_service_client::JourneyServiceClient,
         liveness_service_client::LivenessServiceClient,
     },
-    sandbox::{ManualClock, Sandbox, SandboxConfig, SandboxHandle, samples},
+    sandbox::samples,
     server::{Gateway, StartOptions},
 };
 use tonic::transport::Channel;
+
+use self::fleet::{BASIC_PASSWORD, Fleet};
 
 #[derive(Parser)]
 struct Args {
     /// Calls of each RPC on each gateway.
     #[arg(long, default_value_t = 300)]
     iterations: usize,
-}
-
-const BASIC_PASSWORD: &str = "bench-webhook-password";
-
-struct Redis {
-    child: Child,
-    dir: PathBuf,
-    port: u16,
-}
-
-impl Redis {
-    fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let dir = std::env::temp_dir().join(format!("idgate-bench-redis-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server (Debian's `redis-server` package) runs");
-        Self { child, dir, port }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn secret_file(content: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("idgate-bench-secret-{}", uuid::Uuid::new_v4()));
-    std::fs::write(&path, content).expect("secret file");
-    path
-}
-
-fn config(sandbox: &SandboxHandle, redis: Option<(&Redis, &PathBuf)>) -> Config {
-    let loopback: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let mut c = Config::default();
-    c.listen.grpc = loopback;
-    c.listen.http = loopback;
-    c.listen.admin = loopback;
-    c.serving.drain_delay_secs = 0;
-    // The benchmark's own callers, on loopback: no caller authentication.
-    c.auth = Some(idgate::auth::AuthConfig {
-        mode: idgate::auth::AuthMode::None,
-        jwt: None,
-    });
-    c.upstream = Some(UpstreamConfig {
-        base_url: sandbox.base_url(),
-        result_base_url: sandbox.result_base_url(),
-        ..UpstreamConfig::default()
-    });
-    c.operators = vec![OperatorConfig {
-        name: "default".into(),
-        login: "sandbox".into(),
-        password_env: None,
-        password_file: Some(secret_file("sandbox")),
-    }];
-    c.channels = sandbox
-        .channels()
-        .into_iter()
-        .zip(0..)
-        .map(|(ch, p)| ChannelSpec::new(ch.name, ch.base_url, p))
-        .collect();
-    c.webhook.basic_user = Some("vendor".into());
-    c.webhook.basic_password_file = Some(secret_file(BASIC_PASSWORD));
-    if let Some((redis, key)) = redis {
-        c.cluster.redis_url = Some(format!("redis://127.0.0.1:{}", redis.port));
-        c.cluster.secret_key_file = Some(key.clone());
-    }
-    c
 }
 
 struct Gw {
@@ -233,17 +155,7 @@ impl Gw {
 
     /// Redis commands sent so far, by command.
     fn redis_commands(&self) -> BTreeMap<String, f64> {
-        let text = self.gateway.metrics().encode().expect("metrics");
-        let mut out = BTreeMap::new();
-        for line in text.lines() {
-            let Some(rest) = line.strip_prefix("idgate_cluster_operations_total{command=\"") else {
-                continue;
-            };
-            let (command, rest) = rest.split_once('"').unwrap();
-            let value: f64 = rest.rsplit(' ').next().unwrap().parse().unwrap();
-            *out.entry(command.to_owned()).or_default() += value;
-        }
-        out
+        counters::cluster_commands(&self.gateway.metrics().encode().expect("metrics"))
     }
 }
 
@@ -299,25 +211,12 @@ async fn main() {
     let args = Args::parse();
     let n = args.iterations.max(10);
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let redis = Redis::start();
-    let key = secret_file("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
-    let clock = Arc::new(ManualClock::new());
-    let sandbox = Sandbox::start(SandboxConfig::default(), clock)
-        .await
-        .expect("sandbox");
-    // Redis must answer before the replicas start.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let client = redis::Client::open(format!("redis://127.0.0.1:{}", redis.port)).unwrap();
-    let mut raw = loop {
-        if let Ok(c) = client.get_multiplexed_async_connection().await {
-            break c;
-        }
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    let single = Gw::start(config(&sandbox, None)).await;
-    let a = Gw::start(config(&sandbox, Some((&redis, &key)))).await;
-    let b = Gw::start(config(&sandbox, Some((&redis, &key)))).await;
+    // Redis answers before the replicas start (`Fleet::start` waits).
+    let fleet_setup = Fleet::start().await;
+    let mut raw = fleet_setup.redis.client().await;
+    let single = Gw::start(fleet_setup.config(false)).await;
+    let a = Gw::start(fleet_setup.config(true)).await;
+    let b = Gw::start(fleet_setup.config(true)).await;
     let http = reqwest::Client::new();
     let fleet = [&a, &b];
     let reading = || fleet.iter().map(|g| g.redis_commands()).collect::<Vec<_>>();
@@ -513,5 +412,5 @@ async fn main() {
     for g in [single, a, b] {
         g.gateway.shutdown().await;
     }
-    sandbox.shutdown().await;
+    fleet_setup.shutdown().await;
 }

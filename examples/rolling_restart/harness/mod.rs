@@ -21,13 +21,15 @@ use std::{
 
 use idgate::{
     domain::Operation,
-    sandbox::{Sandbox, SandboxConfig, SandboxHandle, SystemClock},
+    sandbox::{Sandbox, SandboxConfig, SystemClock},
 };
 
-use self::{envoy::Envoy, load::Tally, replica::Replica};
+use self::{
+    envoy::Envoy,
+    load::Tally,
+    replica::{Replica, Settings, WEBHOOK_PASSWORD, WEBHOOK_USER, free_port},
+};
 
-const WEBHOOK_USER: &str = "vendor";
-const WEBHOOK_PASSWORD: &str = "rolling-webhook-password-0123456789";
 /// How long a replica has to start and be seen healthy by Envoy.
 const START_WAIT: Duration = Duration::from_secs(30);
 /// How long the load has to finish the journeys in flight once asked to.
@@ -156,61 +158,6 @@ impl Report {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-/// A replica's configuration: the shared sandbox as its upstream, open
-/// (`[auth] mode = "none"`: the load runs without tokens), the fleet's
-/// Redis and key, the fleet's webhook credentials.
-fn replica_config(
-    opts: &Options,
-    sandbox: &SandboxHandle,
-    dir: &std::path::Path,
-    ports: (u16, u16, u16),
-) -> anyhow::Result<PathBuf> {
-    let secret = |name: &str, value: &str| -> anyhow::Result<String> {
-        let path = dir.join(name);
-        std::fs::write(&path, value)?;
-        Ok(path.display().to_string())
-    };
-    let operator = &SandboxConfig::default().operators[0];
-    let (grpc, http, admin) = ports;
-    let mut toml = format!(
-        "[listen]\ngrpc = \"127.0.0.1:{grpc}\"\nhttp = \"127.0.0.1:{http}\"\nadmin = \"127.0.0.1:{admin}\"\n\
-         [serving]\ndrain_delay_secs = {}\nshutdown_grace_secs = {}\n\
-         [auth]\nmode = \"none\"\n\
-         [upstream]\nbase_url = \"{}\"\nresult_base_url = \"{}\"\n\
-         [[operators]]\nname = \"default\"\nlogin = \"{}\"\npassword_file = \"{}\"\n\
-         [webhook]\nbasic_user = \"{WEBHOOK_USER}\"\nbasic_password_file = \"{}\"\n\
-         [watch]\nwebhook_grace_secs = 5\npoll_initial_ms = 200\npoll_max_ms = 1000\n\
-         [cluster]\nredis_url = \"{}\"\nsecret_key_file = \"{}\"\n",
-        opts.drain_delay_secs,
-        opts.shutdown_grace_secs,
-        sandbox.base_url(),
-        sandbox.result_base_url(),
-        operator.login,
-        secret("operator-password", &operator.password)?,
-        secret("webhook-password", WEBHOOK_PASSWORD)?,
-        opts.redis_url,
-        secret(
-            "cluster-key",
-            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-        )?,
-    );
-    for (i, channel) in sandbox.channels().into_iter().enumerate() {
-        toml.push_str(&format!(
-            "[[channels]]\nname = \"{}\"\nbase_url = \"{}\"\npriority = {i}\n",
-            channel.name, channel.base_url
-        ));
-    }
-    let path = dir.join(format!("idgate-{grpc}.toml"));
-    std::fs::write(&path, toml)?;
-    Ok(path)
-}
-
 /// Runs the whole proof; `progress` is told of each restart.
 pub async fn run(opts: Options, progress: impl Fn(&str)) -> anyhow::Result<Report> {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -244,10 +191,15 @@ async fn run_in(
     sandbox_config.webhook.basic_password = Some(WEBHOOK_PASSWORD.into());
     let sandbox = Sandbox::start(sandbox_config, Arc::new(SystemClock)).await?;
 
+    let settings = Settings {
+        redis_url: opts.redis_url.clone(),
+        drain_delay_secs: opts.drain_delay_secs,
+        shutdown_grace_secs: opts.shutdown_grace_secs,
+    };
     let mut replicas = Vec::new();
     for i in 0..opts.replicas {
         let ports = (free_port()?, free_port()?, free_port()?);
-        let config = replica_config(opts, &sandbox, dir, ports)?;
+        let config = replica::write_config(&settings, &sandbox, dir, ports)?;
         let log = dir.join(format!("replica-{i}.log"));
         let mut r = Replica::new(&opts.idgate, config, log, ports.0, ports.1);
         r.spawn()?;

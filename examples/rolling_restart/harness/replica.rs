@@ -1,5 +1,9 @@
 //! One gateway replica: `idgate serve` as a child process on fixed ports
-//! (Envoy's static endpoints), stopped with SIGTERM and started again.
+//! (Envoy's static endpoints), stopped with SIGTERM and started again, and
+//! the configuration file it runs on.
+//!
+//! Shared by the rolling restart and examples/fleet_throughput (included
+//! by path: examples cannot share a library).
 
 use std::{
     path::{Path, PathBuf},
@@ -8,9 +12,81 @@ use std::{
 };
 
 use anyhow::Context as _;
+use idgate::sandbox::{SandboxConfig, SandboxHandle};
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
+
+/// The fleet's webhook credentials: the sandbox sends them, every replica
+/// checks them.
+pub const WEBHOOK_USER: &str = "vendor";
+pub const WEBHOOK_PASSWORD: &str = "rolling-webhook-password-0123456789";
+
+/// A free loopback port (a replica's and Envoy's ports are fixed in their
+/// configuration files).
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// What every replica of a fleet shares in its configuration.
+pub struct Settings {
+    /// `redis://127.0.0.1:<port>` of the fleet's Redis.
+    pub redis_url: String,
+    pub drain_delay_secs: u64,
+    pub shutdown_grace_secs: u64,
+}
+
+/// Writes a replica's configuration to `dir` and returns its path: the
+/// shared sandbox as its upstream, open (`[auth] mode = "none"`: the load
+/// runs without tokens), the fleet's Redis and key, the fleet's webhook
+/// credentials, listening on `ports` (gRPC, HTTP, admin).
+pub fn write_config(
+    settings: &Settings,
+    sandbox: &SandboxHandle,
+    dir: &Path,
+    ports: (u16, u16, u16),
+) -> anyhow::Result<PathBuf> {
+    let secret = |name: &str, value: &str| -> anyhow::Result<String> {
+        let path = dir.join(name);
+        std::fs::write(&path, value)?;
+        Ok(path.display().to_string())
+    };
+    let operator = &SandboxConfig::default().operators[0];
+    let (grpc, http, admin) = ports;
+    let mut toml = format!(
+        "[listen]\ngrpc = \"127.0.0.1:{grpc}\"\nhttp = \"127.0.0.1:{http}\"\nadmin = \"127.0.0.1:{admin}\"\n\
+         [serving]\ndrain_delay_secs = {}\nshutdown_grace_secs = {}\n\
+         [auth]\nmode = \"none\"\n\
+         [upstream]\nbase_url = \"{}\"\nresult_base_url = \"{}\"\n\
+         [[operators]]\nname = \"default\"\nlogin = \"{}\"\npassword_file = \"{}\"\n\
+         [webhook]\nbasic_user = \"{WEBHOOK_USER}\"\nbasic_password_file = \"{}\"\n\
+         [watch]\nwebhook_grace_secs = 5\npoll_initial_ms = 200\npoll_max_ms = 1000\n\
+         [cluster]\nredis_url = \"{}\"\nsecret_key_file = \"{}\"\n",
+        settings.drain_delay_secs,
+        settings.shutdown_grace_secs,
+        sandbox.base_url(),
+        sandbox.result_base_url(),
+        operator.login,
+        secret("operator-password", &operator.password)?,
+        secret("webhook-password", WEBHOOK_PASSWORD)?,
+        settings.redis_url,
+        secret(
+            "cluster-key",
+            "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+        )?,
+    );
+    for (i, channel) in sandbox.channels().into_iter().enumerate() {
+        toml.push_str(&format!(
+            "[[channels]]\nname = \"{}\"\nbase_url = \"{}\"\npriority = {i}\n",
+            channel.name, channel.base_url
+        ));
+    }
+    let path = dir.join(format!("idgate-{grpc}.toml"));
+    std::fs::write(&path, toml)?;
+    Ok(path)
+}
 
 /// A replica's process and the ports it listens on.
 pub struct Replica {
@@ -98,6 +174,13 @@ impl Replica {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The process id while it runs (examples/fleet_throughput reads its
+    /// CPU time).
+    #[allow(dead_code)]
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Sends SIGTERM, as the kubelet does.
