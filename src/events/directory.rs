@@ -56,6 +56,12 @@ impl JourneyDirectory {
         journey
     }
 
+    /// Remembers `record`, which the fleet's directory gave for `journey`
+    /// (another replica created it), as long as a journey created here.
+    pub fn remember(&self, journey: &JourneyRef, record: JourneyRecord) {
+        self.lock().insert(journey.clone(), record, Instant::now());
+    }
+
     /// The appkey of a remembered journey.
     pub fn resolve(&self, journey: &JourneyRef) -> Option<Appkey> {
         self.record(journey).map(|r| r.appkey)

@@ -215,13 +215,24 @@ impl JourneyHub {
     }
 
     /// The record of `journey`: this replica's directory, else the
-    /// fleet's (`Err`: the fleet could not be asked).
+    /// fleet's (`Err`: the fleet could not be asked). A record the fleet
+    /// gives is kept in this replica's directory: a journey's record never
+    /// changes, and the journey's later calls on this replica (about
+    /// (N-1)/N of them behind a balancer over N replicas) then cost no
+    /// Redis read (docs/capacity.md).
     pub async fn find_journey(&self, journey: &JourneyRef) -> Result<Option<JourneyRecord>, Error> {
         let shared = &self.inner.shared;
         match self.inner.directory.record(journey) {
             Some(record) => Ok(Some(record)),
             None if !shared.is_fleet() => Ok(None),
-            None => (shared.find_journey(journey).await).map_err(|_| Error::ClusterUnavailable),
+            None => {
+                let found =
+                    (shared.find_journey(journey).await).map_err(|_| Error::ClusterUnavailable)?;
+                if let Some(record) = &found {
+                    self.inner.directory.remember(journey, record.clone());
+                }
+                Ok(found)
+            }
         }
     }
 

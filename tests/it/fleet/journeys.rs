@@ -7,7 +7,7 @@ use crate::support::{
     fleet::{Fleet, assert_complete},
     gateway::{assert_error, by_ref, drain_within, happy_person, retryable},
 };
-use idgate::domain::Operation;
+use idgate::{config::Config, domain::Operation};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn journey_refs_and_3d_sessions_resolve_on_a_replica_other_than_the_creator() {
@@ -50,5 +50,41 @@ async fn journey_refs_and_3d_sessions_resolve_on_a_replica_other_than_the_creato
     let (items, end) = drain_within(watcher, EVENT_WAIT).await;
     assert_complete(&items, &end);
     assert_eq!(items.last().unwrap().journey_ref, created.journey_ref);
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_asks_the_fleet_once_for_a_journey_it_did_not_create_and_remembers_it() {
+    let mut fleet = Fleet::start(1, 30).await;
+    // No rollout tick reads the rollout record meanwhile: every GET
+    // counted below is a call's.
+    let b = fleet
+        .add_replica_with(|c: &mut Config| {
+            c.rollout.tick_ms = 1_800_000;
+            c.rollout.lease_ms = 3_600_000;
+        })
+        .await;
+    let a = &fleet.replicas[0];
+    let (first, created) = (
+        a.create_journey_for(happy_person()).await,
+        a.create_journey_for(happy_person()).await,
+    );
+    let b = &fleet.replicas[b];
+    b.start_3d(&first.appkey)
+        .await
+        .expect("a first journey on B");
+    let gets = async || {
+        b.metric(r#"idgate_cluster_operations_total{command="GET",outcome="ok"}"#)
+            .await
+    };
+    let before = gets().await;
+    for _ in 0..3 {
+        b.start_3d(&created.appkey).await.expect("start on B");
+    }
+    assert_eq!(
+        gets().await - before,
+        1.0,
+        "one directory read for three calls on the same journey"
+    );
     fleet.stop().await;
 }
