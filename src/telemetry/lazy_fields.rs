@@ -77,6 +77,46 @@ enum Entry {
     Formatted(Range<usize>),
 }
 
+/// Span values a lazy layer captured, written out when a line needs them
+/// ([`write_scope`]).
+pub(super) trait Pending: Send + Sync + 'static {
+    /// The fields as the fmt layer shows them, unless they were written
+    /// since the last value came; marks them written.
+    fn take_text(&mut self) -> Option<String>;
+}
+
+impl Pending for Captured {
+    fn take_text(&mut self) -> Option<String> {
+        if self.written {
+            return None;
+        }
+        self.written = true;
+        Some(self.write())
+    }
+}
+
+/// Before the fmt layer writes `event`: each span in its scope gets the
+/// values its [`Pending`] `C` holds written into its `FormattedFields<N>`.
+pub(super) fn write_scope<S, C, N>(event: &Event<'_>, ctx: &Context<'_, S>)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    C: Pending,
+    N: 'static,
+{
+    let Some(scope) = ctx.event_scope(event) else {
+        return;
+    };
+    for span in scope {
+        let mut extensions = span.extensions_mut();
+        let Some(text) = extensions.get_mut::<C>().and_then(Pending::take_text) else {
+            continue;
+        };
+        if let Some(fields) = extensions.get_mut::<FormattedFields<N>>() {
+            fields.fields = text;
+        }
+    }
+}
+
 impl Captured {
     fn capture(&mut self, fields: impl RecordFields) {
         self.batches.push(self.entries.len());
@@ -196,23 +236,54 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let Some(scope) = ctx.event_scope(event) else {
-            return;
-        };
-        for span in scope {
-            let mut extensions = span.extensions_mut();
-            let Some(captured) = extensions.get_mut::<Captured>() else {
-                continue;
-            };
-            if captured.written {
-                continue;
-            }
-            captured.written = true;
-            let text = captured.write();
-            if let Some(fields) = extensions.get_mut::<FormattedFields<LazyTextFields>>() {
-                fields.fields = text;
-            }
-        }
+        write_scope::<S, Captured, LazyTextFields>(event, &ctx);
+    }
+}
+
+/// What the lazy layers' tests log, to compare their lines with the
+/// eager formatters'.
+#[cfg(test)]
+pub(super) mod fixture {
+    /// Spans opening with values, recording more (the same name twice
+    /// among them) before and after lines are written in them, nested,
+    /// empty, with escapes, numbers, bytes, errors, raw names and `Debug`
+    /// values.
+    pub(in crate::telemetry) fn emit() {
+        let server = tracing::info_span!(
+            "grpc.server",
+            otel.name = "idgate.v1.LivenessService/StartSession3D",
+            otel.kind = "server",
+            rpc.grpc.status_code = tracing::field::Empty,
+            idgate.journey_ref = tracing::field::Empty,
+            server.port = 8080i64,
+            ratio = 0.25f64,
+            ok = true,
+            quoted = "a \"b\" \\ c\n",
+            accented = "São Paulo",
+            r#type = "raw",
+            debug = ?Some(3),
+            bytes = &b"ab"[..],
+        );
+        let _in_server = server.enter();
+        tracing::info!("before any record");
+        server.record("idgate.journey_ref", "j-0123456789abcdef");
+        let empty = tracing::info_span!("handler", idgate.channel = tracing::field::Empty);
+        let _in_handler = empty.enter();
+        tracing::warn!(n = -4i64, "inside an empty span");
+        empty.record("idgate.channel", "primary");
+        let err = std::io::Error::other("refused");
+        let client = tracing::info_span!(
+            "http.client",
+            url.path = "/facecaptcha/service/captcha/3d/session-token",
+            error.type = tracing::field::Empty,
+        );
+        client.record("error.type", "connect");
+        client.record("error.type", &err as &dyn std::error::Error);
+        let _in_client = client.enter();
+        tracing::error!(message = "plain \"message\"", count = 7u64);
+        server.record("rpc.grpc.status_code", 14i64);
+        server.record("idgate.journey_ref", "j-fedcba9876543210");
+        tracing::info!("after more records");
     }
 }
 
@@ -236,54 +307,16 @@ mod tests {
             .with_writer(logs.clone())
     }
 
-    /// Spans opening with values, recording more before and after lines
-    /// are written in them, nested, empty, with escapes, numbers, errors
-    /// and `Debug` values.
-    fn emit() {
-        let server = tracing::info_span!(
-            "grpc.server",
-            otel.name = "idgate.v1.LivenessService/StartSession3D",
-            otel.kind = "server",
-            rpc.grpc.status_code = tracing::field::Empty,
-            idgate.journey_ref = tracing::field::Empty,
-            server.port = 8080i64,
-            ok = true,
-            quoted = "a \"b\" \\ c\n",
-            accented = "São Paulo",
-            r#type = "raw",
-            debug = ?Some(3),
-        );
-        let _in_server = server.enter();
-        tracing::info!("before any record");
-        server.record("idgate.journey_ref", "j-0123456789abcdef");
-        let empty = tracing::info_span!("handler", idgate.channel = tracing::field::Empty);
-        let _in_handler = empty.enter();
-        tracing::warn!(n = -4i64, "inside an empty span");
-        empty.record("idgate.channel", "primary");
-        let err = std::io::Error::other("refused");
-        let client = tracing::info_span!(
-            "http.client",
-            url.path = "/facecaptcha/service/captcha/3d/session-token",
-            error.type = tracing::field::Empty,
-        );
-        client.record("error.type", "connect");
-        client.record("error.type", &err as &dyn std::error::Error);
-        let _in_client = client.enter();
-        tracing::error!(message = "plain \"message\"", count = 7u64);
-        server.record("rpc.grpc.status_code", 14i64);
-        tracing::info!("after more records");
-    }
-
     #[test]
     fn lines_show_the_same_span_fields_as_the_eager_fmt_layer() {
         let eager = CapturedLogs::new();
         let subscriber = Registry::default().with(fmt_layer(&eager).fmt_fields(TextFields));
-        tracing::subscriber::with_default(subscriber, emit);
+        tracing::subscriber::with_default(subscriber, fixture::emit);
 
         let lazy = CapturedLogs::new();
         let subscriber = Registry::default()
             .with(LazySpanFields.and_then(fmt_layer(&lazy).fmt_fields(LazyTextFields)));
-        tracing::subscriber::with_default(subscriber, emit);
+        tracing::subscriber::with_default(subscriber, fixture::emit);
 
         let (eager, lazy) = (eager.contents(), lazy.contents());
         assert_eq!(lazy, eager);

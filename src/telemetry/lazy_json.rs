@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 
+use super::lazy_fields::{Pending, write_scope};
 use tracing::{
     Event, Subscriber,
     field::{Field, Visit},
@@ -83,6 +84,16 @@ impl CapturedJson {
     }
 }
 
+impl Pending for CapturedJson {
+    fn take_text(&mut self) -> Option<String> {
+        if self.written {
+            return None;
+        }
+        self.written = true;
+        Some(self.serialize())
+    }
+}
+
 impl Visit for CapturedJson {
     fn record_f64(&mut self, field: &Field, value: f64) {
         self.push(field.name(), value.into());
@@ -140,23 +151,7 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let Some(scope) = ctx.event_scope(event) else {
-            return;
-        };
-        for span in scope {
-            let mut extensions = span.extensions_mut();
-            let Some(captured) = extensions.get_mut::<CapturedJson>() else {
-                continue;
-            };
-            if captured.written {
-                continue;
-            }
-            captured.written = true;
-            let text = captured.serialize();
-            if let Some(fields) = extensions.get_mut::<FormattedFields<LazyJsonFields>>() {
-                fields.fields = text;
-            }
-        }
+        write_scope::<S, CapturedJson, LazyJsonFields>(event, &ctx);
     }
 }
 
