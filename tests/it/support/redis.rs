@@ -105,31 +105,20 @@ impl RedisServer {
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&self.dir)
-            .args(self.password.iter().flat_map(|p| ["--requirepass", p.as_str()]))
+            .args(
+                self.password
+                    .iter()
+                    .flat_map(|p| ["--requirepass", p.as_str()]),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot run redis-server ({e}): these tests need Debian's `redis-server` package (scripts/test installs it)"
-                )
-            });
-        let deadline = Instant::now() + START_WAIT;
-        loop {
-            if child.try_wait().expect("redis-server status").is_some() {
-                return false;
-            }
-            if self.pid_on_port() == Some(child.id()) {
-                self.child = Some(child);
-                return true;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("redis-server did not answer on port {}", self.port);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            .unwrap_or_else(|e| spawn_failed(&e));
+        if !answers_as_itself(&mut child, self.port, || self.pid_on_port()) {
+            return false;
         }
+        self.child = Some(child);
+        true
     }
 
     /// The pid of the Redis answering on the port, if one does.
@@ -139,9 +128,7 @@ impl RedisServer {
             .get_connection_with_timeout(Duration::from_millis(500))
             .ok()?;
         let info: String = redis::cmd("INFO").arg("server").query(&mut conn).ok()?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("process_id:"))
-            .and_then(|pid| pid.trim().parse().ok())
+        process_id(&info)
     }
 
     /// Stops the server (its data is gone: no persistence).
@@ -229,5 +216,45 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Panics naming the package a missing `redis-server` comes from.
+pub fn spawn_failed(e: &std::io::Error) -> ! {
+    panic!(
+        "cannot run redis-server ({e}): these tests need Debian's `redis-server` package (scripts/test installs it)"
+    )
+}
+
+/// `process_id` of an `INFO server` answer.
+pub fn process_id(info: &str) -> Option<u32> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("process_id:"))
+        .and_then(|pid| pid.trim().parse().ok())
+}
+
+/// Waits until the Redis answering on `port` is `child` itself
+/// (`pid_on_port` reads its `process_id`): true then; false when the
+/// child exits first (its port was taken meanwhile). A child that never
+/// answers is killed and the test fails.
+pub fn answers_as_itself(
+    child: &mut Child,
+    port: u16,
+    pid_on_port: impl Fn() -> Option<u32>,
+) -> bool {
+    let deadline = Instant::now() + START_WAIT;
+    loop {
+        if child.try_wait().expect("redis-server status").is_some() {
+            return false;
+        }
+        if pid_on_port() == Some(child.id()) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("redis-server did not answer on port {port}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -15,8 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// How long a child has to answer before the test fails.
-const START_WAIT: Duration = Duration::from_secs(10);
+use super::redis::{answers_as_itself, process_id, spawn_failed};
 
 /// A running `redis-server` (or `redis-server --sentinel`) of this test.
 pub struct RedisNode {
@@ -89,30 +88,17 @@ impl RedisNode {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn redis-server");
-        let deadline = Instant::now() + START_WAIT;
-        loop {
-            if child.try_wait().expect("redis-server status").is_some() {
-                return false;
-            }
-            if self.pid_on_port() == Some(child.id()) {
-                self.child = Some(child);
-                return true;
-            }
-            if Instant::now() >= deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("redis-server did not answer on port {}", self.port);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            .unwrap_or_else(|e| spawn_failed(&e));
+        if !answers_as_itself(&mut child, self.port, || self.pid_on_port()) {
+            return false;
         }
+        self.child = Some(child);
+        true
     }
 
     fn pid_on_port(&self) -> Option<u32> {
         let info: String = self.query(redis::cmd("INFO").arg("server")).ok()?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("process_id:"))
-            .and_then(|pid| pid.trim().parse().ok())
+        process_id(&info)
     }
 
     /// One command on a connection of the test's own (blocking).
