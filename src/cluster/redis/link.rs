@@ -51,57 +51,28 @@ use thread_local::ThreadLocal;
 
 use crate::cluster::{ClusterSettings, config::RedisTarget};
 
-/// A connection for commands: a server's (single or Sentinel-found
-/// master) or a cluster's. Cheap to clone; each clone shares the socket.
+/// A connection to one server (`N`) or to a Redis Cluster: what commands
+/// and the event stream's reader go through, whatever the deployment.
 #[derive(Clone)]
-pub(in crate::cluster) enum Conn {
-    /// One server.
-    Node(ConnectionManager),
+pub(in crate::cluster) enum Routed<N> {
+    /// One server, or the master the sentinels named.
+    Node(N),
     /// A Redis Cluster.
     Cluster(ClusterConnection),
 }
 
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Conn::Node(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        cmd: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Conn::Node(c) => c.req_packed_commands(cmd, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(cmd, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Conn::Node(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
-        }
-    }
-}
+/// A connection for commands: a server's (single or Sentinel-found
+/// master) or a cluster's. Cheap to clone; each clone shares the socket.
+pub(in crate::cluster) type Conn = Routed<ConnectionManager>;
 
 /// The event stream's own connection: never the commands' one.
-pub(in crate::cluster) enum Reader {
-    /// To one server, or the master the sentinels named.
-    Node(MultiplexedConnection),
-    /// A cluster connection of its own.
-    Cluster(ClusterConnection),
-}
+pub(in crate::cluster) type Reader = Routed<MultiplexedConnection>;
 
-impl ConnectionLike for Reader {
+impl<N: ConnectionLike + Send> ConnectionLike for Routed<N> {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Reader::Node(c) => c.req_packed_command(cmd),
-            Reader::Cluster(c) => c.req_packed_command(cmd),
+            Routed::Node(c) => c.req_packed_command(cmd),
+            Routed::Cluster(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -112,15 +83,15 @@ impl ConnectionLike for Reader {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Reader::Node(c) => c.req_packed_commands(cmd, offset, count),
-            Reader::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+            Routed::Node(c) => c.req_packed_commands(cmd, offset, count),
+            Routed::Cluster(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
-            Reader::Node(c) => c.get_db(),
-            Reader::Cluster(c) => c.get_db(),
+            Routed::Node(c) => c.get_db(),
+            Routed::Cluster(c) => c.get_db(),
         }
     }
 }
