@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::redis_node::{RedisNode, require, settle};
+use super::redis_node::{RedisNode, plain_server, require, settle};
 
 /// Longest the cluster may take to form before the test fails.
 const SETTLE_WAIT: Duration = Duration::from_secs(60);
@@ -27,26 +27,19 @@ impl RedisClusterSet {
         let nodes: Vec<RedisNode> = (0..3)
             .map(|_| {
                 RedisNode::start(Some(BUS_OFFSET), |port, dir| {
-                    [
-                        "--port",
-                        &port.to_string(),
-                        "--bind",
-                        "127.0.0.1",
-                        "--save",
-                        "",
-                        "--appendonly",
-                        "no",
-                        "--dir",
-                        &dir.display().to_string(),
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        "nodes.conf",
-                        "--cluster-node-timeout",
-                        "5000",
-                    ]
-                    .map(str::to_owned)
-                    .to_vec()
+                    let mut args = plain_server(port, dir);
+                    args.extend(
+                        [
+                            "--cluster-enabled",
+                            "yes",
+                            "--cluster-config-file",
+                            "nodes.conf",
+                            "--cluster-node-timeout",
+                            "5000",
+                        ]
+                        .map(str::to_owned),
+                    );
+                    args
                 })
             })
             .collect();

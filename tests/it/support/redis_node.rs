@@ -157,3 +157,21 @@ pub fn settle(what: &str, within: Duration, mut check: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A plain server: loopback, no persistence, files in `dir`.
+pub fn plain_server(port: u16, dir: &std::path::Path) -> Vec<String> {
+    [
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        &dir.display().to_string(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::redis_node::{RedisNode, settle};
+use super::redis_node::{RedisNode, plain_server, settle};
 
 /// The name the sentinels monitor the master by.
 pub const MASTER_NAME: &str = "idgate-fleet";
@@ -148,24 +148,6 @@ impl RedisSentinelSet {
             );
         }
     }
-}
-
-/// A plain server: loopback, no persistence, files in `dir`.
-fn plain_server(port: u16, dir: &std::path::Path) -> Vec<String> {
-    [
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        &dir.display().to_string(),
-    ]
-    .map(str::to_owned)
-    .to_vec()
 }
 
 /// A sentinel on `port` monitoring the master on `master_port` (quorum 2
