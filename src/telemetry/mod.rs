@@ -18,6 +18,7 @@
 //!   call.
 //! - [`journey`]: puts the journey reference on spans.
 //! - [`logs`]: `trace_id` / `span_id` on JSON log lines, the access log.
+//! - [`log_lines`]: stdout, written in batches on the serving threads.
 //! - [`metrics`]: the Prometheus registry and `GET /metrics`.
 //! - [`span_queue`]: the bounded, counted queue of spans waiting for export.
 //! - [`redact`]: the span field names that must never exist.
@@ -42,6 +43,7 @@ pub mod journey;
 mod lazy_fields;
 mod lazy_json;
 mod log_filter;
+pub mod log_lines;
 pub mod logs;
 pub mod metrics;
 pub mod otlp;

@@ -287,7 +287,7 @@ impl TelemetryBuilder {
         let to_terminal = self.log_writer.is_none() && io::stdout().is_terminal();
         let writer = self
             .log_writer
-            .unwrap_or_else(|| BoxMakeWriter::new(io::stdout));
+            .unwrap_or_else(|| BoxMakeWriter::new(super::log_lines::StdoutLines));
         let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
         let mut trace_ids = None;
         let log: Box<dyn Layer<Subscribed> + Send + Sync> = match self.log_format {

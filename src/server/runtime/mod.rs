@@ -123,6 +123,7 @@ impl ServingRuntime {
         let start = move || {
             // All end with the thread's runtime, after `serve`.
             heartbeat::start();
+            crate::telemetry::log_lines::batch_this_thread();
             IdlePoll::install(idle_poll, polled.clone());
             pools.install();
             for setup in &setups {

@@ -20,6 +20,8 @@ use std::{
 use socket2::{Domain, Socket, Type};
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 
+use crate::telemetry::log_lines;
+
 /// How many serving threads `configured` asks for: itself, or one per core
 /// when 0.
 pub(super) fn count(configured: usize) -> usize {
@@ -73,8 +75,11 @@ where
             .name(format!("{name}-{i}"))
             .spawn(move || {
                 let _dispatch = tracing::dispatcher::set_default(&dispatch);
+                // Log lines wait in the thread's batch until the thread
+                // runs out of work (`telemetry::log_lines`).
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
+                    .on_thread_park(log_lines::flush_this_thread)
                     .build();
                 match runtime {
                     Ok(runtime) => runtime.block_on(async move {

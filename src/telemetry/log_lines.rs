@@ -1,0 +1,227 @@
+//! Log lines to stdout, written in batches on the serving threads.
+//!
+//! Each log line was one `write` to stdout: with the access log on, two a
+//! call (the audit record and the access line), and a deployed gateway's
+//! stdout is a pipe that every write wakes the container runtime's reader
+//! on. Measured on the hop (`examples/hop`, its stdout drained through a
+//! pipe): those two lines cost 4 to 5 µs of CPU a call more than on
+//! `/dev/null` (docs/performance.md).
+//!
+//! A serving thread ([`batch_this_thread`]) appends its lines to a buffer
+//! of its own and writes them in one `write` when its event loop is about
+//! to sleep ([`flush_this_thread`], the runtime's park hook) or once the
+//! buffer holds [`FLUSH_AT`] bytes: a line waits at most until its thread
+//! next runs out of work. Any other thread writes each line at once. Lines
+//! stay whole, and in order within a thread; the lines of different
+//! threads interleave by batch (each line's timestamp tells when it
+//! happened). What a thread holds is written when the thread ends.
+
+use std::{
+    cell::RefCell,
+    io::{self, Write},
+};
+
+use tracing_subscriber::fmt::MakeWriter;
+
+/// A batch is written once it holds this many bytes (about 40 JSON lines).
+pub const FLUSH_AT: usize = 32 * 1024;
+
+/// Where a batch goes: stdout, or a test's buffer.
+type Sink = fn(&[u8]);
+
+thread_local! {
+    static BATCH: RefCell<Batch> = const {
+        RefCell::new(Batch {
+            on: false,
+            lines: Vec::new(),
+            sink: None,
+        })
+    };
+}
+
+/// The calling thread's lines not yet written.
+struct Batch {
+    /// This thread batches its lines ([`batch_this_thread`]).
+    on: bool,
+    lines: Vec<u8>,
+    sink: Option<Sink>,
+}
+
+impl Batch {
+    fn flush(&mut self) {
+        if let Some(sink) = self.sink
+            && !self.lines.is_empty()
+        {
+            sink(&self.lines);
+            self.lines.clear();
+        }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// From now on the calling thread (a serving thread starting) batches its
+/// log lines until [`flush_this_thread`] or its end.
+pub fn batch_this_thread() {
+    let _ = BATCH.try_with(|b| {
+        if let Ok(mut b) = b.try_borrow_mut() {
+            b.on = true;
+        }
+    });
+}
+
+/// Writes the calling thread's batched lines (a serving thread's runtime
+/// calls it before it sleeps).
+pub fn flush_this_thread() {
+    let _ = BATCH.try_with(|b| {
+        if let Ok(mut b) = b.try_borrow_mut() {
+            b.flush();
+        }
+    });
+}
+
+/// Writes `line` to `sink` now, or adds it to the calling thread's batch.
+fn write_line(sink: Sink, line: &[u8]) {
+    let batched = BATCH
+        .try_with(|b| {
+            let Ok(mut b) = b.try_borrow_mut() else {
+                return false;
+            };
+            if !b.on {
+                return false;
+            }
+            b.sink = Some(sink);
+            b.lines.extend_from_slice(line);
+            if b.lines.len() >= FLUSH_AT {
+                b.flush();
+            }
+            true
+        })
+        .unwrap_or(false);
+    if !batched {
+        sink(line);
+    }
+}
+
+fn stdout(bytes: &[u8]) {
+    // Nothing to tell a log line's failure to.
+    let _ = io::stdout().lock().write_all(bytes);
+}
+
+/// The log writer of `idgate serve`: stdout, batched on serving threads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StdoutLines;
+
+/// One line on its way (see [`StdoutLines`]).
+#[derive(Debug)]
+pub struct LineWriter(Sink);
+
+impl Write for LineWriter {
+    fn write(&mut self, line: &[u8]) -> io::Result<usize> {
+        write_line(self.0, line);
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for StdoutLines {
+    type Writer = LineWriter;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LineWriter(stdout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        sync::Mutex,
+        thread::{self, ThreadId},
+    };
+
+    use super::*;
+
+    /// Each write a sink received, by thread.
+    static WRITES: Mutex<Vec<(ThreadId, Vec<u8>)>> = Mutex::new(Vec::new());
+
+    fn sink(bytes: &[u8]) {
+        WRITES
+            .lock()
+            .unwrap()
+            .push((thread::current().id(), bytes.to_vec()));
+    }
+
+    fn writes_of(thread: ThreadId) -> Vec<Vec<u8>> {
+        WRITES
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| *t == thread)
+            .map(|(_, w)| w.clone())
+            .collect()
+    }
+
+    fn on_a_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> (ThreadId, T) {
+        let handle = thread::spawn(move || (thread::current().id(), f()));
+        handle.join().unwrap()
+    }
+
+    #[test]
+    fn a_batching_thread_writes_its_lines_in_one_write_when_flushed() {
+        let (id, before_flush) = on_a_thread(|| {
+            batch_this_thread();
+            write_line(sink, b"one\n");
+            write_line(sink, b"two\n");
+            let before = writes_of(thread::current().id());
+            flush_this_thread();
+            before
+        });
+        assert!(before_flush.is_empty(), "nothing written before the flush");
+        assert_eq!(writes_of(id), [b"one\ntwo\n".to_vec()]);
+    }
+
+    #[test]
+    fn other_threads_write_each_line_at_once() {
+        let (id, seen) = on_a_thread(|| {
+            write_line(sink, b"now\n");
+            writes_of(thread::current().id())
+        });
+        assert_eq!(seen, [b"now\n".to_vec()]);
+        assert_eq!(writes_of(id).len(), 1);
+    }
+
+    #[test]
+    fn what_a_thread_holds_is_written_when_it_ends() {
+        let (id, ()) = on_a_thread(|| {
+            batch_this_thread();
+            write_line(sink, b"last words\n");
+        });
+        assert_eq!(writes_of(id), [b"last words\n".to_vec()]);
+    }
+
+    #[test]
+    fn a_full_batch_is_written_without_waiting_for_a_flush() {
+        let line = [b'x'; 1023]
+            .iter()
+            .chain(b"\n")
+            .copied()
+            .collect::<Vec<u8>>();
+        let (id, written) = on_a_thread(move || {
+            batch_this_thread();
+            for _ in 0..FLUSH_AT / line.len() {
+                write_line(sink, &line);
+            }
+            writes_of(thread::current().id())
+        });
+        assert_eq!(written.len(), 1, "one write once the batch was full");
+        assert_eq!(written[0].len(), FLUSH_AT);
+        assert_eq!(writes_of(id).len(), 1, "nothing left at the end");
+    }
+}
