@@ -40,6 +40,7 @@ mod config;
 pub mod grpc;
 pub mod http;
 pub mod journey;
+mod json_lines;
 mod lazy_fields;
 mod lazy_json;
 mod log_filter;

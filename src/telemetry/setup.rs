@@ -302,20 +302,17 @@ impl TelemetryBuilder {
                         .with_ansi(false),
                 )
                 .boxed(),
-            LogFormat::Json => super::lazy_json::LazyJsonSpanFields
-                .and_then(
-                    fmt.json()
-                        .flatten_event(true)
-                        .with_current_span(true)
-                        .with_span_list(true)
-                        .fmt_fields(super::lazy_json::LazyJsonFields)
-                        .map_event_format(|json| {
-                            let (format, handle) = WithTraceIds::new(json);
-                            trace_ids = Some(handle);
-                            format
-                        }),
-                )
-                .boxed(),
+            LogFormat::Json => {
+                let (format, handle) = WithTraceIds::new(super::json_lines::JsonLines::default());
+                trace_ids = Some(handle);
+                super::lazy_json::LazyJsonSpanFields
+                    .and_then(
+                        fmt.with_ansi(false)
+                            .fmt_fields(super::lazy_json::LazyJsonFields)
+                            .event_format(format),
+                    )
+                    .boxed()
+            }
         };
         let filter = LogFilter::new(filter);
         // The log layer alone: its filter is the subscriber's (nothing to
