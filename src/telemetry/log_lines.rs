@@ -107,7 +107,7 @@ fn write_line(sink: Sink, line: &[u8]) {
     }
 }
 
-fn stdout(bytes: &[u8]) {
+fn write_stdout(bytes: &[u8]) {
     // Nothing to tell a log line's failure to.
     let _ = io::stdout().lock().write_all(bytes);
 }
@@ -135,7 +135,7 @@ impl<'a> MakeWriter<'a> for StdoutLines {
     type Writer = LineWriter;
 
     fn make_writer(&'a self) -> Self::Writer {
-        LineWriter(stdout)
+        LineWriter(write_stdout)
     }
 }
 
