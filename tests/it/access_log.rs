@@ -11,7 +11,9 @@ use idgate::{
 use crate::support::{
     gateway::{connect, happy_person, start_gateway as start, test_config},
     otlp_collector::Collector,
+    process::ServeProcess,
     telemetry::{collected_until, exported_telemetry, quiet_telemetry_at},
+    wait::EVENT_WAIT,
 };
 
 const CREATE: &str = "idgate.v1.JourneyService/CreateJourney";
@@ -140,4 +142,46 @@ async fn the_access_log_tells_method_code_duration_journey_and_peer_and_no_reque
         assert!(!text.contains(value), "a request value reached the logs");
     }
     gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn idgate_serve_writes_every_access_line_of_its_calls_to_stdout_before_it_exits() {
+    // The serving threads batch their lines (telemetry::log_lines): none
+    // may be left in a batch when the process ends.
+    let dir = crate::support::temp::dir("access-lines");
+    let config = dir.path().join("idgate.toml");
+    std::fs::write(
+        &config,
+        "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
+         [serving]\ndrain_delay_secs = 0\nshutdown_grace_secs = 1\n\
+         [telemetry]\naccess_log = true\n",
+    )
+    .expect("write config");
+    let mut serve = ServeProcess::start(&config);
+    let grpc = serve.field("idgate listening", "grpc");
+    let mut journeys = JourneyServiceClient::new(connect(format!("http://{grpc}")).await);
+    const CALLS: usize = 25;
+    for _ in 0..CALLS {
+        journeys
+            .create_journey(happy_person())
+            .await
+            .expect("create journey");
+    }
+    drop(journeys);
+
+    serve.signal("TERM");
+    let status = serve
+        .exit_within(EVENT_WAIT)
+        .await
+        .expect("idgate serve exits after SIGTERM");
+    assert!(status.success(), "{status}");
+    let access = serve
+        .lines_to_end(EVENT_WAIT)
+        .into_iter()
+        .filter(|l| l.contains("idgate::access") && l.contains(CREATE))
+        .count();
+    assert_eq!(
+        access, CALLS,
+        "one access line per call, none left unwritten"
+    );
 }

@@ -95,6 +95,9 @@ where
                         tracing::error!(thread = i, error = %e, "serving thread has no runtime")
                     }
                 }
+                // Before telling the process this thread is done: the
+                // process may exit before the thread's own end writes them.
+                log_lines::flush_this_thread();
                 drop(done);
             })?;
         finished.push(wait);

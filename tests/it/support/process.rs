@@ -144,6 +144,24 @@ impl ServeProcess {
         }
     }
 
+    /// Every log line not read yet, up to the end of the child's stdout
+    /// (call it once the child has exited; a test hung on it fails after
+    /// `within`).
+    pub fn lines_to_end(&self, within: std::time::Duration) -> Vec<String> {
+        let give_up = std::time::Instant::now() + within;
+        let mut lines = Vec::new();
+        loop {
+            let left = give_up.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return lines,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("stdout did not end within {within:?}")
+                }
+            }
+        }
+    }
+
     /// The child's process id.
     pub fn id(&self) -> u32 {
         self.child.id()
