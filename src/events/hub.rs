@@ -15,6 +15,10 @@
 //! span of the webhook request whose notice triggered it and to the
 //! `WatchJourney` call that started the task, so a backend shows the read
 //! beside both without making it part of either trace.
+//!
+//! - `journeys`: the journeys the hub knows (this replica's directory,
+//!   the fleet's behind it).
+//! - `reader`: the result-reading task of one journey.
 
 use std::{
     collections::HashMap,
@@ -41,9 +45,9 @@ use super::{
 };
 use crate::{
     Error,
-    cluster::{DirectoryStore, JourneyRecord, MemoryDirectory},
+    cluster::{DirectoryStore, MemoryDirectory},
     context::CallContext,
-    domain::{Appkey, CallerName, JourneyRef},
+    domain::{Appkey, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus},
     ttl::TtlMap,
 };
@@ -182,57 +186,6 @@ impl JourneyHub {
                 result_reads: AtomicU64::new(0),
                 notice_timeouts: AtomicU64::new(0),
             }),
-        }
-    }
-
-    /// The directory CreateJourney registers new journeys in (shared with
-    /// the hub: clone it into the journey service).
-    pub fn directory(&self) -> &JourneyDirectory {
-        &self.inner.directory
-    }
-
-    /// Shorthand for `directory().register(appkey)`.
-    pub fn register(&self, appkey: &Appkey) -> JourneyRef {
-        self.inner.directory.register(appkey)
-    }
-
-    /// [`JourneyHub::register`] with its `owner` (`None`: the open caller),
-    /// remembered by the fleet too (at most the cluster's command timeout;
-    /// unshared when Redis is down, with a warning).
-    pub async fn register_shared(&self, appkey: &Appkey, owner: Option<CallerName>) -> JourneyRef {
-        let journey = self.inner.directory.register_owned(appkey, owner.clone());
-        let shared = &self.inner.shared;
-        if shared.is_fleet() {
-            let record = JourneyRecord {
-                appkey: appkey.clone(),
-                owner,
-            };
-            if shared.remember_journey(&journey, &record).await.is_err() {
-                tracing::warn!(journey = %journey, "journey reference not shared with the fleet: watch it on this replica or by appkey");
-            }
-        }
-        journey
-    }
-
-    /// The record of `journey`: this replica's directory, else the
-    /// fleet's (`Err`: the fleet could not be asked). A record the fleet
-    /// gives is kept in this replica's directory: a journey's record never
-    /// changes, and the journey's later calls on this replica (about
-    /// (N-1)/N of them behind a balancer over N replicas) then cost no
-    /// Redis read (docs/capacity.md).
-    pub async fn find_journey(&self, journey: &JourneyRef) -> Result<Option<JourneyRecord>, Error> {
-        let shared = &self.inner.shared;
-        match self.inner.directory.record(journey) {
-            Some(record) => Ok(Some(record)),
-            None if !shared.is_fleet() => Ok(None),
-            None => {
-                let found =
-                    (shared.find_journey(journey).await).map_err(|_| Error::ClusterUnavailable)?;
-                if let Some(record) = &found {
-                    self.inner.directory.remember(journey, record.clone());
-                }
-                Ok(found)
-            }
         }
     }
 
@@ -499,6 +452,7 @@ impl Drop for WatcherGuard {
     }
 }
 
+mod journeys;
 mod reader;
 #[cfg(test)]
 mod tests;
