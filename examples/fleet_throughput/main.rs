@@ -62,7 +62,7 @@ use std::{
 
 use bytes::Bytes;
 use clap::Parser;
-use idgate::sandbox::{Sandbox, SandboxConfig, SystemClock};
+use idgate::sandbox::{Sandbox, SystemClock};
 use tonic::transport::Channel;
 
 use self::{
@@ -70,7 +70,7 @@ use self::{
     journey::{Latencies, journey, rg_images},
     measure::{Fleet, Row},
     redis_server::RedisServer,
-    replica::{Replica, Settings, WEBHOOK_PASSWORD, WEBHOOK_USER, free_port},
+    replica::{Replica, Settings, free_port, sandbox_config},
 };
 
 #[derive(Parser)]
@@ -252,17 +252,7 @@ async fn run(
 ) -> anyhow::Result<Vec<Row>> {
     let most = args.replicas.last().copied().unwrap_or(1);
     let envoy_ports = [free_port()?, free_port()?, free_port()?];
-    let mut sandbox_config = SandboxConfig {
-        processing_delay_ms: args.processing_ms,
-        max_entries: 1_000_000,
-        ..SandboxConfig::default()
-    };
-    sandbox_config.webhook.url = Some(format!(
-        "http://127.0.0.1:{}/webhooks/journey",
-        envoy_ports[2]
-    ));
-    sandbox_config.webhook.basic_user = Some(WEBHOOK_USER.into());
-    sandbox_config.webhook.basic_password = Some(WEBHOOK_PASSWORD.into());
+    let sandbox_config = sandbox_config(args.processing_ms, envoy_ports[2]);
     let sandbox = sandbox_rt
         .spawn(Sandbox::start(sandbox_config, Arc::new(SystemClock)))
         .await??;

@@ -21,13 +21,13 @@ use std::{
 
 use idgate::{
     domain::Operation,
-    sandbox::{Sandbox, SandboxConfig, SystemClock},
+    sandbox::{Sandbox, SystemClock},
 };
 
 use self::{
     envoy::Envoy,
     load::Tally,
-    replica::{Replica, Settings, WEBHOOK_PASSWORD, WEBHOOK_USER, free_port},
+    replica::{Replica, Settings, free_port, sandbox_config},
 };
 
 /// How long a replica has to start and be seen healthy by Envoy.
@@ -178,17 +178,7 @@ async fn run_in(
     progress: &impl Fn(&str),
 ) -> anyhow::Result<Report> {
     let envoy_ports = [free_port()?, free_port()?, free_port()?];
-    let mut sandbox_config = SandboxConfig {
-        processing_delay_ms: opts.processing_delay_ms,
-        max_entries: 1_000_000,
-        ..SandboxConfig::default()
-    };
-    sandbox_config.webhook.url = Some(format!(
-        "http://127.0.0.1:{}/webhooks/journey",
-        envoy_ports[2]
-    ));
-    sandbox_config.webhook.basic_user = Some(WEBHOOK_USER.into());
-    sandbox_config.webhook.basic_password = Some(WEBHOOK_PASSWORD.into());
+    let sandbox_config = sandbox_config(opts.processing_delay_ms, envoy_ports[2]);
     let sandbox = Sandbox::start(sandbox_config, Arc::new(SystemClock)).await?;
 
     let settings = Settings {

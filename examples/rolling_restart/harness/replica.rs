@@ -22,6 +22,22 @@ use tonic_health::pb::{
 pub const WEBHOOK_USER: &str = "vendor";
 pub const WEBHOOK_PASSWORD: &str = "rolling-webhook-password-0123456789";
 
+/// The sandbox's configuration behind the replicas: documents processed in
+/// `processing_delay_ms`, completion notices posted with the replicas'
+/// webhook credentials to `webhook_port` (the balancer's listener for
+/// them), room for every journey of a run.
+pub fn sandbox_config(processing_delay_ms: u64, webhook_port: u16) -> SandboxConfig {
+    let mut config = SandboxConfig {
+        processing_delay_ms,
+        max_entries: 1_000_000,
+        ..SandboxConfig::default()
+    };
+    config.webhook.url = Some(format!("http://127.0.0.1:{webhook_port}/webhooks/journey"));
+    config.webhook.basic_user = Some(WEBHOOK_USER.into());
+    config.webhook.basic_password = Some(WEBHOOK_PASSWORD.into());
+    config
+}
+
 /// A free loopback port (a replica's and Envoy's ports are fixed in their
 /// configuration files).
 pub fn free_port() -> anyhow::Result<u16> {
