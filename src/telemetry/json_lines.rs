@@ -130,22 +130,14 @@ mod tests {
     use super::*;
     use crate::telemetry::{
         CapturedLogs,
-        lazy_fields::fixture::emit,
+        lazy_fields::fixture::{eager_json, emit},
         lazy_json::{LazyJsonFields, LazyJsonSpanFields},
     };
 
     #[test]
     fn lines_are_the_json_formatters_byte_for_byte() {
         let theirs = CapturedLogs::new();
-        let subscriber = Registry::default().with(
-            tracing_subscriber::fmt::layer()
-                .json()
-                .flatten_event(true)
-                .with_current_span(true)
-                .with_span_list(true)
-                .without_time()
-                .with_writer(theirs.clone()),
-        );
+        let subscriber = Registry::default().with(eager_json(&theirs));
         tracing::subscriber::with_default(subscriber, emit);
 
         let ours = CapturedLogs::new();
@@ -170,15 +162,7 @@ mod tests {
     #[test]
     fn a_line_outside_any_span_has_neither_span_nor_spans() {
         let theirs = CapturedLogs::new();
-        let subscriber = Registry::default().with(
-            tracing_subscriber::fmt::layer()
-                .json()
-                .flatten_event(true)
-                .with_current_span(true)
-                .with_span_list(true)
-                .without_time()
-                .with_writer(theirs.clone()),
-        );
+        let subscriber = Registry::default().with(eager_json(&theirs));
         let log = || tracing::info!(answer = 42u64, "alone");
         tracing::subscriber::with_default(subscriber, log);
         let ours = CapturedLogs::new();

@@ -244,6 +244,26 @@ where
 /// eager formatters'.
 #[cfg(test)]
 pub(super) mod fixture {
+    use tracing_subscriber::fmt::format::{Format, Json, JsonFields};
+
+    use crate::telemetry::CapturedLogs;
+
+    /// `tracing-subscriber`'s JSON layer as `setup` configured it before
+    /// the lazy fields and `json_lines` (without the time, which differs
+    /// between two runs), writing into `logs`: what the lines are
+    /// compared with.
+    pub(in crate::telemetry) fn eager_json<S>(
+        logs: &CapturedLogs,
+    ) -> tracing_subscriber::fmt::Layer<S, JsonFields, Format<Json, ()>, CapturedLogs> {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(true)
+            .without_time()
+            .with_writer(logs.clone())
+    }
+
     /// Spans opening with values, recording more (the same name twice
     /// among them) before and after lines are written in them, nested,
     /// empty, with escapes, numbers, bytes, errors, raw names and `Debug`

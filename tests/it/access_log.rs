@@ -11,7 +11,7 @@ use idgate::{
 use crate::support::{
     gateway::{connect, happy_person, start_gateway as start, test_config},
     otlp_collector::Collector,
-    process::ServeProcess,
+    process::{ServeProcess, quick_serve_config},
     telemetry::{collected_until, exported_telemetry, quiet_telemetry_at},
     wait::EVENT_WAIT,
 };
@@ -149,14 +149,7 @@ async fn idgate_serve_writes_every_access_line_of_its_calls_to_stdout_before_it_
     // The serving threads batch their lines (telemetry::log_lines): none
     // may be left in a batch when the process ends.
     let dir = crate::support::temp::dir("access-lines");
-    let config = dir.path().join("idgate.toml");
-    std::fs::write(
-        &config,
-        "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
-         [serving]\ndrain_delay_secs = 0\nshutdown_grace_secs = 1\n\
-         [telemetry]\naccess_log = true\n",
-    )
-    .expect("write config");
+    let config = quick_serve_config(dir.path(), "[telemetry]\naccess_log = true\n");
     let mut serve = ServeProcess::start(&config);
     let grpc = serve.field("idgate listening", "grpc");
     let mut journeys = JourneyServiceClient::new(connect(format!("http://{grpc}")).await);

@@ -1,30 +1,19 @@
 use tracing_subscriber::{Registry, layer::SubscriberExt};
 
 use super::*;
-use crate::telemetry::{CapturedLogs, lazy_fields::fixture::emit};
-
-/// A JSON fmt layer as `setup` builds it (without the time, which would
-/// differ between two runs), writing into `logs`.
-macro_rules! json_layer {
-    ($logs:expr) => {
-        tracing_subscriber::fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(true)
-            .without_time()
-            .with_writer($logs.clone())
-    };
-}
+use crate::telemetry::{
+    CapturedLogs,
+    lazy_fields::fixture::{eager_json, emit},
+};
 
 #[test]
 fn lines_show_the_same_span_fields_as_the_eager_json_formatter() {
     let eager = CapturedLogs::new();
-    tracing::subscriber::with_default(Registry::default().with(json_layer!(eager)), emit);
+    tracing::subscriber::with_default(Registry::default().with(eager_json(&eager)), emit);
 
     let lazy = CapturedLogs::new();
     let subscriber = Registry::default()
-        .with(LazyJsonSpanFields.and_then(json_layer!(lazy).fmt_fields(LazyJsonFields)));
+        .with(LazyJsonSpanFields.and_then(eager_json(&lazy).fmt_fields(LazyJsonFields)));
     tracing::subscriber::with_default(subscriber, emit);
 
     let (eager, lazy) = (eager.contents(), lazy.contents());

@@ -28,7 +28,7 @@ use crate::support::{
     gateway::*,
     metrics,
     net::{gated_proxy, http_client},
-    process::ServeProcess,
+    process::{ServeProcess, quick_serve_config},
     sandbox,
     wait::{EVENT_WAIT, Gate, eventually},
 };
@@ -723,13 +723,7 @@ async fn shutdown_lets_a_call_in_flight_finish_and_closes_a_stalled_upload_after
 #[tokio::test]
 async fn idgate_serve_exits_on_sigterm_within_its_grace_with_a_stalled_upload_open() {
     let dir = crate::support::temp::dir("term");
-    let config = dir.path().join("idgate.toml");
-    std::fs::write(
-        &config,
-        "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
-         [serving]\ndrain_delay_secs = 0\nshutdown_grace_secs = 1\n",
-    )
-    .expect("write config");
+    let config = quick_serve_config(dir.path(), "");
     let mut serve = ServeProcess::start(&config);
     let grpc: SocketAddr = serve
         .field("idgate listening", "grpc")

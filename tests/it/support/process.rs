@@ -76,6 +76,22 @@ pub fn alone_in_own_process(name: &str) -> bool {
     false
 }
 
+/// An `idgate serve` configuration in `dir`: every listener on a free
+/// port, no drain delay and a 1 s shutdown grace (a test's SIGTERM ends
+/// it at once), then the TOML of `more`. Returns the file.
+pub fn quick_serve_config(dir: &std::path::Path, more: &str) -> std::path::PathBuf {
+    let config = dir.join("idgate.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
+             [serving]\ndrain_delay_secs = 0\nshutdown_grace_secs = 1\n{more}"
+        ),
+    )
+    .expect("write config");
+    config
+}
+
 /// `idgate serve` as a child process, with its log lines on a channel.
 pub struct ServeProcess {
     child: std::process::Child,
