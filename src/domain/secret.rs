@@ -70,7 +70,7 @@ pub(crate) fn authorization_credentials<'a>(header: &'a str, scheme: &str) -> Op
 /// can act on the journey and read its result.
 ///
 /// It carries its journey reference once derived: one call names its
-/// journey on the server span, the handler span, the channel binding and
+/// journey on the server span, the audit record, the channel binding and
 /// the client span, and the reference is a SHA-256 of the key; deriving it
 /// once per appkey value keeps that hash off the call path's repeats.
 #[derive(Clone)]

@@ -3,7 +3,7 @@
 //!
 //! The fmt layer formats every span's fields the moment the span opens or
 //! records one, so that a line logged inside it can show them; a call
-//! opens three spans and, at the default level, logs nothing in them. That
+//! opens two spans or more and, at the default level, logs nothing in them. That
 //! formatting was the largest cost of a span on the hop. [`LazySpanFields`]
 //! runs just before the fmt layer, under the same filter: it copies each
 //! span's values as they come (strings into one buffer, unexamined; any

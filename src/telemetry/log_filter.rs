@@ -10,7 +10,7 @@
 //!
 //! Two costs of the obvious `EnvFilter.or(filter_fn(..))` are avoided here,
 //! both paid on every span operation of every call (a call enters and
-//! exits its three spans on every poll):
+//! exits its spans, two or more, on every poll):
 //!
 //! - `EnvFilter` keeps a map of live spans, under a lock shared by every
 //!   thread, for its span-scoped directives (`target[span{field=value}]`):
