@@ -10,6 +10,16 @@
 //! with the appkey, that is the record every later call on the journey is
 //! checked against ([`JourneyRecord`], the same record the fleet's
 //! directory shares).
+//!
+//! In a fleet it also remembers, for `[watch] unknown_ttl_secs` (default
+//! 30 s), the references the fleet's directory said it does not hold: an
+//! appkey this gateway did not issue (accepted foreign, or refused) then
+//! costs one Redis read per replica and interval, not one per call, and a
+//! flood of made-up appkeys cannot turn into as many Redis reads. This is
+//! safe because a reference is derived from a vendor-issued appkey, which
+//! a caller learns from CreateJourney only after the journey is in the
+//! fleet's directory; a journey registered on this replica is found first
+//! whatever was remembered.
 
 use std::{
     sync::{Arc, Mutex},
@@ -26,16 +36,45 @@ use crate::ttl::TtlMap;
 /// (shared).
 #[derive(Clone)]
 pub struct JourneyDirectory {
-    inner: Arc<Mutex<TtlMap<JourneyRef, JourneyRecord>>>,
+    inner: Arc<Mutex<Entries>>,
+}
+
+struct Entries {
+    known: TtlMap<JourneyRef, JourneyRecord>,
+    /// References the fleet's directory said it does not hold (`None`:
+    /// none is remembered).
+    unknown: Option<TtlMap<JourneyRef, ()>>,
+}
+
+/// What this replica's directory says of a reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// A journey created here or remembered from the fleet.
+    Known(JourneyRecord),
+    /// The fleet's directory did not hold it a moment ago.
+    Unknown,
+    /// Not remembered either way: the fleet's directory decides.
+    Ask,
 }
 
 impl JourneyDirectory {
     /// A directory whose entries live `ttl` and of which at most
-    /// `max_entries` are held (the oldest is forgotten first).
+    /// `max_entries` are held (the oldest is forgotten first). It
+    /// remembers no unknown reference until [`JourneyDirectory::remembering_unknown`].
     pub fn new(ttl: Duration, max_entries: usize) -> Self {
         Self {
-            inner: Arc::new(Mutex::new(TtlMap::new(ttl, max_entries))),
+            inner: Arc::new(Mutex::new(Entries {
+                known: TtlMap::new(ttl, max_entries),
+                unknown: None,
+            })),
         }
+    }
+
+    /// Remembers references the fleet said it does not hold for `ttl`
+    /// (zero: never), at most `max_entries` of them.
+    pub fn remembering_unknown(self, ttl: Duration, max_entries: usize) -> Self {
+        self.lock().unknown = (!ttl.is_zero()).then(|| TtlMap::new(ttl, max_entries));
+        self
     }
 
     /// Remembers the journey of `appkey`, with no owner, and returns its
@@ -52,14 +91,40 @@ impl JourneyDirectory {
             appkey: appkey.clone(),
             owner,
         };
-        self.lock().insert(journey.clone(), record, Instant::now());
+        self.remember(&journey, record);
         journey
     }
 
     /// Remembers `record`, which the fleet's directory gave for `journey`
     /// (another replica created it), as long as a journey created here.
     pub fn remember(&self, journey: &JourneyRef, record: JourneyRecord) {
-        self.lock().insert(journey.clone(), record, Instant::now());
+        let mut entries = self.lock();
+        if let Some(unknown) = &mut entries.unknown {
+            unknown.remove_if(journey, |_| true);
+        }
+        entries
+            .known
+            .insert(journey.clone(), record, Instant::now());
+    }
+
+    /// Remembers that the fleet's directory does not hold `journey`.
+    pub fn remember_unknown(&self, journey: &JourneyRef) {
+        if let Some(unknown) = &mut self.lock().unknown {
+            unknown.insert(journey.clone(), (), Instant::now());
+        }
+    }
+
+    /// What this replica knows of `journey`, in one lock.
+    pub fn lookup(&self, journey: &JourneyRef) -> Lookup {
+        let now = Instant::now();
+        let mut entries = self.lock();
+        if let Some(record) = entries.known.get(journey, now) {
+            return Lookup::Known(record.clone());
+        }
+        match entries.unknown.as_ref().and_then(|u| u.peek(journey, now)) {
+            Some(()) => Lookup::Unknown,
+            None => Lookup::Ask,
+        }
     }
 
     /// The appkey of a remembered journey.
@@ -69,14 +134,14 @@ impl JourneyDirectory {
 
     /// The record of a remembered journey.
     pub fn record(&self, journey: &JourneyRef) -> Option<JourneyRecord> {
-        self.lock().get(journey, Instant::now()).cloned()
+        self.lock().known.get(journey, Instant::now()).cloned()
     }
 
     /// Journeys remembered (expired entries are dropped first).
     pub fn len(&self) -> usize {
-        let mut map = self.lock();
-        map.purge(Instant::now());
-        map.len()
+        let known = &mut self.lock().known;
+        known.purge(Instant::now());
+        known.len()
     }
 
     /// True when no journey is remembered.
@@ -84,7 +149,7 @@ impl JourneyDirectory {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, TtlMap<JourneyRef, JourneyRecord>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // The map holds no invariant a panicking holder could break.
         crate::sync::lock(&self.inner)
     }
@@ -93,7 +158,7 @@ impl JourneyDirectory {
 impl std::fmt::Debug for JourneyDirectory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JourneyDirectory")
-            .field("entries", &self.lock().len())
+            .field("entries", &self.lock().known.len())
             .finish()
     }
 }
@@ -145,6 +210,38 @@ mod tests {
         let r = dir.register(&Appkey::new("k"));
         assert_eq!(dir.resolve(&r), None);
         assert!(dir.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_reference_is_remembered_until_its_ttl_and_a_registration_wins() {
+        let dir = JourneyDirectory::new(Duration::from_secs(60), 10)
+            .remembering_unknown(Duration::from_secs(30), 10);
+        let key = Appkey::new("k");
+        let r = JourneyRef::from_appkey(&key);
+        assert_eq!(dir.lookup(&r), Lookup::Ask);
+        dir.remember_unknown(&r);
+        assert_eq!(dir.lookup(&r), Lookup::Unknown);
+        dir.register(&key);
+        assert!(matches!(dir.lookup(&r), Lookup::Known(_)));
+        // A registration forgets the unknown mark, so nothing stale
+        // remains once the record itself expires.
+        assert_eq!(dir.lock().unknown.as_ref().map(TtlMap::len), Some(0));
+    }
+
+    #[test]
+    fn unknown_references_expire_and_are_bounded() {
+        let off = JourneyDirectory::new(Duration::from_secs(60), 10);
+        let r = JourneyRef::from_appkey(&Appkey::new("k"));
+        off.remember_unknown(&r);
+        assert_eq!(off.lookup(&r), Lookup::Ask, "not remembered by default");
+        let dir = JourneyDirectory::new(Duration::from_secs(60), 10)
+            .remembering_unknown(Duration::from_secs(30), 2);
+        let refs: Vec<_> = (0..3)
+            .map(|i| JourneyRef::from_appkey(&Appkey::new(format!("k{i}"))))
+            .collect();
+        refs.iter().for_each(|r| dir.remember_unknown(r));
+        assert_eq!(dir.lookup(&refs[0]), Lookup::Ask, "the oldest is forgotten");
+        assert_eq!(dir.lookup(&refs[2]), Lookup::Unknown);
     }
 
     #[test]

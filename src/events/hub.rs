@@ -166,7 +166,8 @@ impl JourneyHub {
         shared: Arc<dyn DirectoryStore>,
     ) -> Self {
         let directory =
-            JourneyDirectory::new(settings.directory_ttl, settings.directory_max_entries);
+            JourneyDirectory::new(settings.directory_ttl, settings.directory_max_entries)
+                .remembering_unknown(settings.unknown_ttl, settings.directory_max_entries);
         let notices = TtlMap::new(settings.notice_ttl, settings.notice_max_entries);
         Self {
             inner: Arc::new(HubInner {

@@ -6,7 +6,7 @@ use crate::{
     Error,
     cluster::JourneyRecord,
     domain::{Appkey, CallerName, JourneyRef},
-    events::directory::JourneyDirectory,
+    events::directory::{JourneyDirectory, Lookup},
 };
 
 impl JourneyHub {
@@ -44,17 +44,22 @@ impl JourneyHub {
     /// gives is kept in this replica's directory: a journey's record never
     /// changes, and the journey's later calls on this replica (about
     /// (N-1)/N of them behind a balancer over N replicas) then cost no
-    /// Redis read (docs/capacity.md).
+    /// Redis read (docs/capacity.md). So does the fleet's "no such
+    /// journey", for `[watch] unknown_ttl_secs` (see
+    /// [`crate::events::directory`] for why that is safe).
     pub async fn find_journey(&self, journey: &JourneyRef) -> Result<Option<JourneyRecord>, Error> {
         let shared = &self.inner.shared;
-        match self.inner.directory.record(journey) {
-            Some(record) => Ok(Some(record)),
-            None if !shared.is_fleet() => Ok(None),
-            None => {
+        let directory = &self.inner.directory;
+        match directory.lookup(journey) {
+            Lookup::Known(record) => Ok(Some(record)),
+            Lookup::Unknown => Ok(None),
+            Lookup::Ask if !shared.is_fleet() => Ok(None),
+            Lookup::Ask => {
                 let found =
                     (shared.find_journey(journey).await).map_err(|_| Error::ClusterUnavailable)?;
-                if let Some(record) = &found {
-                    self.inner.directory.remember(journey, record.clone());
+                match &found {
+                    Some(record) => directory.remember(journey, record.clone()),
+                    None => directory.remember_unknown(journey),
                 }
                 Ok(found)
             }

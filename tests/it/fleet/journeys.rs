@@ -56,14 +56,7 @@ async fn journey_refs_and_3d_sessions_resolve_on_a_replica_other_than_the_creato
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_asks_the_fleet_once_for_a_journey_it_did_not_create_and_remembers_it() {
     let mut fleet = Fleet::start(1, 30).await;
-    // No rollout tick reads the rollout record meanwhile: every GET
-    // counted below is a call's.
-    let b = fleet
-        .add_replica_with(|c: &mut Config| {
-            c.rollout.tick_ms = 1_800_000;
-            c.rollout.lease_ms = 3_600_000;
-        })
-        .await;
+    let b = fleet.add_replica_with(quiet_rollout).await;
     let a = &fleet.replicas[0];
     let (first, created) = (
         a.create_journey_for(happy_person()).await,
@@ -73,18 +66,87 @@ async fn a_replica_asks_the_fleet_once_for_a_journey_it_did_not_create_and_remem
     b.start_3d(&first.appkey)
         .await
         .expect("a first journey on B");
+    let (gets, last) = gets_for_calls(b, &created.appkey, 3).await;
+    last.expect("start on B");
+    assert_eq!(
+        gets, 1.0,
+        "one directory read for three calls on the same journey"
+    );
+    fleet.stop().await;
+}
+
+/// A replica of `fleet` on its Redis that reads the rollout record only
+/// once an hour, so that every GET it counts is a call's.
+fn quiet_rollout(c: &mut Config) {
+    c.rollout.tick_ms = 1_800_000;
+    c.rollout.lease_ms = 3_600_000;
+}
+
+/// `calls` StartSession3D on `replica` with `appkey`; returns the Redis
+/// GETs they cost and the last outcome.
+async fn gets_for_calls(
+    replica: &crate::support::gateway::TestGateway,
+    appkey: &str,
+    calls: usize,
+) -> (f64, Result<(), tonic::Status>) {
     let gets = async || {
-        b.metric(r#"idgate_cluster_operations_total{command="GET",outcome="ok"}"#)
+        replica
+            .metric(r#"idgate_cluster_operations_total{command="GET",outcome="ok"}"#)
             .await
     };
     let before = gets().await;
-    for _ in 0..3 {
-        b.start_3d(&created.appkey).await.expect("start on B");
+    let mut last = Ok(());
+    for _ in 0..calls {
+        last = replica.start_3d(appkey).await.map(drop);
     }
-    assert_eq!(
-        gets().await - before,
-        1.0,
-        "one directory read for three calls on the same journey"
-    );
+    (gets().await - before, last)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_appkey_the_fleet_did_not_issue_costs_one_redis_read_per_replica_within_unknown_ttl() {
+    let mut fleet = Fleet::start(1, 30).await;
+    // Another fleet on the same vendor account and Redis (its own key
+    // prefix) issues the appkey: foreign to this fleet.
+    let other = fleet
+        .add_replica_with(|c: &mut Config| c.cluster.key_prefix = "other:".into())
+        .await;
+    let foreign = fleet.replicas[other]
+        .create_journey_for(happy_person())
+        .await
+        .appkey;
+    let accepting = fleet
+        .add_replica_with(|c: &mut Config| {
+            quiet_rollout(c);
+            c.guard.accept_foreign_appkeys = true;
+        })
+        .await;
+    let refusing = fleet.add_replica_with(quiet_rollout).await;
+    let asking_always = fleet
+        .add_replica_with(|c: &mut Config| {
+            quiet_rollout(c);
+            c.guard.accept_foreign_appkeys = true;
+            c.watch.unknown_ttl_secs = 0;
+        })
+        .await;
+
+    let (gets, last) = gets_for_calls(&fleet.replicas[accepting], &foreign, 3).await;
+    last.expect("an accepted foreign appkey reaches the vendor");
+    assert_eq!(gets, 1.0, "one directory read for three calls");
+
+    let (gets, last) = gets_for_calls(&fleet.replicas[refusing], &foreign, 3).await;
+    assert_error(&last.unwrap_err(), tonic::Code::NotFound, "JOURNEY_UNKNOWN");
+    assert_eq!(gets, 1.0, "refused three times on one directory read");
+
+    let (gets, last) = gets_for_calls(&fleet.replicas[asking_always], &foreign, 3).await;
+    last.expect("accepted");
+    assert_eq!(gets, 3.0, "unknown_ttl_secs = 0 asks Redis every call");
+
+    // A journey of this fleet is found on the refusing replica at once,
+    // whatever it remembered of other appkeys.
+    let own = fleet.replicas[0].create_journey_for(happy_person()).await;
+    fleet.replicas[refusing]
+        .start_3d(&own.appkey)
+        .await
+        .expect("a journey of the fleet");
     fleet.stop().await;
 }
