@@ -96,6 +96,7 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
         S,
     );
     add("watch.directory_ttl_secs", w.directory_ttl_secs, S);
+    add("watch.unknown_ttl_secs", w.unknown_ttl_secs, S);
     add("watch.notice_ttl_secs", w.notice_ttl_secs, S);
     add("watch.max_stream_secs", w.max_stream_secs, S);
     let k = &c.cluster;
