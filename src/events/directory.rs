@@ -228,12 +228,21 @@ mod tests {
         assert_eq!(dir.lock().unknown.as_ref().map(TtlMap::len), Some(0));
     }
 
-    #[test]
-    fn unknown_references_expire_and_are_bounded() {
+    #[tokio::test(start_paused = true)]
+    async fn unknown_references_expire_and_are_bounded() {
         let off = JourneyDirectory::new(Duration::from_secs(60), 10);
         let r = JourneyRef::from_appkey(&Appkey::new("k"));
         off.remember_unknown(&r);
         assert_eq!(off.lookup(&r), Lookup::Ask, "not remembered by default");
+
+        let dir = JourneyDirectory::new(Duration::from_secs(60), 10)
+            .remembering_unknown(Duration::from_secs(30), 10);
+        dir.remember_unknown(&r);
+        tokio::time::advance(Duration::from_secs(29)).await;
+        assert_eq!(dir.lookup(&r), Lookup::Unknown);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(dir.lookup(&r), Lookup::Ask, "the fleet is asked again");
+
         let dir = JourneyDirectory::new(Duration::from_secs(60), 10)
             .remembering_unknown(Duration::from_secs(30), 2);
         let refs: Vec<_> = (0..3)
