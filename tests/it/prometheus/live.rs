@@ -1,0 +1,199 @@
+//! Every rule, alert and panel query evaluated by a real Prometheus after
+//! the scenario: each parses, returns data, and each alert would fire for
+//! the fault injected.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use idgate::{
+    domain::Operation,
+    sandbox::{FaultAction, FaultRule},
+};
+
+use super::{
+    scenario::{rolled_back_rollout, scenario_round, start_gateway},
+    server::{Prometheus, unix_now},
+    *,
+};
+
+/// Dashboard or rule queries that are NOT expected to return data after
+/// the scenario of [`scenario_round`], each with the reason. Everything
+/// else must return at least one series.
+///
+/// The list is empty today: the scenario drives every series the rules and
+/// panels read (a failing primary whose breaker opens, failovers, a
+/// contingency alternative, a failed and a slow 3D verification, refused
+/// journeys, refused webhooks, watches that fall back to polling with the
+/// sandbox's webhook off, failed result reads). A query added later that
+/// cannot have data in a test (e.g. load shedding, once it exists, or a
+/// series only a real vendor produces) goes here with its reason.
+const NO_DATA_EXPECTED: &[(&str, &str)] = &[];
+
+/// What each alert's expression must return after the scenario: a series
+/// with these labels (the alert that would fire once `for:` has passed).
+const ALERTS_EXPECTED: &[(&str, &[(&str, &str)])] = &[
+    ("IdgateChannelCircuitOpen", &[("channel", "primary")]),
+    ("IdgateChannelErrorRatioHigh", &[("channel", "primary")]),
+    ("IdgateChannelLatencyHigh", &[("channel", "alternative")]),
+    ("IdgateChannelFailoversSustained", &[("channel", "primary")]),
+    (
+        "IdgateChannelContingencySustained",
+        &[("channel", "alternative")],
+    ),
+    (
+        "Idgate3DVerificationErrors",
+        &[("channel", "alternative"), ("operation", "liveness_3d")],
+    ),
+    (
+        "IdgateWebhookRejections",
+        &[("outcome", "rejected_credentials_invalid")],
+    ),
+    ("IdgateWatchersPolling", &[]),
+    ("IdgateResultReadsFailing", &[]),
+    (
+        "IdgateRpcErrorRatioHigh",
+        &[("method", "idgate.v1.LivenessService/VerifyLiveness3D")],
+    ),
+    ("IdgateRolloutRolledBack", &[("breach", "circuit_open")]),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rule_alert_and_panel_query_returns_data_from_a_real_prometheus() {
+    // Fail before starting anything when the binaries are missing.
+    binary("prometheus");
+    let started = std::time::Instant::now();
+    let gw = start_gateway().await;
+    let prometheus = Prometheus::start(gw.gateway.http_addr()).await;
+
+    // Prometheus has every rule of the files, healthy.
+    let files: String = rule_files()
+        .iter()
+        .map(|p| std::fs::read_to_string(p).expect("rule file"))
+        .collect();
+    let declared = files.matches("- record:").count() + files.matches("- alert:").count();
+    assert_eq!(prometheus.rules().await.len(), declared, "rules loaded");
+
+    // Series exist from the first scrape (channels at zero, webhook
+    // counters at zero) before any fault, so the rounds show as increases.
+    prometheus.scraped_after(unix_now()).await;
+    gw.sandbox()
+        .add_fault(
+            FaultRule::new(FaultAction::Status { status: 503 })
+                .on(Operation::SessionToken3D)
+                .channel("primary"),
+        )
+        .expect("primary fault");
+    gw.sandbox()
+        .set_contingency("alternative", true)
+        .expect("contingency on the alternative");
+    for round in 0..2 {
+        scenario_round(&gw, round).await;
+        prometheus.scraped_after(unix_now()).await;
+    }
+    rolled_back_rollout(&gw).await;
+    prometheus.scraped_after(unix_now()).await;
+
+    // Every rule group evaluated after the last scrape became visible, so
+    // recorded series include the second round.
+    let visible = unix_now();
+    prometheus
+        .until(
+            "every rule group evaluated after the scenario",
+            async || prometheus.groups_evaluated_after(visible).await,
+        )
+        .await;
+    let rules = prometheus.rules().await;
+    for r in &rules {
+        assert_eq!(
+            r["health"], "ok",
+            "rule {} unhealthy: {}",
+            r["name"], r["lastError"]
+        );
+    }
+
+    let no_data: BTreeSet<&str> = NO_DATA_EXPECTED.iter().map(|(q, _)| *q).collect();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let mut check = async |what: String, expr: String| {
+        checked += 1;
+        match prometheus.query(&expr).await {
+            Err(e) => failures.push(format!("{what}: does not parse: {e}\n  {expr}")),
+            Ok(series) if series.is_empty() && !no_data.contains(expr.as_str()) => {
+                failures.push(format!("{what}: no data\n  {expr}"))
+            }
+            Ok(_) => {}
+        }
+    };
+
+    // Recording rules: each expression, and the recorded series itself.
+    for r in rules.iter().filter(|r| r["type"] == "recording") {
+        let name = r["name"].as_str().expect("name").to_owned();
+        let expr = r["query"].as_str().expect("query").to_owned();
+        check(format!("recording rule {name}"), expr).await;
+        check(format!("recorded series {name}"), name).await;
+    }
+    // Alert expressions (what fires once `for:` has passed).
+    for r in rules.iter().filter(|r| r["type"] == "alerting") {
+        let name = r["name"].as_str().expect("name").to_owned();
+        let expr = r["query"].as_str().expect("query").to_owned();
+        check(format!("alert {name}"), expr).await;
+    }
+    // Dashboard panels, with Grafana's variables substituted.
+    for (title, expr) in dashboard_queries(&dashboard()) {
+        check(format!("panel {title:?}"), substitute(&expr)).await;
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} queries failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+
+    // Each alert would fire for the fault the scenario injected.
+    let alerts: BTreeMap<String, String> = rules
+        .iter()
+        .filter(|r| r["type"] == "alerting")
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or("").to_owned(),
+                r["query"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        alerts.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        ALERTS_EXPECTED
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<BTreeSet<_>>(),
+        "ALERTS_EXPECTED covers every alert"
+    );
+    for (name, labels) in ALERTS_EXPECTED {
+        let series = prometheus.query(&alerts[*name]).await.expect("alert query");
+        assert!(
+            series
+                .iter()
+                .any(|s| labels.iter().all(|(k, v)| s["metric"][*k] == *v)),
+            "{name}: no series with {labels:?}: {series:?}"
+        );
+    }
+    // And Prometheus itself holds them pending (their `for:` running).
+    prometheus
+        .until("every alert pending or firing", async || {
+            let answer = prometheus.get("/api/v1/alerts").await;
+            let active: BTreeSet<String> = answer["data"]["alerts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a["labels"]["alertname"].as_str().map(str::to_owned))
+                .collect();
+            alerts.keys().all(|n| active.contains(n))
+        })
+        .await;
+
+    eprintln!(
+        "checked {checked} queries against Prometheus in {:?}",
+        started.elapsed()
+    );
+    drop(prometheus);
+    gw.stop().await;
+}
