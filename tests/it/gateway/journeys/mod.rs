@@ -5,11 +5,9 @@
 //!
 //! - `completion`: a journey completes through either liveness proof;
 //! - `documents`: each document form yields its own OCR and file kinds;
-//! - `outcomes`: negative verdicts are results, not errors;
-//! - `discovery`: health and reflection describe the journey services.
+//! - `outcomes`: negative verdicts are results, not errors.
 
 mod completion;
-mod discovery;
 mod documents;
 mod outcomes;
 

@@ -1,7 +1,8 @@
 //! Serving under pressure, over real sockets with small configured
 //! limits: admission caps and bulkheads, connection caps, header, body and
 //! idle timeouts, the drain, the statuses of caller faults, and what the
-//! gateway refuses to start with. Promptness is proven by ordering, never
+//! gateway refuses to start with, and its discovery (gRPC health and
+//! reflection). Promptness is proven by ordering, never
 //! by the clock: the admitted calls are held at a [`Gate`] on the upstream
 //! path while the refused ones are answered. This file holds what the
 //! modules share: the gated upstream, health checks, metric samples and
@@ -31,6 +32,7 @@ use crate::support::{
 mod admission;
 mod caller_faults;
 mod connections;
+mod discovery;
 mod listeners;
 mod shutdown;
 mod startup;
