@@ -5,7 +5,7 @@
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
-    gateway::{assert_error, by_ref, drain_within, happy_person, retryable},
+    gateway::{TestGateway, assert_error, by_ref, drain_within, happy_person, retryable},
 };
 use idgate::{config::Config, domain::Operation};
 
@@ -66,8 +66,10 @@ async fn a_replica_asks_the_fleet_once_for_a_journey_it_did_not_create_and_remem
     b.start_3d(&first.appkey)
         .await
         .expect("a first journey on B");
-    let (gets, last) = gets_for_calls(b, &created.appkey, 3).await;
-    last.expect("start on B");
+    let (gets, outcomes) = gets_for_calls(b, &created.appkey, 3).await;
+    for outcome in outcomes {
+        outcome.expect("start on B");
+    }
     assert_eq!(
         gets, 1.0,
         "one directory read for three calls on the same journey"
@@ -83,23 +85,23 @@ fn quiet_rollout(c: &mut Config) {
 }
 
 /// `calls` StartSession3D on `replica` with `appkey`; returns the Redis
-/// GETs they cost and the last outcome.
+/// GETs they cost and each call's outcome.
 async fn gets_for_calls(
-    replica: &crate::support::gateway::TestGateway,
+    replica: &TestGateway,
     appkey: &str,
     calls: usize,
-) -> (f64, Result<(), tonic::Status>) {
+) -> (f64, Vec<Result<(), tonic::Status>>) {
     let gets = async || {
         replica
             .metric(r#"idgate_cluster_operations_total{command="GET",outcome="ok"}"#)
             .await
     };
     let before = gets().await;
-    let mut last = Ok(());
+    let mut outcomes = Vec::with_capacity(calls);
     for _ in 0..calls {
-        last = replica.start_3d(appkey).await.map(drop);
+        outcomes.push(replica.start_3d(appkey).await.map(drop));
     }
-    (gets().await - before, last)
+    (gets().await - before, outcomes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,16 +131,26 @@ async fn an_appkey_the_fleet_did_not_issue_costs_one_redis_read_per_replica_with
         })
         .await;
 
-    let (gets, last) = gets_for_calls(&fleet.replicas[accepting], &foreign, 3).await;
-    last.expect("an accepted foreign appkey reaches the vendor");
+    let (gets, outcomes) = gets_for_calls(&fleet.replicas[accepting], &foreign, 3).await;
+    for outcome in outcomes {
+        outcome.expect("an accepted foreign appkey reaches the vendor");
+    }
     assert_eq!(gets, 1.0, "one directory read for three calls");
 
-    let (gets, last) = gets_for_calls(&fleet.replicas[refusing], &foreign, 3).await;
-    assert_error(&last.unwrap_err(), tonic::Code::NotFound, "JOURNEY_UNKNOWN");
+    let (gets, outcomes) = gets_for_calls(&fleet.replicas[refusing], &foreign, 3).await;
+    for outcome in outcomes {
+        assert_error(
+            &outcome.unwrap_err(),
+            tonic::Code::NotFound,
+            "JOURNEY_UNKNOWN",
+        );
+    }
     assert_eq!(gets, 1.0, "refused three times on one directory read");
 
-    let (gets, last) = gets_for_calls(&fleet.replicas[asking_always], &foreign, 3).await;
-    last.expect("accepted");
+    let (gets, outcomes) = gets_for_calls(&fleet.replicas[asking_always], &foreign, 3).await;
+    for outcome in outcomes {
+        outcome.expect("accepted");
+    }
     assert_eq!(gets, 3.0, "unknown_ttl_secs = 0 asks Redis every call");
 
     // A journey of this fleet is found on the refusing replica at once,
