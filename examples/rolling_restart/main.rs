@@ -16,10 +16,11 @@
 //!
 //! Prints RPCs sent, failed (by code and reason), retried by the client
 //! (only errors carrying a `RetryInfo`, as docs/api.md says) and by Envoy,
-//! journeys completed, watchers ended with the result, consuming calls sent
-//! twice. Exits non-zero when a journey failed, a watcher got no result, a
-//! consuming call went twice, a failed RPC was not retryable, or a replica
-//! did not exit cleanly within its drain.
+//! journeys completed, watchers ended with the result, watchers held on a
+//! replica across its stop, consuming calls sent twice. Exits non-zero when
+//! a journey failed, a watcher got no result, a consuming call went twice,
+//! a failed RPC was not retryable, a held watcher did not end
+//! `SHUTTING_DOWN`, or a replica did not exit cleanly within its drain.
 
 mod harness;
 #[path = "../../tests/it/support/redis.rs"]

@@ -29,7 +29,7 @@ const MAX_ATTEMPTS: u32 = 10;
 const MAX_RETRY_DELAY: Duration = Duration::from_millis(500);
 /// Deadline of a unary call, and of a watch stream.
 const CALL_DEADLINE: Duration = Duration::from_secs(30);
-const WATCH_DEADLINE: Duration = Duration::from_secs(120);
+pub(super) const WATCH_DEADLINE: Duration = Duration::from_secs(120);
 
 /// What the load saw.
 #[derive(Default)]
@@ -51,10 +51,14 @@ pub struct Tally {
     /// (each consumes its appkey once: the sandbox must see one call each).
     pub verifying_journeys: AtomicU64,
     pub submitting_journeys: AtomicU64,
+    /// Watchers held on a replica across its stop ([`super::pinned`]) that
+    /// ended `SHUTTING_DOWN` with a `RetryInfo`, as they must.
+    pub held_watchers_cut: AtomicU64,
 }
 
 impl Tally {
-    fn failure(&self, method: &str, status: &tonic::Status) -> bool {
+    /// Counts a failed attempt; true when it carries a `RetryInfo`.
+    pub(super) fn failure(&self, method: &str, status: &tonic::Status) -> bool {
         let reason = status
             .get_details_error_info()
             .map(|i| i.reason)
@@ -99,7 +103,7 @@ where
     None
 }
 
-fn request<T>(message: T, deadline: Duration) -> tonic::Request<T> {
+pub(super) fn request<T>(message: T, deadline: Duration) -> tonic::Request<T> {
     let mut request = tonic::Request::new(message);
     request.set_timeout(deadline);
     request
@@ -108,7 +112,7 @@ fn request<T>(message: T, deadline: Duration) -> tonic::Request<T> {
 /// Watches `target` until a message carries the result; a stream ended
 /// with a `RetryInfo` (`SHUTTING_DOWN` from a draining replica) is opened
 /// again, on whichever replica Envoy picks. True when the result came.
-async fn watch_to_result(channel: &Channel, tally: &Tally, target: Target) -> bool {
+pub(super) async fn watch_to_result(channel: &Channel, tally: &Tally, target: Target) -> bool {
     let client = JourneyServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20);
     for _ in 0..MAX_ATTEMPTS {
         let watch = v1::WatchJourneyRequest {
@@ -152,17 +156,13 @@ fn rg_images() -> Vec<v1::DocumentImage> {
         .collect()
 }
 
-/// One whole journey, and an extra watcher on it; true when both got the
-/// result.
-async fn journey(channel: &Channel, tally: &Arc<Tally>) -> bool {
-    tally.journeys_started.fetch_add(1, Relaxed);
+/// `CreateJourney` through `channel`, with a `request_id` that makes it
+/// safe to retry: the same id replays the journey if the first attempt
+/// created it (docs/guard.md).
+pub(super) async fn create(channel: &Channel, tally: &Tally) -> Option<v1::CreateJourneyResponse> {
     let j = JourneyServiceClient::new(channel.clone());
-    let l = LivenessServiceClient::new(channel.clone());
-    let d = DocumentServiceClient::new(channel.clone());
     let p = samples::HAPPY_PERSON;
     let b: Vec<&str> = p.birth_date.split('/').collect();
-    // A request_id makes CreateJourney safe to retry: the same id replays
-    // the journey if the first attempt created it (docs/guard.md).
     let create = v1::CreateJourneyRequest {
         cpf: p.cpf.into(),
         name: p.name.into(),
@@ -171,30 +171,23 @@ async fn journey(channel: &Channel, tally: &Arc<Tally>) -> bool {
         operator_profile: String::new(),
         request_id: uuid::Uuid::new_v4().to_string(),
     };
-    let Some(created) = with_retries(tally, "CreateJourney", || {
+    with_retries(tally, "CreateJourney", || {
         let (mut c, r) = (j.clone(), create.clone());
         async move { c.create_journey(request(r, CALL_DEADLINE)).await }
     })
     .await
-    else {
-        return false;
-    };
-    let appkey = created.appkey;
-    let watcher = {
-        let (channel, tally, target) = (
-            channel.clone(),
-            tally.clone(),
-            Target::Appkey(appkey.clone()),
-        );
-        tally.watchers_opened.fetch_add(1, Relaxed);
-        tokio::spawn(async move {
-            let got = watch_to_result(&channel, &tally, target).await;
-            if got {
-                tally.watchers_with_result.fetch_add(1, Relaxed);
-            }
-            got
-        })
-    };
+}
+
+/// The rest of a created journey: 3D liveness, the document images, then
+/// `WatchJourney` by reference to the result. True when the result came.
+pub(super) async fn complete(
+    channel: &Channel,
+    tally: &Tally,
+    created: &v1::CreateJourneyResponse,
+) -> bool {
+    let l = LivenessServiceClient::new(channel.clone());
+    let d = DocumentServiceClient::new(channel.clone());
+    let appkey = &created.appkey;
     let start = v1::StartSession3DRequest {
         appkey: appkey.clone(),
         user_agent: "rolling".into(),
@@ -236,11 +229,38 @@ async fn journey(channel: &Channel, tally: &Arc<Tally>) -> bool {
     {
         return false;
     }
-    let own = watch_to_result(channel, tally, Target::JourneyRef(created.journey_ref)).await;
-    let extra = watcher.await.unwrap_or(false);
+    let target = Target::JourneyRef(created.journey_ref.clone());
+    let own = watch_to_result(channel, tally, target).await;
     if own {
         tally.journeys_completed.fetch_add(1, Relaxed);
     }
+    own
+}
+
+/// One whole journey, and an extra watcher on it by appkey, opened as soon
+/// as the journey exists; true when both got the result.
+async fn journey(channel: &Channel, tally: &Arc<Tally>) -> bool {
+    tally.journeys_started.fetch_add(1, Relaxed);
+    let Some(created) = create(channel, tally).await else {
+        return false;
+    };
+    let watcher = {
+        let (channel, tally, target) = (
+            channel.clone(),
+            tally.clone(),
+            Target::Appkey(created.appkey.clone()),
+        );
+        tally.watchers_opened.fetch_add(1, Relaxed);
+        tokio::spawn(async move {
+            let got = watch_to_result(&channel, &tally, target).await;
+            if got {
+                tally.watchers_with_result.fetch_add(1, Relaxed);
+            }
+            got
+        })
+    };
+    let own = complete(channel, tally, &created).await;
+    let extra = watcher.await.unwrap_or(false);
     own && extra
 }
 

@@ -8,6 +8,7 @@
 
 pub mod envoy;
 pub mod load;
+pub mod pinned;
 pub mod replica;
 
 use std::{
@@ -98,6 +99,13 @@ impl Report {
                 self.watchers_without_result()
             ));
         }
+        let cut = self.tally.held_watchers_cut.load(Relaxed);
+        if cut < self.restarts as u64 {
+            out.push(format!(
+                "{} of {} watchers held on a stopping replica ended SHUTTING_DOWN",
+                cut, self.restarts
+            ));
+        }
         for (op, n) in &self.consumed_twice {
             out.push(format!("{n} {} calls beyond one per journey", op.as_str()));
         }
@@ -150,6 +158,11 @@ impl Report {
             t.watchers_with_result.load(Relaxed),
             t.watchers_opened.load(Relaxed),
             self.watchers_without_result()
+        );
+        println!(
+            "watchers held across a stop, cut    {} of {} (ended SHUTTING_DOWN, then the result)",
+            t.held_watchers_cut.load(Relaxed),
+            self.restarts
         );
         println!(
             "consuming calls sent twice          {}",
@@ -212,7 +225,7 @@ async fn run_in(
     let tally = Arc::new(Tally::default());
     let stop = Arc::new(AtomicBool::new(false));
     let load = tokio::spawn(load::run(
-        channel,
+        channel.clone(),
         tally.clone(),
         opts.workers,
         stop.clone(),
@@ -232,8 +245,10 @@ async fn run_in(
     let stop_bound = Duration::from_secs(opts.drain_delay_secs + opts.shutdown_grace_secs + 10);
     let (mut bad, mut slowest_stop, mut slowest_return, mut restarts) =
         (Vec::new(), Duration::ZERO, Duration::ZERO, 0);
+    let mut held = Vec::new();
     for round in 1..=opts.rounds {
         for (i, r) in replicas.iter_mut().enumerate() {
+            held.push(pinned::hold_watch(&channel, r.grpc, &tally).await?);
             let t0 = Instant::now();
             r.terminate()?;
             match r.wait_exit(stop_bound).await {
@@ -259,7 +274,14 @@ async fn run_in(
         }
     }
     stop.store(true, Relaxed);
-    tokio::time::timeout(FINISH_WAIT, load)
+    let finished = async {
+        load.await?;
+        for task in held {
+            task.await?;
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(FINISH_WAIT, finished)
         .await
         .map_err(|_| {
             anyhow::anyhow!("journeys in flight did not finish within {FINISH_WAIT:?}")
