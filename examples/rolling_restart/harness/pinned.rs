@@ -48,15 +48,21 @@ pub async fn hold_watch(
         match stream.message().await {
             Err(status) => {
                 let reason = status.get_details_error_info().map(|i| i.reason);
-                if tally.failure("WatchJourney", &status)
-                    && reason.as_deref() == Some("SHUTTING_DOWN")
-                {
+                if tally.failure("WatchJourney", &status) {
                     tally.retried.fetch_add(1, Relaxed);
-                    tally.held_watchers_cut.fetch_add(1, Relaxed);
+                    if reason.as_deref() == Some("SHUTTING_DOWN") {
+                        tally.held_watchers_cut.fetch_add(1, Relaxed);
+                    }
                 }
             }
-            Ok(other) => load::lock(&tally.not_retryable).push(format!(
-                "a watcher held on a stopping replica ended without an error: {other:?}"
+            // The message itself is not printed: it may carry the result.
+            Ok(message) => load::lock(&tally.not_retryable).push(format!(
+                "a watcher held on a stopping replica got {} instead of SHUTTING_DOWN",
+                if message.is_some() {
+                    "a message"
+                } else {
+                    "the stream's end"
+                }
             )),
         }
         // Counted in the tally: a journey completed, or failed.
