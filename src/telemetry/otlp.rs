@@ -1,5 +1,6 @@
-//! The OTLP span exporter: `grpc` or `http/protobuf`, `http://` or
-//! `https://`, as the standard `OTEL_*` variables say.
+//! OTLP export: spans through the project's own encoder and transport
+//! ([`wire`], [`transport`]), metrics (opt-in) through `opentelemetry-otlp`.
+//! Both follow the standard `OTEL_*` variables:
 //!
 //! - Protocol: `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
 //!   `OTEL_EXPORTER_OTLP_PROTOCOL`: `grpc` (the default here, as before, so
@@ -9,26 +10,32 @@
 //!   (tonic's native roots for gRPC, reqwest's platform verifier for HTTP)
 //!   plus, for a private collector, the CA file of
 //!   `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE` / `OTEL_EXPORTER_OTLP_CERTIFICATE`.
-//! - Headers, compression (`gzip`) and timeout: read by the exporter itself
-//!   from `OTEL_EXPORTER_OTLP_{,TRACES_}{HEADERS,COMPRESSION,TIMEOUT}`.
+//! - Headers, compression (`gzip`) and timeout:
+//!   `OTEL_EXPORTER_OTLP_{,TRACES_}{HEADERS,COMPRESSION,TIMEOUT}` ([`options`]
+//!   for spans; the metrics exporter reads its own).
 //! - Endpoint: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is used as is;
 //!   `OTEL_EXPORTER_OTLP_ENDPOINT` gets `/v1/traces` appended over HTTP
 //!   (the specification's rule). An endpoint given to the builder is used
 //!   as is.
 //!
-//! gRPC export runs on the Tokio runtime (the channel's connection task);
-//! HTTP export uses reqwest's blocking client, which brings its own
-//! thread, because the batch span processor exports from a thread of its
-//! own.
+//! Spans leave from a thread of their own with a Tokio runtime of its own
+//! (`span_queue`); the metrics exporter's gRPC channel runs on the
+//! gateway's runtime.
 
 use std::path::{Path, PathBuf};
 
 use opentelemetry_otlp::{
-    MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig,
+    MetricExporter, Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig,
 };
 use tonic::transport::{Certificate, ClientTlsConfig};
 
 use super::TelemetryError;
+
+mod options;
+pub mod transport;
+pub mod wire;
+
+pub(super) use options::span_target;
 
 /// How spans travel to the collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +79,18 @@ impl Signal {
 
     /// The signal's own variable `name`, else the shared one.
     fn env(self, env: &dyn Fn(&str) -> Option<String>, name: &str) -> Option<String> {
-        env(&self.var(name)).or_else(|| env(&format!("OTEL_EXPORTER_OTLP_{name}")))
+        self.env_named(env, name).map(|(_, value)| value)
+    }
+
+    /// As [`Signal::env`], with the name of the variable that was set.
+    fn env_named(
+        self,
+        env: &dyn Fn(&str) -> Option<String>,
+        name: &str,
+    ) -> Option<(String, String)> {
+        [self.var(name), format!("OTEL_EXPORTER_OTLP_{name}")]
+            .into_iter()
+            .find_map(|variable| env(&variable).map(|value| (variable, value)))
     }
 }
 
@@ -203,20 +221,6 @@ fn http<B: WithExportConfig + WithHttpConfig>(
     Ok(builder)
 }
 
-/// Builds the span exporter `settings` and the environment describe.
-pub(super) fn span_exporter(
-    settings: &OtlpSettings,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<SpanExporter, TelemetryError> {
-    let r = resolve(settings, Signal::Traces, env)?;
-    Ok(match r.protocol {
-        OtlpProtocol::Grpc => grpc(SpanExporter::builder().with_tonic(), settings, &r).build()?,
-        OtlpProtocol::HttpProtobuf => {
-            http(SpanExporter::builder().with_http(), settings, &r)?.build()?
-        }
-    })
-}
-
 /// Builds the metric exporter `settings` and the environment describe
 /// (the `OTEL_EXPORTER_OTLP_METRICS_*` variables first).
 pub(super) fn metric_exporter(
@@ -304,7 +308,7 @@ mod tests {
             protocol: Some(OtlpProtocol::HttpProtobuf),
             ca_file: Some(PathBuf::from("/nonexistent/idgate-ca.pem")),
         };
-        let err = span_exporter(&settings, &env_of(&[])).unwrap_err();
+        let err = span_target(&settings, &env_of(&[])).unwrap_err();
         assert!(
             err.to_string().contains("/nonexistent/idgate-ca.pem"),
             "{err}"

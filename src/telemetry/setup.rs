@@ -39,7 +39,7 @@ use super::{TelemetryConfig, span_queue::SpanExportStats};
 use super::{
     log_filter::LogFilter,
     logs::WithTraceIds,
-    otlp::{OtlpProtocol, OtlpSettings, metric_exporter, span_exporter},
+    otlp::{OtlpProtocol, OtlpSettings, metric_exporter},
     propagation::install_propagator,
 };
 
@@ -104,6 +104,31 @@ pub enum TelemetryError {
         /// Why.
         source: io::Error,
     },
+    /// An `OTEL_EXPORTER_OTLP_*HEADERS` entry is not a valid header. Named
+    /// by its key only: the value may be an API key.
+    #[error(
+        "`{variable}`: the entry `{key}` is not a valid header (key=value, value percent-encoded)"
+    )]
+    Header {
+        /// The variable.
+        variable: String,
+        /// The entry's key.
+        key: String,
+    },
+    /// An `OTEL_*` setting does not parse.
+    #[error("`{variable}={value}`: expected {expected}")]
+    Setting {
+        /// The variable.
+        variable: String,
+        /// Its value.
+        value: String,
+        /// What it may be.
+        expected: &'static str,
+    },
+    /// The OTLP endpoint is not a URL the exporter can use. The endpoint
+    /// itself is not repeated: it may carry credentials.
+    #[error("the OTLP endpoint is not usable: {0}")]
+    Endpoint(String),
     /// The HTTP client of OTLP/HTTP export could not be built.
     #[error("cannot build the OTLP/HTTP client: {0}")]
     HttpClient(String),

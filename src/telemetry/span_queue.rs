@@ -1,16 +1,25 @@
 //! The span export queue: bounded, sized for the gateway's rate, and
 //! counted.
 //!
-//! The SDK's batch processor keeps ended spans in a queue that a thread of
-//! its own drains to the exporter; when the queue is full it drops the
-//! span, logs the first drop once and counts the rest only for a line at
-//! shutdown. An observability team cannot see from that whether its traces
-//! are whole. [`CountedBatch`] wraps the processor and its exporter:
-//! - it counts the spans waiting, and drops a span itself (counted) when
-//!   [`SpanQueueConfig::max_queue_size`] wait already, so the processor's
-//!   own queue, as large, never drops one unseen;
-//! - it counts every span handed to the exporter as `exported` or
-//!   `failed`, by the export's outcome.
+//! [`EncodedBatch`] is the tracer provider's span processor. When a span
+//! ends, the serving thread that ended it encodes it to OTLP protobuf
+//! (`otlp::wire`) and appends the bytes to the queue; a thread of its own
+//! sends each batch as one `ExportTraceServiceRequest` (`otlp::transport`).
+//! The SDK's batch processor did otherwise: it queued the span record,
+//! and its thread converted each to the generated protobuf structs before
+//! encoding them. Encoding where the span ends copies nothing but the
+//! bytes, and frees the span's memory on the thread that allocated it
+//! (docs/performance.md has what that saved).
+//!
+//! - The queue holds [`SpanQueueConfig::max_queue_size`] spans; past it a
+//!   span is dropped and counted `dropped`.
+//! - A batch leaves as soon as it holds
+//!   [`SpanQueueConfig::max_export_batch_size`] spans, and whatever waits
+//!   leaves every [`SpanQueueConfig::schedule_delay`], on a flush and at
+//!   shutdown. One export is in flight at a time.
+//! - Every span handed to the transport is counted `exported` or
+//!   `failed`, by the export's outcome (spans a collector says it rejected,
+//!   OTLP's partial success, are `failed`).
 //!
 //! [`SpanExportStats`] holds the counters; `/metrics` shows them as
 //! `idgate_trace_spans_total{outcome}` and `idgate_trace_queue_spans`
@@ -24,23 +33,11 @@
 //! under a collector's 4 MiB gRPC default): sized for 50,000 calls per
 //! second; no span was dropped at the highest rate the development
 //! machine reaches with export on, about 31,000 (docs/performance.md).
-//! `OTEL_BSP_MAX_QUEUE_SIZE` and
-//! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` still win.
+//! `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` and
+//! `OTEL_BSP_SCHEDULE_DELAY` still win.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
-};
+use std::time::Duration;
 
-use opentelemetry::Context;
-use opentelemetry_sdk::{
-    Resource,
-    error::OTelSdkResult,
-    trace::{BatchConfigBuilder, BatchSpanProcessor, Span, SpanData, SpanExporter, SpanProcessor},
-};
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge},
@@ -54,6 +51,11 @@ pub const DEFAULT_MAX_QUEUE_SIZE: usize = 32_768;
 /// otherwise.
 pub const DEFAULT_MAX_EXPORT_BATCH_SIZE: usize = 4_096;
 
+/// How long a span waits at most before its batch leaves, full or not,
+/// unless `OTEL_BSP_SCHEDULE_DELAY` (milliseconds) says otherwise: the
+/// specification's default.
+pub const DEFAULT_SCHEDULE_DELAY: Duration = Duration::from_secs(5);
+
 /// The queue's bounds, from the `OTEL_BSP_*` variables or the defaults
 /// above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,12 +64,14 @@ pub struct SpanQueueConfig {
     pub max_queue_size: usize,
     /// Spans per export at most.
     pub max_export_batch_size: usize,
+    /// The longest a span waits for its batch to leave.
+    pub schedule_delay: Duration,
 }
 
 impl SpanQueueConfig {
     /// The bounds `env` gives (`OTEL_BSP_MAX_QUEUE_SIZE`,
-    /// `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`), else the defaults. A batch is
-    /// never larger than the queue.
+    /// `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, `OTEL_BSP_SCHEDULE_DELAY`), else
+    /// the defaults. A batch is never larger than the queue.
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         let positive = |name: &str, default: usize| {
             env(name)
@@ -81,9 +85,17 @@ impl SpanQueueConfig {
             DEFAULT_MAX_EXPORT_BATCH_SIZE,
         )
         .min(max_queue_size);
+        let schedule_delay = Duration::from_millis(
+            u64::try_from(positive(
+                "OTEL_BSP_SCHEDULE_DELAY",
+                DEFAULT_SCHEDULE_DELAY.as_millis() as usize,
+            ))
+            .unwrap_or(u64::MAX),
+        );
         Self {
             max_queue_size,
             max_export_batch_size,
+            schedule_delay,
         }
     }
 }
@@ -147,109 +159,10 @@ impl SpanExportStats {
     }
 }
 
-/// Spans waiting: counted up as they enter the processor, down as the
-/// exporter takes them.
-#[derive(Debug, Default)]
-struct Waiting(AtomicUsize);
+mod export;
+mod pending;
 
-/// The batch processor behind a counted bound. See the module's doc.
-#[derive(Debug)]
-pub struct CountedBatch {
-    inner: BatchSpanProcessor,
-    waiting: Arc<Waiting>,
-    max_queue_size: usize,
-    stats: SpanExportStats,
-}
-
-impl CountedBatch {
-    /// A batch processor exporting through `exporter` within `config`,
-    /// counting into `stats`. The other `OTEL_BSP_*` variables (schedule
-    /// delay, export timeout) apply as the SDK reads them.
-    pub fn new<E>(exporter: E, config: SpanQueueConfig, stats: SpanExportStats) -> Self
-    where
-        E: SpanExporter + 'static,
-    {
-        let waiting = Arc::new(Waiting::default());
-        let exporter = CountedExporter {
-            inner: exporter,
-            waiting: waiting.clone(),
-            stats: stats.clone(),
-        };
-        let batch = BatchConfigBuilder::default()
-            .with_max_queue_size(config.max_queue_size)
-            .with_max_export_batch_size(config.max_export_batch_size)
-            .build();
-        Self {
-            inner: BatchSpanProcessor::new(exporter, batch),
-            waiting,
-            max_queue_size: config.max_queue_size,
-            stats,
-        }
-    }
-}
-
-impl SpanProcessor for CountedBatch {
-    fn on_start(&self, span: &mut Span, cx: &Context) {
-        self.inner.on_start(span, cx);
-    }
-
-    fn on_end(&self, span: SpanData) {
-        let before = self.waiting.0.fetch_add(1, Ordering::AcqRel);
-        if before >= self.max_queue_size {
-            self.waiting.0.fetch_sub(1, Ordering::AcqRel);
-            self.stats.count("dropped", 1);
-            return;
-        }
-        self.stats.queued.inc();
-        self.inner.on_end(span);
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
-}
-
-/// The exporter behind [`CountedBatch`]: counts each batch it is handed.
-#[derive(Debug)]
-struct CountedExporter<E> {
-    inner: E,
-    waiting: Arc<Waiting>,
-    stats: SpanExportStats,
-}
-
-impl<E: SpanExporter> SpanExporter for CountedExporter<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let spans = batch.len();
-        self.waiting.0.fetch_sub(spans, Ordering::AcqRel);
-        self.stats
-            .queued
-            .dec_by(i64::try_from(spans).unwrap_or(i64::MAX));
-        let result = self.inner.export(batch).await;
-        let outcome = if result.is_ok() { "exported" } else { "failed" };
-        self.stats.count(outcome, spans);
-        result
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
-}
+pub use export::EncodedBatch;
 
 #[cfg(test)]
 mod tests;

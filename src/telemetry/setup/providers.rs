@@ -2,7 +2,10 @@
 //! providers built from it.
 
 use super::*;
-use crate::telemetry::span_queue::{CountedBatch, SpanExportStats, SpanQueueConfig};
+use crate::telemetry::{
+    otlp::{span_target, transport::OtlpTransport},
+    span_queue::{EncodedBatch, SpanExportStats, SpanQueueConfig},
+};
 
 pub(super) fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
@@ -13,7 +16,7 @@ pub(super) fn env_var(name: &str) -> Option<String> {
 pub(super) fn export_requested(env: &dyn Fn(&str) -> Option<String>) -> bool {
     let disabled = env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let none = env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"));
-    let endpoint = env(opentelemetry_otlp::OTEL_EXPORTER_OTLP_TRACES_ENDPOINT).is_some()
+    let endpoint = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
         || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
     endpoint && !disabled && !none
 }
@@ -66,18 +69,20 @@ pub(super) fn build_meter_provider(
         .build())
 }
 
-/// The tracer provider: spans batched through the bounded, counted queue
-/// ([`CountedBatch`]) to the OTLP exporter; what became of them counted in
-/// `stats`.
+/// The tracer provider: spans encoded as they end into the bounded,
+/// counted queue ([`EncodedBatch`]) and sent to the collector; what became
+/// of them counted in `stats`.
 pub(super) fn build_provider(
     service_name: &str,
     settings: &OtlpSettings,
     stats: &SpanExportStats,
 ) -> Result<SdkTracerProvider, TelemetryError> {
-    let exporter = span_exporter(settings, &env_var)?;
+    let (target, options) = span_target(settings, &env_var)?;
     let queue = SpanQueueConfig::from_env(&env_var);
+    let processor = EncodedBatch::new(OtlpTransport::new(target, options), queue, stats.clone())
+        .map_err(|e| TelemetryError::Export(format!("cannot start the span export thread: {e}")))?;
     Ok(SdkTracerProvider::builder()
         .with_resource(resource(service_name, &env_var))
-        .with_span_processor(CountedBatch::new(exporter, queue, stats.clone()))
+        .with_span_processor(processor)
         .build())
 }

@@ -1,16 +1,22 @@
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use opentelemetry::trace::{Span as _, Tracer as _, TracerProvider as _};
-use opentelemetry_sdk::{error::OTelSdkError, trace::SdkTracerProvider};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use prost::Message as _;
 
 use super::*;
+use crate::telemetry::otlp::transport::{Accepted, ExportFailure, Transport};
 
-/// An exporter that holds every export until the test opens its gate, and
-/// then succeeds or fails as told.
+/// A transport that holds every export until the test opens its gate,
+/// then accepts (rejecting `reject` spans of each) or fails as told, and
+/// keeps how many spans each request carried.
 #[derive(Debug, Clone)]
 struct Gated {
     gate: Arc<(Mutex<bool>, Condvar)>,
     fail: bool,
+    reject: u64,
+    sent: Arc<Mutex<Vec<usize>>>,
 }
 
 impl Gated {
@@ -18,6 +24,8 @@ impl Gated {
         Self {
             gate: Arc::new((Mutex::new(false), Condvar::new())),
             fail,
+            reject: 0,
+            sent: Arc::default(),
         }
     }
 
@@ -28,17 +36,22 @@ impl Gated {
     }
 }
 
-impl SpanExporter for Gated {
-    async fn export(&self, _batch: Vec<SpanData>) -> OTelSdkResult {
+impl Transport for Gated {
+    async fn send(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
+        let decoded = ExportTraceServiceRequest::decode(request.as_slice()).expect("valid OTLP");
+        let spans = decoded.resource_spans[0].scope_spans[0].spans.len();
+        self.sent.lock().unwrap().push(spans);
         let (open, changed) = &*self.gate;
         let mut is_open = open.lock().unwrap();
         while !*is_open {
             is_open = changed.wait(is_open).unwrap();
         }
         if self.fail {
-            Err(OTelSdkError::InternalFailure("refused".into()))
+            Err(ExportFailure::Http(503))
         } else {
-            Ok(())
+            Ok(Accepted {
+                rejected: self.reject,
+            })
         }
     }
 }
@@ -47,9 +60,10 @@ fn provider(exporter: Gated, max_queue_size: usize, stats: &SpanExportStats) -> 
     let config = SpanQueueConfig {
         max_queue_size,
         max_export_batch_size: 4,
+        schedule_delay: DEFAULT_SCHEDULE_DELAY,
     };
     SdkTracerProvider::builder()
-        .with_span_processor(CountedBatch::new(exporter, config, stats.clone()))
+        .with_span_processor(EncodedBatch::new(exporter, config, stats.clone()).unwrap())
         .build()
 }
 
@@ -93,6 +107,32 @@ fn within_the_queue_bound_every_span_is_exported() {
 }
 
 #[test]
+fn a_full_batch_leaves_at_once_and_the_rest_at_shutdown() {
+    let stats = SpanExportStats::default();
+    let exporter = Gated::new(false);
+    exporter.open();
+    let provider = provider(exporter.clone(), 64, &stats);
+    end_spans(&provider, 10);
+    provider.shutdown().unwrap();
+
+    assert_eq!(*exporter.sent.lock().unwrap(), [4, 4, 2]);
+    assert_eq!(stats.exported(), 10);
+}
+
+#[test]
+fn spans_a_collector_rejects_are_counted_failed() {
+    let stats = SpanExportStats::default();
+    let mut exporter = Gated::new(false);
+    exporter.reject = 1;
+    exporter.open();
+    let provider = provider(exporter, 64, &stats);
+    end_spans(&provider, 8);
+    provider.shutdown().unwrap();
+
+    assert_eq!((stats.exported(), stats.failed()), (6, 2));
+}
+
+#[test]
 fn spans_of_a_refused_export_are_counted_failed() {
     let stats = SpanExportStats::default();
     let exporter = Gated::new(true);
@@ -115,11 +155,13 @@ fn the_queue_bounds_come_from_the_standard_variables_or_the_defaults() {
         SpanQueueConfig {
             max_queue_size: DEFAULT_MAX_QUEUE_SIZE,
             max_export_batch_size: DEFAULT_MAX_EXPORT_BATCH_SIZE,
+            schedule_delay: DEFAULT_SCHEDULE_DELAY,
         }
     );
     let set = |name: &str| match name {
         "OTEL_BSP_MAX_QUEUE_SIZE" => Some("1000".to_owned()),
         "OTEL_BSP_MAX_EXPORT_BATCH_SIZE" => Some("5000".to_owned()),
+        "OTEL_BSP_SCHEDULE_DELAY" => Some("250".to_owned()),
         _ => None,
     };
     assert_eq!(
@@ -127,6 +169,7 @@ fn the_queue_bounds_come_from_the_standard_variables_or_the_defaults() {
         SpanQueueConfig {
             max_queue_size: 1000,
             max_export_batch_size: 1000,
+            schedule_delay: Duration::from_millis(250),
         },
         "a batch never exceeds the queue"
     );

@@ -122,8 +122,40 @@ pub struct MetricPoint {
     pub value: u64,
 }
 
+/// How one trace export arrived: its headers (names in lower case) and
+/// whether its body was gzip-compressed.
+#[derive(Debug, Clone)]
+pub struct ExportSeen {
+    /// Request headers, or gRPC metadata.
+    pub headers: Vec<(String, String)>,
+    /// `grpc-encoding: gzip` or `content-encoding: gzip`.
+    pub gzip: bool,
+}
+
+impl ExportSeen {
+    fn of(headers: &http::HeaderMap) -> Self {
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect();
+        let gzip = headers
+            .iter()
+            .any(|(k, v)| (k == "grpc-encoding" || k == "content-encoding") && v == "gzip");
+        Self { headers, gzip }
+    }
+
+    /// The value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 #[derive(Default)]
 struct Store {
+    exports: Mutex<Vec<ExportSeen>>,
     spans: Mutex<Vec<CollectedSpan>>,
     points: Mutex<Vec<MetricPoint>>,
     arrived: Notify,
@@ -243,6 +275,8 @@ impl TraceService for Service {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let seen = ExportSeen::of(&request.metadata().clone().into_headers());
+        self.0.exports.lock().expect("collector lock").push(seen);
         self.0.keep_spans(request.into_inner());
         Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
     }
@@ -259,12 +293,24 @@ impl MetricsService for Service {
     }
 }
 
-/// `POST /v1/traces` of OTLP/HTTP with a protobuf body.
+/// `POST /v1/traces` of OTLP/HTTP with a protobuf body, gzip-compressed
+/// or not.
 async fn export_http(
     axum::extract::State(service): axum::extract::State<Service>,
+    headers: http::HeaderMap,
     body: axum::body::Bytes,
 ) -> impl axum::response::IntoResponse {
     use prost::Message as _;
+    let seen = ExportSeen::of(&headers);
+    let body = if seen.gzip {
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut plain)
+            .map(|_| axum::body::Bytes::from(plain))
+            .unwrap_or_default()
+    } else {
+        body
+    };
+    service.0.exports.lock().expect("collector lock").push(seen);
     match ExportTraceServiceRequest::decode(body) {
         Ok(request) => {
             service.0.keep_spans(request);
@@ -313,7 +359,10 @@ impl Collector {
             server = server.tls_config(tls).expect("server TLS");
         }
         let router = server
-            .add_service(TraceServiceServer::new(Service(store.clone())))
+            .add_service(
+                TraceServiceServer::new(Service(store.clone()))
+                    .accept_compressed(tonic::codec::CompressionEncoding::Gzip),
+            )
             .add_service(MetricsServiceServer::new(Service(store.clone())));
         let server = tokio::spawn(async move {
             let _ = router
@@ -330,16 +379,33 @@ impl Collector {
     /// Starts a trace collector over OTLP/HTTP (`POST /v1/traces`,
     /// protobuf), TLS with `identity`.
     pub async fn start_http_tls(identity: &Leaf) -> Collector {
+        Self::start_http_with(Some(identity)).await
+    }
+
+    /// Starts a trace collector over OTLP/HTTP (`POST /v1/traces`,
+    /// protobuf), plaintext.
+    pub async fn start_http() -> Collector {
+        Self::start_http_with(None).await
+    }
+
+    async fn start_http_with(identity: Option<&Leaf>) -> Collector {
         let tcp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = tcp.local_addr().expect("local addr");
         let store = Arc::new(Store::default());
         let app = axum::Router::new()
             .route("/v1/traces", axum::routing::post(export_http))
             .with_state(Service(store.clone()));
-        let listener = TlsListener::new(tcp, identity);
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let server = match identity {
+            Some(identity) => {
+                let listener = TlsListener::new(tcp, identity);
+                tokio::spawn(async move {
+                    let _ = axum::serve(listener, app).await;
+                })
+            }
+            None => tokio::spawn(async move {
+                let _ = axum::serve(tcp, app).await;
+            }),
+        };
         Collector {
             addr,
             store,
@@ -361,6 +427,11 @@ impl Collector {
     /// Every metric point received so far.
     pub fn points(&self) -> Vec<MetricPoint> {
         self.store.points.lock().expect("collector lock").clone()
+    }
+
+    /// How every trace export so far arrived.
+    pub fn exports(&self) -> Vec<ExportSeen> {
+        self.store.exports.lock().expect("collector lock").clone()
     }
 
     /// Every span received so far.

@@ -144,18 +144,24 @@ impl ServeProcess {
 
     /// The value of `key=` in the first log line containing `marker`.
     pub fn field(&self, marker: &str, key: &str) -> String {
+        let line = self.line(marker);
+        let at = line.find(&format!(" {key}=")).expect("field") + key.len() + 2;
+        line[at..]
+            .split_whitespace()
+            .next()
+            .expect("value")
+            .to_owned()
+    }
+
+    /// The first log line not read yet that contains `marker`.
+    pub fn line(&self, marker: &str) -> String {
         loop {
             let line = self
                 .lines
                 .recv_timeout(std::time::Duration::from_secs(30))
                 .unwrap_or_else(|_| panic!("no log line with {marker}"));
             if line.contains(marker) {
-                let at = line.find(&format!(" {key}=")).expect("field") + key.len() + 2;
-                return line[at..]
-                    .split_whitespace()
-                    .next()
-                    .expect("value")
-                    .to_owned();
+                return line;
             }
         }
     }

@@ -3,6 +3,8 @@
 //! CA file, and the RED metrics reach a collector beside the Prometheus
 //! endpoint.
 
+mod settings;
+
 use idgate::{
     config::TelemetryConfig,
     proto::v1::journey_service_client::JourneyServiceClient,

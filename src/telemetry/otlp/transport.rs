@@ -1,0 +1,281 @@
+//! Sending an encoded `ExportTraceServiceRequest` to the collector: OTLP/gRPC
+//! over a tonic channel or OTLP/HTTP over reqwest, with the headers,
+//! compression and timeout of the `OTEL_EXPORTER_OTLP_*` variables.
+//!
+//! The body is already protobuf ([`super::wire`]), so gRPC goes through a
+//! codec that writes the bytes as they are and reads the response's
+//! partial success, and HTTP posts them. Neither retries: an export that
+//! fails is counted `failed` and its spans are gone, so a collector that is
+//! down costs one attempt per batch, not a growing backlog.
+
+use std::time::Duration;
+
+use bytes::{Buf as _, BufMut as _};
+use http::{HeaderMap, HeaderValue, header};
+use prost::Message as _;
+use tonic::{
+    Status,
+    codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder},
+    metadata::MetadataMap,
+    transport::{Channel, Endpoint},
+};
+
+/// The gRPC method of trace export.
+const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
+/// Why an export failed. No variant carries a header value: headers hold
+/// a backend's API key.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportFailure {
+    /// The collector answered with a gRPC error.
+    #[error("the collector answered {code:?}: {message}")]
+    Grpc {
+        /// The status code.
+        code: tonic::Code,
+        /// The collector's message.
+        message: String,
+    },
+    /// The collector answered with an HTTP error.
+    #[error("the collector answered HTTP {0}")]
+    Http(u16),
+    /// The request could not be sent, or its answer not read.
+    #[error("cannot reach the collector: {0}")]
+    Transport(String),
+    /// No answer within the export timeout.
+    #[error("the collector did not answer within {0:?}")]
+    Timeout(Duration),
+}
+
+/// What the collector made of an export it accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Accepted {
+    /// Spans it says it rejected (OTLP partial success).
+    pub rejected: u64,
+}
+
+/// Headers, compression and timeout of every export.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// `OTEL_EXPORTER_OTLP_{,TRACES_}HEADERS`.
+    pub headers: HeaderMap,
+    /// `OTEL_EXPORTER_OTLP_{,TRACES_}COMPRESSION=gzip`.
+    pub gzip: bool,
+    /// `OTEL_EXPORTER_OTLP_{,TRACES_}TIMEOUT`.
+    pub timeout: Duration,
+}
+
+/// Where exports go: built when telemetry is set up, so that a bad
+/// endpoint or TLS file fails the start, and connected on the export
+/// thread.
+#[derive(Debug, Clone)]
+pub enum SpanTarget {
+    /// OTLP/gRPC: the channel is made lazily on the export thread's
+    /// runtime.
+    Grpc(Box<Endpoint>),
+    /// OTLP/HTTP: `POST` of `application/x-protobuf` to the URL.
+    Http {
+        /// The client (TLS roots, CA file).
+        client: reqwest::Client,
+        /// The full URL, `/v1/traces` included.
+        url: reqwest::Url,
+    },
+}
+
+/// Sends encoded requests. The export thread owns one.
+pub trait Transport: Send + 'static {
+    /// Sends one `ExportTraceServiceRequest`.
+    fn send(&mut self, request: Vec<u8>) -> impl Future<Output = Result<Accepted, ExportFailure>>;
+}
+
+/// The transport of [`SpanTarget`] with its [`ExportOptions`].
+#[derive(Debug)]
+pub struct OtlpTransport {
+    target: SpanTarget,
+    options: ExportOptions,
+    grpc: Option<tonic::client::Grpc<Channel>>,
+}
+
+impl OtlpTransport {
+    /// A transport to `target`; nothing connects until the first send.
+    pub fn new(target: SpanTarget, options: ExportOptions) -> Self {
+        Self {
+            target,
+            options,
+            grpc: None,
+        }
+    }
+
+    async fn send_grpc(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
+        let SpanTarget::Grpc(endpoint) = &self.target else {
+            unreachable!("send_grpc is only called for a gRPC target");
+        };
+        // The channel spawns its connection task on the runtime it is made
+        // on: the export thread's.
+        let grpc = self.grpc.get_or_insert_with(|| {
+            let client = tonic::client::Grpc::new(endpoint.connect_lazy());
+            if self.options.gzip {
+                client.send_compressed(CompressionEncoding::Gzip)
+            } else {
+                client
+            }
+        });
+        grpc.ready()
+            .await
+            .map_err(|e| ExportFailure::Transport(e.to_string()))?;
+        let mut call = tonic::Request::new(request);
+        *call.metadata_mut() = MetadataMap::from_headers(self.options.headers.clone());
+        call.set_timeout(self.options.timeout);
+        let path = http::uri::PathAndQuery::from_static(EXPORT_PATH);
+        let response =
+            grpc.unary(call, path, RawCodec)
+                .await
+                .map_err(|status| ExportFailure::Grpc {
+                    code: status.code(),
+                    message: status.message().to_owned(),
+                })?;
+        Ok(response.into_inner().accepted())
+    }
+
+    async fn send_http(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
+        let SpanTarget::Http { client, url } = &self.target else {
+            unreachable!("send_http is only called for an HTTP target");
+        };
+        let mut post = client
+            .post(url.clone())
+            .headers(self.options.headers.clone())
+            .header(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-protobuf"),
+            )
+            .timeout(self.options.timeout);
+        post = if self.options.gzip {
+            post.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"))
+                .body(gzip(&request)?)
+        } else {
+            post.body(request)
+        };
+        let timeout = self.options.timeout;
+        let response = post
+            .send()
+            .await
+            .map_err(|e| transport_failure(e, timeout))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(ExportFailure::Http(status.as_u16()));
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| transport_failure(e, timeout))?;
+        // A collector may answer an empty body; anything else must be the
+        // response message.
+        Ok(ExportResponse::decode(body)
+            .map(|r| r.accepted())
+            .unwrap_or_default())
+    }
+}
+
+impl Transport for OtlpTransport {
+    async fn send(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
+        let timeout = self.options.timeout;
+        let send = async {
+            match self.target {
+                SpanTarget::Grpc(_) => self.send_grpc(request).await,
+                SpanTarget::Http { .. } => self.send_http(request).await,
+            }
+        };
+        tokio::time::timeout(timeout, send)
+            .await
+            .unwrap_or(Err(ExportFailure::Timeout(timeout)))
+    }
+}
+
+/// reqwest's error, without its URL, which may carry credentials.
+fn transport_failure(e: reqwest::Error, timeout: Duration) -> ExportFailure {
+    if e.is_timeout() {
+        return ExportFailure::Timeout(timeout);
+    }
+    ExportFailure::Transport(e.without_url().to_string())
+}
+
+fn gzip(body: &[u8]) -> Result<Vec<u8>, ExportFailure> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    encoder
+        .write_all(body)
+        .and_then(|()| encoder.finish())
+        .map_err(|e| ExportFailure::Transport(format!("gzip: {e}")))
+}
+
+/// `ExportTraceServiceResponse`, of which only the partial success
+/// matters.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ExportResponse {
+    #[prost(message, optional, tag = "1")]
+    partial_success: Option<PartialSuccess>,
+}
+
+/// `ExportTracePartialSuccess`.
+#[derive(Clone, PartialEq, prost::Message)]
+struct PartialSuccess {
+    #[prost(int64, tag = "1")]
+    rejected_spans: i64,
+    #[prost(string, tag = "2")]
+    error_message: String,
+}
+
+impl ExportResponse {
+    fn accepted(&self) -> Accepted {
+        Accepted {
+            rejected: self
+                .partial_success
+                .as_ref()
+                .map_or(0, |p| u64::try_from(p.rejected_spans).unwrap_or(0)),
+        }
+    }
+}
+
+/// Writes an already encoded request as the message, and reads the
+/// response.
+#[derive(Debug, Clone, Copy, Default)]
+struct RawCodec;
+
+impl Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = ExportResponse;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawCodec
+    }
+}
+
+impl Encoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl Decoder for RawCodec {
+    type Item = ExportResponse;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<ExportResponse>, Status> {
+        let len = src.remaining();
+        ExportResponse::decode(src.copy_to_bytes(len))
+            .map(Some)
+            .map_err(|e| Status::internal(format!("bad export response: {e}")))
+    }
+}
