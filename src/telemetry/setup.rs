@@ -132,8 +132,8 @@ pub enum TelemetryError {
     /// The HTTP client of OTLP/HTTP export could not be built.
     #[error("cannot build the OTLP/HTTP client: {0}")]
     HttpClient(String),
-    /// The gRPC exporter runs its connection on Tokio.
-    #[error("OTLP export needs a Tokio runtime: set up telemetry inside one")]
+    /// The OTLP metrics exporter runs its gRPC connection on Tokio.
+    #[error("OTLP metrics export needs a Tokio runtime: set up telemetry inside one")]
     NoRuntime,
     /// Another global subscriber was installed first.
     #[error("a global tracing subscriber is already installed")]
