@@ -92,6 +92,7 @@ pub trait Transport: Send + 'static {
 pub struct OtlpTransport {
     target: SpanTarget,
     options: ExportOptions,
+    /// The gRPC client, made at the first send.
     grpc: Option<tonic::client::Grpc<Channel>>,
 }
 
@@ -104,90 +105,94 @@ impl OtlpTransport {
             grpc: None,
         }
     }
-
-    async fn send_grpc(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
-        let SpanTarget::Grpc(endpoint) = &self.target else {
-            unreachable!("send_grpc is only called for a gRPC target");
-        };
-        // The channel spawns its connection task on the runtime it is made
-        // on: the export thread's.
-        let grpc = self.grpc.get_or_insert_with(|| {
-            let client = tonic::client::Grpc::new(endpoint.connect_lazy());
-            if self.options.gzip {
-                client.send_compressed(CompressionEncoding::Gzip)
-            } else {
-                client
-            }
-        });
-        grpc.ready()
-            .await
-            .map_err(|e| ExportFailure::Transport(e.to_string()))?;
-        let mut call = tonic::Request::new(request);
-        *call.metadata_mut() = MetadataMap::from_headers(self.options.headers.clone());
-        call.set_timeout(self.options.timeout);
-        let path = http::uri::PathAndQuery::from_static(EXPORT_PATH);
-        let response =
-            grpc.unary(call, path, RawCodec)
-                .await
-                .map_err(|status| ExportFailure::Grpc {
-                    code: status.code(),
-                    message: status.message().to_owned(),
-                })?;
-        Ok(response.into_inner().accepted())
-    }
-
-    async fn send_http(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
-        let SpanTarget::Http { client, url } = &self.target else {
-            unreachable!("send_http is only called for an HTTP target");
-        };
-        let mut post = client
-            .post(url.clone())
-            .headers(self.options.headers.clone())
-            .header(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/x-protobuf"),
-            )
-            .timeout(self.options.timeout);
-        post = if self.options.gzip {
-            post.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"))
-                .body(gzip(&request)?)
-        } else {
-            post.body(request)
-        };
-        let timeout = self.options.timeout;
-        let response = post
-            .send()
-            .await
-            .map_err(|e| transport_failure(e, timeout))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(ExportFailure::Http(status.as_u16()));
-        }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| transport_failure(e, timeout))?;
-        // A collector may answer an empty body; anything else must be the
-        // response message.
-        Ok(ExportResponse::decode(body)
-            .map(|r| r.accepted())
-            .unwrap_or_default())
-    }
 }
 
 impl Transport for OtlpTransport {
     async fn send(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
-        let timeout = self.options.timeout;
+        let options = &self.options;
         let send = async {
-            match self.target {
-                SpanTarget::Grpc(_) => self.send_grpc(request).await,
-                SpanTarget::Http { .. } => self.send_http(request).await,
+            match &self.target {
+                SpanTarget::Grpc(endpoint) => {
+                    // The channel spawns its connection task on the runtime
+                    // it is made on: the export thread's.
+                    let grpc = self.grpc.get_or_insert_with(|| {
+                        let client = tonic::client::Grpc::new(endpoint.connect_lazy());
+                        if options.gzip {
+                            client.send_compressed(CompressionEncoding::Gzip)
+                        } else {
+                            client
+                        }
+                    });
+                    send_grpc(grpc, options, request).await
+                }
+                SpanTarget::Http { client, url } => send_http(client, url, options, request).await,
             }
         };
-        tokio::time::timeout(timeout, send)
+        tokio::time::timeout(options.timeout, send)
             .await
-            .unwrap_or(Err(ExportFailure::Timeout(timeout)))
+            .unwrap_or(Err(ExportFailure::Timeout(options.timeout)))
     }
+}
+
+async fn send_grpc(
+    grpc: &mut tonic::client::Grpc<Channel>,
+    options: &ExportOptions,
+    request: Vec<u8>,
+) -> Result<Accepted, ExportFailure> {
+    grpc.ready()
+        .await
+        .map_err(|e| ExportFailure::Transport(e.to_string()))?;
+    let mut call = tonic::Request::new(request);
+    *call.metadata_mut() = MetadataMap::from_headers(options.headers.clone());
+    call.set_timeout(options.timeout);
+    let path = http::uri::PathAndQuery::from_static(EXPORT_PATH);
+    let response =
+        grpc.unary(call, path, RawCodec)
+            .await
+            .map_err(|status| ExportFailure::Grpc {
+                code: status.code(),
+                message: status.message().to_owned(),
+            })?;
+    Ok(response.into_inner().accepted())
+}
+
+async fn send_http(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+    options: &ExportOptions,
+    request: Vec<u8>,
+) -> Result<Accepted, ExportFailure> {
+    let mut post = client
+        .post(url.clone())
+        .headers(options.headers.clone())
+        .header(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/x-protobuf"),
+        )
+        .timeout(options.timeout);
+    post = if options.gzip {
+        post.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"))
+            .body(gzip(&request)?)
+    } else {
+        post.body(request)
+    };
+    let response = post
+        .send()
+        .await
+        .map_err(|e| transport_failure(e, options.timeout))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(ExportFailure::Http(status.as_u16()));
+    }
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| transport_failure(e, options.timeout))?;
+    // A collector may answer an empty body; anything else must be the
+    // response message.
+    Ok(ExportResponse::decode(body)
+        .map(|r| r.accepted())
+        .unwrap_or_default())
 }
 
 /// reqwest's error, without its URL, which may carry credentials.
