@@ -32,6 +32,7 @@ use tonic::transport::{Certificate, ClientTlsConfig};
 use super::TelemetryError;
 
 mod options;
+mod retry;
 pub mod transport;
 pub mod wire;
 

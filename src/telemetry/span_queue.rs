@@ -18,8 +18,9 @@
 //!   leaves every [`SpanQueueConfig::schedule_delay`], on a flush and at
 //!   shutdown. One export is in flight at a time.
 //! - Every span handed to the transport is counted `exported` or
-//!   `failed`, by the export's outcome (spans a collector says it rejected,
-//!   OTLP's partial success, are `failed`).
+//!   `failed`, by the export's outcome after the transport's retries
+//!   (spans a collector says it rejected, OTLP's partial success, are
+//!   `failed`).
 //!
 //! [`SpanExportStats`] holds the counters; `/metrics` shows them as
 //! `idgate_trace_spans_total{outcome}` and `idgate_trace_queue_spans`

@@ -4,13 +4,15 @@
 //!
 //! The body is already protobuf ([`super::wire`]), so gRPC goes through a
 //! codec that writes the bytes as they are and reads the response's
-//! partial success, and HTTP posts them. Neither retries: an export that
-//! fails is counted `failed` and its spans are gone, so a collector that is
-//! down costs one attempt per batch, not a growing backlog.
+//! partial success, and HTTP posts them. A failure the OTLP specification
+//! calls transient is retried within the export's timeout
+//! ([`super::retry`]); past it, the export is counted `failed` and its
+//! spans are gone, so a collector that is down costs a bounded wait per
+//! batch, never a growing backlog.
 
 use std::time::Duration;
 
-use bytes::{Buf as _, BufMut as _};
+use bytes::{Buf as _, BufMut as _, Bytes};
 use http::{HeaderMap, HeaderValue, header};
 use prost::Message as _;
 use tonic::{
@@ -20,24 +22,32 @@ use tonic::{
     transport::{Channel, Endpoint},
 };
 
+use super::retry::{Backoff, retry_after_header};
+use tonic_types::StatusExt as _;
+
 /// The gRPC method of trace export.
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 
-/// Why an export failed. No variant carries a header value: headers hold
-/// a backend's API key.
+/// Why an export failed. No variant carries a header value, nor the
+/// collector's own message, which may echo the API key it refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportFailure {
     /// The collector answered with a gRPC error.
-    #[error("the collector answered {code:?}: {message}")]
+    #[error("the collector answered {code:?}")]
     Grpc {
         /// The status code.
         code: tonic::Code,
-        /// The collector's message.
-        message: String,
+        /// The wait its `RetryInfo` asks for, if any.
+        retry_after: Option<Duration>,
     },
     /// The collector answered with an HTTP error.
-    #[error("the collector answered HTTP {0}")]
-    Http(u16),
+    #[error("the collector answered HTTP {status}")]
+    Http {
+        /// The status.
+        status: u16,
+        /// The wait its `Retry-After` asks for, if any.
+        retry_after: Option<Duration>,
+    },
     /// The request could not be sent, or its answer not read.
     #[error("cannot reach the collector: {0}")]
     Transport(String),
@@ -110,34 +120,53 @@ impl OtlpTransport {
 impl Transport for OtlpTransport {
     async fn send(&mut self, request: Vec<u8>) -> Result<Accepted, ExportFailure> {
         let options = &self.options;
-        let send = async {
-            match &self.target {
-                SpanTarget::Grpc(endpoint) => {
-                    // The channel spawns its connection task on the runtime
-                    // it is made on: the export thread's.
-                    let grpc = self.grpc.get_or_insert_with(|| {
-                        let client = tonic::client::Grpc::new(endpoint.connect_lazy());
-                        if options.gzip {
-                            client.send_compressed(CompressionEncoding::Gzip)
-                        } else {
-                            client
-                        }
-                    });
-                    send_grpc(grpc, options, request).await
-                }
-                SpanTarget::Http { client, url } => send_http(client, url, options, request).await,
-            }
+        let deadline = tokio::time::Instant::now() + options.timeout;
+        let body = match &self.target {
+            SpanTarget::Http { .. } if options.gzip => Bytes::from(gzip(&request)?),
+            _ => Bytes::from(request),
         };
-        tokio::time::timeout(options.timeout, send)
-            .await
-            .unwrap_or(Err(ExportFailure::Timeout(options.timeout)))
+        let mut backoff = Backoff::new();
+        loop {
+            let attempt = async {
+                match &self.target {
+                    SpanTarget::Grpc(endpoint) => {
+                        // The channel spawns its connection task on the
+                        // runtime it is made on: the export thread's.
+                        let grpc = self.grpc.get_or_insert_with(|| {
+                            let client = tonic::client::Grpc::new(endpoint.connect_lazy());
+                            if options.gzip {
+                                client.send_compressed(CompressionEncoding::Gzip)
+                            } else {
+                                client
+                            }
+                        });
+                        send_grpc(grpc, options, body.clone()).await
+                    }
+                    SpanTarget::Http { client, url } => {
+                        send_http(client, url, options, body.clone()).await
+                    }
+                }
+            };
+            let failure = match tokio::time::timeout_at(deadline, attempt).await {
+                Ok(Ok(accepted)) => return Ok(accepted),
+                Ok(Err(failure)) => failure,
+                Err(_) => return Err(ExportFailure::Timeout(options.timeout)),
+            };
+            match backoff.next(&failure) {
+                Some(wait) if tokio::time::Instant::now() + wait < deadline => {
+                    tracing::debug!(error = %failure, ?wait, "span export failed; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                _ => return Err(failure),
+            }
+        }
     }
 }
 
 async fn send_grpc(
     grpc: &mut tonic::client::Grpc<Channel>,
     options: &ExportOptions,
-    request: Vec<u8>,
+    request: Bytes,
 ) -> Result<Accepted, ExportFailure> {
     grpc.ready()
         .await
@@ -151,7 +180,9 @@ async fn send_grpc(
             .await
             .map_err(|status| ExportFailure::Grpc {
                 code: status.code(),
-                message: status.message().to_owned(),
+                retry_after: status
+                    .get_details_retry_info()
+                    .and_then(|info| info.retry_delay),
             })?;
     Ok(response.into_inner().accepted())
 }
@@ -160,7 +191,7 @@ async fn send_http(
     client: &reqwest::Client,
     url: &reqwest::Url,
     options: &ExportOptions,
-    request: Vec<u8>,
+    body: Bytes,
 ) -> Result<Accepted, ExportFailure> {
     let mut post = client
         .post(url.clone())
@@ -170,19 +201,20 @@ async fn send_http(
             HeaderValue::from_static("application/x-protobuf"),
         )
         .timeout(options.timeout);
-    post = if options.gzip {
-        post.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"))
-            .body(gzip(&request)?)
-    } else {
-        post.body(request)
-    };
+    if options.gzip {
+        post = post.header(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    let post = post.body(body);
     let response = post
         .send()
         .await
         .map_err(|e| transport_failure(e, options.timeout))?;
     let status = response.status();
     if !status.is_success() {
-        return Err(ExportFailure::Http(status.as_u16()));
+        return Err(ExportFailure::Http {
+            status: status.as_u16(),
+            retry_after: retry_after_header(response.headers().get(header::RETRY_AFTER)),
+        });
     }
     let body = response
         .bytes()
@@ -249,7 +281,7 @@ impl ExportResponse {
 struct RawCodec;
 
 impl Codec for RawCodec {
-    type Encode = Vec<u8>;
+    type Encode = Bytes;
     type Decode = ExportResponse;
     type Encoder = RawCodec;
     type Decoder = RawCodec;
@@ -264,10 +296,10 @@ impl Codec for RawCodec {
 }
 
 impl Encoder for RawCodec {
-    type Item = Vec<u8>;
+    type Item = Bytes;
     type Error = Status;
 
-    fn encode(&mut self, item: Vec<u8>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
         dst.put_slice(&item);
         Ok(())
     }

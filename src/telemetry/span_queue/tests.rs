@@ -47,7 +47,10 @@ impl Transport for Gated {
             is_open = changed.wait(is_open).unwrap();
         }
         if self.fail {
-            Err(ExportFailure::Http(503))
+            Err(ExportFailure::Http {
+                status: 400,
+                retry_after: None,
+            })
         } else {
             Ok(Accepted {
                 rejected: self.reject,

@@ -182,3 +182,70 @@ async fn a_collector_that_never_answers_costs_failed_spans_after_the_timeout_not
         task.abort();
     }
 }
+
+async fn failed_and_exported(http: SocketAddr) -> (f64, f64) {
+    let text = scrape(http).await;
+    let count = |outcome| {
+        crate::support::metrics::value(&text, "idgate_trace_spans_total", &[("outcome", outcome)])
+    };
+    (count("failed"), count("exported"))
+}
+
+#[tokio::test]
+async fn a_collector_restarting_costs_no_span_and_one_refusing_is_not_asked_twice() {
+    for protocol in ["grpc", "http/protobuf"] {
+        for transient in [true, false] {
+            let collector = match protocol {
+                "grpc" => Collector::start().await,
+                _ => Collector::start_http().await,
+            };
+            // Transient: two refusals, within the three retries of one
+            // export. Otherwise every export is refused.
+            collector.refuse_next(if transient { 2 } else { usize::MAX }, transient);
+            let dir = crate::support::temp::dir("otlp-retry");
+            let mut serve = serve_exporting(
+                dir.path(),
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint()),
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", protocol.to_owned()),
+                ],
+            );
+            let (grpc, http) = listening(&serve);
+            create_journey(grpc).await;
+            let case = format!("{protocol}, transient {transient}");
+            if transient {
+                eventually(&case, EVENT_WAIT, async || {
+                    let (failed, exported) = failed_and_exported(http).await;
+                    collector.spans().iter().any(|s| s.name == CREATE)
+                        && failed == 0.0
+                        && exported as usize == collector.spans().len()
+                })
+                .await;
+                let exports = collector.exports();
+                assert!(
+                    exports[0].digest == exports[1].digest
+                        && exports[1].digest == exports[2].digest,
+                    "{case}: the refused export was sent again, as it was"
+                );
+            } else {
+                eventually(&case, EVENT_WAIT, async || {
+                    let refused: usize = collector.exports().iter().map(|e| e.spans).sum();
+                    refused > 0 && failed_and_exported(http).await.0 == refused as f64
+                })
+                .await;
+                let exports = collector.exports();
+                let mut digests: Vec<_> = exports.iter().map(|e| e.digest).collect();
+                digests.sort_unstable();
+                digests.dedup();
+                assert_eq!(
+                    digests.len(),
+                    exports.len(),
+                    "{case}: a rejected export is not sent again"
+                );
+                assert!(collector.spans().is_empty(), "{case}");
+            }
+            serve.signal("TERM");
+            serve.exit_within(EVENT_WAIT).await.expect("exits");
+        }
+    }
+}

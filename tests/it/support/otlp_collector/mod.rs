@@ -34,6 +34,11 @@ use tokio_stream::wrappers::TcpListenerStream;
 
 use super::tls::{Leaf, TlsListener};
 
+mod exports;
+
+pub use exports::ExportSeen;
+use exports::export_http;
+
 /// OTLP span kinds, as numbers on the wire.
 pub mod kind {
     /// `SPAN_KIND_SERVER`.
@@ -122,40 +127,12 @@ pub struct MetricPoint {
     pub value: u64,
 }
 
-/// How one trace export arrived: its headers (names in lower case) and
-/// whether its body was gzip-compressed.
-#[derive(Debug, Clone)]
-pub struct ExportSeen {
-    /// Request headers, or gRPC metadata.
-    pub headers: Vec<(String, String)>,
-    /// `grpc-encoding: gzip` or `content-encoding: gzip`.
-    pub gzip: bool,
-}
-
-impl ExportSeen {
-    fn of(headers: &http::HeaderMap) -> Self {
-        let headers: Vec<(String, String)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
-            .collect();
-        let gzip = headers
-            .iter()
-            .any(|(k, v)| (k == "grpc-encoding" || k == "content-encoding") && v == "gzip");
-        Self { headers, gzip }
-    }
-
-    /// The value of header `name`.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
 #[derive(Default)]
 struct Store {
     exports: Mutex<Vec<ExportSeen>>,
+    /// Trace exports still to refuse, and whether as a transient failure
+    /// (gRPC `UNAVAILABLE`, HTTP 503) or not (`INVALID_ARGUMENT`, 400).
+    refusals: Mutex<(usize, bool)>,
     spans: Mutex<Vec<CollectedSpan>>,
     points: Mutex<Vec<MetricPoint>>,
     arrived: Notify,
@@ -275,8 +252,15 @@ impl TraceService for Service {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let seen = ExportSeen::of(&request.metadata().clone().into_headers());
-        self.0.exports.lock().expect("collector lock").push(seen);
+        let seen = ExportSeen::of(
+            &request.metadata().clone().into_headers(),
+            request.get_ref(),
+        );
+        match self.0.arrived(seen) {
+            Some(true) => return Err(tonic::Status::unavailable("collector restarting")),
+            Some(false) => return Err(tonic::Status::invalid_argument("refused")),
+            None => {}
+        }
         self.0.keep_spans(request.into_inner());
         Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
     }
@@ -290,41 +274,6 @@ impl MetricsService for Service {
     ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
         self.0.keep_points(request.into_inner());
         Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
-    }
-}
-
-/// `POST /v1/traces` of OTLP/HTTP with a protobuf body, gzip-compressed
-/// or not.
-async fn export_http(
-    axum::extract::State(service): axum::extract::State<Service>,
-    headers: http::HeaderMap,
-    body: axum::body::Bytes,
-) -> impl axum::response::IntoResponse {
-    use prost::Message as _;
-    let seen = ExportSeen::of(&headers);
-    let body = if seen.gzip {
-        let mut plain = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut plain)
-            .map(|_| axum::body::Bytes::from(plain))
-            .unwrap_or_default()
-    } else {
-        body
-    };
-    service.0.exports.lock().expect("collector lock").push(seen);
-    match ExportTraceServiceRequest::decode(body) {
-        Ok(request) => {
-            service.0.keep_spans(request);
-            (
-                axum::http::StatusCode::OK,
-                [("content-type", "application/x-protobuf")],
-                ExportTraceServiceResponse::default().encode_to_vec(),
-            )
-        }
-        Err(_) => (
-            axum::http::StatusCode::BAD_REQUEST,
-            [("content-type", "text/plain")],
-            b"not an ExportTraceServiceRequest".to_vec(),
-        ),
     }
 }
 
@@ -427,6 +376,13 @@ impl Collector {
     /// Every metric point received so far.
     pub fn points(&self) -> Vec<MetricPoint> {
         self.store.points.lock().expect("collector lock").clone()
+    }
+
+    /// Refuses the next `n` trace exports, as a collector restarting
+    /// (`transient`: gRPC `UNAVAILABLE`, HTTP 503) or one rejecting them
+    /// (gRPC `INVALID_ARGUMENT`, HTTP 400).
+    pub fn refuse_next(&self, n: usize, transient: bool) {
+        *self.store.refusals.lock().expect("collector lock") = (n, transient);
     }
 
     /// How every trace export so far arrived.

@@ -1,0 +1,229 @@
+//! Which failed exports are worth another try, and when: the OTLP
+//! specification's "Failures" rules, as `opentelemetry-otlp` applies them.
+//!
+//! - Retried: no answer at all (a collector restarting refuses the
+//!   connection), gRPC `UNAVAILABLE`, `CANCELLED`, `DEADLINE_EXCEEDED`,
+//!   `ABORTED`, `OUT_OF_RANGE`, `DATA_LOSS`, `RESOURCE_EXHAUSTED` only with
+//!   a `RetryInfo`; HTTP 429, 502, 503, 504.
+//! - A collector's `RetryInfo` or `Retry-After` sets the wait (at most
+//!   30 s); otherwise 100 ms, doubling up to 1.6 s, plus up to 100 ms of
+//!   jitter; at most three retries.
+//! - All of it within the export's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`):
+//!   a retry whose wait would pass it is not made. An export that timed
+//!   out has spent the budget and is not retried.
+
+use std::{hash::BuildHasher as _, time::Duration};
+
+use super::transport::ExportFailure;
+
+const MAX_RETRIES: u32 = 3;
+const INITIAL_DELAY: Duration = Duration::from_millis(100);
+const MAX_DELAY: Duration = Duration::from_millis(1_600);
+const MAX_THROTTLE: Duration = Duration::from_secs(30);
+const MAX_JITTER_MS: u64 = 100;
+
+/// Whether `failure` may be retried and, if the collector said, after how
+/// long.
+fn retryable(failure: &ExportFailure) -> Option<Option<Duration>> {
+    use tonic::Code;
+    match failure {
+        ExportFailure::Timeout(_) => None,
+        ExportFailure::Transport(_) => Some(None),
+        ExportFailure::Grpc { code, retry_after } => match code {
+            Code::Unavailable => Some(*retry_after),
+            Code::ResourceExhausted => retry_after.map(Some),
+            Code::Cancelled
+            | Code::DeadlineExceeded
+            | Code::Aborted
+            | Code::OutOfRange
+            | Code::DataLoss => Some(None),
+            _ => None,
+        },
+        ExportFailure::Http {
+            status,
+            retry_after,
+        } => match status {
+            429 | 503 => Some(*retry_after),
+            502 | 504 => Some(None),
+            _ => None,
+        },
+    }
+}
+
+/// The waits between the attempts of one export.
+#[derive(Debug)]
+pub(super) struct Backoff {
+    retries: u32,
+    delay: Duration,
+    cap: Duration,
+    jitter: fn() -> Duration,
+}
+
+impl Backoff {
+    /// Before the first attempt.
+    pub(super) fn new() -> Self {
+        Self::with_jitter(jitter)
+    }
+
+    fn with_jitter(jitter: fn() -> Duration) -> Self {
+        Self {
+            retries: 0,
+            delay: INITIAL_DELAY,
+            cap: MAX_DELAY,
+            jitter,
+        }
+    }
+
+    /// How long to wait before retrying after `failure`; `None`: give up.
+    pub(super) fn next(&mut self, failure: &ExportFailure) -> Option<Duration> {
+        let server = retryable(failure)?;
+        if self.retries >= MAX_RETRIES {
+            return None;
+        }
+        self.retries += 1;
+        if let Some(server) = server.map(|d| d.min(MAX_THROTTLE)) {
+            // The collector's wait may exceed the usual cap; it is never
+            // shortened.
+            if server > self.cap {
+                self.cap = MAX_THROTTLE;
+            }
+            self.delay = self.delay.max(server);
+        }
+        let wait = (self.delay + (self.jitter)()).min(self.cap);
+        self.delay = (self.delay * 2).min(self.cap);
+        Some(wait)
+    }
+}
+
+/// Up to [`MAX_JITTER_MS`], so that replicas that failed together do not
+/// retry together.
+fn jitter() -> Duration {
+    let random = std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now());
+    Duration::from_millis(random % (MAX_JITTER_MS + 1))
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not read).
+pub(super) fn retry_after_header(value: Option<&http::HeaderValue>) -> Option<Duration> {
+    let seconds = value?.to_str().ok()?.trim().parse::<u64>().ok()?;
+    Some(Duration::from_secs(seconds.min(MAX_THROTTLE.as_secs())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_jitter() -> Duration {
+        Duration::ZERO
+    }
+
+    fn grpc(code: tonic::Code, retry_after: Option<Duration>) -> ExportFailure {
+        ExportFailure::Grpc { code, retry_after }
+    }
+
+    fn http(status: u16, retry_after: Option<Duration>) -> ExportFailure {
+        ExportFailure::Http {
+            status,
+            retry_after,
+        }
+    }
+
+    #[test]
+    fn transient_failures_back_off_from_100_ms_doubling_three_times_at_most() {
+        let mut backoff = Backoff::with_jitter(no_jitter);
+        let unavailable = grpc(tonic::Code::Unavailable, None);
+        let waits: Vec<_> = std::iter::from_fn(|| backoff.next(&unavailable)).collect();
+        assert_eq!(
+            waits,
+            [100, 200, 400].map(Duration::from_millis),
+            "three retries, then give up"
+        );
+    }
+
+    #[test]
+    fn the_specification_says_which_failures_are_retried() {
+        for failure in [
+            ExportFailure::Transport("connection refused".into()),
+            grpc(tonic::Code::Unavailable, None),
+            grpc(tonic::Code::DeadlineExceeded, None),
+            grpc(tonic::Code::Aborted, None),
+            grpc(tonic::Code::ResourceExhausted, Some(Duration::from_secs(1))),
+            http(429, None),
+            http(502, None),
+            http(503, None),
+            http(504, None),
+        ] {
+            assert!(
+                Backoff::with_jitter(no_jitter).next(&failure).is_some(),
+                "{failure:?}"
+            );
+        }
+        for failure in [
+            ExportFailure::Timeout(Duration::from_secs(10)),
+            grpc(tonic::Code::ResourceExhausted, None),
+            grpc(tonic::Code::Unauthenticated, None),
+            grpc(tonic::Code::InvalidArgument, None),
+            grpc(tonic::Code::Internal, None),
+            http(400, None),
+            http(401, None),
+            http(413, None),
+            http(500, None),
+        ] {
+            assert!(
+                Backoff::with_jitter(no_jitter).next(&failure).is_none(),
+                "{failure:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_collectors_retry_delay_is_honoured_up_to_30_seconds_never_shortened() {
+        let mut backoff = Backoff::with_jitter(no_jitter);
+        assert_eq!(
+            backoff.next(&http(503, Some(Duration::from_secs(5)))),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            backoff.next(&http(503, Some(Duration::from_millis(10)))),
+            Some(Duration::from_secs(10)),
+            "the doubled wait, not the shorter one asked"
+        );
+        let mut backoff = Backoff::with_jitter(no_jitter);
+        assert_eq!(
+            backoff.next(&grpc(
+                tonic::Code::Unavailable,
+                Some(Duration::from_secs(600))
+            )),
+            Some(MAX_THROTTLE)
+        );
+    }
+
+    #[test]
+    fn jitter_stays_within_100_ms() {
+        for _ in 0..100 {
+            assert!(jitter() <= Duration::from_millis(MAX_JITTER_MS));
+        }
+        let mut backoff = Backoff::new();
+        let wait = backoff
+            .next(&grpc(tonic::Code::Unavailable, None))
+            .expect("retried");
+        assert!((INITIAL_DELAY..=INITIAL_DELAY + Duration::from_millis(100)).contains(&wait));
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds_and_capped() {
+        let value = |v: &'static str| http::HeaderValue::from_static(v);
+        assert_eq!(
+            retry_after_header(Some(&value("7"))),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            retry_after_header(Some(&value("86400"))),
+            Some(MAX_THROTTLE)
+        );
+        assert_eq!(
+            retry_after_header(Some(&value("Fri, 31 Dec 1999 23:59:59 GMT"))),
+            None
+        );
+        assert_eq!(retry_after_header(None), None);
+    }
+}
