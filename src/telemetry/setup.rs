@@ -105,15 +105,16 @@ pub enum TelemetryError {
         source: io::Error,
     },
     /// An `OTEL_EXPORTER_OTLP_*HEADERS` entry is not a valid header. Named
-    /// by its key only: the value may be an API key.
+    /// by its key, or its position when the key is malformed: the value
+    /// may be an API key.
     #[error(
-        "`{variable}`: the entry `{key}` is not a valid header (key=value, value percent-encoded)"
+        "`{variable}`: the entry {entry} is not a valid header (key=value, value percent-encoded)"
     )]
     Header {
         /// The variable.
         variable: String,
-        /// The entry's key.
-        key: String,
+        /// The entry: its key, quoted, or its position.
+        entry: String,
     },
     /// An `OTEL_*` setting does not parse.
     #[error("`{variable}={value}`: expected {expected}")]

@@ -36,15 +36,20 @@ fn headers(env: &dyn Fn(&str) -> Option<String>) -> Result<HeaderMap, TelemetryE
         Signal::Traces.var("HEADERS"),
     ] {
         let Some(list) = env(&variable) else { continue };
-        for pair in list.split(',').filter(|p| !p.trim().is_empty()) {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let key = key.trim();
-            let bad = || TelemetryError::Header {
+        let entries = list.split(',').filter(|p| !p.trim().is_empty());
+        for (n, pair) in entries.enumerate() {
+            // An entry is named by its key only when the key is a valid
+            // header name: a malformed entry (`Authorization Bearer ...`,
+            // no `=`) may be all secret.
+            let bad = |key: Option<&str>| TelemetryError::Header {
                 variable: variable.clone(),
-                key: key.to_owned(),
+                entry: key.map_or_else(|| format!("number {}", n + 1), |k| format!("`{k}`")),
             };
-            let name =
-                HeaderName::from_bytes(key.to_ascii_lowercase().as_bytes()).map_err(|_| bad())?;
+            let (key, value) = pair.split_once('=').ok_or_else(|| bad(None))?;
+            let key = key.trim();
+            let name = HeaderName::from_bytes(key.to_ascii_lowercase().as_bytes())
+                .map_err(|_| bad(None))?;
+            let bad = || bad(Some(key));
             let decoded = percent_encoding::percent_decode_str(value.trim())
                 .decode_utf8()
                 .map_err(|_| bad())?;
