@@ -249,3 +249,54 @@ async fn a_collector_restarting_costs_no_span_and_one_refusing_is_not_asked_twic
         }
     }
 }
+
+#[tokio::test]
+async fn at_shutdown_a_collector_that_never_answers_costs_the_flush_bound_not_the_export_timeout() {
+    let (collector, task) = deaf_collector().await;
+    let dir = crate::support::temp::dir("otlp-deaf-exit");
+    let mut serve = serve_exporting(
+        dir.path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{collector}")),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf".to_owned()),
+            // Longer than the test waits: only the flush's own bound
+            // (5 s) can end the exit in time.
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "60000".to_owned()),
+            // Nothing leaves on schedule: the spans wait for the flush.
+            ("OTEL_BSP_SCHEDULE_DELAY", "600000".to_owned()),
+        ],
+    );
+    let (grpc, _) = listening(&serve);
+    create_journey(grpc).await;
+    serve.signal("TERM");
+    let status = serve
+        .exit_within(EVENT_WAIT)
+        .await
+        .expect("idgate serve exits although its collector never answers");
+    assert!(status.success(), "{status}");
+    task.abort();
+}
+
+#[tokio::test]
+async fn at_shutdown_the_spans_still_queued_reach_the_collector() {
+    let collector = Collector::start().await;
+    let dir = crate::support::temp::dir("otlp-exit-flush");
+    let mut serve = serve_exporting(
+        dir.path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint()),
+            // Nothing leaves on schedule: only the flush at exit sends them.
+            ("OTEL_BSP_SCHEDULE_DELAY", "600000".to_owned()),
+        ],
+    );
+    let (grpc, _) = listening(&serve);
+    create_journey(grpc).await;
+    serve.signal("TERM");
+    let status = serve.exit_within(EVENT_WAIT).await.expect("exits");
+    assert!(status.success(), "{status}");
+    assert!(
+        collector.spans().iter().any(|s| s.name == CREATE),
+        "the call's span was sent at exit: {:?}",
+        collector.exports()
+    );
+}
