@@ -43,6 +43,9 @@ impl Chunk {
         let group = match self.scopes.iter().position(|s| s.scope == *scope) {
             Some(i) => &mut self.scopes[i],
             None => {
+                // The first scope of a chunk (in practice the only one)
+                // gets room for the whole chunk at once.
+                let capacity = if self.scopes.is_empty() { capacity } else { 0 };
                 self.scopes.push(ScopeSpans {
                     scope: scope.clone(),
                     encoded: EncodedScope::new(scope),
