@@ -140,7 +140,7 @@ impl Transport for OtlpTransport {
                                 client
                             }
                         });
-                        send_grpc(grpc, options, body.clone()).await
+                        send_grpc(grpc, options, deadline, body.clone()).await
                     }
                     SpanTarget::Http { client, url } => {
                         send_http(client, url, options, body.clone()).await
@@ -149,6 +149,11 @@ impl Transport for OtlpTransport {
             };
             let failure = match tokio::time::timeout_at(deadline, attempt).await {
                 Ok(Ok(accepted)) => return Ok(accepted),
+                // tonic's own timer (the `grpc-timeout` sent) may notice
+                // the deadline first: past it, it is a timeout either way.
+                Ok(Err(_)) | Err(_) if tokio::time::Instant::now() >= deadline => {
+                    return Err(ExportFailure::Timeout(options.timeout));
+                }
                 Ok(Err(failure)) => failure,
                 Err(_) => return Err(ExportFailure::Timeout(options.timeout)),
             };
@@ -166,6 +171,7 @@ impl Transport for OtlpTransport {
 async fn send_grpc(
     grpc: &mut tonic::client::Grpc<Channel>,
     options: &ExportOptions,
+    deadline: tokio::time::Instant,
     request: Bytes,
 ) -> Result<Accepted, ExportFailure> {
     grpc.ready()
@@ -173,7 +179,8 @@ async fn send_grpc(
         .map_err(|e| ExportFailure::Transport(e.to_string()))?;
     let mut call = tonic::Request::new(request);
     *call.metadata_mut() = MetadataMap::from_headers(options.headers.clone());
-    call.set_timeout(options.timeout);
+    // The collector learns what is left of the export's budget.
+    call.set_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()));
     let path = http::uri::PathAndQuery::from_static(EXPORT_PATH);
     let response =
         grpc.unary(call, path, RawCodec)

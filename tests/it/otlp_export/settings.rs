@@ -122,6 +122,8 @@ async fn deaf_collector() -> (SocketAddr, tokio::task::JoinHandle<()>) {
 }
 
 async fn scrape(http: SocketAddr) -> String {
+    // reqwest is built without a crypto provider of its own.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::get(format!("http://{http}/metrics"))
         .await
         .expect("GET /metrics")
