@@ -183,13 +183,26 @@ fn grpc<B: WithExportConfig + WithTonicConfig>(
         builder = builder.with_endpoint(endpoint);
     }
     if r.https {
-        let mut tls = ClientTlsConfig::new().with_native_roots();
-        if let Some(ca) = &r.ca {
-            tls = tls.ca_certificate(Certificate::from_pem(ca));
-        }
-        builder = builder.with_tls_config(tls);
+        builder = builder.with_tls_config(grpc_tls(r.ca.as_deref()));
     }
     builder
+}
+
+/// rustls for gRPC: the system's roots, plus the CA file's.
+fn grpc_tls(ca: Option<&[u8]>) -> ClientTlsConfig {
+    let tls = ClientTlsConfig::new().with_native_roots();
+    match ca {
+        Some(ca) => tls.ca_certificate(Certificate::from_pem(ca)),
+        None => tls,
+    }
+}
+
+/// The CA file's certificate for reqwest (whose platform verifier brings
+/// the system's roots), once ring is the process's rustls provider.
+fn http_root(ca: &[u8]) -> Result<reqwest::Certificate, TelemetryError> {
+    // Selects ring as the process's rustls provider if none is yet.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Certificate::from_pem(ca).map_err(|e| TelemetryError::HttpClient(e.to_string()))
 }
 
 /// An HTTP/protobuf exporter builder with the endpoint and reqwest's
@@ -203,9 +216,7 @@ fn http<B: WithExportConfig + WithHttpConfig>(
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut client = reqwest::blocking::Client::builder();
     if let Some(ca) = &r.ca {
-        let cert = reqwest::Certificate::from_pem(ca)
-            .map_err(|e| TelemetryError::HttpClient(e.to_string()))?;
-        client = client.add_root_certificate(cert);
+        client = client.add_root_certificate(http_root(ca)?);
     }
     // Built on a thread of its own: the blocking client starts a runtime,
     // which must not happen on a Tokio worker.

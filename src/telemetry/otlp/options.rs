@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+use tonic::transport::Endpoint;
 
 use super::{
     OtlpProtocol, OtlpSettings, Signal,
@@ -129,11 +129,9 @@ fn grpc_target(
     let mut endpoint =
         Endpoint::from_shared(endpoint.to_owned()).map_err(|e| bad(e.to_string()))?;
     if https {
-        let mut tls = ClientTlsConfig::new().with_native_roots();
-        if let Some(ca) = ca {
-            tls = tls.ca_certificate(Certificate::from_pem(ca));
-        }
-        endpoint = endpoint.tls_config(tls).map_err(|e| bad(e.to_string()))?;
+        endpoint = endpoint
+            .tls_config(super::grpc_tls(ca))
+            .map_err(|e| bad(e.to_string()))?;
     }
     Ok(SpanTarget::Grpc(Box::new(endpoint)))
 }
@@ -144,9 +142,7 @@ fn http_target(endpoint: &str, ca: Option<&[u8]>) -> Result<SpanTarget, Telemetr
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut client = reqwest::Client::builder();
     if let Some(ca) = ca {
-        let cert = reqwest::Certificate::from_pem(ca)
-            .map_err(|e| TelemetryError::HttpClient(e.to_string()))?;
-        client = client.add_root_certificate(cert);
+        client = client.add_root_certificate(super::http_root(ca)?);
     }
     let client = client
         .build()

@@ -262,13 +262,12 @@ struct ExportResponse {
     partial_success: Option<PartialSuccess>,
 }
 
-/// `ExportTracePartialSuccess`.
+/// `ExportTracePartialSuccess`, of which only the count is read (its
+/// message, tag 2, is skipped: it is never logged).
 #[derive(Clone, PartialEq, prost::Message)]
 struct PartialSuccess {
     #[prost(int64, tag = "1")]
     rejected_spans: i64,
-    #[prost(string, tag = "2")]
-    error_message: String,
 }
 
 impl ExportResponse {
