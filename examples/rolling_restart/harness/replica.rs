@@ -64,13 +64,16 @@ pub fn write_config(
     dir: &Path,
     ports: (u16, u16, u16),
 ) -> anyhow::Result<PathBuf> {
+    let (grpc, http, admin) = ports;
+    // Files of this replica alone: a replica already running reads its
+    // files while the next one's are written, and a shared file rewritten
+    // (truncated, then filled) can be read empty.
     let secret = |name: &str, value: &str| -> anyhow::Result<String> {
-        let path = dir.join(name);
+        let path = dir.join(format!("idgate-{grpc}-{name}"));
         std::fs::write(&path, value)?;
         Ok(path.display().to_string())
     };
     let operator = &SandboxConfig::default().operators[0];
-    let (grpc, http, admin) = ports;
     let mut toml = format!(
         "[listen]\ngrpc = \"127.0.0.1:{grpc}\"\nhttp = \"127.0.0.1:{http}\"\nadmin = \"127.0.0.1:{admin}\"\n\
          [serving]\ndrain_delay_secs = {}\nshutdown_grace_secs = {}\n\
