@@ -18,27 +18,38 @@ use serde::ser::{SerializeMap as _, Serializer as _};
 use tracing::{Event, Subscriber};
 use tracing_serde::{AsSerde as _, SerdeMapVisitor};
 use tracing_subscriber::{
-    fmt::{
-        FmtContext, FormatEvent, FormatFields, FormattedFields,
-        format::Writer,
-        time::{FormatTime, SystemTime},
-    },
+    fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, format::Writer},
     registry::{LookupSpan, SpanRef},
 };
 
+use super::logs::TraceIds;
+
 /// The formatter (see the module); its span fields must be JSON objects
 /// (the fmt layer's fields formatter [`super::lazy_json::LazyJsonFields`]).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct JsonLines {
     /// Lines without `timestamp` (tests compare lines of two runs).
     without_time: bool,
+    /// Lines inside a span start with its trace and span ids.
+    trace_ids: Option<TraceIds>,
 }
 
 impl JsonLines {
+    /// Lines that start with their trace and span ids inside a span.
+    pub fn with_trace_ids(trace_ids: TraceIds) -> Self {
+        Self {
+            without_time: false,
+            trace_ids: Some(trace_ids),
+        }
+    }
+
     /// Lines without their `timestamp`.
     #[cfg(test)]
     pub fn without_time() -> Self {
-        Self { without_time: true }
+        Self {
+            without_time: true,
+            trace_ids: None,
+        }
     }
 }
 
@@ -65,6 +76,15 @@ where
     line.push(b'}');
 }
 
+/// Appends `bytes` in lower-case hex, as the ids' `Display` writes them.
+fn push_hex(line: &mut Vec<u8>, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        line.push(HEX[usize::from(b >> 4)]);
+        line.push(HEX[usize::from(b & 0xF)]);
+    }
+}
+
 impl<S, N> FormatEvent<S, N> for JsonLines
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -77,18 +97,33 @@ where
         event: &Event<'_>,
     ) -> fmt::Result {
         let meta = event.metadata();
-        let mut timestamp = String::new();
-        if !self.without_time {
-            SystemTime.format_time(&mut Writer::new(&mut timestamp))?;
+        let leaf = ctx.lookup_current();
+        // Read before formatting: the spans' extensions are borrowed
+        // below, and reading the context borrows them again.
+        let ids = match (&self.trace_ids, &leaf) {
+            (Some(trace_ids), Some(span)) => trace_ids.of(span),
+            _ => None,
+        };
+        // The members written here, each followed by `,`; the event's
+        // own map follows, its `{` dropped.
+        let mut line = Vec::with_capacity(768);
+        line.push(b'{');
+        if let Some(sc) = ids {
+            line.extend_from_slice(b"\"trace_id\":\"");
+            push_hex(&mut line, &sc.trace_id().to_bytes());
+            line.extend_from_slice(b"\",\"span_id\":\"");
+            push_hex(&mut line, &sc.span_id().to_bytes());
+            line.extend_from_slice(b"\",");
         }
-        let mut line = Vec::with_capacity(512);
+        if !self.without_time {
+            line.extend_from_slice(b"\"timestamp\":\"");
+            super::timestamp::push(&mut line, std::time::SystemTime::now());
+            line.extend_from_slice(b"\",");
+        }
+        let members = line.len();
         {
             let mut serializer = serde_json::Serializer::new(&mut line);
             let mut map = serializer.serialize_map(None).map_err(|_| fmt::Error)?;
-            if !self.without_time {
-                map.serialize_entry("timestamp", &timestamp)
-                    .map_err(|_| fmt::Error)?;
-            }
             map.serialize_entry("level", &meta.level().as_serde())
                 .map_err(|_| fmt::Error)?;
             let mut visitor = SerdeMapVisitor::new(map);
@@ -98,17 +133,16 @@ where
                 .map_err(|_| fmt::Error)?;
             serde::ser::SerializeMap::end(map).map_err(|_| fmt::Error)?;
         }
-        let current = event
-            .parent()
-            .and_then(|id| ctx.span(id))
-            .or_else(|| ctx.lookup_current());
-        if let Some(span) = &current {
+        // The map's own `{`: the members above open the object.
+        line.remove(members);
+        let parent = event.parent().and_then(|id| ctx.span(id));
+        if let Some(span) = parent.as_ref().or(leaf.as_ref()) {
             // Reopen the object the serializer closed.
             line.pop();
             line.extend_from_slice(b",\"span\":");
             push_span::<S, N>(&mut line, span);
             line.extend_from_slice(b",\"spans\":[");
-            if let Some(leaf) = ctx.lookup_current() {
+            if let Some(leaf) = &leaf {
                 for (i, span) in leaf.scope().from_root().enumerate() {
                     if i > 0 {
                         line.push(b',');
@@ -118,8 +152,8 @@ where
             }
             line.extend_from_slice(b"]}");
         }
-        writer.write_str(std::str::from_utf8(&line).map_err(|_| fmt::Error)?)?;
-        writeln!(writer)
+        line.push(b'\n');
+        writer.write_str(std::str::from_utf8(&line).map_err(|_| fmt::Error)?)
     }
 }
 

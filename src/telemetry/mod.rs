@@ -53,6 +53,7 @@ pub mod redact;
 pub mod setup;
 pub mod span_queue;
 mod text_fields;
+mod timestamp;
 
 pub use client::{CallTarget, UpstreamCall, UpstreamRequest};
 pub use config::TelemetryConfig;

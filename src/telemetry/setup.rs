@@ -38,7 +38,7 @@ use tracing_subscriber::{
 use super::{TelemetryConfig, span_queue::SpanExportStats};
 use super::{
     log_filter::LogFilter,
-    logs::WithTraceIds,
+    logs::TraceIds,
     otlp::{OtlpProtocol, OtlpSettings, metric_exporter},
     propagation::install_propagator,
 };
@@ -329,7 +329,8 @@ impl TelemetryBuilder {
                 )
                 .boxed(),
             LogFormat::Json => {
-                let (format, handle) = WithTraceIds::new(super::json_lines::JsonLines::default());
+                let (ids, handle) = TraceIds::new();
+                let format = super::json_lines::JsonLines::with_trace_ids(ids);
                 trace_ids = Some(handle);
                 super::lazy_json::LazyJsonSpanFields
                     .and_then(
