@@ -1,8 +1,11 @@
 //! What one JSON log line costs inside a call's server span, through the
 //! subscriber `idgate serve --log-format json` installs (the manifests'
 //! choice): the audit record every audited call writes, and the access
-//! log line (`[telemetry] access_log = true`). Lines go to `io::sink`,
-//! so this is the formatting alone, not the write to stdout.
+//! log line (`[telemetry] access_log = true`); and what the JSON log
+//! layer costs a span that writes no line (the upstream call's, a Redis
+//! command's): opened with its fields, two recorded, entered and left as a
+//! call's future is polled, closed. Lines go to `io::sink`, so this is the
+//! formatting alone, not the write to stdout.
 //!
 //! `cargo bench --bench log_lines`
 
@@ -69,6 +72,28 @@ fn lines(c: &mut Criterion) {
                 black_box(Duration::from_micros(412)),
                 Some(black_box(peer)),
             );
+        });
+    });
+    group.bench_function("span_without_lines", |b| {
+        b.iter(|| {
+            let span = tracing::info_span!(
+                "redis",
+                otel.name = "SET",
+                otel.kind = "client",
+                otel.status_code = Empty,
+                db.system = "redis",
+                db.system.name = "redis",
+                db.operation.name = "SET",
+                server.address = black_box("127.0.0.1"),
+                server.port = 6379_i64,
+                error.type = Empty,
+            );
+            for _ in 0..4 {
+                drop(span.enter());
+            }
+            span.record("otel.status_code", "OK");
+            span.record("error.type", black_box("timeout"));
+            drop(span);
         });
     });
     group.finish();

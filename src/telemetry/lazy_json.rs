@@ -17,8 +17,6 @@
 //! as strings, `r#` dropped from raw names): the same bytes (a test
 //! compares the two).
 
-use std::collections::BTreeMap;
-
 use super::lazy_fields::{Pending, write_scope};
 use tracing::{
     Event, Subscriber,
@@ -59,27 +57,58 @@ impl<'w> FormatFields<'w> for LazyJsonFields {
     }
 }
 
-/// One span's values, in the order the span opened with and recorded them.
+/// One span's values, in the order the span opened with and recorded
+/// them: each serialized as JSON when it comes, back to back in one
+/// buffer, rather than kept as a `serde_json::Value` each (an allocation
+/// per string: the span of a Redis command has six).
 #[derive(Debug, Default)]
 struct CapturedJson {
-    values: Vec<(&'static str, serde_json::Value)>,
+    /// The values' JSON texts, back to back.
+    text: Vec<u8>,
+    /// Each value's name and where its text ends in `text` (it starts
+    /// where the one before ends).
+    entries: Vec<(&'static str, usize)>,
     /// `FormattedFields` holds the current values.
     written: bool,
 }
 
 impl CapturedJson {
-    /// The values as the JSON formatter's visitor serializes them.
+    /// The values as the JSON formatter's visitor serializes them: an
+    /// object ordered by name, the last value of a name winning.
     fn serialize(&self) -> String {
-        let map: BTreeMap<&str, &serde_json::Value> = self
-            .values
-            .iter()
-            .map(|(name, value)| (*name, value))
-            .collect();
-        serde_json::to_string(&map).unwrap_or_else(|_| "{}".to_owned())
+        let mut order: Vec<usize> = (0..self.entries.len()).collect();
+        // Stable: the values of one name stay in the order they came.
+        order.sort_by_key(|&i| self.entries[i].0);
+        let mut out = Vec::with_capacity(self.text.len() + 24 * self.entries.len() + 2);
+        out.push(b'{');
+        for (n, &i) in order.iter().enumerate() {
+            let name = self.entries[i].0;
+            if order
+                .get(n + 1)
+                .is_some_and(|&next| self.entries[next].0 == name)
+            {
+                continue;
+            }
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            // A name is a string: serializing it cannot fail.
+            let _ = serde_json::to_writer(&mut out, name);
+            out.push(b':');
+            let start = i.checked_sub(1).map_or(0, |before| self.entries[before].1);
+            out.extend_from_slice(&self.text[start..self.entries[i].1]);
+        }
+        out.push(b'}');
+        String::from_utf8(out).unwrap_or_else(|_| "{}".to_owned())
     }
 
-    fn push(&mut self, name: &'static str, value: serde_json::Value) {
-        self.values.push((name, value));
+    fn push(&mut self, name: &'static str, value: &impl serde::Serialize) {
+        let before = self.text.len();
+        if serde_json::to_writer(&mut self.text, value).is_err() {
+            self.text.truncate(before);
+            return;
+        }
+        self.entries.push((name, self.text.len()));
         self.written = false;
     }
 }
@@ -96,33 +125,34 @@ impl Pending for CapturedJson {
 
 impl Visit for CapturedJson {
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.push(field.name(), value.into());
+        // As a `Value`: a NaN or an infinity is `null`, as there.
+        self.push(field.name(), &serde_json::Value::from(value));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.push(field.name(), value.into());
+        self.push(field.name(), &value);
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.push(field.name(), value.into());
+        self.push(field.name(), &value);
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.push(field.name(), value.into());
+        self.push(field.name(), &value);
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.push(field.name(), value.into());
+        self.push(field.name(), &value);
     }
 
     fn record_bytes(&mut self, field: &Field, value: &[u8]) {
-        self.push(field.name(), value.into());
+        self.push(field.name(), &value);
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         let name = field.name();
         let name = name.strip_prefix("r#").unwrap_or(name);
-        self.push(name, format!("{value:?}").into());
+        self.push(name, &format!("{value:?}"));
     }
 }
 
@@ -134,7 +164,8 @@ where
         let Some(span) = ctx.span(id) else { return };
         let mut extensions = span.extensions_mut();
         let mut captured = CapturedJson {
-            values: Vec::with_capacity(attrs.metadata().fields().len() + 4),
+            text: Vec::with_capacity(24 * attrs.metadata().fields().len()),
+            entries: Vec::with_capacity(attrs.metadata().fields().len() + 2),
             written: false,
         };
         attrs.record(&mut captured);
