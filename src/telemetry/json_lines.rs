@@ -11,6 +11,10 @@
 //! text [`super::lazy_json`] writes), are copied into the line as they
 //! are, with the span's `name` appended. The event's own fields go
 //! through `tracing-serde`'s visitor, as there.
+//!
+//! Inside a span a line starts with its `trace_id` and `span_id`
+//! ([`TraceIds`]), then the `timestamp` ([`super::timestamp`]): all of it
+//! written into one buffer, which the fmt layer copies once.
 
 use std::fmt;
 
