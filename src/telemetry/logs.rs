@@ -24,7 +24,7 @@ use super::propagation::caller_in;
 pub const ACCESS_TARGET: &str = "idgate::access";
 
 /// Where a JSON line finds the trace and span ids it starts with
-/// ([`super::json_lines::JsonLines`] writes them).
+/// (the JSON event formatter, `telemetry::json_lines`, writes them).
 ///
 /// The OpenTelemetry context of a span is reached through the subscriber
 /// itself, which a formatter cannot ask for while it formats (`tracing`
