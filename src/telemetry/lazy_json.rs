@@ -1,5 +1,6 @@
 //! Span fields of JSON log lines, captured when a span opens or records
-//! and serialized only when a line is logged inside the span: the JSON
+//! (each value serialized as it comes) and assembled into the span's
+//! object only when a line is logged inside the span: the JSON
 //! counterpart of [`super::lazy_fields`].
 //!
 //! The JSON formatter of `tracing-subscriber` keeps each span's fields as
@@ -9,10 +10,10 @@
 //! written in it once or twice: on the hop that re-serializing cost more
 //! than writing the lines (docs/performance.md). [`LazyJsonSpanFields`]
 //! runs just before the JSON fmt layer, under the same filter: it keeps
-//! each span's values as JSON values, in order, and leaves an empty
+//! each span's values as JSON texts, in order, and leaves an empty
 //! `FormattedFields` so the fmt layer does not format them itself. When
 //! an event is about to be written, the spans in its scope get their
-//! fields serialized, with what the JSON formatter's own visitor does (a
+//! objects written, as the JSON formatter's own visitor does (a
 //! map ordered by name, the last value of a name winning, `Debug` values
 //! as strings, `r#` dropped from raw names): the same bytes (a test
 //! compares the two).
