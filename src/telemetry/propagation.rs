@@ -87,23 +87,17 @@ pub fn inject_call(
     headers: &mut HeaderMap,
 ) {
     if span_context.is_valid() {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         // 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>
         let mut value = [b'-'; 55];
         value[..2].copy_from_slice(b"00");
         let flags = (span_context.trace_flags() & TraceFlags::SAMPLED).to_u8();
         let trace_id = span_context.trace_id().to_bytes();
         let span_id = span_context.span_id().to_bytes();
-        let hex = |out: &mut [u8], bytes: &[u8]| {
-            for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-                pair[0] = HEX[usize::from(b >> 4)];
-                pair[1] = HEX[usize::from(b & 0xF)];
-            }
-        };
-        hex(&mut value[3..35], &trace_id);
-        hex(&mut value[36..52], &span_id);
-        hex(&mut value[53..55], &[flags]);
-        if let Ok(value) = HeaderValue::from_bytes(&value) {
+        // Each slice is exactly the hex of its bytes: encoding cannot fail.
+        let written = base16ct::lower::encode(&trace_id, &mut value[3..35]).is_ok()
+            && base16ct::lower::encode(&span_id, &mut value[36..52]).is_ok()
+            && base16ct::lower::encode(&[flags], &mut value[53..55]).is_ok();
+        if written && let Ok(value) = HeaderValue::from_bytes(&value) {
             headers.insert(TRACEPARENT, value);
         }
         let state = span_context.trace_state().header();
