@@ -80,12 +80,12 @@ where
     line.push(b'}');
 }
 
-/// Appends `bytes` in lower-case hex, as the ids' `Display` writes them.
+/// Appends an id's bytes (16 at most) in lower-case hex, as its `Display`
+/// writes them.
 fn push_hex(line: &mut Vec<u8>, bytes: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        line.push(HEX[usize::from(b >> 4)]);
-        line.push(HEX[usize::from(b & 0xF)]);
+    let mut hex = [0; 32];
+    if let Ok(text) = base16ct::lower::encode(bytes, &mut hex) {
+        line.extend_from_slice(text);
     }
 }
 
@@ -108,21 +108,21 @@ where
             (Some(trace_ids), Some(span)) => trace_ids.of(span),
             _ => None,
         };
-        // The members written here, each followed by `,`; the event's
-        // own map follows, its `{` dropped.
+        // The members written here open the object; the event's own map
+        // follows, its `{` then overwritten with the `,` after them.
         let mut line = Vec::with_capacity(768);
-        line.push(b'{');
         if let Some(sc) = ids {
-            line.extend_from_slice(b"\"trace_id\":\"");
+            line.extend_from_slice(b"{\"trace_id\":\"");
             push_hex(&mut line, &sc.trace_id().to_bytes());
             line.extend_from_slice(b"\",\"span_id\":\"");
             push_hex(&mut line, &sc.span_id().to_bytes());
-            line.extend_from_slice(b"\",");
+            line.push(b'"');
         }
         if !self.without_time {
+            line.extend_from_slice(if line.is_empty() { b"{" } else { b"," });
             line.extend_from_slice(b"\"timestamp\":\"");
             super::timestamp::push(&mut line, std::time::SystemTime::now());
-            line.extend_from_slice(b"\",");
+            line.push(b'"');
         }
         let members = line.len();
         {
@@ -137,8 +137,10 @@ where
                 .map_err(|_| fmt::Error)?;
             serde::ser::SerializeMap::end(map).map_err(|_| fmt::Error)?;
         }
-        // The map's own `{`: the members above open the object.
-        line.remove(members);
+        // The map's own `{`, after members that opened the object.
+        if members > 0 {
+            line[members] = b',';
+        }
         let parent = event.parent().and_then(|id| ctx.span(id));
         if let Some(span) = parent.as_ref().or(leaf.as_ref()) {
             // Reopen the object the serializer closed.
