@@ -155,10 +155,6 @@ fn resolve(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Resolved, TelemetryError> {
     let protocol = settings.protocol(signal, env)?;
-    if protocol == OtlpProtocol::Grpc && tokio::runtime::Handle::try_current().is_err() {
-        // The tonic channel spawns its connection task when it is built.
-        return Err(TelemetryError::NoRuntime);
-    }
     Ok(Resolved {
         protocol,
         https: settings
@@ -240,6 +236,10 @@ pub(super) fn metric_exporter(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<MetricExporter, TelemetryError> {
     let r = resolve(settings, Signal::Metrics, env)?;
+    if r.protocol == OtlpProtocol::Grpc && tokio::runtime::Handle::try_current().is_err() {
+        // The tonic channel spawns its connection task when it is built.
+        return Err(TelemetryError::NoRuntime);
+    }
     Ok(match r.protocol {
         OtlpProtocol::Grpc => grpc(MetricExporter::builder().with_tonic(), settings, &r).build()?,
         OtlpProtocol::HttpProtobuf => {

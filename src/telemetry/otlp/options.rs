@@ -156,16 +156,12 @@ pub(in crate::telemetry) fn span_target(
     settings: &OtlpSettings,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(SpanTarget, ExportOptions), TelemetryError> {
-    let protocol = settings.protocol(Signal::Traces, env)?;
-    let endpoint = endpoint(settings, protocol, env);
-    let https = endpoint.to_ascii_lowercase().starts_with("https://");
-    let ca = settings
-        .ca_file(Signal::Traces, env)
-        .map(|p| super::read_ca(&p))
-        .transpose()?;
-    let target = match protocol {
-        OtlpProtocol::Grpc => grpc_target(&endpoint, https, ca.as_deref())?,
-        OtlpProtocol::HttpProtobuf => http_target(&endpoint, ca.as_deref())?,
+    let resolved = super::resolve(settings, Signal::Traces, env)?;
+    let endpoint = endpoint(settings, resolved.protocol, env);
+    let ca = resolved.ca.as_deref();
+    let target = match resolved.protocol {
+        OtlpProtocol::Grpc => grpc_target(&endpoint, resolved.https, ca)?,
+        OtlpProtocol::HttpProtobuf => http_target(&endpoint, ca)?,
     };
     let options = ExportOptions {
         headers: headers(env)?,
