@@ -122,6 +122,16 @@ impl SpanProcessor for EncodedBatch {
     fn on_start(&self, _span: &mut Span, _cx: &Context) {}
 
     fn on_end(&self, span: SpanData) {
+        // A queue seen full (the gauge follows it without the lock) is not
+        // worth the encoding: while the collector is away every span
+        // would be encoded only to be dropped. The check under the lock
+        // below stays the one that bounds the queue.
+        if usize::try_from(self.shared.stats.queued.get())
+            .is_ok_and(|queued| queued >= self.shared.max_queue_size)
+        {
+            self.shared.stats.count("dropped", 1);
+            return;
+        }
         SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             wire::put_span(scratch, &span);
