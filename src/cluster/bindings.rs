@@ -82,7 +82,7 @@ impl RedisBindings {
     }
 
     fn key(&self, journey: &JourneyRef) -> String {
-        self.conn.key(&format!("binding:{journey}"))
+        self.conn.key_of(&["binding:", journey.as_str()])
     }
 }
 

@@ -106,7 +106,7 @@ impl RedisDirectory {
     }
 
     fn key(&self, journey: &JourneyRef) -> String {
-        self.conn.key(&format!("journey:{journey}"))
+        self.conn.key_of(&["journey:", journey.as_str()])
     }
 
     /// What a stored value is sealed to: this purpose, its key, the

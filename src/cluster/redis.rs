@@ -200,7 +200,22 @@ impl RedisConn {
 
     /// `{prefix}<name>`: every key, the event stream's too.
     pub(super) fn key(&self, name: &str) -> String {
-        format!("{}{name}", self.inner.prefix)
+        self.key_of(&[name])
+    }
+
+    /// `{prefix}` followed by `parts`, in one allocation: the keys a call
+    /// builds on every `StartSession3D` (`binding:<journey>`,
+    /// `journey:<journey>`) went through `format!` twice, which the hop's
+    /// profile showed at 0.7 % of a call's CPU.
+    pub(super) fn key_of(&self, parts: &[&str]) -> String {
+        let prefix = self.inner.prefix.as_str();
+        let mut key =
+            String::with_capacity(prefix.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+        key.push_str(prefix);
+        for part in parts {
+            key.push_str(part);
+        }
+        key
     }
 
     /// `{prefix}{<group>}:<name>`, for keys of `group` that one script or
