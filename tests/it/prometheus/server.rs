@@ -33,6 +33,23 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Polls `url`'s readiness every 100 ms: `Some(true)` once Prometheus
+/// answers ready, `Some(false)` if it exited first, `None` after [`WAIT`].
+async fn ready_or_exited(http: &reqwest::Client, url: &str, child: &mut Child) -> Option<bool> {
+    let give_up = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < give_up {
+        if child.try_wait().expect("prometheus's status").is_some() {
+            return Some(false);
+        }
+        let ready = http.get(format!("{url}/-/ready")).send().await;
+        if ready.is_ok_and(|r| r.status().is_success()) {
+            return Some(true);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
 pub(super) fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -58,44 +75,51 @@ impl Prometheus {
             rules.concat()
         );
         std::fs::write(dir.join("prometheus.yml"), config).expect("write prometheus.yml");
-        let log = std::fs::File::create(dir.join("prometheus.log")).expect("log file");
-        let port = free_port();
-        let child = Command::new(&binary)
-            .arg(format!(
-                "--config.file={}",
-                dir.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("log file"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}: {PACKAGE_HINT}", binary.display()));
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let prometheus = Prometheus {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("http client");
+        // A port taken between `free_port` and Prometheus's own bind (any
+        // connection of the suite may take a port of the ephemeral range):
+        // another port.
+        let (child, url) = loop {
+            let port = free_port();
+            let log = std::fs::File::create(dir.join("prometheus.log")).expect("log file");
+            let mut child = Command::new(&binary)
+                .arg(format!(
+                    "--config.file={}",
+                    dir.join("prometheus.yml").display()
+                ))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.join("data").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log file"))
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}: {PACKAGE_HINT}", binary.display()));
+            let url = format!("http://127.0.0.1:{port}");
+            let ready = ready_or_exited(&http, &url, &mut child).await;
+            if ready == Some(true) {
+                break (child, url);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
+            assert!(
+                ready.is_some() && log.contains("address already in use"),
+                "prometheus not ready within {WAIT:?} or exited:\n{log}"
+            );
+        };
+        Prometheus {
             child,
             dir,
-            url: format!("http://127.0.0.1:{port}"),
-            http: reqwest::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .expect("http client"),
-        };
-        prometheus
-            .until("Prometheus is ready", async || {
-                prometheus
-                    .http
-                    .get(format!("{}/-/ready", prometheus.url))
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success())
-            })
-            .await;
-        prometheus
+            url,
+            http,
+        }
     }
 
     fn log(&self) -> String {
