@@ -15,19 +15,13 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use idgate::telemetry::{LogFormat, TelemetryBuilder, TelemetryConfig};
 use tracing::field::Empty;
 
+/// The server span of a `StartSession3D` call, as the gateway opens it,
+/// with the journey and channel recorded.
 fn server_span() -> tracing::Span {
-    let span = tracing::info_span!(
-        "grpc.server",
-        otel.name = "idgate.v1.LivenessService/StartSession3D",
-        otel.kind = "server",
-        otel.status_code = Empty,
-        rpc.system = "grpc",
-        rpc.service = "idgate.v1.LivenessService",
-        rpc.method = "StartSession3D",
-        rpc.grpc.status_code = Empty,
-        idgate.journey_ref = Empty,
-        idgate.customer_reference = Empty,
-        idgate.channel = Empty,
+    let span = idgate::telemetry::grpc::server_span(
+        "idgate.v1.LivenessService/StartSession3D",
+        "idgate.v1.LivenessService",
+        "StartSession3D",
     );
     span.record("idgate.journey_ref", "j-3f9c1e0a7b2d4c58");
     span.record("idgate.channel", "primary");
