@@ -16,6 +16,9 @@
 #[path = "support/counters.rs"]
 #[allow(dead_code)]
 mod counters;
+#[path = "../tests/it/support/fixed_port.rs"]
+#[allow(dead_code)]
+mod fixed_port;
 #[path = "support/fleet.rs"]
 mod fleet;
 

@@ -44,6 +44,9 @@ mod counters;
 #[path = "../rolling_restart/harness/envoy.rs"]
 #[allow(dead_code)]
 mod envoy;
+#[path = "../../tests/it/support/fixed_port.rs"]
+#[allow(dead_code)]
+mod fixed_port;
 #[path = "../support/journey.rs"]
 mod journey;
 #[path = "../../tests/it/support/redis.rs"]
@@ -70,7 +73,7 @@ use self::{
     journey::{Latencies, journey, rg_images},
     measure::{Fleet, Row},
     redis_server::RedisServer,
-    replica::{Replica, Settings, free_port, sandbox_config},
+    replica::{Replica, Settings, fixed_port, sandbox_config},
 };
 
 #[derive(Parser)]
@@ -251,7 +254,7 @@ async fn run(
     tick: f64,
 ) -> anyhow::Result<Vec<Row>> {
     let most = args.replicas.last().copied().unwrap_or(1);
-    let envoy_ports = [free_port()?, free_port()?, free_port()?];
+    let envoy_ports = [fixed_port()?, fixed_port()?, fixed_port()?];
     let sandbox_config = sandbox_config(args.processing_ms, envoy_ports[2]);
     let sandbox = sandbox_rt
         .spawn(Sandbox::start(sandbox_config, Arc::new(SystemClock)))
@@ -264,7 +267,7 @@ async fn run(
     };
     let mut replicas = Vec::new();
     for i in 0..most {
-        let ports = (free_port()?, free_port()?, free_port()?);
+        let ports = (fixed_port()?, fixed_port()?, fixed_port()?);
         let config = replica::write_config(&settings, &sandbox, dir, ports)?;
         let log = dir.join(format!("replica-{i}.log"));
         replicas.push(Replica::new(idgate, config, log, ports.0, ports.1));

@@ -77,6 +77,9 @@
 
 mod child;
 mod cluster;
+#[path = "../../tests/it/support/fixed_port.rs"]
+#[allow(dead_code)]
+mod fixed_port;
 mod jwt;
 mod load;
 mod otlp_sink;

@@ -22,6 +22,9 @@
 //! a failed RPC was not retryable, a held watcher did not end
 //! `SHUTTING_DOWN`, or a replica did not exit cleanly within its drain.
 
+#[path = "../../tests/it/support/fixed_port.rs"]
+#[allow(dead_code)]
+mod fixed_port;
 mod harness;
 #[path = "../../tests/it/support/redis.rs"]
 #[allow(dead_code)]

@@ -48,3 +48,7 @@ mod telemetry;
 mod tls_listeners;
 mod trace_propagation;
 mod upstream;
+
+/// `crate::fixed_port`, as the examples that share `support/redis.rs`
+/// and the rolling restart's harness by path declare it.
+use support::fixed_port;

@@ -28,7 +28,7 @@ use idgate::{
 use self::{
     envoy::Envoy,
     load::Tally,
-    replica::{Replica, Settings, free_port, sandbox_config},
+    replica::{Replica, Settings, fixed_port, sandbox_config},
 };
 
 /// How long a replica has to start and be seen healthy by Envoy.
@@ -190,7 +190,7 @@ async fn run_in(
     dir: &std::path::Path,
     progress: &impl Fn(&str),
 ) -> anyhow::Result<Report> {
-    let envoy_ports = [free_port()?, free_port()?, free_port()?];
+    let envoy_ports = [fixed_port()?, fixed_port()?, fixed_port()?];
     let sandbox_config = sandbox_config(opts.processing_delay_ms, envoy_ports[2]);
     let sandbox = Sandbox::start(sandbox_config, Arc::new(SystemClock)).await?;
 
@@ -201,7 +201,7 @@ async fn run_in(
     };
     let mut replicas = Vec::new();
     for i in 0..opts.replicas {
-        let ports = (free_port()?, free_port()?, free_port()?);
+        let ports = (fixed_port()?, fixed_port()?, fixed_port()?);
         let config = replica::write_config(&settings, &sandbox, dir, ports)?;
         let log = dir.join(format!("replica-{i}.log"));
         let mut r = Replica::new(&opts.idgate, config, log, ports.0, ports.1);

@@ -6,11 +6,8 @@
 //! by path: examples cannot share a library).
 
 use std::{
-    collections::BTreeSet,
-    hash::{BuildHasher as _, RandomState},
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Stdio},
-    sync::Mutex,
     time::{Duration, Instant},
 };
 
@@ -41,47 +38,11 @@ pub fn sandbox_config(processing_delay_ms: u64, webhook_port: u16) -> SandboxCon
     config
 }
 
-/// Lowest port [`free_port`] hands out: above the services a development
-/// machine runs (databases, brokers), below the ephemeral range.
-const FIXED_PORTS_FROM: u16 = 20_000;
-
-/// A free loopback port for a process that binds it itself, later: a
-/// replica and Envoy have theirs fixed in their configuration files, and a
-/// replica binds its own again as it restarts.
-///
-/// The port is below the kernel's ephemeral range, from which every
-/// `connect` on the machine takes its local port and `bind` to port 0 its
-/// port. A port from that range, once checked and released, can be taken
-/// by any connection of this run or of the tests beside it before the
-/// process binds it. That happened, and Envoy exited with "Address already
-/// in use". Below the range, nothing takes a port unasked. Ports already
-/// handed out are not handed out again. Where the ephemeral range starts
-/// too low to leave room, the kernel picks the port.
-pub fn free_port() -> anyhow::Result<u16> {
-    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    let ephemeral_from = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(32_768);
-    if let Some(room) = ephemeral_from
-        .checked_sub(FIXED_PORTS_FROM)
-        .filter(|r| *r >= 1_000)
-    {
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        let hasher = RandomState::new();
-        for attempt in 0u32..1_000 {
-            let offset = hasher.hash_one((attempt, Instant::now())) % u64::from(room);
-            let port = FIXED_PORTS_FROM + offset as u16;
-            if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-                given.insert(port);
-                return Ok(port);
-            }
-        }
-    }
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
+/// A free loopback port below the ephemeral range, for a process that
+/// binds it itself, later: a replica and Envoy have theirs fixed in their
+/// configuration files, and a replica binds its own again as it restarts
+/// (`tests/it/support/fixed_port.rs`, declared at the crate's root).
+pub use crate::fixed_port::fixed_port;
 
 /// What every replica of a fleet shares in its configuration.
 pub struct Settings {

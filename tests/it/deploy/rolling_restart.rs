@@ -43,21 +43,19 @@ async fn a_rolling_restart_behind_envoy_loses_no_journey_watcher_or_consuming_ca
     assert_eq!(report.tally.held_watchers_cut.load(Relaxed), 3);
 }
 
-/// The ports the harness fixes in the replicas' and Envoy's configuration
-/// lie below the kernel's ephemeral range, where no outgoing connection of
-/// the suite can take one before its process binds it, and none is given
-/// twice.
+/// The ports the harness fixes in the replicas' and Envoy's configuration,
+/// and the port a test's Redis binds again as it restarts, lie below the
+/// kernel's ephemeral range (`support/fixed_port.rs`), where no outgoing
+/// connection of the suite can take one before its process binds it, and
+/// none is given twice.
 #[test]
-fn the_harness_fixes_ports_below_the_ephemeral_range_and_never_twice() {
-    let ephemeral_from: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .expect("Linux's ephemeral port range")
-        .split_whitespace()
-        .next()
-        .and_then(|low| low.parse().ok())
-        .expect("its first port");
-    let ports: Vec<u16> = (0..64)
-        .map(|_| harness::replica::free_port().expect("a port"))
+fn fixed_ports_lie_below_the_ephemeral_range_and_are_never_given_twice() {
+    let ephemeral_from = crate::fixed_port::ephemeral_from();
+    let mut redis = RedisServer::start();
+    let mut ports: Vec<u16> = (0..64)
+        .map(|_| harness::replica::fixed_port().expect("a port"))
         .collect();
+    ports.push(redis.port());
     if ephemeral_from >= 21_000 {
         assert!(
             ports.iter().all(|p| (20_000..ephemeral_from).contains(p)),
@@ -66,4 +64,7 @@ fn the_harness_fixes_ports_below_the_ephemeral_range_and_never_twice() {
     }
     let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
     assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+    let port = redis.port();
+    redis.restart();
+    assert_eq!(redis.port(), port, "a restarted Redis keeps its port");
 }

@@ -12,6 +12,8 @@
 //! - [`upstream`]: purpose-built fake upstream servers and fixtures for the
 //!   REST client;
 //! - [`net`]: loopback listeners, a refusing port, the HTTP client;
+//! - [`fixed_port`]: ports below the ephemeral range, for processes that
+//!   bind (and rebind) their own;
 //! - [`proxy`]: a TCP proxy the test cuts, one replica's path to Redis;
 //! - [`webhook`]: completion notices, signed or with Basic credentials;
 //! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to the
@@ -26,6 +28,7 @@
 //!   measurements, and the environment of child processes;
 //! - [`temp`]: temporary files and directories removed with their test.
 
+pub mod fixed_port;
 pub mod fleet;
 pub mod gateway;
 pub mod jwt;

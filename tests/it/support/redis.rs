@@ -3,7 +3,8 @@
 //! directory, killed on drop. Never the machine's shared 6379.
 //!
 //! Redis cannot bind port 0 and report the port it got, so the test picks
-//! a free port and lets the child bind it. Another process may take the
+//! a free port below the ephemeral range (`fixed_port.rs`) and lets the
+//! child bind it. Another process may take the
 //! port in between: the server is ready only once the Redis answering on
 //! the port reports the child's own pid (`INFO server`'s `process_id`),
 //! and a child that exits (its port taken) is started again on a new one.
@@ -36,11 +37,11 @@ struct Tls {
     ca: PathBuf,
 }
 
+/// A port below the ephemeral range (`support/fixed_port.rs`): the
+/// server binds it again as it restarts, and no connection of the suite
+/// can take it meanwhile.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
+    crate::fixed_port::fixed_port().expect("a free loopback port")
 }
 
 impl RedisServer {
