@@ -40,8 +40,10 @@ pub struct ClusterConfig {
     /// `sentinels`, no cluster `nodes`): single process, shared state in
     /// memory.
     pub redis_url: Option<String>,
-    /// Sentinel addresses, `host:port`: the master named `master_name` is
-    /// found through them, and found again after a failover.
+    /// Sentinel addresses, `host:port` (or `redis://host:port`), or all
+    /// `rediss://host:port` for sentinels and a master that speak TLS
+    /// only: the master named `master_name` is found through them, and
+    /// found again after a failover.
     #[serde(deserialize_with = "list")]
     pub sentinels: Vec<String>,
     /// The name the sentinels know the master by (`sentinel monitor NAME`).
@@ -77,7 +79,8 @@ pub struct ClusterConfig {
     /// Longest pause between two reconnection attempts, in milliseconds.
     pub max_backoff_ms: u64,
     /// PEM file of the certificate authorities trusted for `rediss://`
-    /// (a private CA); absent: the system's trusted roots.
+    /// (a private CA), the sentinels' and their master's too; absent: the
+    /// system's trusted roots.
     pub ca_file: Option<PathBuf>,
     /// About how many fleet events (completion notices, control changes)
     /// the Redis stream keeps (`XADD ... MAXLEN ~`): how long an outage a
@@ -248,12 +251,11 @@ impl ClusterConfig {
         let tls = match &target {
             RedisTarget::Server(url) => url.starts_with("rediss://"),
             RedisTarget::Cluster(nodes) => nodes.iter().all(|n| n.starts_with("rediss://")),
-            // Sentinels and the master they name are reached over plain TCP.
-            RedisTarget::Sentinel { .. } => false,
+            RedisTarget::Sentinel { tls, .. } => *tls,
         };
         if self.ca_file.is_some() && !tls {
             return Err(invalid(
-                "cluster.ca_file needs TLS: a rediss:// cluster.redis_url or rediss:// cluster.nodes (not Sentinel)",
+                "cluster.ca_file needs TLS: a rediss:// cluster.redis_url, cluster.nodes or cluster.sentinels",
             ));
         }
         if !STREAM_MAX_LEN_RANGE.contains(&self.stream_max_len) {
@@ -375,7 +377,7 @@ mod tests {
             assert!(err.contains("stream_max_len"), "{err}");
         }
         c.stream_max_len = 1_000;
-        // Sentinel connections are plain TCP: no CA to apply.
+        // Plain sentinels: no TLS for the CA to apply to.
         let sentinel = ClusterConfig {
             redis_url: None,
             sentinels: vec!["127.0.0.1:26379".into()],
@@ -387,8 +389,14 @@ mod tests {
                 .resolve()
                 .unwrap_err()
                 .to_string()
-                .contains("Sentinel")
+                .contains("cluster.ca_file needs TLS")
         );
+        // rediss:// sentinels take it, for them and their master.
+        let sentinel = ClusterConfig {
+            sentinels: vec!["rediss://127.0.0.1:26379".into()],
+            ..sentinel
+        };
+        assert!(sentinel.resolve().unwrap().unwrap().ca_pem.is_some());
         // A cluster's rediss:// nodes take it.
         let cluster = ClusterConfig {
             redis_url: None,

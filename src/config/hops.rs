@@ -84,9 +84,15 @@ impl Config {
         for (i, node) in self.cluster.nodes.iter().enumerate() {
             check("redis", format!("cluster.nodes[{i}]"), node, "redis");
         }
-        // Sentinels, and the master they name, are reached without TLS.
+        // A sentinel given as host:port is reached without TLS, and so is
+        // the master it names.
         for (i, sentinel) in self.cluster.sentinels.iter().enumerate() {
-            let url = format!("redis://{}", sentinel.trim());
+            let sentinel = sentinel.trim();
+            let url = if sentinel.contains("://") {
+                sentinel.to_owned()
+            } else {
+                format!("redis://{sentinel}")
+            };
             check("redis", format!("cluster.sentinels[{i}]"), &url, "redis");
         }
         for var in OTLP_ENDPOINT_VARS {
@@ -149,5 +155,27 @@ mod tests {
             ]
         );
         assert!(Config::default().plaintext_hops(|_| None).is_empty());
+    }
+
+    #[test]
+    fn sentinels_off_loopback_are_hops_unless_rediss() {
+        let mut config = Config::default();
+        config.cluster.master_name = Some("fleet".into());
+        config.cluster.sentinels = vec![
+            "10.0.0.1:26379".into(),
+            "redis://10.0.0.2:26379".into(),
+            "127.0.0.1:26379".into(),
+        ];
+        let keys: Vec<String> = config
+            .plaintext_hops(|_| None)
+            .into_iter()
+            .map(|h| h.key)
+            .collect();
+        assert_eq!(keys, ["cluster.sentinels[0]", "cluster.sentinels[1]"]);
+        config.cluster.sentinels = vec![
+            "rediss://10.0.0.1:26379".into(),
+            "rediss://10.0.0.2:26379".into(),
+        ];
+        assert!(config.plaintext_hops(|_| None).is_empty());
     }
 }

@@ -16,6 +16,9 @@ pub enum RedisTarget {
         sentinels: Vec<(String, u16)>,
         /// The monitored master's name.
         master_name: String,
+        /// The sentinels and the master they name speak TLS only
+        /// (`rediss://` entries).
+        tls: bool,
     },
     /// A Redis Cluster, from these seed node URLs.
     Cluster(Vec<String>),
@@ -45,6 +48,23 @@ fn check_url(key: &str, url: &str) -> Result<(), ConfigError> {
         )));
     }
     Ok(())
+}
+
+/// A `sentinels` entry: `host:port` or `redis://host:port` (plain TCP), or
+/// `rediss://host:port` (TLS); its address and whether it is TLS. Nothing
+/// else in it: no credentials, path or database.
+fn sentinel_entry(text: &str) -> Option<((String, u16), bool)> {
+    let text = text.trim();
+    let (rest, tls) = match text.split_once("://") {
+        None => (text, false),
+        Some(("redis", rest)) => (rest, false),
+        Some(("rediss", rest)) => (rest, true),
+        Some(_) => return None,
+    };
+    if rest.contains(['@', '/']) {
+        return None;
+    }
+    host_port(rest).map(|address| (address, tls))
 }
 
 /// `host:port` with a non-zero port.
@@ -93,18 +113,28 @@ impl ClusterConfig {
                     "cluster.master_name needs cluster.sentinels (host:port of each sentinel)",
                 ));
             }
-            let sentinels = self
+            let entries = self
                 .sentinels
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    host_port(s)
-                        .ok_or_else(|| invalid(format!("cluster.sentinels[{i}] must be host:port")))
+                    sentinel_entry(s).ok_or_else(|| {
+                        invalid(format!(
+                            "cluster.sentinels[{i}] must be host:port, redis://host:port or rediss://host:port"
+                        ))
+                    })
                 })
-                .collect::<Result<_, _>>()?;
+                .collect::<Result<Vec<_>, _>>()?;
+            let tls = entries.first().is_some_and(|(_, tls)| *tls);
+            if entries.iter().any(|(_, t)| *t != tls) {
+                return Err(invalid(
+                    "cluster.sentinels must all be plain (host:port, redis://) or all rediss://",
+                ));
+            }
             return Ok(RedisTarget::Sentinel {
-                sentinels,
+                sentinels: entries.into_iter().map(|(address, _)| address).collect(),
                 master_name,
+                tls,
             });
         }
         if self.mode != RedisMode::Cluster {
@@ -174,6 +204,7 @@ mod tests {
             both.resolve().unwrap().unwrap().target,
             RedisTarget::Sentinel {
                 sentinels: vec![("10.0.0.1".into(), 26379), ("::1".into(), 26380)],
+                tls: false,
                 master_name: "fleet".into(),
             }
         );
@@ -187,6 +218,59 @@ mod tests {
         );
         let err = bad.resolve().unwrap_err().to_string();
         assert!(err.contains("cluster.sentinels[0]"), "{err}");
+    }
+
+    #[test]
+    fn rediss_sentinels_ask_for_tls_to_the_sentinels_and_the_master_and_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let sentinels = |entries: &[&str]| {
+            with_key(
+                &dir,
+                ClusterConfig {
+                    sentinels: entries.iter().map(|e| (*e).to_owned()).collect(),
+                    master_name: Some("fleet".into()),
+                    ..ClusterConfig::default()
+                },
+            )
+        };
+        assert_eq!(
+            sentinels(&["rediss://10.0.0.1:26379", " rediss://[::1]:26380 "])
+                .resolve()
+                .unwrap()
+                .unwrap()
+                .target,
+            RedisTarget::Sentinel {
+                sentinels: vec![("10.0.0.1".into(), 26379), ("::1".into(), 26380)],
+                master_name: "fleet".into(),
+                tls: true,
+            }
+        );
+        assert_eq!(
+            sentinels(&["redis://10.0.0.1:26379", "10.0.0.2:26379"])
+                .resolve()
+                .unwrap()
+                .unwrap()
+                .target,
+            RedisTarget::Sentinel {
+                sentinels: vec![("10.0.0.1".into(), 26379), ("10.0.0.2".into(), 26379)],
+                master_name: "fleet".into(),
+                tls: false,
+            }
+        );
+        let err = sentinels(&["rediss://10.0.0.1:26379", "10.0.0.2:26379"])
+            .resolve()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("all rediss://"), "{err}");
+        for bad in [
+            "rediss://user:secret@10.0.0.1:26379",
+            "rediss://10.0.0.1:26379/0",
+            "http://10.0.0.1:26379",
+        ] {
+            let err = sentinels(&[bad]).resolve().unwrap_err().to_string();
+            assert!(err.contains("cluster.sentinels[0]"), "{bad}: {err}");
+            assert!(!err.contains("secret"), "{err}");
+        }
     }
 
     #[test]

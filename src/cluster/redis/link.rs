@@ -29,9 +29,8 @@
 //! read to the node owning the stream's slot (and follows `MOVED`).
 //!
 //! TLS: `[cluster] ca_file` (the CAs trusted for `rediss://`) applies to
-//! one server and to every node of a cluster. Sentinel deployments are
-//! plain TCP (sentinels and the master they name): configuration refuses
-//! `ca_file` with `sentinels`.
+//! one server, to every node of a cluster, and to the sentinels and the
+//! master they name when the sentinels are `rediss://` (`tls.rs`).
 
 use std::{
     sync::{Arc, Mutex},
@@ -44,7 +43,7 @@ use redis::{
     aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection},
     cluster::{ClusterClientBuilder, ClusterConfig as ClusterConnectConfig},
     cluster_async::ClusterConnection,
-    sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType},
+    sentinel::SentinelClient,
 };
 use secrecy::ExposeSecret as _;
 use thread_local::ThreadLocal;
@@ -185,20 +184,15 @@ impl Link {
             RedisTarget::Sentinel {
                 sentinels,
                 master_name,
+                tls,
             } => {
-                let urls: Vec<String> = sentinels
-                    .iter()
-                    .map(|(host, port)| format!("redis://{host}:{port}"))
-                    .collect();
-                let master =
-                    with_credentials("redis://127.0.0.1".into_connection_info()?, settings)
-                        .redis_settings()
-                        .clone();
-                let resolver = SentinelClient::build(
-                    urls,
+                let resolver = super::tls::sentinel_client(
+                    sentinels,
                     master_name,
-                    Some(SentinelNodeConnectionInfo::default().set_redis_connection_info(master)),
-                    SentinelServerType::Master,
+                    *tls,
+                    settings.ca_pem.as_deref(),
+                    settings.username.as_deref(),
+                    settings.password.as_ref().map(|p| p.expose_secret()),
                 )?;
                 let server = sentinels.first().cloned().unwrap_or_default();
                 // Each sentinel gets the connect and command timeouts; the

@@ -1,24 +1,26 @@
-//! A fleet on a Redis that speaks TLS only (`rediss://`), on a certificate
-//! of the test's own CA: replicas given the CA (`[cluster] ca_file`)
-//! share notices and drains through it; a replica trusting only the
-//! system's roots does not reach it and refuses fleet-wide changes.
+//! A fleet on a Redis that speaks TLS only, on a certificate of the test's
+//! own CA: one server (`rediss://`) or a master found through sentinels
+//! that speak TLS only too (`rediss://` sentinels). Replicas given the CA
+//! (`[cluster] ca_file`) share notices and drains through it; a replica
+//! trusting only the system's roots does not reach it and refuses
+//! fleet-wide changes.
 
 use super::EVENT_WAIT;
 use crate::support::{
-    fleet::{Fleet, assert_complete},
+    fleet::{Fleet, FleetRedis, assert_complete},
     gateway::{by_appkey, drain_within, reason},
     redis::RedisServer,
+    redis_sentinel::TlsSentinel,
     tls::TestCa,
     wait::eventually,
 };
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_are_refused() {
-    let ca = TestCa::new();
-    let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
-    let redis = RedisServer::start_tls(cert, key, ca.ca_file());
-    assert!(redis.url().starts_with("rediss://"));
-    let mut fleet = Fleet::start_on(redis, 0, 30).await;
+/// Two replicas given `ca`'s file share a notice and a drain; a third,
+/// trusting only the system's roots, is not up and refuses to undrain.
+async fn replicas_given_the_ca_share_and_others_are_refused<R: FleetRedis>(
+    fleet: &mut Fleet<R>,
+    ca: &TestCa,
+) {
     let ca_file = ca.ca_file();
     fleet
         .add_replicas_with(2, |c| c.cluster.ca_file = Some(ca_file.clone()))
@@ -47,5 +49,41 @@ async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_a
     let err = c.undrain("primary").await.unwrap_err();
     assert_eq!(reason(&err), "CLUSTER_UNAVAILABLE");
     assert!(fleet.replicas[0].drained("primary").await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_are_refused() {
+    let ca = TestCa::new();
+    let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
+    let redis = RedisServer::start_tls(cert, key, ca.ca_file());
+    assert!(redis.url().starts_with("rediss://"));
+    let mut fleet = Fleet::start_on(redis, 0, 30).await;
+    replicas_given_the_ca_share_and_others_are_refused(&mut fleet, &ca).await;
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_find_a_tls_only_master_through_rediss_sentinels_and_others_are_refused() {
+    let ca = TestCa::new();
+    let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
+    let set = tokio::task::block_in_place(|| TlsSentinel::start(cert, key, ca.ca_file()));
+    assert!(set.sentinel_url().starts_with("rediss://"));
+    let mut fleet = Fleet::start_on(set, 0, 30).await;
+    replicas_given_the_ca_share_and_others_are_refused(&mut fleet, &ca).await;
+
+    // What they shared is on the master the sentinel named, which answers
+    // nothing but TLS.
+    let master = fleet.redis.master();
+    let keys: Vec<String> =
+        tokio::task::block_in_place(|| master.query(redis::cmd("KEYS").arg("idgate:*")))
+            .expect("the master, over TLS");
+    assert!(!keys.is_empty());
+    let plaintext = format!("redis://127.0.0.1:{}", master.port());
+    let refused = tokio::task::block_in_place(|| {
+        redis::Client::open(plaintext)
+            .and_then(|c| c.get_connection_with_timeout(std::time::Duration::from_secs(2)))
+            .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn))
+    });
+    assert!(refused.is_err(), "the master answered in plaintext");
     fleet.stop().await;
 }

@@ -26,7 +26,7 @@ use super::{
     net::http_client,
     redis::RedisServer,
     redis_cluster::RedisClusterSet,
-    redis_sentinel::{MASTER_NAME, RedisSentinelSet},
+    redis_sentinel::{MASTER_NAME, RedisSentinelSet, TlsSentinel},
     sandbox::start_on,
     wait::{EVENT_WAIT, eventually},
     webhook::{PASSWORD, USER, notice},
@@ -54,6 +54,13 @@ impl FleetRedis for RedisServer {
 impl FleetRedis for RedisSentinelSet {
     fn point(&self, c: &mut Config) {
         c.cluster.sentinels = self.sentinel_addrs();
+        c.cluster.master_name = Some(MASTER_NAME.into());
+    }
+}
+
+impl FleetRedis for TlsSentinel {
+    fn point(&self, c: &mut Config) {
+        c.cluster.sentinels = vec![self.sentinel_url()];
         c.cluster.master_name = Some(MASTER_NAME.into());
     }
 }

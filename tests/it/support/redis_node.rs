@@ -22,6 +22,8 @@ pub struct RedisNode {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// The CAs (PEM) a node serving TLS only is asked through.
+    ca: Option<Vec<u8>>,
 }
 
 /// A free loopback port; with `bus_offset`, `port + bus_offset` is free
@@ -63,6 +65,21 @@ impl RedisNode {
     /// line after `redis-server` (a config file written there, flags).
     /// `bus_offset`: also keep `port + offset` free (cluster bus).
     pub fn start(bus_offset: Option<u16>, args: impl Fn(u16, &Path) -> Vec<String>) -> Self {
+        Self::start_on(bus_offset, None, args)
+    }
+
+    /// Starts a node that serves TLS only on its port (`args` say
+    /// `--port 0 --tls-port PORT` and its files), asked over TLS trusting
+    /// the CAs of `ca` (PEM).
+    pub fn start_tls(ca: Vec<u8>, args: impl Fn(u16, &Path) -> Vec<String>) -> Self {
+        Self::start_on(None, Some(ca), args)
+    }
+
+    fn start_on(
+        bus_offset: Option<u16>,
+        ca: Option<Vec<u8>>,
+        args: impl Fn(u16, &Path) -> Vec<String>,
+    ) -> Self {
         require("redis-server", "redis-server");
         let dir = std::env::temp_dir().join(format!("idgate-test-redis-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).expect("redis node dir");
@@ -70,6 +87,7 @@ impl RedisNode {
             port: 0,
             dir,
             child: None,
+            ca,
         };
         loop {
             node.port = free_port(bus_offset);
@@ -103,7 +121,16 @@ impl RedisNode {
 
     /// One command on a connection of the test's own (blocking).
     pub fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
-        let client = redis::Client::open(self.url())?;
+        let client = match &self.ca {
+            None => redis::Client::open(self.url())?,
+            Some(ca) => redis::Client::build_with_tls(
+                self.url(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(ca.clone()),
+                },
+            )?,
+        };
         let mut conn = client.get_connection_with_timeout(Duration::from_millis(500))?;
         cmd.query(&mut conn)
     }
@@ -118,9 +145,10 @@ impl RedisNode {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// `redis://127.0.0.1:PORT`.
+    /// `redis://127.0.0.1:PORT`, or `rediss://` for a node serving TLS.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.ca.is_some() { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// True until [`RedisNode::kill`].

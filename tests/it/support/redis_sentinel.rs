@@ -4,8 +4,14 @@
 //! fail over with a short timeout, so a test that kills the master sees
 //! the replica promoted within seconds; the test waits on the sentinels'
 //! answer, never on a delay.
+//!
+//! [`TlsSentinel`]: a master and one sentinel that speak TLS only, on a
+//! certificate of the test's own CA.
 
-use std::time::Duration;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use super::redis_node::{RedisNode, plain_server, settle};
 
@@ -161,4 +167,86 @@ fn sentinel_conf(port: u16, master_port: u16) -> String {
          sentinel failover-timeout {MASTER_NAME} 5000\n\
          sentinel parallel-syncs {MASTER_NAME} 1\n"
     )
+}
+
+/// A master and one sentinel that serve TLS only (`--port 0`, so nothing
+/// answers in plaintext), on a certificate of the test's own CA; the
+/// sentinel reaches the master over TLS too (`tls-replication yes`).
+/// Quorum 1: enough to name the master (failover is
+/// [`RedisSentinelSet`]'s).
+pub struct TlsSentinel {
+    master: RedisNode,
+    sentinel: RedisNode,
+}
+
+/// The TLS flags of a node serving on `port` with these files.
+fn tls_args(port: u16, cert: &Path, key: &Path, ca: &Path) -> Vec<String> {
+    let path = |p: &Path| p.display().to_string();
+    vec![
+        "--port".into(),
+        "0".into(),
+        "--tls-port".into(),
+        port.to_string(),
+        "--tls-cert-file".into(),
+        path(cert),
+        "--tls-key-file".into(),
+        path(key),
+        "--tls-ca-cert-file".into(),
+        path(ca),
+        "--tls-auth-clients".into(),
+        "no".into(),
+        "--tls-replication".into(),
+        "yes".into(),
+    ]
+}
+
+impl TlsSentinel {
+    /// Starts both on the certificate and key of these PEM files (for
+    /// 127.0.0.1), and waits until the sentinel has reached the master.
+    pub fn start(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
+        let pem = std::fs::read(&ca).expect("the test CA file");
+        let master = RedisNode::start_tls(pem.clone(), |port, dir| {
+            // `plain_server`'s flags but its `--port`: TLS only.
+            let mut args = tls_args(port, &cert, &key, &ca);
+            args.extend(plain_server(port, dir).into_iter().skip(2));
+            args
+        });
+        let master_port = master.port();
+        let sentinel = RedisNode::start_tls(pem, |port, dir| {
+            let conf = dir.join("sentinel.conf");
+            let monitor = format!(
+                "bind 127.0.0.1\n\
+                 sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds {MASTER_NAME} 1000\n"
+            );
+            std::fs::write(&conf, monitor).expect("write sentinel.conf");
+            let mut args = vec![conf.display().to_string(), "--sentinel".into()];
+            args.extend(tls_args(port, &cert, &key, &ca));
+            args
+        });
+        settle(
+            "the sentinel reaches the master over TLS",
+            SETTLE_WAIT,
+            || {
+                sentinel
+                    .query::<Vec<String>>(redis::cmd("SENTINEL").arg("MASTER").arg(MASTER_NAME))
+                    .is_ok_and(|fields| {
+                        fields.chunks(2).any(|pair| {
+                            pair[0] == "flags" && pair.get(1).is_some_and(|f| f == "master")
+                        })
+                    })
+            },
+        );
+        Self { master, sentinel }
+    }
+
+    /// `rediss://127.0.0.1:PORT` of the sentinel (`[cluster] sentinels`).
+    pub fn sentinel_url(&self) -> String {
+        self.sentinel.url()
+    }
+
+    /// The master, asked over TLS.
+    pub fn master(&self) -> &RedisNode {
+        &self.master
+    }
 }
