@@ -15,8 +15,10 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 mod target;
+mod tls;
 
 pub use target::RedisTarget;
+pub use tls::{ClientIdentity, RedisTls};
 
 use super::seal::{Digester, SealKey, Sealer};
 use crate::config_source::{ConfigError, read_secret};
@@ -82,6 +84,11 @@ pub struct ClusterConfig {
     /// (a private CA), the sentinels' and their master's too; absent: the
     /// system's trusted roots.
     pub ca_file: Option<PathBuf>,
+    /// PEM client certificate chain presented to a Redis that asks for
+    /// one (`tls-auth-clients yes`); with `key_file`.
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key of `cert_file`.
+    pub key_file: Option<PathBuf>,
     /// About how many fleet events (completion notices, control changes)
     /// the Redis stream keeps (`XADD ... MAXLEN ~`): how long an outage a
     /// replica can catch up on.
@@ -117,6 +124,8 @@ impl Default for ClusterConfig {
             command_timeout_ms: 250,
             max_backoff_ms: 2_000,
             ca_file: None,
+            cert_file: None,
+            key_file: None,
             stream_max_len: DEFAULT_STREAM_MAX_LEN,
         }
     }
@@ -144,8 +153,9 @@ pub struct ClusterSettings {
     pub command_timeout: Duration,
     /// Longest pause between reconnection attempts.
     pub max_backoff: Duration,
-    /// The trusted CAs of `ca_file` (PEM), if set.
-    pub ca_pem: Option<Vec<u8>>,
+    /// The CAs of `ca_file`, and the client certificate of `cert_file`
+    /// and `key_file`, if set.
+    pub tls: RedisTls,
     /// About how many events the fleet's stream keeps.
     pub stream_max_len: u64,
 }
@@ -253,10 +263,17 @@ impl ClusterConfig {
             RedisTarget::Cluster(nodes) => nodes.iter().all(|n| n.starts_with("rediss://")),
             RedisTarget::Sentinel { tls, .. } => *tls,
         };
-        if self.ca_file.is_some() && !tls {
-            return Err(invalid(
-                "cluster.ca_file needs TLS: a rediss:// cluster.redis_url, cluster.nodes or cluster.sentinels",
-            ));
+        let files = [
+            ("cluster.ca_file", &self.ca_file),
+            ("cluster.cert_file", &self.cert_file),
+            ("cluster.key_file", &self.key_file),
+        ];
+        if let Some((key, _)) = files.iter().find(|(_, file)| file.is_some())
+            && !tls
+        {
+            return Err(invalid(format!(
+                "{key} needs TLS: a rediss:// cluster.redis_url, cluster.nodes or cluster.sentinels"
+            )));
         }
         if !STREAM_MAX_LEN_RANGE.contains(&self.stream_max_len) {
             return Err(invalid(format!(
@@ -296,14 +313,11 @@ impl ClusterConfig {
             self.password_file.as_deref(),
         )?
         .map(secrecy::SecretString::from);
-        let ca_pem = self
-            .ca_file
-            .as_ref()
-            .map(|path| {
-                std::fs::read(path)
-                    .map_err(|e| invalid(format!("cluster.ca_file {}: {e}", path.display())))
-            })
-            .transpose()?;
+        let tls = RedisTls::read(
+            self.ca_file.as_deref(),
+            self.cert_file.as_deref(),
+            self.key_file.as_deref(),
+        )?;
         Ok(Some(ClusterSettings {
             target,
             username: self.username.clone(),
@@ -314,7 +328,7 @@ impl ClusterConfig {
             connect_timeout: Duration::from_millis(self.connect_timeout_ms),
             command_timeout: Duration::from_millis(self.command_timeout_ms),
             max_backoff: Duration::from_millis(self.max_backoff_ms.max(100)),
-            ca_pem,
+            tls,
             stream_max_len: self.stream_max_len,
         }))
     }
@@ -359,7 +373,12 @@ mod tests {
     fn a_ca_file_needs_tls_and_the_stream_stays_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let ca = dir.path().join("ca.pem");
-        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["redis".to_owned()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        std::fs::write(&ca, cert.pem()).unwrap();
         let mut c = ClusterConfig {
             redis_url: Some("redis://127.0.0.1:6390".into()),
             secret_key_file: Some(key_file(&dir, &[3; 32])),
@@ -369,7 +388,7 @@ mod tests {
         assert!(c.resolve().unwrap_err().to_string().contains("rediss://"));
         c.redis_url = Some("rediss://127.0.0.1:6390".into());
         let s = c.resolve().unwrap().unwrap();
-        assert!(s.ca_pem.is_some());
+        assert!(s.tls.ca_pem.is_some());
         assert_eq!(s.stream_max_len, DEFAULT_STREAM_MAX_LEN);
         for bad in [0, 999, 10_000_001] {
             c.stream_max_len = bad;
@@ -396,7 +415,7 @@ mod tests {
             sentinels: vec!["rediss://127.0.0.1:26379".into()],
             ..sentinel
         };
-        assert!(sentinel.resolve().unwrap().unwrap().ca_pem.is_some());
+        assert!(sentinel.resolve().unwrap().unwrap().tls.ca_pem.is_some());
         // A cluster's rediss:// nodes take it.
         let cluster = ClusterConfig {
             redis_url: None,
@@ -404,7 +423,7 @@ mod tests {
             nodes: vec!["rediss://127.0.0.1:7000".into()],
             ..c.clone()
         };
-        assert!(cluster.resolve().unwrap().unwrap().ca_pem.is_some());
+        assert!(cluster.resolve().unwrap().unwrap().tls.ca_pem.is_some());
         c.ca_file = Some(ca.with_extension("absent"));
         assert!(c.resolve().unwrap_err().to_string().contains("ca_file"));
     }

@@ -28,9 +28,10 @@
 //! at that moment, or a `ClusterConnection` of its own that routes the
 //! read to the node owning the stream's slot (and follows `MOVED`).
 //!
-//! TLS: `[cluster] ca_file` (the CAs trusted for `rediss://`) applies to
-//! one server, to every node of a cluster, and to the sentinels and the
-//! master they name when the sentinels are `rediss://` (`tls.rs`).
+//! TLS: `[cluster] ca_file` (the CAs trusted for `rediss://`) and the
+//! client certificate of `cert_file` and `key_file` apply to one server,
+//! to every node of a cluster, and to the sentinels and the master they
+//! name when the sentinels are `rediss://` (`tls.rs`).
 
 use std::{
     sync::{Arc, Mutex},
@@ -39,7 +40,7 @@ use std::{
 
 use redis::{
     AsyncConnectionConfig, Client, Cmd, ConnectionInfo, IntoConnectionInfo as _, Pipeline,
-    RedisError, RedisFuture, RedisResult, TlsCertificates, Value,
+    RedisError, RedisFuture, RedisResult, Value,
     aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection},
     cluster::{ClusterClientBuilder, ClusterConfig as ClusterConnectConfig},
     cluster_async::ClusterConnection,
@@ -48,7 +49,10 @@ use redis::{
 use secrecy::ExposeSecret as _;
 use thread_local::ThreadLocal;
 
-use crate::cluster::{ClusterSettings, config::RedisTarget};
+use crate::cluster::{
+    ClusterSettings,
+    config::{RedisTarget, RedisTls},
+};
 
 /// A connection to one server (`N`) or to a Redis Cluster: what commands
 /// and the event stream's reader go through, whatever the deployment.
@@ -115,8 +119,9 @@ pub(in crate::cluster) enum Link {
         /// Seed nodes, with credentials: for the event stream's own
         /// cluster connection.
         seeds: Vec<ConnectionInfo>,
-        /// The CAs of `[cluster] ca_file`, for that connection too.
-        ca_pem: Option<Vec<u8>>,
+        /// The CAs and client certificate of `[cluster]`, for that
+        /// connection too.
+        tls: RedisTls,
         conn: ClusterConnection,
         /// Makes each serving thread's own connection.
         client: Box<redis::cluster::ClusterClient>,
@@ -166,10 +171,7 @@ impl Link {
             RedisTarget::Server(url) => {
                 let info = url.as_str().into_connection_info()?;
                 let server = address(&info);
-                let client = super::tls::client(
-                    with_credentials(info, settings),
-                    settings.ca_pem.as_deref(),
-                )?;
+                let client = super::tls::client(with_credentials(info, settings), &settings.tls)?;
                 let conn = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
                 Ok((
                     Link::Server {
@@ -190,7 +192,7 @@ impl Link {
                     sentinels,
                     master_name,
                     *tls,
-                    settings.ca_pem.as_deref(),
+                    &settings.tls,
                     settings.username.as_deref(),
                     settings.password.as_ref().map(|p| p.expose_secret()),
                 )?;
@@ -221,7 +223,7 @@ impl Link {
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let server = seeds.first().map(address).unwrap_or_default();
-                let client = cluster_builder(&seeds, settings.ca_pem.as_deref())
+                let client = cluster_builder(&seeds, &settings.tls)
                     .connection_timeout(settings.connect_timeout)
                     .response_timeout(settings.command_timeout)
                     .overall_response_timeout(Some(settings.command_timeout))
@@ -232,7 +234,7 @@ impl Link {
                 Ok((
                     Link::Cluster {
                         seeds,
-                        ca_pem: settings.ca_pem.clone(),
+                        tls: settings.tls.clone(),
                         conn,
                         client: Box::new(client),
                         timeouts,
@@ -348,8 +350,8 @@ impl Link {
                 let (client, _) = s.master().await.map_err(|_| "no master from sentinels")?;
                 open(&client).await
             }
-            Link::Cluster { seeds, ca_pem, .. } => {
-                let client = cluster_builder(seeds, ca_pem.as_deref())
+            Link::Cluster { seeds, tls, .. } => {
+                let client = cluster_builder(seeds, tls)
                     .connection_timeout(connect_timeout)
                     .response_timeout(read_timeout)
                     .retries(2)
@@ -378,15 +380,12 @@ fn pending_cluster_conn(
     )
 }
 
-/// A cluster client builder for `seeds`, trusting the CAs of `ca_pem`
-/// (PEM) when given.
-fn cluster_builder(seeds: &[ConnectionInfo], ca_pem: Option<&[u8]>) -> ClusterClientBuilder {
+/// A cluster client builder for `seeds`, with the roots and client
+/// certificate of `tls`.
+fn cluster_builder(seeds: &[ConnectionInfo], tls: &RedisTls) -> ClusterClientBuilder {
     let builder = ClusterClientBuilder::new(seeds.to_vec());
-    match ca_pem {
-        Some(pem) => builder.certs(TlsCertificates {
-            client_tls: None,
-            root_cert: Some(pem.to_vec()),
-        }),
+    match tls.certificates() {
+        Some(certificates) => builder.certs(certificates),
         None => builder,
     }
 }

@@ -1,49 +1,45 @@
-//! The Redis clients, with the trusted roots of `rediss://`.
+//! The Redis clients, with the trusted roots and the client certificate
+//! of `rediss://`.
 //!
 //! Without `[cluster] ca_file` the redis crate's rustls client trusts the
 //! system's roots (a managed Redis with a public certificate); with it,
-//! only the CAs of that file (a self-managed Redis on a private CA). A
-//! `redis://` URL ignores both.
+//! only the CAs of that file (a self-managed Redis on a private CA). With
+//! `cert_file` and `key_file` it presents that certificate to a Redis
+//! that asks for one. A `redis://` URL ignores all three.
 //!
 //! Sentinel: `rediss://` sentinels are reached over TLS, and so is the
 //! master they name (a deployment that encrypts one encrypts both:
 //! Redis's `tls-replication yes` is what lets sentinels reach a TLS-only
-//! master), both trusting the same roots.
+//! master), both trusting the same roots and shown the same client
+//! certificate.
 
 use redis::{
-    Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo as _, RedisResult, TlsCertificates,
-    TlsMode,
+    Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo as _, RedisResult, TlsMode,
     sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType},
 };
 
-/// The CAs of `ca_pem` (PEM) as the redis crate takes them.
-fn roots(ca_pem: &[u8]) -> TlsCertificates {
-    TlsCertificates {
-        client_tls: None,
-        root_cert: Some(ca_pem.to_vec()),
-    }
-}
+use crate::cluster::config::RedisTls;
 
-/// A client for `info`, trusting the CAs of `ca_pem` (PEM) when given.
-pub(super) fn client(info: ConnectionInfo, ca_pem: Option<&[u8]>) -> RedisResult<Client> {
-    match ca_pem {
-        Some(pem) => Client::build_with_tls(info, roots(pem)),
+/// A client for `info`, with the roots and client certificate of `tls`.
+pub(super) fn client(info: ConnectionInfo, tls: &RedisTls) -> RedisResult<Client> {
+    match tls.certificates() {
+        Some(certificates) => Client::build_with_tls(info, certificates),
         None => Client::open(info),
     }
 }
 
 /// A resolver of the master `master_name` through `sentinels`, over TLS to
-/// both when `tls`; the master's ACL user and password, if any (the
-/// sentinels get none).
+/// both when `over_tls` (with the roots and client certificate of `tls`);
+/// the master's ACL user and password, if any (the sentinels get none).
 pub(super) fn sentinel_client(
     sentinels: &[(String, u16)],
     master_name: &str,
-    tls: bool,
-    ca_pem: Option<&[u8]>,
+    over_tls: bool,
+    tls: &RedisTls,
     username: Option<&str>,
     password: Option<&str>,
 ) -> RedisResult<SentinelClient> {
-    let scheme = if tls { "rediss" } else { "redis" };
+    let scheme = if over_tls { "rediss" } else { "redis" };
     let addresses = sentinels
         .iter()
         .map(|(host, port)| {
@@ -65,14 +61,14 @@ pub(super) fn sentinel_client(
     if let Some(password) = password {
         builder = builder.set_client_to_redis_password(password);
     }
-    if tls {
+    if over_tls {
         builder = builder
             .set_client_to_sentinel_tls_mode(TlsMode::Secure)
             .set_client_to_redis_tls_mode(TlsMode::Secure);
-        if let Some(pem) = ca_pem {
+        if let Some(certificates) = tls.certificates() {
             builder = builder
-                .set_client_to_sentinel_certificates(roots(pem))
-                .set_client_to_redis_certificates(roots(pem));
+                .set_client_to_sentinel_certificates(certificates.clone())
+                .set_client_to_redis_certificates(certificates);
         }
     }
     builder.build()

@@ -1,9 +1,13 @@
 //! A fleet on a Redis that speaks TLS only, on a certificate of the test's
-//! own CA: one server (`rediss://`) or a master found through sentinels
-//! that speak TLS only too (`rediss://` sentinels). Replicas given the CA
-//! (`[cluster] ca_file`) share notices and drains through it; a replica
-//! trusting only the system's roots does not reach it and refuses
-//! fleet-wide changes.
+//! own CA: one server (`rediss://`), one that also asks every client for a
+//! certificate (`tls-auth-clients yes`), or a master found through
+//! sentinels that speak TLS only too (`rediss://` sentinels). Replicas
+//! given the CA (`[cluster] ca_file`), and where asked a client
+//! certificate (`cert_file`, `key_file`), share notices and drains through
+//! it; a replica without what the Redis asks does not reach it and
+//! refuses fleet-wide changes.
+
+use idgate::config::Config;
 
 use super::EVENT_WAIT;
 use crate::support::{
@@ -15,16 +19,14 @@ use crate::support::{
     wait::eventually,
 };
 
-/// Two replicas given `ca`'s file share a notice and a drain; a third,
-/// trusting only the system's roots, is not up and refuses to undrain.
-async fn replicas_given_the_ca_share_and_others_are_refused<R: FleetRedis>(
+/// Two replicas configured by `trusted` share a notice and a drain; a
+/// third, configured by `refused`, is not up and refuses to undrain.
+async fn two_share_and_a_third_is_refused<R: FleetRedis>(
     fleet: &mut Fleet<R>,
-    ca: &TestCa,
+    trusted: impl Fn(&mut Config),
+    refused: impl FnOnce(&mut Config),
 ) {
-    let ca_file = ca.ca_file();
-    fleet
-        .add_replicas_with(2, |c| c.cluster.ca_file = Some(ca_file.clone()))
-        .await;
+    fleet.add_replicas_with(2, trusted).await;
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
 
     let created = fleet.finished_journey(0).await;
@@ -42,8 +44,7 @@ async fn replicas_given_the_ca_share_and_others_are_refused<R: FleetRedis>(
     })
     .await;
 
-    // The system's roots do not know the test's CA.
-    let c = fleet.add_replica().await;
+    let c = fleet.add_replica_with(refused).await;
     let c = &fleet.replicas[c];
     assert!(!c.gateway.shared_state().is_up());
     let err = c.undrain("primary").await.unwrap_err();
@@ -51,25 +52,65 @@ async fn replicas_given_the_ca_share_and_others_are_refused<R: FleetRedis>(
     assert!(fleet.replicas[0].drained("primary").await);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_are_refused() {
+/// The test CA and a certificate of it for 127.0.0.1, as files.
+fn ca_and_server_files() -> (TestCa, std::path::PathBuf, std::path::PathBuf) {
     let ca = TestCa::new();
     let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
+    (ca, cert, key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_are_refused() {
+    let (ca, cert, key) = ca_and_server_files();
     let redis = RedisServer::start_tls(cert, key, ca.ca_file());
     assert!(redis.url().starts_with("rediss://"));
     let mut fleet = Fleet::start_on(redis, 0, 30).await;
-    replicas_given_the_ca_share_and_others_are_refused(&mut fleet, &ca).await;
+    let ca_file = ca.ca_file();
+    // The third trusts the system's roots, which do not know the test CA.
+    two_share_and_a_third_is_refused(
+        &mut fleet,
+        |c| c.cluster.ca_file = Some(ca_file.clone()),
+        |_| {},
+    )
+    .await;
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_presenting_a_client_certificate_reach_a_redis_that_asks_for_one_and_others_are_refused()
+ {
+    let (ca, cert, key) = ca_and_server_files();
+    let redis = RedisServer::start_mtls(cert, key, ca.ca_file());
+    let mut fleet = Fleet::start_on(redis, 0, 30).await;
+    let (client_cert, client_key) = ca.write("replica", &ca.leaf(&["idgate-replica"]));
+    let ca_file = ca.ca_file();
+    // The third trusts the CA but has no certificate to present.
+    two_share_and_a_third_is_refused(
+        &mut fleet,
+        |c| {
+            c.cluster.ca_file = Some(ca_file.clone());
+            c.cluster.cert_file = Some(client_cert.clone());
+            c.cluster.key_file = Some(client_key.clone());
+        },
+        |c| c.cluster.ca_file = Some(ca_file.clone()),
+    )
+    .await;
     fleet.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_find_a_tls_only_master_through_rediss_sentinels_and_others_are_refused() {
-    let ca = TestCa::new();
-    let (cert, key) = ca.write("redis", &ca.leaf(&["127.0.0.1", "localhost"]));
+    let (ca, cert, key) = ca_and_server_files();
     let set = tokio::task::block_in_place(|| TlsSentinel::start(cert, key, ca.ca_file()));
     assert!(set.sentinel_url().starts_with("rediss://"));
     let mut fleet = Fleet::start_on(set, 0, 30).await;
-    replicas_given_the_ca_share_and_others_are_refused(&mut fleet, &ca).await;
+    let ca_file = ca.ca_file();
+    two_share_and_a_third_is_refused(
+        &mut fleet,
+        |c| c.cluster.ca_file = Some(ca_file.clone()),
+        |_| {},
+    )
+    .await;
 
     // What they shared is on the master the sentinel named, which answers
     // nothing but TLS.

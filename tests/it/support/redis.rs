@@ -35,6 +35,8 @@ struct Tls {
     cert: PathBuf,
     key: PathBuf,
     ca: PathBuf,
+    /// Clients must present a certificate.
+    require_client: bool,
 }
 
 /// A port below the ephemeral range (`support/fixed_port.rs`): the
@@ -60,7 +62,30 @@ impl RedisServer {
     /// that present one (none need to). Files, not the test CA itself:
     /// `examples/rolling_restart` builds this file without `support::tls`.
     pub fn start_tls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
-        Self::start_on(None, Some(Tls { cert, key, ca }))
+        Self::start_on(
+            None,
+            Some(Tls {
+                cert,
+                key,
+                ca,
+                require_client: false,
+            }),
+        )
+    }
+
+    /// As [`RedisServer::start_tls`], but every client must present a
+    /// certificate issued by the CAs of `ca` (`--tls-auth-clients yes`,
+    /// Redis's default); the test's own client presents the server's.
+    pub fn start_mtls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
+        Self::start_on(
+            None,
+            Some(Tls {
+                cert,
+                key,
+                ca,
+                require_client: true,
+            }),
+        )
     }
 
     fn start_on(password: Option<&str>, tls: Option<Tls>) -> Self {
@@ -98,7 +123,7 @@ impl RedisServer {
                 "--tls-ca-cert-file".as_ref(),
                 tls.ca.as_os_str(),
                 "--tls-auth-clients".as_ref(),
-                "no".as_ref(),
+                if tls.require_client { "yes" } else { "no" }.as_ref(),
             ],
         };
         let mut child = Command::new("redis-server")
@@ -179,7 +204,10 @@ impl RedisServer {
             Some(tls) => redis::Client::build_with_tls(
                 url,
                 redis::TlsCertificates {
-                    client_tls: None,
+                    client_tls: tls.require_client.then(|| redis::ClientTlsConfig {
+                        client_cert: std::fs::read(&tls.cert).expect("the certificate file"),
+                        client_key: std::fs::read(&tls.key).expect("the key file"),
+                    }),
                     root_cert: Some(std::fs::read(&tls.ca).expect("the test CA file")),
                 },
             ),
