@@ -52,6 +52,17 @@ async fn two_share_and_a_third_is_refused<R: FleetRedis>(
     assert!(fleet.replicas[0].drained("primary").await);
 }
 
+/// [`two_share_and_a_third_is_refused`] with the two given `ca`'s file
+/// and the third trusting the system's roots, which do not know it.
+async fn given_the_ca_two_share_and_the_systems_roots_are_refused<R: FleetRedis>(
+    fleet: &mut Fleet<R>,
+    ca: &TestCa,
+) {
+    let ca_file = ca.ca_file();
+    two_share_and_a_third_is_refused(fleet, |c| c.cluster.ca_file = Some(ca_file.clone()), |_| {})
+        .await;
+}
+
 /// The test CA and a certificate of it for 127.0.0.1, as files.
 fn ca_and_server_files() -> (TestCa, std::path::PathBuf, std::path::PathBuf) {
     let ca = TestCa::new();
@@ -65,14 +76,7 @@ async fn replicas_given_the_ca_share_notices_and_drains_over_rediss_and_others_a
     let redis = RedisServer::start_tls(cert, key, ca.ca_file());
     assert!(redis.url().starts_with("rediss://"));
     let mut fleet = Fleet::start_on(redis, 0, 30).await;
-    let ca_file = ca.ca_file();
-    // The third trusts the system's roots, which do not know the test CA.
-    two_share_and_a_third_is_refused(
-        &mut fleet,
-        |c| c.cluster.ca_file = Some(ca_file.clone()),
-        |_| {},
-    )
-    .await;
+    given_the_ca_two_share_and_the_systems_roots_are_refused(&mut fleet, &ca).await;
     fleet.stop().await;
 }
 
@@ -104,13 +108,7 @@ async fn replicas_find_a_tls_only_master_through_rediss_sentinels_and_others_are
     let set = tokio::task::block_in_place(|| TlsSentinel::start(cert, key, ca.ca_file()));
     assert!(set.sentinel_url().starts_with("rediss://"));
     let mut fleet = Fleet::start_on(set, 0, 30).await;
-    let ca_file = ca.ca_file();
-    two_share_and_a_third_is_refused(
-        &mut fleet,
-        |c| c.cluster.ca_file = Some(ca_file.clone()),
-        |_| {},
-    )
-    .await;
+    given_the_ca_two_share_and_the_systems_roots_are_refused(&mut fleet, &ca).await;
 
     // What they shared is on the master the sentinel named, which answers
     // nothing but TLS.

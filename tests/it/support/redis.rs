@@ -62,30 +62,24 @@ impl RedisServer {
     /// that present one (none need to). Files, not the test CA itself:
     /// `examples/rolling_restart` builds this file without `support::tls`.
     pub fn start_tls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
-        Self::start_on(
-            None,
-            Some(Tls {
-                cert,
-                key,
-                ca,
-                require_client: false,
-            }),
-        )
+        Self::start_tls_asking(cert, key, ca, false)
     }
 
     /// As [`RedisServer::start_tls`], but every client must present a
     /// certificate issued by the CAs of `ca` (`--tls-auth-clients yes`,
     /// Redis's default); the test's own client presents the server's.
     pub fn start_mtls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
-        Self::start_on(
-            None,
-            Some(Tls {
-                cert,
-                key,
-                ca,
-                require_client: true,
-            }),
-        )
+        Self::start_tls_asking(cert, key, ca, true)
+    }
+
+    fn start_tls_asking(cert: PathBuf, key: PathBuf, ca: PathBuf, require_client: bool) -> Self {
+        let tls = Tls {
+            cert,
+            key,
+            ca,
+            require_client,
+        };
+        Self::start_on(None, Some(tls))
     }
 
     fn start_on(password: Option<&str>, tls: Option<Tls>) -> Self {
