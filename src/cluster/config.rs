@@ -62,6 +62,14 @@ pub struct ClusterConfig {
     pub password_env: Option<String>,
     /// File holding the Redis password (wins over the variable).
     pub password_file: Option<PathBuf>,
+    /// ACL user the sentinels are asked as, for sentinels that require a
+    /// password (`requirepass` in their own configuration); the password
+    /// from `sentinel_password_env`/`sentinel_password_file`.
+    pub sentinel_username: Option<String>,
+    /// Environment variable holding the sentinels' password.
+    pub sentinel_password_env: Option<String>,
+    /// File holding the sentinels' password (wins over the variable).
+    pub sentinel_password_file: Option<PathBuf>,
     /// Prefix of every key, the event stream's too.
     pub key_prefix: String,
     /// Environment variable holding the appkey sealing key: 32 random
@@ -115,6 +123,9 @@ impl Default for ClusterConfig {
             username: None,
             password_env: None,
             password_file: None,
+            sentinel_username: None,
+            sentinel_password_env: None,
+            sentinel_password_file: None,
             key_prefix: "idgate:".to_owned(),
             secret_key_env: None,
             secret_key_file: None,
@@ -140,6 +151,10 @@ pub struct ClusterSettings {
     pub username: Option<String>,
     /// Password, if any.
     pub password: Option<secrecy::SecretString>,
+    /// ACL user of the sentinels, if any.
+    pub sentinel_username: Option<String>,
+    /// Password of the sentinels, if any.
+    pub sentinel_password: Option<secrecy::SecretString>,
     /// Key prefix.
     pub key_prefix: String,
     /// Seals appkeys before they go to Redis.
@@ -263,6 +278,14 @@ impl ClusterConfig {
             RedisTarget::Cluster(nodes) => nodes.iter().all(|n| n.starts_with("rediss://")),
             RedisTarget::Sentinel { tls, .. } => *tls,
         };
+        let sentinel_auth = self.sentinel_username.is_some()
+            || self.sentinel_password_env.is_some()
+            || self.sentinel_password_file.is_some();
+        if sentinel_auth && !matches!(target, RedisTarget::Sentinel { .. }) {
+            return Err(invalid(
+                "cluster.sentinel_username and cluster.sentinel_password_* need cluster.sentinels",
+            ));
+        }
         let files = [
             ("cluster.ca_file", &self.ca_file),
             ("cluster.cert_file", &self.cert_file),
@@ -313,6 +336,12 @@ impl ClusterConfig {
             self.password_file.as_deref(),
         )?
         .map(secrecy::SecretString::from);
+        let sentinel_password = optional_secret(
+            "cluster.sentinel_password",
+            self.sentinel_password_env.as_deref(),
+            self.sentinel_password_file.as_deref(),
+        )?
+        .map(secrecy::SecretString::from);
         let tls = RedisTls::read(
             self.ca_file.as_deref(),
             self.cert_file.as_deref(),
@@ -322,6 +351,8 @@ impl ClusterConfig {
             target,
             username: self.username.clone(),
             password,
+            sentinel_username: self.sentinel_username.clone(),
+            sentinel_password,
             key_prefix: self.key_prefix.clone(),
             sealer: Sealer::new(&current, previous.as_deref()),
             digester: Digester::new(&current, previous.as_deref()),

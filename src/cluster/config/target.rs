@@ -274,6 +274,38 @@ mod tests {
     }
 
     #[test]
+    fn sentinel_credentials_need_sentinels_and_are_read_from_their_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sentinel-password");
+        std::fs::write(&file, "sentinel-secret\n").unwrap();
+        let c = with_key(
+            &dir,
+            ClusterConfig {
+                sentinels: vec!["127.0.0.1:26379".into()],
+                master_name: Some("fleet".into()),
+                sentinel_username: Some("watcher".into()),
+                sentinel_password_file: Some(file.clone()),
+                ..ClusterConfig::default()
+            },
+        );
+        let s = c.resolve().unwrap().unwrap();
+        assert_eq!(s.sentinel_username.as_deref(), Some("watcher"));
+        assert_eq!(
+            secrecy::ExposeSecret::expose_secret(s.sentinel_password.as_ref().unwrap()),
+            "sentinel-secret"
+        );
+        assert!(!format!("{s:?}").contains("sentinel-secret"));
+        let one_server = ClusterConfig {
+            sentinels: Vec::new(),
+            master_name: None,
+            redis_url: Some("redis://127.0.0.1:6379".into()),
+            ..c
+        };
+        let err = one_server.resolve().unwrap_err().to_string();
+        assert!(err.contains("need cluster.sentinels"), "{err}");
+    }
+
+    #[test]
     fn the_redis_is_named_one_way_only() {
         let dir = tempfile::tempdir().unwrap();
         let url_and_sentinels = with_key(

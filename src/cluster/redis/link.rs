@@ -188,14 +188,7 @@ impl Link {
                 master_name,
                 tls,
             } => {
-                let resolver = super::tls::sentinel_client(
-                    sentinels,
-                    master_name,
-                    *tls,
-                    &settings.tls,
-                    settings.username.as_deref(),
-                    settings.password.as_ref().map(|p| p.expose_secret()),
-                )?;
+                let resolver = super::tls::sentinel_client(sentinels, master_name, *tls, settings)?;
                 let server = sentinels.first().cloned().unwrap_or_default();
                 // Each sentinel gets the connect and command timeouts; the
                 // master's ROLE check one more command timeout.

@@ -18,7 +18,9 @@ use redis::{
     sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType},
 };
 
-use crate::cluster::config::RedisTls;
+use secrecy::ExposeSecret as _;
+
+use crate::cluster::{ClusterSettings, config::RedisTls};
 
 /// A client for `info`, with the roots and client certificate of `tls`.
 pub(super) fn client(info: ConnectionInfo, tls: &RedisTls) -> RedisResult<Client> {
@@ -29,15 +31,14 @@ pub(super) fn client(info: ConnectionInfo, tls: &RedisTls) -> RedisResult<Client
 }
 
 /// A resolver of the master `master_name` through `sentinels`, over TLS to
-/// both when `over_tls` (with the roots and client certificate of `tls`);
-/// the master's ACL user and password, if any (the sentinels get none).
+/// both when `over_tls` (with the roots and client certificate of
+/// `settings`); asking the sentinels as their ACL user and password, and
+/// the master as its own, when `settings` give them.
 pub(super) fn sentinel_client(
     sentinels: &[(String, u16)],
     master_name: &str,
     over_tls: bool,
-    tls: &RedisTls,
-    username: Option<&str>,
-    password: Option<&str>,
+    settings: &ClusterSettings,
 ) -> RedisResult<SentinelClient> {
     let scheme = if over_tls { "rediss" } else { "redis" };
     let addresses = sentinels
@@ -55,17 +56,23 @@ pub(super) fn sentinel_client(
         .collect::<RedisResult<Vec<ConnectionAddr>>>()?;
     let mut builder =
         SentinelClientBuilder::new(addresses, master_name, SentinelServerType::Master)?;
-    if let Some(user) = username {
+    if let Some(user) = &settings.username {
         builder = builder.set_client_to_redis_username(user);
     }
-    if let Some(password) = password {
-        builder = builder.set_client_to_redis_password(password);
+    if let Some(password) = &settings.password {
+        builder = builder.set_client_to_redis_password(password.expose_secret());
+    }
+    if let Some(user) = &settings.sentinel_username {
+        builder = builder.set_client_to_sentinel_username(user);
+    }
+    if let Some(password) = &settings.sentinel_password {
+        builder = builder.set_client_to_sentinel_password(password.expose_secret());
     }
     if over_tls {
         builder = builder
             .set_client_to_sentinel_tls_mode(TlsMode::Secure)
             .set_client_to_redis_tls_mode(TlsMode::Secure);
-        if let Some(certificates) = tls.certificates() {
+        if let Some(certificates) = settings.tls.certificates() {
             builder = builder
                 .set_client_to_sentinel_certificates(certificates.clone())
                 .set_client_to_redis_certificates(certificates);

@@ -1,15 +1,19 @@
 //! The fleet without its Redis: with Redis stopped, core RPCs keep
 //! working, fleet-wide admin changes are refused (applied nowhere) and
 //! watchers still finish; once Redis is back the replicas converge without
-//! a restart. A replica with the wrong Redis password behaves the same.
+//! a restart. A replica with the wrong Redis password behaves the same,
+//! and so does one without the password of sentinels that require one.
 
 use idgate::proto::v1;
 
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
-    gateway::{assert_error, by_appkey, by_ref, drain_within, happy_person, retryable},
+    gateway::{
+        assert_error, by_appkey, by_ref, drain_within, happy_person, retryable, secret_file,
+    },
     redis::RedisServer,
+    redis_sentinel::SentinelPair,
     wait::eventually,
 };
 
@@ -96,6 +100,37 @@ async fn a_password_protected_redis_admits_replicas_with_the_password_only() {
     let err = c.undrain("primary").await.unwrap_err();
     assert_error(&err, tonic::Code::Unavailable, "CLUSTER_UNAVAILABLE");
     assert!(retryable(&err), "docs/api.md: retry when Redis is back");
+    assert!(fleet.replicas[0].drained("primary").await);
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinels_that_require_a_password_admit_replicas_with_it_only() {
+    const PASSWORD: &str = "fleet-sentinel-password-7d2e";
+    let pair = tokio::task::block_in_place(|| SentinelPair::start(None, Some(PASSWORD)));
+    let mut fleet = Fleet::start_on(pair, 0, 30).await;
+    let password = secret_file(PASSWORD);
+    fleet
+        .add_replicas_with(2, |c| {
+            c.cluster.sentinel_password_file = Some(password.clone());
+        })
+        .await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    a.drain("primary")
+        .await
+        .expect("drain through the sentinel");
+    eventually("B sees the drain", EVENT_WAIT, async || {
+        b.drained("primary").await
+    })
+    .await;
+
+    // Without the sentinels' password no master is named: the replica
+    // starts on its own state and refuses fleet-wide changes.
+    let c = fleet.add_replica().await;
+    let c = &fleet.replicas[c];
+    assert!(!c.gateway.shared_state().is_up());
+    let err = c.undrain("primary").await.unwrap_err();
+    assert_error(&err, tonic::Code::Unavailable, "CLUSTER_UNAVAILABLE");
     assert!(fleet.replicas[0].drained("primary").await);
     fleet.stop().await;
 }

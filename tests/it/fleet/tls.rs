@@ -14,7 +14,7 @@ use crate::support::{
     fleet::{Fleet, FleetRedis, assert_complete},
     gateway::{by_appkey, drain_within, reason},
     redis::RedisServer,
-    redis_sentinel::TlsSentinel,
+    redis_sentinel::{SentinelPair, TlsFiles},
     tls::TestCa,
     wait::eventually,
 };
@@ -105,7 +105,12 @@ async fn replicas_presenting_a_client_certificate_reach_a_redis_that_asks_for_on
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_find_a_tls_only_master_through_rediss_sentinels_and_others_are_refused() {
     let (ca, cert, key) = ca_and_server_files();
-    let set = tokio::task::block_in_place(|| TlsSentinel::start(cert, key, ca.ca_file()));
+    let files = TlsFiles {
+        cert,
+        key,
+        ca: ca.ca_file(),
+    };
+    let set = tokio::task::block_in_place(|| SentinelPair::start(Some(files), None));
     assert!(set.sentinel_url().starts_with("rediss://"));
     let mut fleet = Fleet::start_on(set, 0, 30).await;
     given_the_ca_two_share_and_the_systems_roots_are_refused(&mut fleet, &ca).await;

@@ -26,7 +26,7 @@ use super::{
     net::http_client,
     redis::RedisServer,
     redis_cluster::RedisClusterSet,
-    redis_sentinel::{MASTER_NAME, RedisSentinelSet, TlsSentinel},
+    redis_sentinel::{MASTER_NAME, RedisSentinelSet, SentinelPair},
     sandbox::start_on,
     wait::{EVENT_WAIT, eventually},
     webhook::{PASSWORD, USER, notice},
@@ -58,7 +58,7 @@ impl FleetRedis for RedisSentinelSet {
     }
 }
 
-impl FleetRedis for TlsSentinel {
+impl FleetRedis for SentinelPair {
     fn point(&self, c: &mut Config) {
         c.cluster.sentinels = vec![self.sentinel_url()];
         c.cluster.master_name = Some(MASTER_NAME.into());

@@ -22,8 +22,16 @@ pub struct RedisNode {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
-    /// The CAs (PEM) a node serving TLS only is asked through.
-    ca: Option<Vec<u8>>,
+    access: Access,
+}
+
+/// How the test's own client reaches a node.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// The CAs (PEM) of a node that serves TLS only.
+    pub ca: Option<Vec<u8>>,
+    /// The node's `requirepass`.
+    pub password: Option<String>,
 }
 
 /// A free loopback port; with `bus_offset`, `port + bus_offset` is free
@@ -65,19 +73,15 @@ impl RedisNode {
     /// line after `redis-server` (a config file written there, flags).
     /// `bus_offset`: also keep `port + offset` free (cluster bus).
     pub fn start(bus_offset: Option<u16>, args: impl Fn(u16, &Path) -> Vec<String>) -> Self {
-        Self::start_on(bus_offset, None, args)
+        Self::start_with(bus_offset, Access::default(), args)
     }
 
-    /// Starts a node that serves TLS only on its port (`args` say
-    /// `--port 0 --tls-port PORT` and its files), asked over TLS trusting
-    /// the CAs of `ca` (PEM).
-    pub fn start_tls(ca: Vec<u8>, args: impl Fn(u16, &Path) -> Vec<String>) -> Self {
-        Self::start_on(None, Some(ca), args)
-    }
-
-    fn start_on(
+    /// As [`RedisNode::start`], for a node the test's client reaches as
+    /// `access` says: over TLS only (`args` say `--port 0 --tls-port
+    /// PORT` and its files), with a password (`args` set `requirepass`).
+    pub fn start_with(
         bus_offset: Option<u16>,
-        ca: Option<Vec<u8>>,
+        access: Access,
         args: impl Fn(u16, &Path) -> Vec<String>,
     ) -> Self {
         require("redis-server", "redis-server");
@@ -87,7 +91,7 @@ impl RedisNode {
             port: 0,
             dir,
             child: None,
-            ca,
+            access,
         };
         loop {
             node.port = free_port(bus_offset);
@@ -121,10 +125,14 @@ impl RedisNode {
 
     /// One command on a connection of the test's own (blocking).
     pub fn query<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
-        let client = match &self.ca {
-            None => redis::Client::open(self.url())?,
+        let url = match &self.access.password {
+            Some(p) => self.url().replacen("://", &format!("://:{p}@"), 1),
+            None => self.url(),
+        };
+        let client = match &self.access.ca {
+            None => redis::Client::open(url)?,
             Some(ca) => redis::Client::build_with_tls(
-                self.url(),
+                url,
                 redis::TlsCertificates {
                     client_tls: None,
                     root_cert: Some(ca.clone()),
@@ -147,7 +155,11 @@ impl RedisNode {
 
     /// `redis://127.0.0.1:PORT`, or `rediss://` for a node serving TLS.
     pub fn url(&self) -> String {
-        let scheme = if self.ca.is_some() { "rediss" } else { "redis" };
+        let scheme = if self.access.ca.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
         format!("{scheme}://127.0.0.1:{}", self.port)
     }
 

@@ -5,15 +5,15 @@
 //! the replica promoted within seconds; the test waits on the sentinels'
 //! answer, never on a delay.
 //!
-//! [`TlsSentinel`]: a master and one sentinel that speak TLS only, on a
-//! certificate of the test's own CA.
+//! [`SentinelPair`]: a master and one sentinel, serving TLS only, the
+//! sentinel requiring a password, or both.
 
 use std::{
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use super::redis_node::{RedisNode, plain_server, settle};
+use super::redis_node::{Access, RedisNode, plain_server, settle};
 
 /// The name the sentinels monitor the master by.
 pub const MASTER_NAME: &str = "idgate-fleet";
@@ -169,18 +169,18 @@ fn sentinel_conf(port: u16, master_port: u16) -> String {
     )
 }
 
-/// A master and one sentinel that serve TLS only (`--port 0`, so nothing
-/// answers in plaintext), on a certificate of the test's own CA; the
-/// sentinel reaches the master over TLS too (`tls-replication yes`).
-/// Quorum 1: enough to name the master (failover is
-/// [`RedisSentinelSet`]'s).
-pub struct TlsSentinel {
-    master: RedisNode,
-    sentinel: RedisNode,
+/// The certificate, key and CA files of a node serving TLS (for
+/// 127.0.0.1, of the test's own CA).
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
 }
 
-/// The TLS flags of a node serving on `port` with these files.
-fn tls_args(port: u16, cert: &Path, key: &Path, ca: &Path) -> Vec<String> {
+/// The TLS flags of a node serving on `port` with `files`: TLS only
+/// (`--port 0`, so nothing answers in plaintext), reaching its master over
+/// TLS too (`tls-replication yes`).
+fn tls_args(port: u16, files: &TlsFiles) -> Vec<String> {
     let path = |p: &Path| p.display().to_string();
     vec![
         "--port".into(),
@@ -188,11 +188,11 @@ fn tls_args(port: u16, cert: &Path, key: &Path, ca: &Path) -> Vec<String> {
         "--tls-port".into(),
         port.to_string(),
         "--tls-cert-file".into(),
-        path(cert),
+        path(&files.cert),
         "--tls-key-file".into(),
-        path(key),
+        path(&files.key),
         "--tls-ca-cert-file".into(),
-        path(ca),
+        path(&files.ca),
         "--tls-auth-clients".into(),
         "no".into(),
         "--tls-replication".into(),
@@ -200,52 +200,76 @@ fn tls_args(port: u16, cert: &Path, key: &Path, ca: &Path) -> Vec<String> {
     ]
 }
 
-impl TlsSentinel {
-    /// Starts both on the certificate and key of these PEM files (for
-    /// 127.0.0.1), and waits until the sentinel has reached the master.
-    pub fn start(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
-        let pem = std::fs::read(&ca).expect("the test CA file");
-        let master = RedisNode::start_tls(pem.clone(), |port, dir| {
-            // `plain_server`'s flags but its `--port`: TLS only.
-            let mut args = tls_args(port, &cert, &key, &ca);
+/// A master and one sentinel, hardened as a deployment may be: both
+/// serving TLS only, and the sentinel requiring a password of its own
+/// (`requirepass` in its configuration). Quorum 1: enough to name the
+/// master (failover is [`RedisSentinelSet`]'s).
+pub struct SentinelPair {
+    master: RedisNode,
+    sentinel: RedisNode,
+}
+
+impl SentinelPair {
+    /// Starts both, over TLS with `tls`, the sentinel requiring
+    /// `sentinel_password`; waits until the sentinel has reached the
+    /// master.
+    pub fn start(tls: Option<TlsFiles>, sentinel_password: Option<&str>) -> Self {
+        let ca = tls
+            .as_ref()
+            .map(|f| std::fs::read(&f.ca).expect("the test CA file"));
+        let listen = |port: u16| match &tls {
+            Some(files) => tls_args(port, files),
+            None => vec!["--port".into(), port.to_string()],
+        };
+        let master_access = Access {
+            ca: ca.clone(),
+            password: None,
+        };
+        let master = RedisNode::start_with(None, master_access, |port, dir| {
+            // `plain_server`'s flags, listening as `listen` says.
+            let mut args = listen(port);
             args.extend(plain_server(port, dir).into_iter().skip(2));
             args
         });
         let master_port = master.port();
-        let sentinel = RedisNode::start_tls(pem, |port, dir| {
+        let sentinel_access = Access {
+            ca,
+            password: sentinel_password.map(str::to_owned),
+        };
+        let sentinel = RedisNode::start_with(None, sentinel_access, |port, dir| {
             let conf = dir.join("sentinel.conf");
+            let requirepass = sentinel_password
+                .map(|p| format!("requirepass {p}\n"))
+                .unwrap_or_default();
             let monitor = format!(
-                "bind 127.0.0.1\n\
+                "bind 127.0.0.1\n{requirepass}\
                  sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} 1\n\
                  sentinel down-after-milliseconds {MASTER_NAME} 1000\n"
             );
             std::fs::write(&conf, monitor).expect("write sentinel.conf");
             let mut args = vec![conf.display().to_string(), "--sentinel".into()];
-            args.extend(tls_args(port, &cert, &key, &ca));
+            args.extend(listen(port));
             args
         });
-        settle(
-            "the sentinel reaches the master over TLS",
-            SETTLE_WAIT,
-            || {
-                sentinel
-                    .query::<Vec<String>>(redis::cmd("SENTINEL").arg("MASTER").arg(MASTER_NAME))
-                    .is_ok_and(|fields| {
-                        fields.chunks(2).any(|pair| {
-                            pair[0] == "flags" && pair.get(1).is_some_and(|f| f == "master")
-                        })
+        settle("the sentinel reaches the master", SETTLE_WAIT, || {
+            sentinel
+                .query::<Vec<String>>(redis::cmd("SENTINEL").arg("MASTER").arg(MASTER_NAME))
+                .is_ok_and(|fields| {
+                    fields.chunks(2).any(|pair| {
+                        pair[0] == "flags" && pair.get(1).is_some_and(|f| f == "master")
                     })
-            },
-        );
+                })
+        });
         Self { master, sentinel }
     }
 
-    /// `rediss://127.0.0.1:PORT` of the sentinel (`[cluster] sentinels`).
+    /// `redis://` or `rediss://127.0.0.1:PORT` of the sentinel
+    /// (`[cluster] sentinels`).
     pub fn sentinel_url(&self) -> String {
         self.sentinel.url()
     }
 
-    /// The master, asked over TLS.
+    /// The master, asked as it is served.
     pub fn master(&self) -> &RedisNode {
         &self.master
     }
