@@ -22,6 +22,7 @@
 //! stream task live here alone.
 
 pub(super) mod link;
+mod sentinel;
 pub(super) mod stream;
 mod tls;
 

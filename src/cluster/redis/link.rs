@@ -4,11 +4,12 @@
 //! - One server: a `ConnectionManager`, which reconnects by itself.
 //! - Sentinel: the master is asked of the sentinels (the redis crate's
 //!   `SentinelClient`, which checks the answer with `ROLE`), then reached
-//!   through a `ConnectionManager`. A manager reconnects to the address it
-//!   was given, which after a failover is a dead or demoted server, so the
-//!   master is asked again on every loss of connection, timeout or
-//!   `READONLY` answer ([`Link::failed`]) and on every (re)connection of
-//!   the event stream's reader ([`Link::open_reader`]).
+//!   through a `ConnectionManager` (`sentinel.rs`). A manager reconnects
+//!   to the address it was given, which after a failover is a dead or
+//!   demoted server, so the master is asked again on every loss of
+//!   connection, timeout or `READONLY` answer ([`Link::failed`]) and on
+//!   every (re)connection of the event stream's reader
+//!   ([`Link::open_reader`]).
 //! - Redis Cluster: one `ClusterConnection` (the redis crate's
 //!   `cluster-async`), which follows the slot map and `MOVED`/`ASK` by
 //!   itself.
@@ -20,9 +21,9 @@
 //! run on the process runtime, and every command of every call would wake
 //! a thread there and wake the caller's back (the hop's profile measured
 //! that as a fifth of a call's CPU with `[cluster]` on). Other threads
-//! share one connection. With Sentinel every thread shares the master's
-//! connection, which follows failovers. The event
-//! stream's `XREAD BLOCK` never shares it (a blocking read would stall
+//! share one connection. With Sentinel a serving thread's connection is
+//! made again for each master the sentinels name. The event stream's
+//! `XREAD BLOCK` never shares it (a blocking read would stall
 //! every store's command behind it): [`Link::open_reader`] opens a
 //! [`Reader`] of its own, to the server, to the master the sentinels name
 //! at that moment, or a `ClusterConnection` of its own that routes the
@@ -33,10 +34,7 @@
 //! to every node of a cluster, and to the sentinels and the master they
 //! name when the sentinels are `rediss://` (`tls.rs`).
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use redis::{
     AsyncConnectionConfig, Client, Cmd, ConnectionInfo, IntoConnectionInfo as _, Pipeline,
@@ -44,10 +42,11 @@ use redis::{
     aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection},
     cluster::{ClusterClientBuilder, ClusterConfig as ClusterConnectConfig},
     cluster_async::ClusterConnection,
-    sentinel::SentinelClient,
 };
 use secrecy::ExposeSecret as _;
 use thread_local::ThreadLocal;
+
+use super::sentinel::SentinelLink;
 
 use crate::cluster::{
     ClusterSettings,
@@ -132,17 +131,6 @@ pub(in crate::cluster) enum Link {
     },
 }
 
-/// The master found through Sentinel, and how to find it again.
-pub(in crate::cluster) struct SentinelLink {
-    /// Asks the sentinels (one question at a time).
-    resolver: tokio::sync::Mutex<SentinelClient>,
-    /// The master's client and connection, until it fails.
-    current: Mutex<Option<(Client, ConnectionManager)>>,
-    config: ConnectionManagerConfig,
-    /// Longest wait for the sentinels' answer and the master's `ROLE`.
-    resolve_timeout: Duration,
-}
-
 /// `info` with the ACL user and password of `settings`.
 fn with_credentials(info: ConnectionInfo, settings: &ClusterSettings) -> ConnectionInfo {
     let mut redis = info.redis_settings().clone();
@@ -197,12 +185,11 @@ impl Link {
                     * u32::try_from(sentinels.len()).unwrap_or(u32::MAX)
                     + settings.command_timeout;
                 Ok((
-                    Link::Sentinel(Arc::new(SentinelLink {
-                        resolver: tokio::sync::Mutex::new(resolver),
-                        current: Mutex::new(None),
+                    Link::Sentinel(Arc::new(SentinelLink::new(
+                        resolver,
                         config,
                         resolve_timeout,
-                    })),
+                    ))),
                     server,
                 ))
             }
@@ -253,14 +240,15 @@ impl Link {
                 .get()
                 .cloned()
                 .unwrap_or_else(|| Conn::Cluster(conn.clone()))),
-            Link::Sentinel(s) => s.master().await.map(|(_, conn)| Conn::Node(conn)),
+            Link::Sentinel(s) => s.conn().await.map(Conn::Node),
         }
     }
 
     /// Gives the calling thread, a serving thread starting, a command
     /// connection of its own. It connects on the thread's first command
     /// (from a task of the thread's runtime, where its own task then runs)
-    /// and reconnects by itself like the shared one. Nothing with Sentinel.
+    /// and reconnects by itself like the shared one; with Sentinel, it is
+    /// made again for each master the sentinels name.
     pub(in crate::cluster) fn install_thread(&self) {
         match self {
             Link::Server {
@@ -284,7 +272,7 @@ impl Link {
             } => {
                 own.get_or(|| Conn::Cluster(pending_cluster_conn(client, *timeouts)));
             }
-            Link::Sentinel(_) => {}
+            Link::Sentinel(s) => s.install_thread(),
         }
     }
 
@@ -340,8 +328,8 @@ impl Link {
             Link::Server { client, .. } => open(client).await,
             Link::Sentinel(s) => {
                 s.forget();
-                let (client, _) = s.master().await.map_err(|_| "no master from sentinels")?;
-                open(&client).await
+                let master = s.master().await.map_err(|_| "no master from sentinels")?;
+                open(&master.client).await
             }
             Link::Cluster { seeds, tls, .. } => {
                 let client = cluster_builder(seeds, tls)
@@ -380,48 +368,6 @@ fn cluster_builder(seeds: &[ConnectionInfo], tls: &RedisTls) -> ClusterClientBui
     match tls.certificates() {
         Some(certificates) => builder.certs(certificates),
         None => builder,
-    }
-}
-
-impl SentinelLink {
-    /// The current master, asked of the sentinels if none is known.
-    async fn master(self: &Arc<Self>) -> RedisResult<(Client, ConnectionManager)> {
-        if let Some(current) = crate::sync::lock(&self.current).clone() {
-            return Ok(current);
-        }
-        let this = self.clone();
-        tokio::spawn(async move { this.resolve().await })
-            .await
-            .map_err(|_| RedisError::from((redis::ErrorKind::Io, "master lookup stopped")))?
-    }
-
-    /// Asks the sentinels for the master, one lookup at a time, bounded by
-    /// the resolve timeout; keeps the answer.
-    async fn resolve(&self) -> RedisResult<(Client, ConnectionManager)> {
-        let mut resolver = self.resolver.lock().await;
-        // Another caller may have asked meanwhile.
-        if let Some(current) = crate::sync::lock(&self.current).clone() {
-            return Ok(current);
-        }
-        let client = tokio::time::timeout(self.resolve_timeout, resolver.async_get_client())
-            .await
-            .map_err(|_| {
-                RedisError::from((
-                    redis::ErrorKind::Io,
-                    "the sentinels did not name a master in time",
-                ))
-            })??;
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), self.config.clone())?;
-        tracing::info!(
-            master = %client.get_connection_info().addr(),
-            "fleet Redis master found through Sentinel"
-        );
-        *crate::sync::lock(&self.current) = Some((client.clone(), conn.clone()));
-        Ok((client, conn))
-    }
-
-    fn forget(&self) {
-        crate::sync::lock(&self.current).take();
     }
 }
 
