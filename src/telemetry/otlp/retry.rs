@@ -5,9 +5,9 @@
 //!   connection), gRPC `UNAVAILABLE`, `CANCELLED`, `DEADLINE_EXCEEDED`,
 //!   `ABORTED`, `OUT_OF_RANGE`, `DATA_LOSS`, `RESOURCE_EXHAUSTED` only with
 //!   a `RetryInfo`; HTTP 429, 502, 503, 504.
-//! - A collector's `RetryInfo` or `Retry-After` sets the wait (at most
-//!   30 s); otherwise 100 ms, doubling up to 1.6 s, plus up to 100 ms of
-//!   jitter; at most three retries.
+//! - A collector's `RetryInfo` or `Retry-After` (seconds or an HTTP date)
+//!   sets the wait (at most 30 s); otherwise 100 ms, doubling up to 1.6 s,
+//!   plus up to 100 ms of jitter; at most three retries.
 //! - All of it within the export's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`):
 //!   a retry whose wait would pass it is not made. An export that timed
 //!   out has spent the budget and is not retried.
@@ -102,10 +102,29 @@ fn jitter() -> Duration {
     Duration::from_millis(random % (MAX_JITTER_MS + 1))
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is not read).
+/// `Retry-After`, in seconds or as an HTTP date (RFC 9110, section
+/// 10.2.3), capped at [`MAX_THROTTLE`].
 pub(super) fn retry_after_header(value: Option<&http::HeaderValue>) -> Option<Duration> {
-    let seconds = value?.to_str().ok()?.trim().parse::<u64>().ok()?;
-    Some(Duration::from_secs(seconds.min(MAX_THROTTLE.as_secs())))
+    retry_after_at(value?.to_str().ok()?, std::time::SystemTime::now())
+}
+
+/// `Retry-After`'s wait as of `now`: a date already past is no wait.
+fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        // IMF-fixdate, the form servers send (`Sun, 06 Nov 1994 08:49:37
+        // GMT`), is RFC 2822's syntax.
+        Err(_) => {
+            let at =
+                time::OffsetDateTime::parse(value, &time::format_description::well_known::Rfc2822)
+                    .ok()?;
+            std::time::SystemTime::from(at)
+                .duration_since(now)
+                .unwrap_or(Duration::ZERO)
+        }
+    };
+    Some(wait.min(MAX_THROTTLE))
 }
 
 #[cfg(test)]
@@ -220,10 +239,25 @@ mod tests {
             retry_after_header(Some(&value("86400"))),
             Some(MAX_THROTTLE)
         );
-        assert_eq!(
-            retry_after_header(Some(&value("Fri, 31 Dec 1999 23:59:59 GMT"))),
-            None
-        );
         assert_eq!(retry_after_header(None), None);
+        assert_eq!(retry_after_header(Some(&value("soon"))), None);
+    }
+
+    #[test]
+    fn retry_after_as_an_http_date_waits_until_then_and_a_past_date_not_at_all() {
+        let now = std::time::SystemTime::from(time::macros::datetime!(1999-12-31 23:59:52 UTC));
+        assert_eq!(
+            retry_after_at("Fri, 31 Dec 1999 23:59:59 GMT", now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            retry_after_at("Fri, 31 Dec 1999 23:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            retry_after_at("Sat, 01 Jan 2000 23:59:59 GMT", now),
+            Some(MAX_THROTTLE)
+        );
+        assert_eq!(retry_after_at("31 Dec 1999 23:59:59", now), None);
     }
 }
