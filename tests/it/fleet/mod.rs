@@ -14,7 +14,8 @@
 //! - `secrecy`: nothing personal in clear in Redis or in its spans;
 //! - `guard`: idempotent `CreateJourney` and budgets across replicas;
 //! - `figures`: vendor figures of every replica, through any one;
-//! - `tls`: `rediss://` with a private CA (`[cluster] ca_file`);
+//! - `tls`: `rediss://` with a private CA (`[cluster] ca_file`), client
+//!   certificates, TLS sentinels and a TLS Redis Cluster;
 //! - `failover`: a Sentinel set loses its master mid-run and the fleet
 //!   follows the promoted replica;
 //! - `redis_cluster`: the fleet on a three-master Redis Cluster;

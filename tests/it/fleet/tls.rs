@@ -1,7 +1,8 @@
 //! A fleet on a Redis that speaks TLS only, on a certificate of the test's
 //! own CA: one server (`rediss://`), one that also asks every client for a
-//! certificate (`tls-auth-clients yes`), or a master found through
-//! sentinels that speak TLS only too (`rediss://` sentinels). Replicas
+//! certificate (`tls-auth-clients yes`), a master found through sentinels
+//! that speak TLS only too (`rediss://` sentinels), or a Redis Cluster
+//! whose nodes ask for a certificate. Replicas
 //! given the CA (`[cluster] ca_file`), and where asked a client
 //! certificate (`cert_file`, `key_file`), share notices and drains through
 //! it; a replica without what the Redis asks does not reach it and
@@ -14,6 +15,7 @@ use crate::support::{
     fleet::{Fleet, FleetRedis, assert_complete},
     gateway::{by_appkey, drain_within, reason},
     redis::RedisServer,
+    redis_cluster::RedisClusterSet,
     redis_sentinel::{SentinelPair, TlsFiles},
     tls::TestCa,
     wait::eventually,
@@ -63,6 +65,27 @@ async fn given_the_ca_two_share_and_the_systems_roots_are_refused<R: FleetRedis>
         .await;
 }
 
+/// [`two_share_and_a_third_is_refused`] with the two given `ca`'s file and
+/// a client certificate of it, and the third the CA only, no certificate
+/// to present.
+async fn presenting_a_certificate_two_share_and_one_without_is_refused<R: FleetRedis>(
+    fleet: &mut Fleet<R>,
+    ca: &TestCa,
+) {
+    let (client_cert, client_key) = ca.write("replica", &ca.leaf(&["idgate-replica"]));
+    let ca_file = ca.ca_file();
+    two_share_and_a_third_is_refused(
+        fleet,
+        |c| {
+            c.cluster.ca_file = Some(ca_file.clone());
+            c.cluster.cert_file = Some(client_cert.clone());
+            c.cluster.key_file = Some(client_key.clone());
+        },
+        |c| c.cluster.ca_file = Some(ca_file.clone()),
+    )
+    .await;
+}
+
 /// The test CA and a certificate of it for 127.0.0.1, as files.
 fn ca_and_server_files() -> (TestCa, std::path::PathBuf, std::path::PathBuf) {
     let ca = TestCa::new();
@@ -86,19 +109,7 @@ async fn replicas_presenting_a_client_certificate_reach_a_redis_that_asks_for_on
     let (ca, cert, key) = ca_and_server_files();
     let redis = RedisServer::start_mtls(cert, key, ca.ca_file());
     let mut fleet = Fleet::start_on(redis, 0, 30).await;
-    let (client_cert, client_key) = ca.write("replica", &ca.leaf(&["idgate-replica"]));
-    let ca_file = ca.ca_file();
-    // The third trusts the CA but has no certificate to present.
-    two_share_and_a_third_is_refused(
-        &mut fleet,
-        |c| {
-            c.cluster.ca_file = Some(ca_file.clone());
-            c.cluster.cert_file = Some(client_cert.clone());
-            c.cluster.key_file = Some(client_key.clone());
-        },
-        |c| c.cluster.ca_file = Some(ca_file.clone()),
-    )
-    .await;
+    presenting_a_certificate_two_share_and_one_without_is_refused(&mut fleet, &ca).await;
     fleet.stop().await;
 }
 
@@ -129,5 +140,23 @@ async fn replicas_find_a_tls_only_master_through_rediss_sentinels_and_others_are
             .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn))
     });
     assert!(refused.is_err(), "the master answered in plaintext");
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_presenting_a_client_certificate_reach_a_tls_redis_cluster_and_others_are_refused()
+{
+    let (ca, cert, key) = ca_and_server_files();
+    let files = TlsFiles {
+        cert,
+        key,
+        ca: ca.ca_file(),
+    };
+    let set = tokio::task::block_in_place(|| RedisClusterSet::start_tls(&files));
+    assert!(set.urls().iter().all(|u| u.starts_with("rediss://")));
+    let mut fleet = Fleet::start_on(set, 0, 30).await;
+    presenting_a_certificate_two_share_and_one_without_is_refused(&mut fleet, &ca).await;
+    // The shared state is spread over the nodes, read over TLS.
+    assert!(tokio::task::block_in_place(|| fleet.redis.nodes_with_keys()) >= 1);
     fleet.stop().await;
 }

@@ -3,10 +3,14 @@
 //! node's cluster bus port (its port + 10000) is free when the node
 //! starts. The cluster is ready once every node reports
 //! `cluster_state:ok` with all 16384 slots assigned.
+//!
+//! [`RedisClusterSet::start_tls`]: the same, every node serving TLS only
+//! (its clients, its peers on the cluster bus) and asking every client
+//! for a certificate of the test's CA.
 
 use std::time::Duration;
 
-use super::redis_node::{RedisNode, plain_server, require, settle};
+use super::redis_node::{RedisNode, TlsFiles, plain_server, require, settle};
 
 /// Longest the cluster may take to form before the test fails.
 const SETTLE_WAIT: Duration = Duration::from_secs(60);
@@ -23,11 +27,27 @@ impl RedisClusterSet {
     /// Starts three cluster-enabled nodes, joins them into a cluster and
     /// waits until every node serves it.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// As [`RedisClusterSet::start`], every node serving TLS only on
+    /// `tls`'s files and asking clients for a certificate.
+    pub fn start_tls(tls: &TlsFiles) -> Self {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&TlsFiles>) -> Self {
         require("redis-cli", "redis-tools");
+        let access = tls.map(|f| f.access(true)).unwrap_or_default();
         let nodes: Vec<RedisNode> = (0..3)
             .map(|_| {
-                RedisNode::start(Some(BUS_OFFSET), |port, dir| {
+                RedisNode::start_with(Some(BUS_OFFSET), access.clone(), |port, dir| {
                     let mut args = plain_server(port, dir);
+                    if let Some(files) = tls {
+                        // `plain_server`'s `--port`, served over TLS only.
+                        args.drain(..2);
+                        args.extend(files.args(port, true));
+                    }
                     args.extend(
                         [
                             "--cluster-enabled",
@@ -43,7 +63,23 @@ impl RedisClusterSet {
                 })
             })
             .collect();
+        // `redis-cli` trusts the CA and presents the nodes' certificate.
+        let client_tls: Vec<String> = tls
+            .map(|f| {
+                let path = |p: &std::path::PathBuf| p.display().to_string();
+                vec![
+                    "--tls".into(),
+                    "--cacert".into(),
+                    path(&f.ca),
+                    "--cert".into(),
+                    path(&f.cert),
+                    "--key".into(),
+                    path(&f.key),
+                ]
+            })
+            .unwrap_or_default();
         let output = std::process::Command::new("redis-cli")
+            .args(&client_tls)
             .arg("--cluster")
             .arg("create")
             .args(nodes.iter().map(RedisNode::addr))

@@ -8,11 +8,9 @@
 //! [`SentinelPair`]: a master and one sentinel, serving TLS only, the
 //! sentinel requiring a password, or both.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::time::Duration;
 
+pub use super::redis_node::TlsFiles;
 use super::redis_node::{Access, RedisNode, plain_server, settle};
 
 /// The name the sentinels monitor the master by.
@@ -169,37 +167,6 @@ fn sentinel_conf(port: u16, master_port: u16) -> String {
     )
 }
 
-/// The certificate, key and CA files of a node serving TLS (for
-/// 127.0.0.1, of the test's own CA).
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-    pub ca: PathBuf,
-}
-
-/// The TLS flags of a node serving on `port` with `files`: TLS only
-/// (`--port 0`, so nothing answers in plaintext), reaching its master over
-/// TLS too (`tls-replication yes`).
-fn tls_args(port: u16, files: &TlsFiles) -> Vec<String> {
-    let path = |p: &Path| p.display().to_string();
-    vec![
-        "--port".into(),
-        "0".into(),
-        "--tls-port".into(),
-        port.to_string(),
-        "--tls-cert-file".into(),
-        path(&files.cert),
-        "--tls-key-file".into(),
-        path(&files.key),
-        "--tls-ca-cert-file".into(),
-        path(&files.ca),
-        "--tls-auth-clients".into(),
-        "no".into(),
-        "--tls-replication".into(),
-        "yes".into(),
-    ]
-}
-
 /// A master and one sentinel, hardened as a deployment may be: both
 /// serving TLS only, and the sentinel requiring a password of its own
 /// (`requirepass` in its configuration). Quorum 1: enough to name the
@@ -214,18 +181,12 @@ impl SentinelPair {
     /// `sentinel_password`; waits until the sentinel has reached the
     /// master.
     pub fn start(tls: Option<TlsFiles>, sentinel_password: Option<&str>) -> Self {
-        let ca = tls
-            .as_ref()
-            .map(|f| std::fs::read(&f.ca).expect("the test CA file"));
         let listen = |port: u16| match &tls {
-            Some(files) => tls_args(port, files),
+            Some(files) => files.args(port, false),
             None => vec!["--port".into(), port.to_string()],
         };
-        let master_access = Access {
-            ca: ca.clone(),
-            password: None,
-        };
-        let master = RedisNode::start_with(None, master_access, |port, dir| {
+        let master_access = tls.as_ref().map(|f| f.access(false)).unwrap_or_default();
+        let master = RedisNode::start_with(None, master_access.clone(), |port, dir| {
             // `plain_server`'s flags, listening as `listen` says.
             let mut args = listen(port);
             args.extend(plain_server(port, dir).into_iter().skip(2));
@@ -233,8 +194,8 @@ impl SentinelPair {
         });
         let master_port = master.port();
         let sentinel_access = Access {
-            ca,
             password: sentinel_password.map(str::to_owned),
+            ..master_access
         };
         let sentinel = RedisNode::start_with(None, sentinel_access, |port, dir| {
             let conf = dir.join("sentinel.conf");
