@@ -17,7 +17,9 @@ fn key_segment() -> impl Strategy<Value = String> {
             "limits", "max_image_bytes", "telemetry", "channels", "priority", "breaker",
             "routing", "mode", "max_bindings", "embedded_channels", "webhook", "basic_user",
             "hmac_secret_env", "path", "max_body_bytes", "watch", "poll_max_ms", "sandbox",
-            "token_env", "0", "1", "2", "3",
+            "token_env", "cluster", "redis_url", "sentinels", "master_name", "nodes",
+            "ca_file", "cert_file", "key_file", "sentinel_username", "sentinel_password_file",
+            "secret_key_env", "0", "1", "2", "3",
         ]).prop_map(str::to_owned),
         1 => prop::sample::select(vec![
             "", "-1", "01", "1000", "1024", "4294967296", "18446744073709551615",
@@ -56,6 +58,8 @@ fn override_value(marker: String) -> impl Strategy<Value = String> {
         Just(marker.clone()),
         Just(format!("\"{marker}\"")),
         Just(format!("http://{marker}")),
+        Just(format!("rediss://{marker}:1")),
+        Just(format!("{marker}:26379")),
         Just(format!(" {marker} ")),
         Just(format!("channel:{marker}")),
         (0u8..10).prop_map(|d| format!("{d}8{}", "7".repeat(9))),
@@ -235,6 +239,63 @@ proptest! {
                     prop_assert!(e.contains(var) && e.contains("out of range"), "{}", e);
                 }
             }
+        }
+    }
+}
+
+/// How the fleet's Redis is named: one server, sentinels, or cluster nodes
+/// (with what each needs beside it), as `IDGATE_CLUSTER__*` variables.
+const REDIS_KEYS: [(&str, &str); 3] = [
+    ("IDGATE_CLUSTER__REDIS_URL", ""),
+    ("IDGATE_CLUSTER__SENTINELS", "IDGATE_CLUSTER__MASTER_NAME"),
+    ("IDGATE_CLUSTER__NODES", "IDGATE_CLUSTER__MODE"),
+];
+
+/// A Redis address with `secret` where credentials, a host or a path may
+/// go, in any scheme or none, one entry or a list.
+fn redis_address(secret: String) -> impl Strategy<Value = String> {
+    let one = prop_oneof![
+        Just(format!("rediss://user:{secret}@10.0.0.1:6380")),
+        Just(format!("redis://:{secret}@10.0.0.1:6379")),
+        Just(format!("rediss://10.0.0.1:6380/{secret}")),
+        Just(format!("{secret}://10.0.0.1:26379")),
+        Just(format!("10.0.0.1:{secret}")),
+        Just(format!("rediss://10.0.0.1:{secret}")),
+        Just(format!("{secret}@10.0.0.1:26379")),
+        any_text(12),
+    ];
+    prop::collection::vec(one, 1..3).prop_map(|entries| entries.join(","))
+}
+
+proptest! {
+    #![proptest_config(cases(400))]
+
+    /// However the fleet's Redis is named, the configuration loads or
+    /// fails with an error that quotes no part of the address: a
+    /// password in a URL never reaches a log line.
+    #[test]
+    fn any_redis_address_loads_or_fails_without_quoting_it(
+        secret in "[a-z]{12}",
+        key in prop::sample::select(REDIS_KEYS.to_vec()),
+        tls in any::<bool>(),
+        address in redis_address(PLACEHOLDER.to_owned()),
+    ) {
+        let (var, companion) = key;
+        let mut env = vec![
+            (var.to_owned(), address.replace(PLACEHOLDER, &secret)),
+            ("IDGATE_CLUSTER__SECRET_KEY_ENV".to_owned(), "BENCH_KEY".to_owned()),
+        ];
+        match companion {
+            "IDGATE_CLUSTER__MASTER_NAME" => env.push((companion.to_owned(), "fleet".to_owned())),
+            "IDGATE_CLUSTER__MODE" => env.push((companion.to_owned(), "cluster".to_owned())),
+            _ => {}
+        }
+        if tls {
+            env.push(("IDGATE_CLUSTER__CA_FILE".to_owned(), "/etc/idgate/redis-ca.pem".to_owned()));
+        }
+        if let Err(e) = Config::from_toml_and_env("", env) {
+            let e = e.to_string();
+            prop_assert!(!e.contains(&secret), "the error quotes the address: {}", e);
         }
     }
 }
