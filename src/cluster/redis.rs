@@ -38,7 +38,7 @@ use std::{
 use redis::RedisResult;
 use serde::{Deserialize, Serialize};
 use tokio::{sync::broadcast, task::AbortHandle};
-use tracing::{Instrument as _, field::Empty};
+use tracing::field::Empty;
 
 use self::link::{Conn, Link};
 use super::{
@@ -329,7 +329,11 @@ impl RedisConn {
                 Err(_) => Err(None),
             }
         };
-        let result = call.instrument(span.clone()).await;
+        // Not entered while the command runs: nothing in it logs, and
+        // entering the span on each poll cost a clock read and registry
+        // look-ups every time (docs/performance.md). The span is a child of
+        // the caller's, and ends when dropped, below.
+        let result = call.await;
         match &result {
             Err(Some(e)) => inner.link.failed(e),
             Err(None) => inner.link.timed_out(),

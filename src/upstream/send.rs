@@ -15,7 +15,6 @@ use http::{
     header::{ACCEPT, CONTENT_TYPE},
 };
 use http_body_util::Full;
-use tracing::Instrument as _;
 
 use super::{UpstreamError, pool::HttpPools, read::read_bounded, request::Prepared};
 use crate::{
@@ -133,8 +132,12 @@ impl Sender {
                 ));
             }
             Ok((status, read_bounded(op, response, limit).await))
-        }
-        .instrument(call.span().clone());
+        };
+        // The client span is not entered while the exchange runs: nothing
+        // in it logs, and entering it on each poll cost a clock read and
+        // registry look-ups every time (docs/performance.md). It is a child
+        // of the caller's span, carried in `traceparent` above, and ends
+        // when `call` is dropped.
         match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok((status, body))) => {
                 if let (Some(learn), Ok(b)) = (req.journey_from_answer, &body) {
