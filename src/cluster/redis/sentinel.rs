@@ -85,18 +85,25 @@ impl SentinelLink {
     /// master (made now if it has none, or one to an older master), else
     /// the master's shared one.
     pub(in crate::cluster) async fn conn(self: &Arc<Self>) -> RedisResult<ConnectionManager> {
+        // Every command comes here: with a master known, answer under the
+        // lock, cloning one connection and not the master's client.
+        if let Some(master) = crate::sync::lock(&self.current).as_ref() {
+            match self.own.get().map(|own| own.borrow().clone()) {
+                None => return Ok(master.conn.clone()),
+                Some(Some((generation, conn))) if generation == master.generation => {
+                    return Ok(conn);
+                }
+                Some(_) => {}
+            }
+        }
         let master = self.master().await?;
+        // Looked up after the wait: a reference to this thread's slot must
+        // not live across it (the future may be sent elsewhere).
         let Some(own) = self.own.get() else {
             return Ok(master.conn);
         };
-        let mut own = own.borrow_mut();
-        if let Some((generation, conn)) = own.as_ref()
-            && *generation == master.generation
-        {
-            return Ok(conn.clone());
-        }
         let conn = ConnectionManager::new_lazy_with_config(master.client, self.config.clone())?;
-        *own = Some((master.generation, conn.clone()));
+        *own.borrow_mut() = Some((master.generation, conn.clone()));
         Ok(conn)
     }
 
