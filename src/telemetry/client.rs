@@ -181,7 +181,8 @@ impl UpstreamCall {
         }
     }
 
-    /// The client span: run the request in it (`.instrument(call.span().clone())`).
+    /// The client span. The exchange runs without entering it (nothing in
+    /// it logs; `upstream::send`), and tests read its fields.
     pub fn span(&self) -> &Span {
         &self.span
     }

@@ -46,12 +46,9 @@ impl RedisTls {
         cert_file: Option<&Path>,
         key_file: Option<&Path>,
     ) -> Result<Self, ConfigError> {
-        let ca_pem = ca_file.map(|p| read("cluster.ca_file", p)).transpose()?;
-        if let Some(pem) = &ca_pem
-            && CertificateDer::pem_slice_iter(pem).next().is_none()
-        {
-            return Err(no_pem("cluster.ca_file", ca_file, "certificate"));
-        }
+        let ca_pem = ca_file
+            .map(|path| read_certificates("cluster.ca_file", path))
+            .transpose()?;
         let client = match (cert_file, key_file) {
             (None, None) => None,
             (Some(cert), Some(key)) => Some(ClientIdentity::read(cert, key)?),
@@ -82,28 +79,30 @@ impl RedisTls {
 
 impl ClientIdentity {
     fn read(cert_file: &Path, key_file: &Path) -> Result<Self, ConfigError> {
-        let cert_pem = read("cluster.cert_file", cert_file)?;
-        if CertificateDer::pem_slice_iter(&cert_pem).next().is_none() {
-            return Err(no_pem("cluster.cert_file", Some(cert_file), "certificate"));
-        }
+        let cert_pem = read_certificates("cluster.cert_file", cert_file)?;
         let key_pem = Zeroizing::new(read("cluster.key_file", key_file)?);
         if PrivateKeyDer::from_pem_slice(&key_pem).is_err() {
-            return Err(no_pem("cluster.key_file", Some(key_file), "private key"));
+            return Err(no_pem("cluster.key_file", key_file, "private key"));
         }
         Ok(Self { cert_pem, key_pem })
     }
+}
+
+/// The file of `key`, which must hold at least one PEM certificate.
+fn read_certificates(key: &str, path: &Path) -> Result<Vec<u8>, ConfigError> {
+    let pem = read(key, path)?;
+    if CertificateDer::pem_slice_iter(&pem).next().is_none() {
+        return Err(no_pem(key, path, "certificate"));
+    }
+    Ok(pem)
 }
 
 fn read(key: &str, path: &Path) -> Result<Vec<u8>, ConfigError> {
     std::fs::read(path).map_err(|e| invalid(format!("{key} {}: {e}", path.display())))
 }
 
-fn no_pem(key: &str, path: Option<&Path>, what: &str) -> ConfigError {
-    let path = path.map(Path::display).map(|p| p.to_string());
-    invalid(format!(
-        "{key} {}: no PEM {what} in it",
-        path.unwrap_or_default()
-    ))
+fn no_pem(key: &str, path: &Path, what: &str) -> ConfigError {
+    invalid(format!("{key} {}: no PEM {what} in it", path.display()))
 }
 
 #[cfg(test)]

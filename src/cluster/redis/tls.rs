@@ -14,7 +14,7 @@
 //! certificate.
 
 use redis::{
-    Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo as _, RedisResult, TlsMode,
+    Client, ConnectionAddr, ConnectionInfo, RedisResult, TlsMode,
     sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType},
 };
 
@@ -40,20 +40,20 @@ pub(super) fn sentinel_client(
     over_tls: bool,
     settings: &ClusterSettings,
 ) -> RedisResult<SentinelClient> {
-    let scheme = if over_tls { "rediss" } else { "redis" };
-    let addresses = sentinels
-        .iter()
-        .map(|(host, port)| {
-            let host = if host.contains(':') {
-                format!("[{host}]")
-            } else {
-                host.clone()
-            };
-            format!("{scheme}://{host}:{port}")
-                .into_connection_info()
-                .map(|info| info.addr().clone())
-        })
-        .collect::<RedisResult<Vec<ConnectionAddr>>>()?;
+    let addresses = sentinels.iter().map(|(host, port)| {
+        let (host, port) = (host.clone(), *port);
+        if over_tls {
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                // The roots and client certificate are set below.
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(host, port)
+        }
+    });
     let mut builder =
         SentinelClientBuilder::new(addresses, master_name, SentinelServerType::Master)?;
     if let Some(user) = &settings.username {
