@@ -26,13 +26,6 @@ impl Drop for Prometheus {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
-}
-
 /// Polls `url`'s readiness every 100 ms: `Some(true)` once Prometheus
 /// answers ready, `Some(false)` if it exited first, `None` after [`WAIT`].
 async fn ready_or_exited(http: &reqwest::Client, url: &str, child: &mut Child) -> Option<bool> {
@@ -80,11 +73,10 @@ impl Prometheus {
             .timeout(Duration::from_secs(10))
             .build()
             .expect("http client");
-        // A port taken between `free_port` and Prometheus's own bind (any
-        // connection of the suite may take a port of the ephemeral range):
-        // another port.
+        // A port below the ephemeral range (`support/fixed_port.rs`); one
+        // another process took before Prometheus bound it: another port.
         let (child, url) = loop {
-            let port = free_port();
+            let port = crate::fixed_port::fixed_port().expect("a free port");
             let log = std::fs::File::create(dir.join("prometheus.log")).expect("log file");
             let mut child = Command::new(&binary)
                 .arg(format!(

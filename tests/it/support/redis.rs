@@ -27,16 +27,63 @@ pub struct RedisServer {
     dir: PathBuf,
     child: Option<Child>,
     password: Option<String>,
-    tls: Option<Tls>,
+    /// The TLS files of a server started with [`RedisServer::start_tls`],
+    /// and whether clients must present a certificate.
+    tls: Option<(TlsFiles, bool)>,
 }
 
-/// The TLS files of a server started with [`RedisServer::start_tls`].
-struct Tls {
-    cert: PathBuf,
-    key: PathBuf,
-    ca: PathBuf,
-    /// Clients must present a certificate.
-    require_client: bool,
+/// The certificate, key and CA files of a Redis serving TLS (for
+/// 127.0.0.1, of the test's own CA). Files, not the test CA itself:
+/// `examples/rolling_restart` builds this file without `support::tls`.
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
+}
+
+impl TlsFiles {
+    /// The flags of a Redis serving on `port` with these files: TLS only
+    /// (`--port 0`, so nothing answers in plaintext), reaching its master
+    /// and cluster peers over TLS too, asking clients for a certificate
+    /// when `auth_clients`.
+    pub fn args(&self, port: u16, auth_clients: bool) -> Vec<String> {
+        let path = |p: &PathBuf| p.display().to_string();
+        let auth = if auth_clients { "yes" } else { "no" };
+        [
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--tls-cert-file",
+            &path(&self.cert),
+            "--tls-key-file",
+            &path(&self.key),
+            "--tls-ca-cert-file",
+            &path(&self.ca),
+            "--tls-auth-clients",
+            auth,
+            "--tls-replication",
+            "yes",
+            "--tls-cluster",
+            "yes",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
+    /// What the test's own client uses: the CA and, for a Redis that asks
+    /// clients for a certificate, the server's own (its key usage allows
+    /// it).
+    pub fn certificates(&self, present_certificate: bool) -> redis::TlsCertificates {
+        let read = |p: &PathBuf| std::fs::read(p).expect("a test TLS file");
+        redis::TlsCertificates {
+            client_tls: present_certificate.then(|| redis::ClientTlsConfig {
+                client_cert: read(&self.cert),
+                client_key: read(&self.key),
+            }),
+            root_cert: Some(read(&self.ca)),
+        }
+    }
 }
 
 /// A port below the ephemeral range (`support/fixed_port.rs`): the
@@ -59,8 +106,7 @@ impl RedisServer {
 
     /// A server that speaks TLS only, on the certificate and key of these
     /// PEM files (for 127.0.0.1), trusting the CAs of `ca` for clients
-    /// that present one (none need to). Files, not the test CA itself:
-    /// `examples/rolling_restart` builds this file without `support::tls`.
+    /// that present one (none need to).
     pub fn start_tls(cert: PathBuf, key: PathBuf, ca: PathBuf) -> Self {
         Self::start_tls_asking(cert, key, ca, false)
     }
@@ -73,16 +119,10 @@ impl RedisServer {
     }
 
     fn start_tls_asking(cert: PathBuf, key: PathBuf, ca: PathBuf, require_client: bool) -> Self {
-        let tls = Tls {
-            cert,
-            key,
-            ca,
-            require_client,
-        };
-        Self::start_on(None, Some(tls))
+        Self::start_on(None, Some((TlsFiles { cert, key, ca }, require_client)))
     }
 
-    fn start_on(password: Option<&str>, tls: Option<Tls>) -> Self {
+    fn start_on(password: Option<&str>, tls: Option<(TlsFiles, bool)>) -> Self {
         let dir = std::env::temp_dir().join(format!("idgate-test-redis-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).expect("redis temp dir");
         let mut server = Self {
@@ -102,23 +142,9 @@ impl RedisServer {
     /// Starts the child on `self.port` and waits until it answers there;
     /// false if it exited first (the port was taken).
     fn spawn(&mut self) -> bool {
-        let port = self.port.to_string();
-        let listen: Vec<&std::ffi::OsStr> = match &self.tls {
-            None => vec!["--port".as_ref(), port.as_ref()],
-            Some(tls) => vec![
-                "--port".as_ref(),
-                "0".as_ref(),
-                "--tls-port".as_ref(),
-                port.as_ref(),
-                "--tls-cert-file".as_ref(),
-                tls.cert.as_os_str(),
-                "--tls-key-file".as_ref(),
-                tls.key.as_os_str(),
-                "--tls-ca-cert-file".as_ref(),
-                tls.ca.as_os_str(),
-                "--tls-auth-clients".as_ref(),
-                if tls.require_client { "yes" } else { "no" }.as_ref(),
-            ],
+        let listen = match &self.tls {
+            None => vec!["--port".to_owned(), self.port.to_string()],
+            Some((files, require_client)) => files.args(self.port, *require_client),
         };
         let mut child = Command::new("redis-server")
             .args(listen)
@@ -195,16 +221,9 @@ impl RedisServer {
         };
         match &self.tls {
             None => redis::Client::open(url),
-            Some(tls) => redis::Client::build_with_tls(
-                url,
-                redis::TlsCertificates {
-                    client_tls: tls.require_client.then(|| redis::ClientTlsConfig {
-                        client_cert: std::fs::read(&tls.cert).expect("the certificate file"),
-                        client_key: std::fs::read(&tls.key).expect("the key file"),
-                    }),
-                    root_cert: Some(std::fs::read(&tls.ca).expect("the test CA file")),
-                },
-            ),
+            Some((files, require_client)) => {
+                redis::Client::build_with_tls(url, files.certificates(*require_client))
+            }
         }
         .expect("redis url")
     }

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use super::redis_node::{RedisNode, TlsFiles, plain_server, require, settle};
+use super::redis_node::{Access, RedisNode, TlsFiles, plain_server, require, settle};
 
 /// Longest the cluster may take to form before the test fails.
 const SETTLE_WAIT: Duration = Duration::from_secs(60);
@@ -38,7 +38,10 @@ impl RedisClusterSet {
 
     fn start_with(tls: Option<&TlsFiles>) -> Self {
         require("redis-cli", "redis-tools");
-        let access = tls.map(|f| f.access(true)).unwrap_or_default();
+        let access = Access {
+            tls: tls.map(|files| files.certificates(true)),
+            password: None,
+        };
         let nodes: Vec<RedisNode> = (0..3)
             .map(|_| {
                 RedisNode::start_with(Some(BUS_OFFSET), access.clone(), |port, dir| {

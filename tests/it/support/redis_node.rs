@@ -15,6 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+pub use super::redis::TlsFiles;
 use super::redis::{answers_as_itself, process_id, spawn_failed};
 
 /// A running `redis-server` (or `redis-server --sentinel`) of this test.
@@ -26,66 +27,13 @@ pub struct RedisNode {
 }
 
 /// How the test's own client reaches a node.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Access {
-    /// The CAs (PEM) of a node that serves TLS only.
-    pub ca: Option<Vec<u8>>,
-    /// The certificate and key (PEM) to present to a node that asks
-    /// clients for one.
-    pub client: Option<(Vec<u8>, Vec<u8>)>,
+    /// The CAs, and where asked a client certificate, of a node that
+    /// serves TLS only ([`TlsFiles::certificates`]).
+    pub tls: Option<redis::TlsCertificates>,
     /// The node's `requirepass`.
     pub password: Option<String>,
-}
-
-/// The certificate, key and CA files of a node serving TLS (for
-/// 127.0.0.1, of the test's own CA).
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-    pub ca: PathBuf,
-}
-
-impl TlsFiles {
-    /// How the test's client reaches a node serving on these files: it
-    /// trusts the CA and, where asked, presents the node's own
-    /// certificate (its key usage allows it).
-    pub fn access(&self, present_certificate: bool) -> Access {
-        let read = |p: &PathBuf| std::fs::read(p).expect("a test TLS file");
-        Access {
-            ca: Some(read(&self.ca)),
-            client: present_certificate.then(|| (read(&self.cert), read(&self.key))),
-            password: None,
-        }
-    }
-
-    /// The flags of a node serving on `port` with these files: TLS only
-    /// (`--port 0`, so nothing answers in plaintext), reaching its master
-    /// and cluster peers over TLS too, asking clients for a certificate
-    /// when `auth_clients`.
-    pub fn args(&self, port: u16, auth_clients: bool) -> Vec<String> {
-        let path = |p: &PathBuf| p.display().to_string();
-        let auth = if auth_clients { "yes" } else { "no" };
-        [
-            "--port",
-            "0",
-            "--tls-port",
-            &port.to_string(),
-            "--tls-cert-file",
-            &path(&self.cert),
-            "--tls-key-file",
-            &path(&self.key),
-            "--tls-ca-cert-file",
-            &path(&self.ca),
-            "--tls-auth-clients",
-            auth,
-            "--tls-replication",
-            "yes",
-            "--tls-cluster",
-            "yes",
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    }
 }
 
 /// A free loopback port; with `bus_offset`, `port + bus_offset` is free
@@ -183,20 +131,9 @@ impl RedisNode {
             Some(p) => self.url().replacen("://", &format!("://:{p}@"), 1),
             None => self.url(),
         };
-        let client = match &self.access.ca {
+        let client = match &self.access.tls {
             None => redis::Client::open(url)?,
-            Some(ca) => redis::Client::build_with_tls(
-                url,
-                redis::TlsCertificates {
-                    client_tls: self.access.client.as_ref().map(|(cert, key)| {
-                        redis::ClientTlsConfig {
-                            client_cert: cert.clone(),
-                            client_key: key.clone(),
-                        }
-                    }),
-                    root_cert: Some(ca.clone()),
-                },
-            )?,
+            Some(certificates) => redis::Client::build_with_tls(url, certificates.clone())?,
         };
         let mut conn = client.get_connection_with_timeout(Duration::from_millis(500))?;
         cmd.query(&mut conn)
@@ -214,7 +151,7 @@ impl RedisNode {
 
     /// `redis://127.0.0.1:PORT`, or `rediss://` for a node serving TLS.
     pub fn url(&self) -> String {
-        let scheme = if self.access.ca.is_some() {
+        let scheme = if self.access.tls.is_some() {
             "rediss"
         } else {
             "redis"

@@ -185,7 +185,10 @@ impl SentinelPair {
             Some(files) => files.args(port, false),
             None => vec!["--port".into(), port.to_string()],
         };
-        let master_access = tls.as_ref().map(|f| f.access(false)).unwrap_or_default();
+        let master_access = Access {
+            tls: tls.as_ref().map(|files| files.certificates(false)),
+            password: None,
+        };
         let master = RedisNode::start_with(None, master_access.clone(), |port, dir| {
             // `plain_server`'s flags, listening as `listen` says.
             let mut args = listen(port);
