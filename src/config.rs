@@ -23,7 +23,7 @@ pub use crate::{
     api::{AdminConfig, LimitsConfig},
     auth::{AuthConfig, AuthMode, CallerConfig},
     channels::{ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
-    cluster::ClusterConfig,
+    cluster::{ClusterConfig, JourneysConfig},
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
     guard::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig},
@@ -83,6 +83,9 @@ pub struct Config {
     pub guard: GuardConfig,
     /// The replay window of `CreateJourney.request_id` (`[idempotency]`).
     pub idempotency: IdempotencyConfig,
+    /// How long the gateway keeps the record of each journey it created
+    /// (`[journeys]`).
+    pub journeys: JourneysConfig,
     /// Spending limits per operator profile and billed operation
     /// (`[[budgets]]`).
     pub budgets: Vec<BudgetConfig>,
@@ -152,12 +155,22 @@ impl Config {
         self.watch.validate()?;
         self.validate_message_budget()?;
         self.idempotency.validate()?;
+        self.journeys
+            .validate(self.idempotency.ttl_secs, self.appkey_ttl_secs())?;
         let callers = self.callers.iter().map(|c| c.name.as_str());
         crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
         self.rollout.validate().map_err(ConfigError::Invalid)?;
         self.probe.validate().map_err(ConfigError::Invalid)?;
         self.cluster.validate()
+    }
+
+    /// How long an appkey stays valid at the vendor, as configured.
+    pub fn appkey_ttl_secs(&self) -> u64 {
+        self.upstream.as_ref().map_or(
+            crate::upstream::UpstreamConfig::default().appkey_ttl_secs,
+            |u| u.appkey_ttl_secs,
+        )
     }
 
     /// One largest message must fit in the bytes in flight, or it could

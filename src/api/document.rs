@@ -2,10 +2,10 @@
 
 use tonic::{Request, Response, Status};
 
-use super::{JourneyAccess, LimitsConfig, validate};
+use super::{Admitted, JourneyAccess, LimitsConfig, admit, validate};
 use crate::{
-    context::CallContext,
-    domain::Permission,
+    Error,
+    domain::Operation,
     guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::{services::DocumentService, v1},
@@ -31,7 +31,7 @@ impl DocumentApi {
     }
 
     /// The journey checks (issued here, owned by the caller); default: no
-    /// directory, so every appkey is refused as foreign.
+    /// record held, so every appkey is refused as foreign.
     pub fn with_access(mut self, access: JourneyAccess) -> Self {
         self.access = access;
         self
@@ -45,73 +45,63 @@ impl DocumentApi {
     }
 }
 
+impl DocumentApi {
+    async fn inner_document_images(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::SubmitDocumentImagesRequest,
+    ) -> Result<v1::SubmitDocumentImagesResponse, Error> {
+        let req = validate::document_images(message, &self.limits)?;
+        admitted.journey_of(&req.appkey);
+        let billed = BilledOperation::SubmitDocuments;
+        self.access
+            .billed(admitted.caller(), &req.appkey, &self.guard, billed)
+            .await?;
+        admitted.sending(Operation::DocumentImages);
+        let document_code = self
+            .core
+            .submit_document_images(admitted.ctx(), &req.appkey, &req.images)
+            .await?;
+        Ok(v1::SubmitDocumentImagesResponse { document_code })
+    }
+
+    async fn inner_digital_licence(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::SubmitDigitalLicenceRequest,
+    ) -> Result<v1::SubmitDigitalLicenceResponse, Error> {
+        let req = validate::digital_licence(message, &self.limits)?;
+        admitted.journey_of(&req.appkey);
+        let billed = BilledOperation::SubmitDocuments;
+        self.access
+            .billed(admitted.caller(), &req.appkey, &self.guard, billed)
+            .await?;
+        admitted.sending(Operation::DigitalLicence);
+        let document_code = self
+            .core
+            .submit_digital_licence(admitted.ctx(), &req.appkey, &req.licence)
+            .await?;
+        Ok(v1::SubmitDigitalLicenceResponse { document_code })
+    }
+}
+
 #[tonic::async_trait]
 impl DocumentService for DocumentApi {
     async fn submit_document_images(
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
     ) -> Result<Response<v1::SubmitDocumentImagesResponse>, Status> {
-        let audit = super::Audit::start(&request, "documents", false);
-        let result = async {
-            let caller = super::authorize(&request, Permission::Documents)?;
-            let _slot = self.access.call_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let (_, extensions, message) = request.into_parts();
-            let req = validate::document_images(message, &self.limits)?;
-            audit.journey(&super::record_journey(&span, &req.appkey));
-            self.access
-                .billed(
-                    &extensions,
-                    &caller,
-                    &req.appkey,
-                    &self.guard,
-                    BilledOperation::SubmitDocuments,
-                )
-                .await?;
-            let document_code = self
-                .core
-                .submit_document_images(&ctx, &req.appkey, &req.images)
-                .await?;
-            Ok(Response::new(v1::SubmitDocumentImagesResponse {
-                document_code,
-            }))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_document_images(&mut admitted, message).await;
+        admitted.finish(result)
     }
 
     async fn submit_digital_licence(
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,
     ) -> Result<Response<v1::SubmitDigitalLicenceResponse>, Status> {
-        let audit = super::Audit::start(&request, "documents", false);
-        let result = async {
-            let caller = super::authorize(&request, Permission::Documents)?;
-            let _slot = self.access.call_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let (_, extensions, message) = request.into_parts();
-            let req = validate::digital_licence(message, &self.limits)?;
-            audit.journey(&super::record_journey(&span, &req.appkey));
-            self.access
-                .billed(
-                    &extensions,
-                    &caller,
-                    &req.appkey,
-                    &self.guard,
-                    BilledOperation::SubmitDocuments,
-                )
-                .await?;
-            let document_code = self
-                .core
-                .submit_digital_licence(&ctx, &req.appkey, &req.licence)
-                .await?;
-            Ok(Response::new(v1::SubmitDigitalLicenceResponse {
-                document_code,
-            }))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_digital_licence(&mut admitted, message).await;
+        admitted.finish(result)
     }
 }

@@ -1,13 +1,14 @@
 //! `JourneyService`: appkeys, results, and the `WatchJourney` stream.
+//!
+//! Each method is the door's shim ([`super::admitted`]); the work is in
+//! the `inner_*` functions, which return the crate's [`Error`].
 
-use futures_util::StreamExt as _;
 use tonic::{Request, Response, Status};
 
-use super::{JourneyAccess, validate};
+use super::{Admitted, JourneyAccess, admit, validate};
 use crate::{
     Error,
-    context::CallContext,
-    domain::Permission,
+    domain::Operation,
     events::{JourneyHub, WatchStream, WatchTarget},
     guard::Guard,
     journey::JourneyCore,
@@ -27,24 +28,25 @@ pub struct JourneyApi {
 impl JourneyApi {
     /// A service over the journey core and the event hub.
     pub fn new(core: JourneyCore, hub: JourneyHub) -> Self {
+        let guard = Guard::default();
         Self {
-            access: JourneyAccess::new(hub.clone(), false),
+            access: JourneyAccess::new(guard.journeys().clone(), false),
             core,
             hub,
             telemetry: TelemetryConfig::default(),
-            guard: Guard::default(),
+            guard,
         }
     }
 
-    /// The journey checks; default: this hub's directory, foreign appkeys
-    /// refused.
+    /// The journey checks; default: the default guard's records, foreign
+    /// appkeys refused.
     pub fn with_access(mut self, access: JourneyAccess) -> Self {
         self.access = access;
         self
     }
 
-    /// The spending guard (idempotency, budgets); default: one process,
-    /// no budgets.
+    /// The spending guard (idempotency, budgets, journey records);
+    /// default: one process, no budgets.
     pub fn with_guard(mut self, guard: Guard) -> Self {
         self.guard = guard;
         self
@@ -55,6 +57,86 @@ impl JourneyApi {
         self.telemetry = telemetry;
         self
     }
+
+    async fn inner_create_journey(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::CreateJourneyRequest,
+    ) -> Result<v1::CreateJourneyResponse, Error> {
+        let req = validate::create_journey(&message)?;
+        if let Some(span) = admitted.span() {
+            telemetry::record_customer_reference(
+                span,
+                &req.user.customer_reference,
+                &self.telemetry,
+            );
+        }
+        let profile = req.operator_profile.as_deref();
+        admitted.check_profile(profile, self.core.credentials().default_profile())?;
+        admitted.sending(Operation::Appkey);
+        let ctx = *admitted.ctx();
+        let created = self
+            .guard
+            .create_journey(
+                &ctx,
+                &req.user,
+                admitted.caller(),
+                profile,
+                req.request_id.as_ref(),
+                || self.core.create_journey(&ctx, &req.user, profile),
+            )
+            .await?;
+        let journey = created.journey;
+        admitted.journey_of(&journey.appkey);
+        Ok(v1::CreateJourneyResponse {
+            appkey: journey.appkey.expose().to_owned(),
+            journey_ref: journey.journey_ref.to_string(),
+            expire_time: Some(prost_types::Timestamp {
+                seconds: journey.expires_at.unix_timestamp(),
+                nanos: 0,
+            }),
+        })
+    }
+
+    async fn inner_get_journey_result(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::GetJourneyResultRequest,
+    ) -> Result<v1::GetJourneyResultResponse, Error> {
+        let appkey = validate::appkey_only(&message.appkey)?;
+        admitted.journey_of(&appkey);
+        self.access.appkey(admitted.caller(), &appkey).await?;
+        admitted.sending(Operation::Result);
+        let result = self.core.journey_result(admitted.ctx(), &appkey).await?;
+        Ok(v1::GetJourneyResultResponse {
+            result: Some(super::view::apply(admitted.caller().result_view, result)),
+        })
+    }
+
+    async fn inner_watch_journey(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::WatchJourneyRequest,
+    ) -> Result<WatchStream, Error> {
+        // tonic does not enforce the caller's deadline on streams: the
+        // stream ends itself with DEADLINE_EXCEEDED when it passes.
+        let appkey = match validate::watch_journey(&message)? {
+            WatchTarget::Appkey(appkey) => {
+                admitted.journey_of(&appkey);
+                self.access.appkey(admitted.caller(), &appkey).await?;
+                appkey
+            }
+            WatchTarget::Journey(journey) => {
+                admitted.journey(&journey);
+                let record = self.access.reference(admitted.caller(), &journey).await?;
+                admitted.journey_of(&record.appkey);
+                record.appkey
+            }
+        };
+        let view = super::view::viewer(admitted.caller().result_view);
+        self.hub
+            .watch_viewed(WatchTarget::Appkey(appkey), admitted.ctx(), view)
+    }
 }
 
 #[tonic::async_trait]
@@ -63,95 +145,18 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::CreateJourneyRequest>,
     ) -> Result<Response<v1::CreateJourneyResponse>, Status> {
-        let audit = super::Audit::start(&request, "create_journey", false);
-        let result = async {
-            let caller = super::authorize(&request, Permission::CreateJourney)?;
-            let _slot = self.access.call_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let req = validate::create_journey(request.get_ref())?;
-            if let Some(span) = &span {
-                telemetry::record_customer_reference(
-                    span,
-                    &req.user.customer_reference,
-                    &self.telemetry,
-                );
-            }
-            let profile = req.operator_profile.as_deref();
-            super::authorize_profile(
-                &request,
-                &caller,
-                profile,
-                self.core.credentials().default_profile(),
-            )?;
-            let created = self
-                .guard
-                .create_journey(
-                    &ctx,
-                    &req.user,
-                    Some(caller.name.as_str()),
-                    profile,
-                    req.request_id.as_ref(),
-                    || self.core.create_journey(&ctx, &req.user, profile),
-                )
-                .await?;
-            let journey = created.journey;
-            audit.journey(&super::record_journey(&span, &journey.appkey));
-            // A replayed request_id hands back a journey only to a caller that
-            // may touch it, and never changes its owner.
-            let known = match created.replayed {
-                true => self
-                    .access
-                    .reference(request.extensions(), &caller, &journey.journey_ref)
-                    .await
-                    .map(Some)
-                    .or_else(|e| match e {
-                        Error::JourneyUnknown => Ok(None),
-                        e => Err(e),
-                    })?,
-                false => None,
-            };
-            if known.is_none() {
-                // The owner, and lets callers watch by reference.
-                self.hub
-                    .register_shared(&journey.appkey, super::owner_of(&caller))
-                    .await;
-            }
-            Ok(Response::new(v1::CreateJourneyResponse {
-                appkey: journey.appkey.expose().to_owned(),
-                journey_ref: journey.journey_ref.to_string(),
-                expire_time: Some(prost_types::Timestamp {
-                    seconds: journey.expires_at.unix_timestamp(),
-                    nanos: 0,
-                }),
-            }))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_create_journey(&mut admitted, message).await;
+        admitted.finish(result)
     }
 
     async fn get_journey_result(
         &self,
         request: Request<v1::GetJourneyResultRequest>,
     ) -> Result<Response<v1::GetJourneyResultResponse>, Status> {
-        let audit = super::Audit::start(&request, "read_result", true);
-        let result = async {
-            let caller = super::authorize(&request, Permission::ReadResult)?;
-            let _slot = self.access.call_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let appkey = validate::appkey_only(&request.get_ref().appkey)?;
-            audit.journey(&super::record_journey(&span, &appkey));
-            self.access
-                .appkey(request.extensions(), &caller, &appkey)
-                .await?;
-            let result = self.core.journey_result(&ctx, &appkey).await?;
-            Ok(Response::new(v1::GetJourneyResultResponse {
-                result: Some(super::view::apply(caller.result_view, result)),
-            }))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_get_journey_result(&mut admitted, message).await;
+        admitted.finish(result)
     }
 
     type WatchJourneyStream = WatchStream;
@@ -160,44 +165,8 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::WatchJourneyRequest>,
     ) -> Result<Response<Self::WatchJourneyStream>, Status> {
-        let audit = super::Audit::start(&request, "watch", true);
-        let result = async {
-            // tonic does not enforce the caller's deadline on streams: the
-            // stream ends itself with DEADLINE_EXCEEDED when it passes.
-            let caller = super::authorize(&request, Permission::Watch)?;
-            let slot = self.access.stream_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let target = validate::watch_journey(request.get_ref())?;
-            // One directory lookup: the reference resolved, the owner checked.
-            let appkey = match target {
-                WatchTarget::Appkey(appkey) => {
-                    audit.journey(&super::record_journey(&span, &appkey));
-                    self.access
-                        .appkey(request.extensions(), &caller, &appkey)
-                        .await?;
-                    appkey
-                }
-                WatchTarget::Journey(journey) => {
-                    audit.journey(&journey);
-                    self.access
-                        .reference(request.extensions(), &caller, &journey)
-                        .await?
-                        .appkey
-                }
-            };
-            super::record_journey(&span, &appkey);
-            let view = super::view::viewer(caller.result_view);
-            let stream = self
-                .hub
-                .watch_viewed(WatchTarget::Appkey(appkey), &ctx, view)?;
-            // The caller's stream slot lives as long as the stream.
-            let stream = audit.watched(stream);
-            Ok(Response::new(Box::pin(stream.inspect(move |_| {
-                let _held = &slot;
-            })) as WatchStream))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_watch_journey(&mut admitted, message).await;
+        admitted.finish_stream(result)
     }
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::{JourneyAccess, LimitsConfig, validate};
+use super::{Admitted, JourneyAccess, LimitsConfig, admit, validate};
 use crate::{
+    Error,
     channels::ChannelRouter,
-    context::CallContext,
-    domain::Permission,
+    domain::Operation,
     guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::{services::LivenessService, v1},
@@ -38,7 +38,7 @@ impl LivenessApi {
     }
 
     /// The journey checks (issued here, owned by the caller); default: no
-    /// directory, so every appkey is refused as foreign.
+    /// record held, so every appkey is refused as foreign.
     pub fn with_access(mut self, access: JourneyAccess) -> Self {
         self.access = access;
         self
@@ -52,122 +52,135 @@ impl LivenessApi {
     }
 }
 
+impl LivenessApi {
+    async fn inner_create_challenges(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::CreateChallengesRequest,
+    ) -> Result<v1::CreateChallengesResponse, Error> {
+        let appkey = validate::appkey_only(&message.appkey)?;
+        admitted.journey_of(&appkey);
+        self.access.appkey(admitted.caller(), &appkey).await?;
+        admitted.sending(Operation::Challenge);
+        self.core.create_challenges(admitted.ctx(), &appkey).await
+    }
+
+    async fn inner_submit_challenge_response(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::SubmitChallengeResponseRequest,
+    ) -> Result<v1::SubmitChallengeResponseResponse, Error> {
+        let req = validate::challenge_response(message, &self.limits)?;
+        admitted.journey_of(&req.appkey);
+        self.access.appkey(admitted.caller(), &req.appkey).await?;
+        admitted.sending(Operation::Captcha);
+        let verdict = self
+            .core
+            .submit_challenge_response(
+                admitted.ctx(),
+                &req.appkey,
+                &req.challenge_key,
+                &req.snapshots,
+            )
+            .await?;
+        Ok(v1::SubmitChallengeResponseResponse {
+            verdict: Some(verdict),
+        })
+    }
+
+    async fn inner_start_session(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::StartSession3DRequest,
+    ) -> Result<v1::StartSession3DResponse, Error> {
+        let req = validate::start_session(&message)?;
+        admitted.journey_of(&req.appkey);
+        self.access
+            .billed(
+                admitted.caller(),
+                &req.appkey,
+                &self.guard,
+                BilledOperation::StartSession3D,
+            )
+            .await?;
+        admitted.sending(Operation::SessionToken3D);
+        let started = self
+            .router
+            .start_session(admitted.ctx(), &req.appkey, &req.user_agent)
+            .await?;
+        if let Some(span) = admitted.span() {
+            span.record("idgate.channel", started.channel.as_str());
+        }
+        Ok(v1::StartSession3DResponse {
+            session_token: started.grant.token.expose().to_owned(),
+            vendor: started.grant.vendor,
+            vendor_url: started.grant.vendor_url,
+            contingency: started.grant.contingency,
+            channel: started.channel,
+        })
+    }
+
+    async fn inner_verify(
+        &self,
+        admitted: &mut Admitted,
+        message: v1::VerifyLiveness3DRequest,
+    ) -> Result<v1::VerifyLiveness3DResponse, Error> {
+        let req = validate::verify_liveness(&message)?;
+        admitted.journey_of(&req.appkey);
+        self.access.appkey(admitted.caller(), &req.appkey).await?;
+        admitted.sending(Operation::Liveness3D);
+        let verdict = self
+            .router
+            .verify(
+                admitted.ctx(),
+                &req.appkey,
+                &req.session_token,
+                req.channel.as_deref(),
+            )
+            .await?;
+        Ok(v1::VerifyLiveness3DResponse {
+            verdict: Some(verdict),
+        })
+    }
+}
+
 #[tonic::async_trait]
 impl LivenessService for LivenessApi {
     async fn create_challenges(
         &self,
         request: Request<v1::CreateChallengesRequest>,
     ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
-        let caller = super::authorize(&request, Permission::Challenges2D)?;
-        let _slot = self.access.call_slot(request.extensions(), &caller)?;
-        let ctx = CallContext::of(&request);
-        let span = super::server_span(&request);
-        let appkey = validate::appkey_only(&request.get_ref().appkey)?;
-        super::record_journey(&span, &appkey);
-        self.access
-            .appkey(request.extensions(), &caller, &appkey)
-            .await?;
-        let challenges = self.core.create_challenges(&ctx, &appkey).await?;
-        Ok(Response::new(challenges))
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_create_challenges(&mut admitted, message).await;
+        admitted.finish(result)
     }
 
     async fn submit_challenge_response(
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
     ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
-        let audit = super::Audit::start(&request, "challenges_2d", false);
-        let result = async {
-            let caller = super::authorize(&request, Permission::Challenges2D)?;
-            let _slot = self.access.call_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let (_, extensions, message) = request.into_parts();
-            let req = validate::challenge_response(message, &self.limits)?;
-            audit.journey(&super::record_journey(&span, &req.appkey));
-            self.access
-                .appkey(&extensions, &caller, &req.appkey)
-                .await?;
-            let verdict = self
-                .core
-                .submit_challenge_response(&ctx, &req.appkey, &req.challenge_key, &req.snapshots)
-                .await?;
-            Ok(Response::new(v1::SubmitChallengeResponseResponse {
-                verdict: Some(verdict),
-            }))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self
+            .inner_submit_challenge_response(&mut admitted, message)
+            .await;
+        admitted.finish(result)
     }
 
     async fn start_session3_d(
         &self,
         request: Request<v1::StartSession3DRequest>,
     ) -> Result<Response<v1::StartSession3DResponse>, Status> {
-        let audit = super::Audit::start(&request, "session_3d", false);
-        let result = async {
-            let caller = super::authorize(&request, Permission::Session3D)?;
-            let _slot = self.access.call_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let req = validate::start_session(request.get_ref())?;
-            audit.journey(&super::record_journey(&span, &req.appkey));
-            self.access
-                .billed(
-                    request.extensions(),
-                    &caller,
-                    &req.appkey,
-                    &self.guard,
-                    BilledOperation::StartSession3D,
-                )
-                .await?;
-            let started = self
-                .router
-                .start_session(&ctx, &req.appkey, &req.user_agent)
-                .await?;
-            if let Some(span) = &span {
-                span.record("idgate.channel", started.channel.as_str());
-            }
-            Ok(Response::new(v1::StartSession3DResponse {
-                session_token: started.grant.token.expose().to_owned(),
-                vendor: started.grant.vendor,
-                vendor_url: started.grant.vendor_url,
-                contingency: started.grant.contingency,
-                channel: started.channel,
-            }))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_start_session(&mut admitted, message).await;
+        admitted.finish(result)
     }
 
     async fn verify_liveness3_d(
         &self,
         request: Request<v1::VerifyLiveness3DRequest>,
     ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
-        let audit = super::Audit::start(&request, "verify_3d", false);
-        let result = async {
-            let caller = super::authorize(&request, Permission::Verify3D)?;
-            let _slot = self.access.call_slot(request.extensions(), &caller)?;
-            let ctx = CallContext::of(&request);
-            let span = super::server_span(&request);
-            let req = validate::verify_liveness(request.get_ref())?;
-            audit.journey(&super::record_journey(&span, &req.appkey));
-            self.access
-                .appkey(request.extensions(), &caller, &req.appkey)
-                .await?;
-            let verdict = self
-                .router
-                .verify(
-                    &ctx,
-                    &req.appkey,
-                    &req.session_token,
-                    req.channel.as_deref(),
-                )
-                .await?;
-            Ok(Response::new(v1::VerifyLiveness3DResponse {
-                verdict: Some(verdict),
-            }))
-        }
-        .await;
-        audit.finish(result)
+        let (mut admitted, message) = admit(request)?;
+        let result = self.inner_verify(&mut admitted, message).await;
+        admitted.finish(result)
     }
 }

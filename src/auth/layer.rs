@@ -34,6 +34,7 @@ use crate::{
     config_source::ConfigError,
     domain::{Caller, authorization_credentials},
     net::ConnInfo,
+    telemetry::audit::{self, RefusalLog},
 };
 
 /// Paths never authenticated: health probes.
@@ -44,8 +45,9 @@ const OPEN_PREFIX: &str = "/grpc.health.v1.Health/";
 pub enum Refusal {
     /// No credential, or an invalid one; the cause is a fixed word.
     Unauthenticated(&'static str),
-    /// A valid identity that is no configured caller.
-    Unknown,
+    /// A valid identity that is no configured caller; the identity's kind
+    /// (`jwt`, `mtls`), never its value.
+    Unknown(&'static str),
 }
 
 impl Refusal {
@@ -53,7 +55,7 @@ impl Refusal {
     pub fn error(self) -> Error {
         match self {
             Refusal::Unauthenticated(_) => Error::CallerUnauthenticated,
-            Refusal::Unknown => Error::CallerUnknown,
+            Refusal::Unknown(_) => Error::CallerUnknown,
         }
     }
 
@@ -61,7 +63,7 @@ impl Refusal {
     pub fn cause(self) -> &'static str {
         match self {
             Refusal::Unauthenticated(cause) => cause,
-            Refusal::Unknown => "no_caller_entry",
+            Refusal::Unknown(_) => "no_caller_entry",
         }
     }
 }
@@ -90,6 +92,8 @@ pub struct Authenticator {
     policy: Policy,
     open: Arc<Caller>,
     events: Arc<dyn AuthEvents>,
+    /// Unauthenticated refusals, said once per 10 s with their count.
+    unauthenticated: RefusalLog,
 }
 
 impl Authenticator {
@@ -101,6 +105,7 @@ impl Authenticator {
             policy: Policy::default(),
             open: Arc::new(Caller::open()),
             events,
+            unauthenticated: RefusalLog::default(),
         }
     }
 
@@ -133,6 +138,7 @@ impl Authenticator {
             policy: Policy::new(CallerTable::build(callers)?),
             open: Arc::new(Caller::open()),
             events,
+            unauthenticated: RefusalLog::default(),
         })
     }
 
@@ -188,13 +194,34 @@ impl Authenticator {
             ),
             _ => return Err(Refusal::Unauthenticated("no_credential")),
         };
-        self.policy.resolve(&identity).ok_or(Refusal::Unknown)
+        let kind = match identity {
+            Identity::JwtSubject(_) => "jwt",
+            Identity::Mtls(_) => "mtls",
+        };
+        self.policy.resolve(&identity).ok_or(Refusal::Unknown(kind))
     }
 
-    fn refused(&self, refusal: Refusal) -> Response<tonic::body::Body> {
+    /// Answers a refusal: counted; a valid identity that is no caller is
+    /// one audit record (its kind, never its value); the unauthenticated
+    /// are said once per interval with their count, never a line each.
+    fn refused(
+        &self,
+        refusal: Refusal,
+        path: &str,
+        extensions: &http::Extensions,
+    ) -> Response<tonic::body::Body> {
         let error = refusal.error();
         self.events
             .refused(error.reason().as_str(), refusal.cause());
+        match refusal {
+            Refusal::Unknown(kind) => {
+                let method = path.rsplit('/').next().unwrap_or_default();
+                audit::refused_identity(kind, method, &audit::trace_id(extensions));
+            }
+            Refusal::Unauthenticated(cause) => {
+                self.unauthenticated.refused(cause);
+            }
+        }
         tonic::Status::from(error).into_http()
     }
 }
@@ -294,7 +321,9 @@ where
                     extensions.insert(Refusals(Arc::clone(&auth.events)));
                     Ok(inner.call(request).await?.map(tonic::body::Body::new))
                 }
-                Err(refusal) => Ok(auth.refused(refusal)),
+                Err(refusal) => {
+                    Ok(auth.refused(refusal, request.uri().path(), request.extensions()))
+                }
             }
         })
     }

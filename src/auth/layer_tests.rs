@@ -86,7 +86,7 @@ async fn credentials_resolve_to_callers_or_are_refused() {
     let unknown = format!("Bearer {}", token(&key, "svc-z"));
     assert_eq!(
         auth.authenticate(&headers(Some(&unknown)), &ext).await,
-        Err(Refusal::Unknown)
+        Err(Refusal::Unknown("jwt"))
     );
     assert_eq!(
         auth.authenticate(&headers(None), &ext).await,
@@ -126,7 +126,7 @@ async fn a_reload_swaps_the_table() {
     auth.reload(&[]).await.unwrap();
     assert_eq!(
         auth.authenticate(&headers(Some(&ok)), &ext).await,
-        Err(Refusal::Unknown)
+        Err(Refusal::Unknown("jwt"))
     );
 }
 

@@ -1,11 +1,11 @@
 //! What the fleet shares for the spending guard (`crate::guard`):
-//! idempotency records of `CreateJourney`, budget window counters, and
-//! which operator profile created a journey (for billing its later calls).
+//! idempotency records of `CreateJourney` and budget window counters.
+//! Which appkey a request made, who owns it and which profile pays for it
+//! are the journey's record (`cluster::journeys`), not the guard's.
 //!
-//! Nothing personal crosses this boundary: an idempotency record holds a
-//! keyed digest of the request (never the request), the journey
-//! reference, the expiry and the appkey, which the Redis implementation
-//! seals before storing. Budget windows are named by configuration names
+//! Nothing personal or secret crosses this boundary: an idempotency
+//! record holds a keyed digest of the request (never the request), the
+//! journey reference and the expiry. Budget windows are named by configuration names
 //! only (operator profile, operation, window).
 //!
 //! - `memory`: [`MemoryGuard`], one process (and the fallback the Redis
@@ -21,16 +21,11 @@ pub use memory::MemoryGuard;
 pub use redis::RedisGuard;
 
 use super::{BoxFuture, ClusterError, seal::Digester};
-use crate::domain::{Appkey, JourneyRef};
+use crate::domain::JourneyRef;
 
 /// Where the spending guard keeps its records. Every method answers
 /// within the implementation's command timeout.
 pub trait GuardStore: Send + Sync + 'static {
-    /// True when other replicas share these records (the guard then
-    /// shares which profile created a journey; one process remembers it
-    /// itself).
-    fn is_fleet(&self) -> bool;
-
     /// The keyed digester whose digests every replica of this store
     /// agrees on (random per process for memory).
     fn digester(&self) -> Digester;
@@ -71,21 +66,6 @@ pub trait GuardStore: Send + Sync + 'static {
     /// nothing). Never fails: unreachable, the fleet's state counts in
     /// this replica alone.
     fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake>;
-
-    /// Remembers which operator profile created `journey`, for billing
-    /// its later calls on any replica (a no-op for one process, whose
-    /// guard remembers it itself).
-    fn remember_profile(
-        &self,
-        journey: &JourneyRef,
-        profile: &str,
-    ) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// The operator profile that created `journey`, if remembered.
-    fn journey_profile(
-        &self,
-        journey: &JourneyRef,
-    ) -> BoxFuture<Result<Option<String>, ClusterError>>;
 }
 
 /// A completed idempotent `CreateJourney`, as replayed to a caller that
@@ -94,10 +74,8 @@ pub trait GuardStore: Send + Sync + 'static {
 pub struct IdemRecord {
     /// Keyed digest of the request (hex), compared on every replay.
     pub request: String,
-    /// The journey reference of the appkey.
+    /// The journey it made; its record holds the appkey.
     pub journey: JourneyRef,
-    /// The appkey (sealed in Redis).
-    pub appkey: Appkey,
     /// The expiry returned the first time, Unix seconds.
     pub expires_unix: i64,
 }

@@ -3,12 +3,12 @@
 //! composed in [`Shared`].
 //!
 //! ```text
-//! events::JourneyHub ------> DirectoryStore  directory.rs  journey ref -> appkey (sealed)
+//! api, guard, events -------> JourneyStore    journeys.rs   journey ref -> record (sealed)
 //! channels::ChannelRouter -> BindingStore    bindings.rs   journey ref -> channel name
 //!                      |---> ControlStore    control.rs    routing mode, drains, hold
 //! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
-//! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets, profiles
+//! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets
 //! channels::ChannelFigures -> FiguresStore    figures.rs    per-minute vendor figures
 //!
 //! Shared::memory  (one process, the default): Memory* stores
@@ -19,8 +19,8 @@
 //!                   own, supervised (redis/stream.rs)
 //! ```
 //!
-//! What is shared: the journey directory (journey reference -> appkey,
-//! sealed), 3D session bindings (journey reference -> channel name),
+//! What is shared: the journey records (journey reference -> owner,
+//! appkey, profile, request key, sealed whole), 3D session bindings (journey reference -> channel name),
 //! webhook dedupe, the channel control state (routing mode, drained
 //! channels, contingency hold) and completion notices, fanned out as
 //! (journey reference, status, delivery id). Nothing personal and no
@@ -28,7 +28,7 @@
 //! from the upstream itself. Circuit breakers stay per replica. Each
 //! store's file names its keys.
 //!
-//! Each replica keeps its own tier too (the hub's directory, the router's
+//! Each replica keeps its own tier too (its journey records, the router's
 //! bindings, which hold the issuing channel generation): the shared tier
 //! is consulted when the own tier does not know, and is what keeps
 //! working across replicas. When Redis is unreachable every call answers
@@ -36,17 +36,17 @@
 //! fallback, and the gateway degrades as `docs/operations.md` tells.
 //!
 //! The spending guard's state is shared the same way ([`guard`]):
-//! idempotency records of `CreateJourney` (a keyed digest of the request,
-//! the sealed appkey) and budget window counters.
+//! idempotency records of `CreateJourney` (a keyed digest of the request
+//! and the journey it made, whose record holds the appkey) and budget
+//! window counters.
 //!
 //! Each user takes only the store it needs. A change to one concern stays
-//! in its file: the directory's record ([`JourneyRecord`]) and both its
-//! implementations are in `directory.rs` alone, so the journey's creator
-//! (caller ownership, next) is added there.
+//! in its room: the journey record is `domain::JourneyRecord`, its store
+//! and both implementations are `journeys/`.
 //!
 //! - [`config`]: the `[cluster]` section.
 //! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
-//! - [`directory`], [`bindings`], [`dedupe`], [`control`], [`guard`],
+//! - [`journeys`], [`bindings`], [`dedupe`], [`control`], [`guard`],
 //!   [`figures`], [`rollout`]: the seven stores.
 //! - [`redis`]: the connection the Redis stores share, and the event
 //!   stream's task.
@@ -55,9 +55,9 @@ pub mod bindings;
 pub mod config;
 pub mod control;
 pub mod dedupe;
-pub mod directory;
 pub mod figures;
 pub mod guard;
+pub mod journeys;
 pub mod redis;
 pub mod rollout;
 pub mod seal;
@@ -70,11 +70,11 @@ pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
-pub use directory::{DirectoryStore, JourneyRecord, MemoryDirectory, RedisDirectory};
 pub use figures::{FigureDelta, FigureSums, FiguresStore, MemoryFigures, RedisFigures};
 pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
+pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
 pub use redis::{RedisConn, stream::SeedFn};
 pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 
@@ -95,13 +95,22 @@ pub enum ClusterError {
     /// Redis is unreachable or did not answer within the command timeout.
     #[error("the fleet's shared state (Redis) is unavailable")]
     Unavailable,
+    /// A bounded store of one process is full and may not forget what it
+    /// holds (the journey records of a single replica).
+    #[error("the store is full")]
+    Full,
 }
 
 /// How long shared entries live: the same as the in-memory tables'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ttls {
-    /// Journey directory entries (`[watch] directory_ttl_secs`).
+    /// Journey records (`[journeys] retention_hours`).
     pub journey: Duration,
+    /// Most journey records one process holds (`[journeys] max_entries`).
+    pub journey_max_entries: usize,
+    /// How long a replica remembers that Redis holds no record of a
+    /// journey (`[journeys] unknown_ttl_secs`).
+    pub journey_unknown: Duration,
     /// 3D session bindings (`[routing] binding_ttl_secs`).
     pub binding: Duration,
     /// Webhook deliveries remembered for dedupe (`[webhook] dedupe_ttl_secs`).
@@ -121,7 +130,9 @@ pub struct Ttls {
 impl Default for Ttls {
     fn default() -> Self {
         Self {
-            journey: Duration::from_secs(1800),
+            journey: Duration::from_secs(86_400),
+            journey_max_entries: 100_000,
+            journey_unknown: Duration::from_secs(30),
             binding: Duration::from_secs(600),
             dedupe: Duration::from_secs(900),
             dedupe_max_entries: 100_000,
@@ -148,8 +159,8 @@ pub enum FleetEvent {
 /// user the store it needs.
 #[derive(Clone)]
 pub struct Shared {
-    /// Journey reference -> appkey, for `WatchJourney` on any replica.
-    pub directory: Arc<dyn DirectoryStore>,
+    /// The journey records: owner, appkey, profile, request, by reference.
+    pub journeys: Arc<dyn JourneyStore>,
     /// Journey reference -> the channel that issued its 3D session.
     pub bindings: Arc<dyn BindingStore>,
     /// Webhook deliveries seen, and completion notices told.
@@ -181,7 +192,7 @@ impl Shared {
     /// One process: every store in memory, bounded by `ttls`.
     pub fn memory(ttls: Ttls) -> Self {
         Self {
-            directory: Arc::new(MemoryDirectory),
+            journeys: Arc::new(MemoryJourneys::new(ttls.journey, ttls.journey_max_entries)),
             bindings: Arc::new(MemoryBindings),
             dedupe: Arc::new(MemoryDedupe::new(ttls.dedupe, ttls.dedupe_max_entries)),
             control: Arc::new(MemoryControl),
@@ -206,7 +217,12 @@ impl Shared {
         let conn = RedisConn::new(settings, metrics)?;
         let control = RedisControl::new(conn.clone());
         Ok(Self {
-            directory: Arc::new(RedisDirectory::new(conn.clone(), ttls.journey)),
+            journeys: Arc::new(RedisJourneys::new(
+                conn.clone(),
+                ttls.journey,
+                ttls.journey_max_entries,
+                ttls.journey_unknown,
+            )),
             bindings: Arc::new(RedisBindings::new(conn.clone(), ttls.binding)),
             dedupe: Arc::new(RedisDedupe::new(
                 conn.clone(),
@@ -216,7 +232,6 @@ impl Shared {
             control: Arc::new(control.clone()),
             guard: Arc::new(RedisGuard::new(
                 conn.clone(),
-                ttls.journey,
                 MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
             figures: Arc::new(RedisFigures::new(conn.clone(), ttls.figures)),

@@ -95,6 +95,16 @@ impl Binding {
         )
     }
 
+    /// A whole journey record stored under `redis_key` for `journey`: the
+    /// directory's binding with one more part, so neither an appkey nor an
+    /// owner sealed by the previous release opens as a record.
+    pub fn journey_record(redis_key: &str, journey: &JourneyRef) -> Self {
+        Self::new(
+            Purpose::Directory,
+            &[redis_key.as_bytes(), journey.as_str().as_bytes(), b"record"],
+        )
+    }
+
     /// An idempotency record stored under `redis_key`, for the request
     /// whose digest is `request`, that created `journey`.
     pub fn idempotency(redis_key: &str, request: &str, journey: &JourneyRef) -> Self {
@@ -137,13 +147,27 @@ impl Sealer {
 
     /// The sealed form of `appkey`, bound to `binding`.
     pub fn seal(&self, binding: &Binding, appkey: &Appkey) -> String {
+        self.seal_bytes(binding, appkey.expose().as_bytes())
+    }
+
+    /// The appkey sealed in `text` under `binding`; `None` when it does
+    /// not open under either key (tampered, sealed for another record or
+    /// purpose, an old key).
+    pub fn open(&self, binding: &Binding, text: &str) -> Option<Appkey> {
+        let plain = self.open_bytes(binding, text)?;
+        Appkey::parse(std::str::from_utf8(&plain).ok()?).ok()
+    }
+
+    /// The sealed form of `secret` (a record holding an appkey), bound to
+    /// `binding`.
+    pub fn seal_bytes(&self, binding: &Binding, secret: &[u8]) -> String {
         let nonce = Nonce::generate();
         let sealed = self
             .current
             .encrypt(
                 &nonce,
                 Payload {
-                    msg: appkey.expose().as_bytes(),
+                    msg: secret,
                     aad: &binding.aad,
                 },
             )
@@ -154,10 +178,9 @@ impl Sealer {
         base64::engine::general_purpose::STANDARD_NO_PAD.encode(out)
     }
 
-    /// The appkey sealed in `text` under `binding`; `None` when it does
-    /// not open under either key (tampered, sealed for another record or
-    /// purpose, an old key).
-    pub fn open(&self, binding: &Binding, text: &str) -> Option<Appkey> {
+    /// The bytes sealed in `text` under `binding`, wiped on drop; `None`
+    /// when they do not open under either key.
+    pub fn open_bytes(&self, binding: &Binding, text: &str) -> Option<Zeroizing<Vec<u8>>> {
         let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
             .decode(text)
             .ok()?;
@@ -170,16 +193,15 @@ impl Sealer {
             msg: sealed,
             aad: &binding.aad,
         };
-        let plain = Zeroizing::new(
-            self.current
-                .decrypt(&nonce, payload())
-                .or_else(|e| match &self.previous {
-                    Some(previous) => previous.decrypt(&nonce, payload()),
-                    None => Err(e),
-                })
-                .ok()?,
-        );
-        Appkey::parse(std::str::from_utf8(&plain).ok()?).ok()
+        let plain = self
+            .current
+            .decrypt(&nonce, payload())
+            .or_else(|e| match &self.previous {
+                Some(previous) => previous.decrypt(&nonce, payload()),
+                None => Err(e),
+            })
+            .ok()?;
+        Some(Zeroizing::new(plain))
     }
 }
 

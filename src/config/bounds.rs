@@ -95,8 +95,7 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
         w.result_settle_limit_secs,
         S,
     );
-    add("watch.directory_ttl_secs", w.directory_ttl_secs, S);
-    add("watch.unknown_ttl_secs", w.unknown_ttl_secs, S);
+    add("journeys.unknown_ttl_secs", c.journeys.unknown_ttl_secs, S);
     add("watch.notice_ttl_secs", w.notice_ttl_secs, S);
     add("watch.max_stream_secs", w.max_stream_secs, S);
     let k = &c.cluster;
@@ -198,11 +197,16 @@ mod tests {
         let upstream = "[upstream]\nbase_url = \"http://a\"\n[[operators]]\nname = \"d\"\nlogin = \"l\"\n\
                         [[channels]]\nname = \"p\"\nbase_url = \"http://a\"\n";
         for (text, var, key) in [
-            ("", "IDGATE_IDEMPOTENCY__TTL_SECS", "idempotency.ttl_secs"),
+            (
+                // The journey records must outlive the replay window.
+                "[journeys]\nretention_hours = 720\n",
+                "IDGATE_IDEMPOTENCY__TTL_SECS",
+                "idempotency.ttl_secs",
+            ),
             (
                 "",
-                "IDGATE_WATCH__DIRECTORY_TTL_SECS",
-                "watch.directory_ttl_secs",
+                "IDGATE_JOURNEYS__UNKNOWN_TTL_SECS",
+                "journeys.unknown_ttl_secs",
             ),
             (
                 "",
@@ -225,7 +229,7 @@ mod tests {
                 "cluster.command_timeout_ms",
             ),
             (
-                upstream,
+                &format!("{upstream}[journeys]\nretention_hours = 720\n"),
                 "IDGATE_UPSTREAM__APPKEY_TTL_SECS",
                 "upstream.appkey_ttl_secs",
             ),

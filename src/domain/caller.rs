@@ -304,6 +304,17 @@ impl Caller {
         }
     }
 
+    /// The owner a journey created by this caller is recorded with: its
+    /// name, or none for the open caller of a gateway without `[auth]`
+    /// (so that, once callers are configured, only `any` callers touch
+    /// those journeys).
+    pub fn owner(&self) -> Option<CallerName> {
+        match self.profiles {
+            ProfileGrant::Any => None,
+            ProfileGrant::Only(_) => Some(self.name.clone()),
+        }
+    }
+
     /// Whether the caller may act on a journey owned by `owner` (`None`: a
     /// journey with no recorded owner, created while the gateway ran open
     /// or before owners were recorded; only `any` callers may touch it).

@@ -14,6 +14,7 @@
 mod caller;
 mod cpf;
 mod image;
+mod journey_record;
 mod journey_ref;
 mod operation;
 mod person;
@@ -26,6 +27,7 @@ pub use caller::{
 };
 pub use cpf::Cpf;
 pub use image::{ImageKind, ImagePayload, Snapshot};
+pub use journey_record::{JourneyRecord, RequestKey};
 pub use journey_ref::JourneyRef;
 pub use operation::Operation;
 pub use person::{BirthDate, CustomerReference, EndUser, PersonName};

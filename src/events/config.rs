@@ -272,15 +272,6 @@ pub struct WatchConfig {
     pub max_watchers_per_journey: usize,
     /// Most journeys watched at once.
     pub max_journeys: usize,
-    /// How long a journey reference from CreateJourney stays watchable.
-    pub directory_ttl_secs: u64,
-    /// Most journey references remembered.
-    pub directory_max_entries: usize,
-    /// In a fleet, how long a replica remembers that the fleet's directory
-    /// does not hold a journey (an appkey this gateway did not issue), in
-    /// seconds; 0: ask Redis on every call. At most `directory_max_entries`
-    /// are remembered.
-    pub unknown_ttl_secs: u64,
     /// How long a notice for an unwatched journey is remembered, so a
     /// watcher that comes later reads at once instead of waiting.
     pub notice_ttl_secs: u64,
@@ -303,9 +294,6 @@ impl Default for WatchConfig {
             result_settle_limit_secs: 60,
             max_watchers_per_journey: 64,
             max_journeys: 10_000,
-            directory_ttl_secs: 1800,
-            directory_max_entries: 100_000,
-            unknown_ttl_secs: 30,
             notice_ttl_secs: 900,
             notice_max_entries: 100_000,
             max_stream_secs: 3600,
@@ -352,13 +340,6 @@ pub struct WatchSettings {
     pub max_watchers_per_journey: usize,
     /// Most journeys watched at once.
     pub max_journeys: usize,
-    /// Validity of a directory entry.
-    pub directory_ttl: Duration,
-    /// Most directory entries.
-    pub directory_max_entries: usize,
-    /// How long the fleet's "no such journey" is remembered (zero: not at
-    /// all).
-    pub unknown_ttl: Duration,
     /// Memory of notices for unwatched journeys.
     pub notice_ttl: Duration,
     /// Most notices remembered.
@@ -378,9 +359,6 @@ impl From<&WatchConfig> for WatchSettings {
             settle_limit: Duration::from_secs(c.result_settle_limit_secs),
             max_watchers_per_journey: c.max_watchers_per_journey.max(1),
             max_journeys: c.max_journeys.max(1),
-            directory_ttl: Duration::from_secs(c.directory_ttl_secs),
-            directory_max_entries: c.directory_max_entries,
-            unknown_ttl: Duration::from_secs(c.unknown_ttl_secs),
             notice_ttl: Duration::from_secs(c.notice_ttl_secs),
             notice_max_entries: c.notice_max_entries,
             max_stream_lifetime: Duration::from_secs(c.max_stream_secs.clamp(1, MAX_STREAM_SECS)),
@@ -408,7 +386,6 @@ mod tests {
         assert!(!w.allow_unauthenticated);
         let s = WatchSettings::default();
         assert_eq!(s.webhook_grace, Duration::from_secs(30));
-        assert_eq!(s.directory_ttl, Duration::from_secs(1800));
     }
 
     #[test]

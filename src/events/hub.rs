@@ -16,8 +16,8 @@
 //! `WatchJourney` call that started the task, so a backend shows the read
 //! beside both without making it part of either trace.
 //!
-//! - `journeys`: the journeys the hub knows (this replica's directory,
-//!   the fleet's behind it).
+//! - `journeys`: watch by reference, through the journey records
+//!   (`cluster::journeys`).
 //! - `reader`: the result-reading task of one journey.
 
 use std::{
@@ -40,12 +40,11 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use super::{
     DynResultSource, Notice, NoticeStatus, ResultSource,
     config::WatchSettings,
-    directory::JourneyDirectory,
     watch::{self as watch_stream, WatchStream},
 };
 use crate::{
     Error,
-    cluster::{DirectoryStore, MemoryDirectory},
+    cluster::{JourneyStore, JourneysConfig, MemoryJourneys},
     context::CallContext,
     domain::{Appkey, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus},
@@ -54,7 +53,7 @@ use crate::{
 
 /// The journey a `WatchJourney` caller names, validated by the API layer:
 /// by its appkey, or by the reference `CreateJourney` returned (which the
-/// hub resolves through its directory).
+/// hub resolves through the journey records).
 #[derive(Debug, Clone)]
 pub enum WatchTarget {
     /// The journey's appkey.
@@ -104,8 +103,8 @@ pub struct HubStats {
     pub notice_timeouts: u64,
 }
 
-/// The `WatchJourney` core: journeys being watched, their reading tasks,
-/// and the journey directory. Cheap to clone (shared).
+/// The `WatchJourney` core: journeys being watched and their reading
+/// tasks. Cheap to clone (shared).
 #[derive(Clone)]
 pub struct JourneyHub {
     inner: Arc<HubInner>,
@@ -113,10 +112,9 @@ pub struct JourneyHub {
 
 pub(crate) struct HubInner {
     source: Arc<dyn DynResultSource>,
-    /// The fleet's journey directory (sealed appkeys by reference).
-    shared: Arc<dyn DirectoryStore>,
+    /// The journey records, for watch by reference.
+    journeys: Arc<dyn JourneyStore>,
     settings: WatchSettings,
-    directory: JourneyDirectory,
     state: Mutex<HubState>,
     tasks: AtomicUsize,
     tasks_changed: Notify,
@@ -153,28 +151,27 @@ struct JourneyEntry {
 }
 
 impl JourneyHub {
-    /// A hub reading results through `source`.
+    /// A hub reading results through `source`, with journey records of
+    /// its own (the default retention).
     pub fn new<S: ResultSource>(source: S, settings: WatchSettings) -> Self {
-        Self::with_shared(source, settings, Arc::new(MemoryDirectory))
+        let c = JourneysConfig::default();
+        let journeys = MemoryJourneys::new(c.retention(), c.max_entries);
+        Self::with_journeys(source, settings, Arc::new(journeys))
     }
 
-    /// A hub whose journey references resolve across the fleet's
-    /// directory `shared`.
-    pub fn with_shared<S: ResultSource>(
+    /// A hub whose journey references resolve through `journeys` (the
+    /// gateway's one store of journey records).
+    pub fn with_journeys<S: ResultSource>(
         source: S,
         settings: WatchSettings,
-        shared: Arc<dyn DirectoryStore>,
+        journeys: Arc<dyn JourneyStore>,
     ) -> Self {
-        let directory =
-            JourneyDirectory::new(settings.directory_ttl, settings.directory_max_entries)
-                .remembering_unknown(settings.unknown_ttl, settings.directory_max_entries);
         let notices = TtlMap::new(settings.notice_ttl, settings.notice_max_entries);
         Self {
             inner: Arc::new(HubInner {
                 source: Arc::new(source),
-                shared,
+                journeys,
                 settings,
-                directory,
                 state: Mutex::new(HubState {
                     journeys: HashMap::new(),
                     notices,
@@ -320,14 +317,17 @@ impl JourneyHub {
         }
     }
 
-    /// The appkey of `target`, resolving a reference through the directory.
+    /// The appkey of `target`, resolving a reference through the records
+    /// this replica holds (the API layer resolves through the fleet's,
+    /// owner checked, before it watches).
     fn resolve(&self, target: WatchTarget) -> Result<Appkey, Error> {
         match target {
             WatchTarget::Appkey(appkey) => Ok(appkey),
             WatchTarget::Journey(journey) => self
                 .inner
-                .directory
-                .resolve(&journey)
+                .journeys
+                .held(&journey)
+                .map(|record| record.appkey)
                 .ok_or(Error::JourneyUnknown),
         }
     }

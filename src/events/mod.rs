@@ -13,7 +13,6 @@
 //! - [`webhook`]: the axum router that receives the notice.
 //! - [`hub`]: [`JourneyHub`], the per-journey read loops shared by watchers.
 //! - [`watch`]: the stream each watcher gets.
-//! - [`directory`]: journey references issued by CreateJourney -> appkeys.
 //! - [`config`]: `[webhook]` and `[watch]`.
 //!
 //! Appkeys travel only inside [`Appkey`]; logs and errors name journeys by
@@ -21,7 +20,6 @@
 
 pub mod auth;
 pub mod config;
-pub mod directory;
 pub mod hub;
 #[cfg(test)]
 mod testing;
@@ -34,7 +32,6 @@ use std::{future::Future, pin::Pin, sync::Arc};
 pub use config::{
     BasicCredentials, HmacSecret, WatchConfig, WatchSettings, WebhookConfig, WebhookSettings,
 };
-pub use directory::JourneyDirectory;
 pub use hub::{HubStats, JourneyHub, WatchTarget};
 pub use watch::{ResultViewer, WatchStream};
 pub use webhook::{RejectReason, WebhookReceiver, WebhookStats};

@@ -9,10 +9,20 @@
 //!                                      `--absent--> CONCURRENT_CALL_FAILED (released or expired)
 //! ```
 //!
-//! The key is SHA-256 of the operator profile and the `request_id` (stable
-//! across secret rotations); the request digest is keyed
-//! ([`Digester`]) over the profile, the `request_id` and every field of
-//! the end user, so the store never holds a CPF, a name or a birth date.
+//! The key is SHA-256 of the caller, the operator profile and the
+//! `request_id` (stable across secret rotations): like Stripe's
+//! idempotency keys, scoped to who sent it, so another caller's
+//! `request_id` is another key and never returns this caller's journey.
+//! The request digest is keyed ([`Digester`]) over the profile, the
+//! `request_id` and every field of the end user, so the store never holds
+//! a CPF, a name or a birth date.
+//!
+//! A completed record names the journey, not its appkey: a replay reads
+//! the appkey from the journey's record (`cluster::journeys`), and only
+//! when that record's owner and request key are this call's
+//! ([`crate::guard::Guard::create_journey`]). The journey is recorded
+//! before the claim completes, so no waiter sees a journey without its
+//! owner.
 //!
 //! A call waiting on another never calls `/appkey` itself: if the first
 //! call fails, it answers `CONCURRENT_CALL_FAILED` (ABORTED, retry-safe),
@@ -22,18 +32,15 @@
 
 use std::{sync::Arc, time::Duration};
 
-use sha2::{Digest as _, Sha256};
-use time::OffsetDateTime;
-
 use super::config::IdempotencyConfig;
 use crate::{
     cluster::{ClusterError, GuardStore, IdemRecord, IdemState, seal::Digester},
     context::CallContext,
-    domain::{EndUser, RequestId},
+    domain::{CallerName, EndUser, JourneyRef, RequestId, RequestKey},
     error::Error,
-    journey::NewJourney,
     telemetry::Metrics,
 };
+use sha2::{Digest as _, Sha256};
 
 /// Outcomes counted in `idgate_idempotent_requests`.
 mod outcome {
@@ -47,21 +54,31 @@ mod outcome {
 
 /// What a `request_id` names, hashed.
 struct Fingerprint {
-    /// The store key: hex SHA-256 of profile and `request_id`.
-    key: String,
+    /// The store key: hex SHA-256 of caller, profile and `request_id`.
+    key: RequestKey,
     /// The canonical request, as the parts the digest covers.
     parts: Vec<Vec<u8>>,
 }
 
 impl Fingerprint {
-    fn new(profile: &str, id: &RequestId, user: &EndUser) -> Self {
+    fn new(owner: Option<&CallerName>, profile: &str, id: &RequestId, user: &EndUser) -> Self {
+        // Length-prefixed, so no two (caller, profile) pairs share bytes;
+        // the open caller (no owner) is its own empty name.
+        let owner = owner.map_or("", CallerName::as_str);
         let hash = Sha256::new()
-            .chain_update(b"idgate.request-id.v1\0")
+            .chain_update(b"idgate.request-id.v2\0")
+            .chain_update((owner.len() as u64).to_be_bytes())
+            .chain_update(owner.as_bytes())
             .chain_update((profile.len() as u64).to_be_bytes())
             .chain_update(profile.as_bytes())
             .chain_update(id.as_str().as_bytes())
             .finalize();
-        let key = hash[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let key = RequestKey::new(
+            hash[..16]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+        );
         let parts = vec![
             profile.as_bytes().to_vec(),
             id.as_str().as_bytes().to_vec(),
@@ -82,9 +99,21 @@ impl Fingerprint {
 pub enum Begin {
     /// This call holds the `request_id`: create, then complete or drop.
     Claimed(Claim),
-    /// A call with the same `request_id` and request completed: its
-    /// journey, replayed without calling upstream.
-    Replay(NewJourney),
+    /// A call of this caller with the same `request_id` and request
+    /// completed: the journey it made, to replay from its record without
+    /// calling upstream.
+    Replay(Replayed),
+}
+
+/// A completed request, as its idempotency record names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replayed {
+    /// The request's key: the journey's record must carry the same.
+    pub key: RequestKey,
+    /// The journey the request made.
+    pub journey: JourneyRef,
+    /// The expiry returned the first time, Unix seconds.
+    pub expires_unix: i64,
 }
 
 /// The idempotency of `CreateJourney`, over the shared state.
@@ -105,15 +134,6 @@ impl std::fmt::Debug for Idempotency {
     }
 }
 
-fn replay(record: IdemRecord) -> NewJourney {
-    NewJourney {
-        appkey: record.appkey,
-        journey_ref: record.journey,
-        expires_at: OffsetDateTime::from_unix_timestamp(record.expires_unix)
-            .unwrap_or(OffsetDateTime::UNIX_EPOCH),
-    }
-}
-
 impl Idempotency {
     /// Idempotency with the windows of `config`, over `state`.
     pub fn new(config: &IdempotencyConfig, state: Arc<dyn GuardStore>, metrics: Metrics) -> Self {
@@ -131,21 +151,23 @@ impl Idempotency {
         Error::IdempotencyUnavailable
     }
 
-    /// Claims `id` for this call, or answers what an earlier call with it
-    /// decided (waiting, within the caller's deadline, while it is in
-    /// flight).
+    /// Claims `id` of `owner` for this call, or answers what an earlier
+    /// call of `owner` with it decided (waiting, within the caller's
+    /// deadline, while it is in flight).
     pub async fn begin(
         &self,
         ctx: &CallContext,
+        owner: Option<&CallerName>,
         profile: &str,
         id: &RequestId,
         user: &EndUser,
     ) -> Result<Begin, Error> {
-        let print = Fingerprint::new(profile, id, user);
+        let print = Fingerprint::new(owner, profile, id, user);
+        let store_key = print.key.as_str();
         let request = self.digester.digest(&print.slices());
         let held = self
             .state
-            .idempotency_claim(&print.key, &request, self.pending_ttl)
+            .idempotency_claim(store_key, &request, self.pending_ttl)
             .await
             .map_err(|e| self.unavailable(e))?;
         let state = match held {
@@ -153,7 +175,7 @@ impl Idempotency {
                 self.metrics.record_idempotency(outcome::CLAIMED);
                 return Ok(Begin::Claimed(Claim {
                     state: self.state.clone(),
-                    key: print.key,
+                    key: print.key.clone(),
                     request,
                     ttl: self.ttl,
                     armed: true,
@@ -171,7 +193,7 @@ impl Idempotency {
                 }
                 let state = self
                     .state
-                    .idempotency_wait(&print.key, &theirs, max)
+                    .idempotency_wait(store_key, &theirs, max)
                     .await
                     .map_err(|e| self.unavailable(e))?;
                 if matches!(&state, IdemState::Pending { request } if *request == theirs) {
@@ -186,7 +208,11 @@ impl Idempotency {
         match state {
             IdemState::Done(record) if self.digester.matches(&print.slices(), &record.request) => {
                 self.metrics.record_idempotency(outcome::REPLAYED);
-                Ok(Begin::Replay(replay(record)))
+                Ok(Begin::Replay(Replayed {
+                    key: print.key.clone(),
+                    journey: record.journey,
+                    expires_unix: record.expires_unix,
+                }))
             }
             IdemState::Absent => {
                 self.metrics.record_idempotency(outcome::FAILED);
@@ -205,32 +231,38 @@ impl Idempotency {
 /// `request_id` so that a retry may try again.
 pub struct Claim {
     state: Arc<dyn GuardStore>,
-    key: String,
+    key: RequestKey,
     request: String,
     ttl: Duration,
     armed: bool,
 }
 
 impl Claim {
-    /// Records `journey` for replays. A record that cannot be written
-    /// (the store became unreachable) is logged, and the journey still
-    /// returned: its appkey exists and the caller should have it.
-    pub async fn complete(mut self, journey: &NewJourney) {
+    /// The request's key, which the journey's record carries.
+    pub fn key(&self) -> &RequestKey {
+        &self.key
+    }
+
+    /// Records that the request made `journey` (already recorded with
+    /// this claim's key), expiring at `expires_unix`, for replays. A
+    /// record that cannot be written (the store became unreachable) is
+    /// logged, and the journey still returned: its appkey exists and the
+    /// caller should have it.
+    pub async fn complete(mut self, journey: &JourneyRef, expires_unix: i64) {
         self.armed = false;
         let record = IdemRecord {
             request: self.request.clone(),
-            journey: journey.journey_ref.clone(),
-            appkey: journey.appkey.clone(),
-            expires_unix: journey.expires_at.unix_timestamp(),
+            journey: journey.clone(),
+            expires_unix,
         };
         if self
             .state
-            .idempotency_complete(&self.key, record, self.ttl)
+            .idempotency_complete(self.key.as_str(), record, self.ttl)
             .await
             .is_err()
         {
             tracing::warn!(
-                journey = %journey.journey_ref,
+                journey = %journey,
                 "the idempotency record could not be written; a retry with this request_id after the pending claim expires creates another journey"
             );
         }
@@ -245,7 +277,7 @@ impl Claim {
         self.armed = false;
         if self
             .state
-            .idempotency_release(&self.key, &self.request)
+            .idempotency_release(self.key.as_str(), &self.request)
             .await
             .is_err()
         {
@@ -259,7 +291,9 @@ impl Drop for Claim {
         if !self.armed {
             return;
         }
-        let release = self.state.idempotency_release(&self.key, &self.request);
+        let release = self
+            .state
+            .idempotency_release(self.key.as_str(), &self.request);
         // Dropped outside a runtime (never in the gateway): the claim
         // expires after pending_ttl_secs instead.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -2,14 +2,17 @@
 //! call.
 //!
 //! ```text
-//! CreateJourney --request_id?--> idempotency: replay | wait | claim
-//!                                   `--claimed--> budget (create_journey) --> journey core (/appkey)
+//! CreateJourney --can record?--request_id?--> idempotency: replay (from the journey's record) | wait | claim
+//!                                   `--claimed--> budget (create_journey) --> journey core (/appkey) --> record --> complete
 //! StartSession3D ----------------------------> budget (start_session_3d) --> channel router
 //! SubmitDocument* ---------------------------> budget (submit_documents) --> journey core (/document)
 //! ```
 //!
 //! Both halves keep their state in the [`GuardStore`]: fleet-wide on
-//! Redis, per process in memory.
+//! Redis, per process in memory. Which appkey a request made, its owner
+//! and the profile that pays for it are the journey's record
+//! ([`JourneyStore`]), which the guard writes at creation and reads on
+//! replay.
 //!
 //! - [`config`]: `[idempotency]` and `[[budgets]]`.
 //! - [`idempotency`]: one appkey per `request_id` (AIP-155).
@@ -19,21 +22,33 @@ pub mod budget;
 pub mod config;
 pub mod idempotency;
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{future::Future, sync::Arc};
 
 pub use budget::Budgets;
 pub use config::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig, validate_budgets};
-pub use idempotency::{Begin, Claim, Idempotency};
+pub use idempotency::{Begin, Claim, Idempotency, Replayed};
+
+use time::OffsetDateTime;
 
 use crate::{
-    cluster::{GuardStore, MemoryGuard},
+    cluster::{ClusterError, GuardStore, JourneyStore, MemoryGuard, MemoryJourneys},
     context::CallContext,
-    domain::{Appkey, EndUser, JourneyRef, RequestId},
+    domain::{Caller, CallerName, EndUser, JourneyRecord, RequestId},
     error::Error,
     journey::NewJourney,
     telemetry::Metrics,
-    ttl::TtlMap,
 };
+
+/// What a journey store's refusal means to `CreateJourney`: Redis down,
+/// retry later; a single replica full, shed load.
+fn recording_error(e: ClusterError) -> Error {
+    match e {
+        ClusterError::Unavailable => Error::ClusterUnavailable,
+        ClusterError::Full => {
+            Error::Overloaded("the gateway holds the most journey records allowed")
+        }
+    }
+}
 
 /// A journey from [`Guard::create_journey`].
 #[derive(Debug)]
@@ -47,12 +62,10 @@ pub struct Created {
 struct Inner {
     idempotency: Idempotency,
     budgets: Budgets,
-    state: Arc<dyn GuardStore>,
+    /// The journey records: registered at creation, read on replay.
+    journeys: Arc<dyn JourneyStore>,
     /// Operator profiles in configuration order; the first is the default.
     profiles: Vec<String>,
-    /// Which profile created a journey, for billing its later calls (kept
-    /// only with several profiles).
-    created_by: std::sync::Mutex<TtlMap<JourneyRef, String>>,
 }
 
 /// The spending guard. Cheap to clone.
@@ -70,14 +83,19 @@ impl std::fmt::Debug for Guard {
 }
 
 impl Default for Guard {
-    /// One process, no budgets, the default idempotency window, profiles
-    /// unknown (every call is billed to none).
+    /// One process, no budgets, the default idempotency window and
+    /// journey retention, profiles unknown (every call is billed to none).
     fn default() -> Self {
+        let journeys = crate::cluster::JourneysConfig::default();
         Self::new(
             &IdempotencyConfig::default(),
             &[],
             Vec::new(),
             Arc::new(MemoryGuard::default()),
+            Arc::new(MemoryJourneys::new(
+                journeys.retention(),
+                journeys.max_entries,
+            )),
             Metrics::default(),
         )
     }
@@ -85,26 +103,29 @@ impl Default for Guard {
 
 impl Guard {
     /// A guard over `state` for the operator `profiles` (configuration
-    /// order), with `budgets` (validated).
+    /// order), with `budgets` (validated), recording journeys in
+    /// `journeys`.
     pub fn new(
         idempotency: &IdempotencyConfig,
         budgets: &[BudgetConfig],
         profiles: Vec<String>,
         state: Arc<dyn GuardStore>,
+        journeys: Arc<dyn JourneyStore>,
         metrics: Metrics,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 idempotency: Idempotency::new(idempotency, state.clone(), metrics.clone()),
-                budgets: Budgets::new(budgets, state.clone(), metrics),
-                created_by: std::sync::Mutex::new(TtlMap::new(
-                    Duration::from_secs(idempotency.ttl_secs.max(1)),
-                    idempotency.max_entries,
-                )),
-                state,
+                budgets: Budgets::new(budgets, state, metrics),
+                journeys,
                 profiles,
             }),
         }
+    }
+
+    /// The journey records this guard registers journeys in.
+    pub fn journeys(&self) -> &Arc<dyn JourneyStore> {
+        &self.inner.journeys
     }
 
     /// The profile a request names (`None`: the first configured one).
@@ -125,14 +146,17 @@ impl Guard {
         }
     }
 
-    /// Runs `create` for `user` under the guard: with a `request_id`, at
-    /// most once per request (replayed after); within the profile's
-    /// `create_journey` budget.
+    /// Runs `create` for `user`, on behalf of `caller`, under the guard:
+    /// with a `request_id`, at most once per caller and request (replayed
+    /// after, to that caller only); within the profile's `create_journey`
+    /// budget; and only when the journey can be recorded, so that every
+    /// appkey handed out has its record (owner, profile, request) for the
+    /// whole retention.
     pub async fn create_journey<F, Fut>(
         &self,
         ctx: &CallContext,
         user: &EndUser,
-        caller: Option<&str>,
+        caller: &Caller,
         profile: Option<&str>,
         request_id: Option<&RequestId>,
         create: F,
@@ -142,27 +166,27 @@ impl Guard {
         Fut: Future<Output = Result<NewJourney, Error>>,
     {
         let profile = self.profile(profile)?;
+        let owner = caller.owner();
+        // Before any claim, budget or vendor call: no appkey is bought
+        // that could not be recorded.
+        self.inner.journeys.can_record().map_err(recording_error)?;
         let claim = match request_id {
             None => None,
             Some(id) => match self
                 .inner
                 .idempotency
-                .begin(ctx, &profile, id, user)
+                .begin(ctx, owner.as_ref(), &profile, id, user)
                 .await?
             {
-                Begin::Replay(journey) => {
-                    return Ok(Created {
-                        journey,
-                        replayed: true,
-                    });
-                }
+                Begin::Replay(replayed) => return self.replay(replayed, owner.as_ref()).await,
                 Begin::Claimed(claim) => Some(claim),
             },
         };
+        let caller_name = Some(caller.name.as_str());
         if let Err(e) = self
             .inner
             .budgets
-            .take_for(&profile, caller, BilledOperation::CreateJourney)
+            .take_for(&profile, caller_name, BilledOperation::CreateJourney)
             .await
         {
             if let Some(claim) = claim {
@@ -170,82 +194,96 @@ impl Guard {
             }
             return Err(e);
         }
-        match create().await {
-            Ok(journey) => {
-                if let Some(claim) = claim {
-                    claim.complete(&journey).await;
-                }
-                self.remember_profile(&journey.journey_ref, &profile).await;
-                Ok(Created {
-                    journey,
-                    replayed: false,
-                })
-            }
+        let journey = match create().await {
+            Ok(journey) => journey,
             Err(e) => {
                 if let Some(claim) = claim {
                     claim.release().await;
                 }
-                Err(e)
+                return Err(e);
             }
-        }
-    }
-
-    async fn remember_profile(&self, journey: &JourneyRef, profile: &str) {
-        if self.inner.profiles.len() < 2 {
-            return;
-        }
-        crate::sync::lock(&self.inner.created_by).insert(
-            journey.clone(),
-            profile.to_owned(),
-            tokio::time::Instant::now(),
-        );
-        if self.inner.state.is_fleet()
-            && self
-                .inner
-                .state
-                .remember_profile(journey, profile)
-                .await
-                .is_err()
+        };
+        let record = JourneyRecord {
+            appkey: journey.appkey.clone(),
+            owner,
+            profile: (!profile.is_empty()).then_some(profile),
+            request: claim.as_ref().map(|c| c.key().clone()),
+            created_unix: crate::cluster::journeys::now_unix(),
+        };
+        // Recorded before the claim completes: a concurrent replay never
+        // sees a journey without its owner. A journey the fleet cannot
+        // record is not handed out (its appkey would be foreign on every
+        // other replica); the claim is released for a retry.
+        if let Err(e) = self
+            .inner
+            .journeys
+            .register(&journey.journey_ref, &record)
+            .await
         {
-            tracing::debug!(%journey, "the journey's operator profile was not shared; other replicas bill it to the first profile");
+            tracing::warn!(journey = %journey.journey_ref, "the new journey could not be recorded; CreateJourney fails rather than hand out an appkey the gateway cannot check");
+            if let Some(claim) = claim {
+                claim.release().await;
+            }
+            return Err(recording_error(e));
         }
+        if let Some(claim) = claim {
+            claim
+                .complete(&journey.journey_ref, journey.expires_at.unix_timestamp())
+                .await;
+        }
+        Ok(Created {
+            journey,
+            replayed: false,
+        })
     }
 
-    /// The profile that created the journey of `appkey`: remembered here,
-    /// else by the fleet, else the first profile.
-    async fn profile_of(&self, appkey: &Appkey) -> Option<String> {
-        let first = self.inner.profiles.first().cloned();
-        if self.inner.profiles.len() < 2 {
-            return first;
+    /// The journey a completed request of `owner` made, from its record:
+    /// only when the record is that owner's and carries the request's key
+    /// (an idempotency record pointed at another journey replays
+    /// nothing, and a replay never registers or changes an owner).
+    async fn replay(
+        &self,
+        replayed: Replayed,
+        owner: Option<&CallerName>,
+    ) -> Result<Created, Error> {
+        let record = self
+            .inner
+            .journeys
+            .find(&replayed.journey)
+            .await
+            .map_err(recording_error)?
+            .ok_or(Error::JourneyUnknown)?;
+        if record.owner.as_ref() != owner || record.request.as_ref() != Some(&replayed.key) {
+            return Err(Error::JourneyNotOwned);
         }
-        let journey = JourneyRef::from_appkey(appkey);
-        let local = crate::sync::lock(&self.inner.created_by)
-            .get(&journey, tokio::time::Instant::now())
-            .cloned();
-        if local.is_some() {
-            return local;
-        }
-        if self.inner.state.is_fleet()
-            && let Ok(Some(profile)) = self.inner.state.journey_profile(&journey).await
-        {
-            return Some(profile);
-        }
-        first
+        Ok(Created {
+            journey: NewJourney {
+                appkey: record.appkey,
+                journey_ref: replayed.journey,
+                expires_at: OffsetDateTime::from_unix_timestamp(replayed.expires_unix)
+                    .unwrap_or(OffsetDateTime::UNIX_EPOCH),
+            },
+            replayed: true,
+        })
     }
 
-    /// Bills one `operation` on the journey of `appkey` to the profile
-    /// that created it, or refuses it with [`Error::BudgetExceeded`].
-    /// `caller`: whose own budget on the profile also counts the call.
+    /// Bills one `operation` on a journey created under `profile` (its
+    /// record's; `None`: the first profile), or refuses it with
+    /// [`Error::BudgetExceeded`]. `caller`: whose own budget on the
+    /// profile also counts the call.
     pub async fn bill(
         &self,
         operation: BilledOperation,
-        appkey: &Appkey,
+        profile: Option<&str>,
         caller: Option<&str>,
     ) -> Result<(), Error> {
         if !self.inner.budgets.covers(operation) {
             return Ok(());
         }
-        match self.profile_of(appkey).await {
+        let profile = profile
+            .map(str::to_owned)
+            .or_else(|| self.inner.profiles.first().cloned());
+        match profile {
             Some(profile) => {
                 let budgets = &self.inner.budgets;
                 budgets.take_for(&profile, caller, operation).await

@@ -32,7 +32,9 @@ pub(super) fn shared_state(
     metrics: &Metrics,
 ) -> Result<Shared, StartError> {
     let ttls = Ttls {
-        journey: super::watch_settings(config).directory_ttl,
+        journey: config.journeys.retention(),
+        journey_max_entries: config.journeys.max_entries,
+        journey_unknown: Duration::from_secs(config.journeys.unknown_ttl_secs),
         binding: Duration::from_secs(config.routing.binding_ttl_secs),
         dedupe: webhook.dedupe_ttl,
         dedupe_max_entries: webhook.dedupe_max_entries,

@@ -10,7 +10,7 @@
 //! | `runtime`     | the serving runtime, Envoy's worker model: the public listener's threads, their heartbeat, their idle poller, their upstream pools; nothing outside it knows threads exist |
 //! | `listeners`   | binding the sockets; serving the public and admin gRPC listeners; the HTTP listener's accept loop (webhook receiver, `/healthz`); `/metrics` synced at scrape time |
 //! | `auth`        | who may call the public listener (`[auth]`, `[[callers]]`); refuses to start open in front of a real upstream |
-//! | `admission`   | the public gRPC edge: in-flight caps, request-body timeout, caller-fault statuses; tells the runtime's hook of each call |
+//! | `edge`        | the public gRPC edge: in-flight caps, request-body timeout, caller-fault statuses; tells the runtime's hook of each call |
 //! | `connections` | every accepted connection, bounded: caps, descriptor budget, idle timeout, kill switch |
 //! | `setup`       | each listener's TLS, and the process-wide connection budget          |
 //! | `upstream`    | the configured REST service and its operators, or                   |
@@ -24,10 +24,10 @@
 //! listeners stop accepting and send GOAWAY, calls in flight get
 //! `shutdown_grace_secs` to finish, and whatever is left is closed.
 
-mod admission;
 mod auth;
 mod body_budget;
 mod connections;
+mod edge;
 mod embedded;
 mod fleet;
 mod gateway;
@@ -220,6 +220,7 @@ fn build_services(
         &config.budgets,
         up.operators.iter().map(|o| o.name.clone()).collect(),
         shared.guard.clone(),
+        shared.journeys.clone(),
         metrics.clone(),
     );
     let credentials = Credentials::new(
@@ -242,13 +243,13 @@ fn build_services(
         .with_shared_figures(shared.figures.clone())
         .with_metrics(metrics.clone()),
     );
-    let hub = JourneyHub::with_shared(
+    let hub = JourneyHub::with_journeys(
         CoreResults {
             core: core.clone(),
             timeout: up.config.timeout(),
         },
         watch_settings(config),
-        shared.directory.clone(),
+        shared.journeys.clone(),
     );
     let (rollouts, prober) = rollout::services(config, &router, &core, &shared, &metrics);
     Ok(Services {
@@ -446,7 +447,10 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         guard,
         ..
     } = services;
-    let access = JourneyAccess::new(hub.clone(), config.guard.accept_foreign_appkeys);
+    let access = JourneyAccess::new(
+        guard.journeys().clone(),
+        config.guard.accept_foreign_appkeys,
+    );
     PublicApi {
         journeys: JourneyApi::new(core.clone(), hub.clone())
             .with_telemetry(config.telemetry.clone())
@@ -459,6 +463,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
             .with_guard(guard.clone())
             .with_access(access),
         auth: crate::auth::AuthLayer::new(services.auth.clone()),
+        admission: crate::api::AdmissionLayer::new(),
         max_message_bytes: config.limits.grpc_message_bytes(),
     }
 }
@@ -481,17 +486,7 @@ fn webhook_receiver(
     )?))
 }
 
-/// `[watch]` as the hub and the fleet's directory use it: a journey's
-/// directory entry lives at least as long as its appkey (`[upstream]
-/// appkey_ttl_secs`), since every call on the journey is checked against
-/// that entry (owner, issued here): an entry gone first would refuse the
-/// appkey's last calls as foreign.
+/// `[watch]` as the hub uses it.
 fn watch_settings(config: &Config) -> WatchSettings {
-    let mut settings = WatchSettings::from(&config.watch);
-    let appkey_ttl = config.upstream.as_ref().map_or(
-        crate::upstream::UpstreamConfig::default().appkey_ttl_secs,
-        |u| u.appkey_ttl_secs,
-    );
-    settings.directory_ttl = settings.directory_ttl.max(Duration::from_secs(appkey_ttl));
-    settings
+    WatchSettings::from(&config.watch)
 }

@@ -39,8 +39,7 @@ use tracing_subscriber::{
 /// The `tracing` target prefix of this crate's spans.
 const OWN_TARGET: &str = "idgate";
 
-/// The target of audit records (`api::AUDIT_TARGET`).
-const AUDIT_TARGET: &str = "idgate::audit";
+use super::audit::AUDIT_TARGET;
 
 /// The log layer's filter: `directives`, and idgate's own spans at INFO.
 pub(super) struct LogFilter {

@@ -15,19 +15,47 @@
 //! stay whole, and in order within a thread; the lines of different
 //! threads interleave by batch (each line's timestamp tells when it
 //! happened). What a thread holds is written when the thread ends.
+//!
+//! Audit records ([`crate::telemetry::audit`]) are written through: the
+//! record, after what its thread holds, in one `write` at once, so a
+//! process killed right after a call has its record out. A failed audit
+//! write is counted ([`audit_write_failures`], exported as
+//! `idgate_audit_write_failures_total`) and said once on stderr.
 
 use std::{
     cell::RefCell,
     io::{self, Write},
+    sync::atomic::{AtomicBool, AtomicU64, Ordering},
 };
 
 use tracing_subscriber::fmt::MakeWriter;
+
+use super::audit::AUDIT_TARGET;
+
+static AUDIT_WRITE_FAILURES: AtomicU64 = AtomicU64::new(0);
+static AUDIT_FAILURE_SAID: AtomicBool = AtomicBool::new(false);
+
+/// Audit records that could not be written since start.
+pub fn audit_write_failures() -> u64 {
+    AUDIT_WRITE_FAILURES.load(Ordering::Relaxed)
+}
+
+fn audit_write_failed(error: &io::Error) {
+    AUDIT_WRITE_FAILURES.fetch_add(1, Ordering::Relaxed);
+    if !AUDIT_FAILURE_SAID.swap(true, Ordering::Relaxed) {
+        // Said once, on the one stream left: the audit trail is stdout.
+        eprintln!(
+            "idgate: an audit record could not be written to stdout ({}); counted in idgate_audit_write_failures_total",
+            error.kind()
+        );
+    }
+}
 
 /// A batch is written once it holds this many bytes (about 40 JSON lines).
 pub const FLUSH_AT: usize = 32 * 1024;
 
 /// Where a batch goes: stdout, or a test's buffer.
-type Sink = fn(&[u8]);
+type Sink = fn(&[u8]) -> io::Result<()>;
 
 thread_local! {
     static BATCH: RefCell<Batch> = const {
@@ -48,19 +76,21 @@ struct Batch {
 }
 
 impl Batch {
-    fn flush(&mut self) {
+    fn flush(&mut self) -> io::Result<()> {
+        let mut written = Ok(());
         if let Some(sink) = self.sink
             && !self.lines.is_empty()
         {
-            sink(&self.lines);
+            written = sink(&self.lines);
             self.lines.clear();
         }
+        written
     }
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        self.flush();
+        let _ = self.flush();
     }
 }
 
@@ -79,37 +109,39 @@ pub fn batch_this_thread() {
 pub fn flush_this_thread() {
     let _ = BATCH.try_with(|b| {
         if let Ok(mut b) = b.try_borrow_mut() {
-            b.flush();
+            let _ = b.flush();
         }
     });
 }
 
-/// Writes `line` to `sink` now, or adds it to the calling thread's batch.
-fn write_line(sink: Sink, line: &[u8]) {
+/// Writes `line` to `sink` now, or adds it to the calling thread's batch;
+/// `through`: the line (an audit record) and the batch before it go out
+/// now, in one write. Returns whether what had to go out now did.
+fn write_line(sink: Sink, line: &[u8], through: bool) -> io::Result<()> {
     let batched = BATCH
         .try_with(|b| {
             let Ok(mut b) = b.try_borrow_mut() else {
-                return false;
+                return None;
             };
             if !b.on {
-                return false;
+                return None;
             }
             b.sink = Some(sink);
             b.lines.extend_from_slice(line);
-            if b.lines.len() >= FLUSH_AT {
-                b.flush();
+            if through || b.lines.len() >= FLUSH_AT {
+                return Some(b.flush());
             }
-            true
+            Some(Ok(()))
         })
-        .unwrap_or(false);
-    if !batched {
-        sink(line);
+        .unwrap_or(None);
+    match batched {
+        Some(written) => written,
+        None => sink(line),
     }
 }
 
-fn write_stdout(bytes: &[u8]) {
-    // Nothing to tell a log line's failure to.
-    let _ = io::stdout().lock().write_all(bytes);
+fn write_stdout(bytes: &[u8]) -> io::Result<()> {
+    io::stdout().lock().write_all(bytes)
 }
 
 /// The log writer of `idgate serve`: stdout, batched on serving threads.
@@ -118,11 +150,20 @@ pub struct StdoutLines;
 
 /// One line on its way (see [`StdoutLines`]).
 #[derive(Debug)]
-pub struct LineWriter(Sink);
+pub struct LineWriter {
+    sink: Sink,
+    /// An audit record: written through, its failure counted.
+    audit: bool,
+}
 
 impl Write for LineWriter {
     fn write(&mut self, line: &[u8]) -> io::Result<usize> {
-        write_line(self.0, line);
+        if let Err(e) = write_line(self.sink, line, self.audit)
+            && self.audit
+        {
+            audit_write_failed(&e);
+        }
+        // Nothing to tell another line's failure to.
         Ok(line.len())
     }
 
@@ -135,7 +176,17 @@ impl<'a> MakeWriter<'a> for StdoutLines {
     type Writer = LineWriter;
 
     fn make_writer(&'a self) -> Self::Writer {
-        LineWriter(write_stdout)
+        LineWriter {
+            sink: write_stdout,
+            audit: false,
+        }
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        LineWriter {
+            sink: write_stdout,
+            audit: meta.target() == AUDIT_TARGET,
+        }
     }
 }
 
@@ -151,11 +202,16 @@ mod tests {
     /// Each write a sink received, by thread.
     static WRITES: Mutex<Vec<(ThreadId, Vec<u8>)>> = Mutex::new(Vec::new());
 
-    fn sink(bytes: &[u8]) {
+    fn sink(bytes: &[u8]) -> io::Result<()> {
         WRITES
             .lock()
             .unwrap()
             .push((thread::current().id(), bytes.to_vec()));
+        Ok(())
+    }
+
+    fn broken(_: &[u8]) -> io::Result<()> {
+        Err(io::ErrorKind::BrokenPipe.into())
     }
 
     fn writes_of(thread: ThreadId) -> Vec<Vec<u8>> {
@@ -177,8 +233,8 @@ mod tests {
     fn a_batching_thread_writes_its_lines_in_one_write_when_flushed() {
         let (id, before_flush) = on_a_thread(|| {
             batch_this_thread();
-            write_line(sink, b"one\n");
-            write_line(sink, b"two\n");
+            write_line(sink, b"one\n", false).unwrap();
+            write_line(sink, b"two\n", false).unwrap();
             let before = writes_of(thread::current().id());
             flush_this_thread();
             before
@@ -190,7 +246,7 @@ mod tests {
     #[test]
     fn other_threads_write_each_line_at_once() {
         let (id, seen) = on_a_thread(|| {
-            write_line(sink, b"now\n");
+            write_line(sink, b"now\n", false).unwrap();
             writes_of(thread::current().id())
         });
         assert_eq!(seen, [b"now\n".to_vec()]);
@@ -201,7 +257,7 @@ mod tests {
     fn what_a_thread_holds_is_written_when_it_ends() {
         let (id, ()) = on_a_thread(|| {
             batch_this_thread();
-            write_line(sink, b"last words\n");
+            write_line(sink, b"last words\n", false).unwrap();
         });
         assert_eq!(writes_of(id), [b"last words\n".to_vec()]);
     }
@@ -216,12 +272,44 @@ mod tests {
         let (id, written) = on_a_thread(move || {
             batch_this_thread();
             for _ in 0..FLUSH_AT / line.len() {
-                write_line(sink, &line);
+                write_line(sink, &line, false).unwrap();
             }
             writes_of(thread::current().id())
         });
         assert_eq!(written.len(), 1, "one write once the batch was full");
         assert_eq!(written[0].len(), FLUSH_AT);
         assert_eq!(writes_of(id).len(), 1, "nothing left at the end");
+    }
+
+    #[test]
+    fn an_audit_record_goes_out_at_once_with_what_its_thread_held() {
+        let (id, written) = on_a_thread(|| {
+            batch_this_thread();
+            write_line(sink, b"access\n", false).unwrap();
+            write_line(sink, b"audit\n", true).unwrap();
+            writes_of(thread::current().id())
+        });
+        assert_eq!(
+            written,
+            [b"access\naudit\n".to_vec()],
+            "one write, in order"
+        );
+        assert_eq!(writes_of(id).len(), 1);
+    }
+
+    #[test]
+    fn a_failed_audit_write_is_counted() {
+        let before = audit_write_failures();
+        let mut writer = LineWriter {
+            sink: broken,
+            audit: true,
+        };
+        writer.write_all(b"audit\n").unwrap();
+        let mut plain = LineWriter {
+            sink: broken,
+            audit: false,
+        };
+        plain.write_all(b"info\n").unwrap();
+        assert_eq!(audit_write_failures(), before + 1);
     }
 }

@@ -14,6 +14,7 @@
 //!   metrics).
 //! - [`http`]: the tower layer of the axum servers (gateway HTTP listener,
 //!   sandbox).
+//! - [`audit`]: the audit trail: one record per call on personal data.
 //! - [`client`]: [`UpstreamCall`], the client span and metrics of one REST
 //!   call.
 //! - [`journey`]: puts the journey reference on spans.
@@ -35,6 +36,7 @@
 //! [`TelemetryConfig::record_customer_reference`]:
 //!     TelemetryConfig::record_customer_reference
 
+pub mod audit;
 pub mod client;
 mod config;
 pub mod grpc;

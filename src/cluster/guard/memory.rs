@@ -20,7 +20,6 @@ use crate::{
         BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse, ready,
         seal::Digester,
     },
-    domain::JourneyRef,
     ttl::TtlMap,
 };
 
@@ -237,13 +236,8 @@ async fn wait(
     }
 }
 
-/// The guard's records of one process. The profile that created a
-/// journey is the guard's own to remember: no-ops here.
+/// The guard's records of one process.
 impl GuardStore for MemoryGuard {
-    fn is_fleet(&self) -> bool {
-        false
-    }
-
     fn digester(&self) -> Digester {
         self.digester.clone()
     }
@@ -285,14 +279,6 @@ impl GuardStore for MemoryGuard {
     fn take_budget(&self, windows: Vec<BudgetWindow>) -> BoxFuture<BudgetTake> {
         ready(self.take(&windows))
     }
-
-    fn remember_profile(&self, _: &JourneyRef, _: &str) -> BoxFuture<Result<(), ClusterError>> {
-        ready(Ok(()))
-    }
-
-    fn journey_profile(&self, _: &JourneyRef) -> BoxFuture<Result<Option<String>, ClusterError>> {
-        ready(Ok(None))
-    }
 }
 
 #[cfg(test)]
@@ -301,11 +287,9 @@ mod tests {
     use crate::domain::{Appkey, JourneyRef};
 
     fn record(request: &str) -> IdemRecord {
-        let appkey = Appkey::new("k-1");
         IdemRecord {
             request: request.into(),
-            journey: JourneyRef::from_appkey(&appkey),
-            appkey,
+            journey: JourneyRef::from_appkey(&Appkey::new("k-1")),
             expires_unix: 1,
         }
     }

@@ -4,18 +4,16 @@
 //! Keys (`{p}` is `key_prefix`):
 //! - `{p}idem:<digest>`: `p:<request digest>` while the first call is in
 //!   flight (expires after `pending_ttl_secs`), then
-//!   `d:<request digest>:<journey ref>:<expiry>:<sealed appkey>` for
-//!   `ttl_secs`, the appkey sealed to this purpose, the full key, the
-//!   request digest and the journey (`seal::Binding`): a sealed value
-//!   moved from another record or the directory does not open, and the
-//!   record reads as absent. `<digest>` is SHA-256 of the operator
-//!   profile and the `request_id`; the request digest is keyed (HMAC under a key derived
-//!   from the sealing key): no CPF, name or birth date in clear.
+//!   `d:<request digest>:<journey ref>:<expiry>` for `ttl_secs`; the
+//!   appkey is the journey record's (`cluster::journeys`), read on
+//!   replay and checked against the caller (a trailing sealed appkey of
+//!   the previous release is ignored). `<digest>` is SHA-256 of the
+//!   caller, the operator profile and the `request_id`; the request
+//!   digest is keyed (HMAC under a key derived from the sealing key): no
+//!   CPF, name or birth date in clear.
 //! - `{p}budget:<operator>:<operation>:<window>`: the window's counter,
 //!   expiring when the window closes (`{p}{budget:<operator>}:...` on a
 //!   Redis Cluster: one script counts an operator's windows together).
-//! - `{p}profile:<journey ref>`: the operator profile that created the
-//!   journey (only with several profiles), for billing later calls.
 
 use std::time::Duration;
 
@@ -24,7 +22,7 @@ use crate::{
     cluster::{
         BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse,
         redis::{RedisConn, millis},
-        seal::{Binding, Digester},
+        seal::Digester,
     },
     domain::JourneyRef,
 };
@@ -67,9 +65,6 @@ fn pending(request: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct RedisGuard {
     conn: RedisConn,
-    /// How long the profile that created a journey is remembered (as long
-    /// as the journey directory's entries).
-    profile_ttl: Duration,
     /// Budgets counted while Redis is unreachable.
     local: std::sync::Arc<MemoryGuard>,
 }
@@ -77,14 +72,9 @@ pub struct RedisGuard {
 impl RedisGuard {
     /// The records on `conn`; `local` counts budgets while Redis is
     /// unreachable.
-    pub(in crate::cluster) fn new(
-        conn: RedisConn,
-        profile_ttl: Duration,
-        local: MemoryGuard,
-    ) -> Self {
+    pub(in crate::cluster) fn new(conn: RedisConn, local: MemoryGuard) -> Self {
         Self {
             conn,
-            profile_ttl,
             local: std::sync::Arc::new(local),
         }
     }
@@ -103,59 +93,35 @@ impl RedisGuard {
         }
     }
 
-    fn profile_key(&self, j: &JourneyRef) -> String {
-        self.conn.key(&format!("profile:{j}"))
-    }
-
-    /// `redis_key` is the record's full key: the sealed appkey is bound
-    /// to it, to the request digest and to the journey (`seal::Binding`).
-    fn done_value(&self, redis_key: &str, record: &IdemRecord) -> String {
-        let binding = Binding::idempotency(redis_key, &record.request, &record.journey);
+    fn done_value(record: &IdemRecord) -> String {
         format!(
-            "d:{}:{}:{}:{}",
-            record.request,
-            record.journey,
-            record.expires_unix,
-            self.conn.sealer().seal(&binding, &record.appkey)
+            "d:{}:{}:{}",
+            record.request, record.journey, record.expires_unix,
         )
     }
 
-    /// Reads a stored value. A record that does not open (another sealing
-    /// key) or does not parse reads as absent: the next call claims anew.
-    /// The sealed appkey opens only when the value was sealed for
-    /// `redis_key` and the request digest it carries.
-    fn parse_idem(&self, redis_key: &str, value: &str) -> IdemState {
+    /// Reads a stored value. A record that does not parse reads as
+    /// absent: the next call claims anew.
+    fn parse_idem(value: &str) -> IdemState {
         if let Some(request) = value.strip_prefix("p:") {
             return IdemState::Pending {
                 request: request.to_owned(),
             };
         }
         let mut parts = value.splitn(5, ':');
-        let (Some("d"), Some(request), Some(journey), Some(expires), Some(sealed)) = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        ) else {
+        let (Some("d"), Some(request), Some(journey), Some(expires)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return IdemState::Absent;
         };
-        let Some(journey) = JourneyRef::parse(journey) else {
-            return IdemState::Absent;
-        };
-        let (Ok(expires_unix), Some(appkey)) = (
-            expires.parse::<i64>(),
-            self.conn
-                .sealer()
-                .open(&Binding::idempotency(redis_key, request, &journey), sealed),
-        ) else {
-            tracing::warn!(journey = %journey, "an idempotency record in Redis did not open (another secret_key, or a value moved from another key?)");
+        let (Some(journey), Ok(expires_unix)) =
+            (JourneyRef::parse(journey), expires.parse::<i64>())
+        else {
             return IdemState::Absent;
         };
         IdemState::Done(IdemRecord {
             request: request.to_owned(),
             journey,
-            appkey,
             expires_unix,
         })
     }
@@ -190,7 +156,7 @@ impl RedisGuard {
             if held.is_empty() {
                 return Ok(None);
             }
-            match self.parse_idem(&key, &held) {
+            match Self::parse_idem(&held) {
                 IdemState::Absent => {
                     self.conn.delete_if(key.clone(), held).await?;
                 }
@@ -209,7 +175,7 @@ impl RedisGuard {
         self.conn.check_up()?;
         let key = self.idem_key(key);
         let expected = pending(&record.request);
-        let value = self.done_value(&key, record);
+        let value = Self::done_value(record);
         let ttl = millis(ttl);
         self.conn
             .exec("EVAL", move |mut c| async move {
@@ -248,7 +214,7 @@ impl RedisGuard {
         loop {
             self.conn.check_up()?;
             let value = self.conn.get(redis_key.clone()).await?;
-            let state = value.map_or(IdemState::Absent, |v| self.parse_idem(&redis_key, &v));
+            let state = value.map_or(IdemState::Absent, |v| Self::parse_idem(&v));
             let still_pending = matches!(&state, IdemState::Pending { request: r } if r == request);
             let now = tokio::time::Instant::now();
             if !still_pending || now >= give_up {
@@ -299,10 +265,6 @@ impl RedisGuard {
 }
 
 impl GuardStore for RedisGuard {
-    fn is_fleet(&self) -> bool {
-        true
-    }
-
     fn digester(&self) -> Digester {
         self.conn.digester().clone()
     }
@@ -355,33 +317,6 @@ impl GuardStore for RedisGuard {
                 Ok(take) => take,
                 Err(_) => this.local.take(&windows),
             }
-        })
-    }
-
-    fn remember_profile(
-        &self,
-        journey: &JourneyRef,
-        profile: &str,
-    ) -> BoxFuture<Result<(), ClusterError>> {
-        let conn = self.conn.clone();
-        let key = self.profile_key(journey);
-        let profile = profile.to_owned();
-        let ttl = millis(self.profile_ttl);
-        Box::pin(async move {
-            conn.check_up()?;
-            conn.set_px(key, profile, ttl).await
-        })
-    }
-
-    fn journey_profile(
-        &self,
-        journey: &JourneyRef,
-    ) -> BoxFuture<Result<Option<String>, ClusterError>> {
-        let conn = self.conn.clone();
-        let key = self.profile_key(journey);
-        Box::pin(async move {
-            conn.check_up()?;
-            conn.get(key).await
         })
     }
 }

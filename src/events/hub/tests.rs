@@ -245,7 +245,7 @@ async fn finished_streams_release_their_journey() {
 #[tokio::test]
 async fn a_reference_issued_by_create_journey_is_watchable_and_others_are_unknown() {
     let (hub, _source) = hub_with(settings());
-    let journey = hub.register(&Appkey::new("k"));
+    let journey = hub.register(&Appkey::new("k")).await.unwrap();
     let stream = hub.watch(WatchTarget::Journey(journey)).unwrap();
     hub.notify(notice("k", NoticeStatus::Complete));
     let items = collect(stream).await;

@@ -14,7 +14,10 @@ use tower::Layer;
 
 use super::Accept;
 use crate::{
-    api::{AdminServer, ChannelAdmin, DocumentApi, JourneyApi, LivenessApi, admin_service},
+    api::{
+        AdminServer, AdmissionLayer, ChannelAdmin, DocumentApi, JourneyApi, LivenessApi,
+        admin_service,
+    },
     auth::AuthLayer,
     config::ServingConfig,
     domain::AdminToken,
@@ -27,8 +30,8 @@ use crate::{
     },
     server::{
         StartError,
-        admission::{AdmissionLayer, EdgeLimits},
         connections::ConnectionGate,
+        edge::{EdgeLayer, EdgeLimits},
         reflection::add_reflection,
         runtime::ServingRuntime,
     },
@@ -43,6 +46,8 @@ pub(in crate::server) struct PublicApi {
     pub(in crate::server) documents: DocumentApi,
     /// Caller authentication, before every handler but health.
     pub(in crate::server) auth: AuthLayer,
+    /// The one door of the public RPCs, after authentication.
+    pub(in crate::server) admission: AdmissionLayer,
     /// Largest message decoded or encoded.
     pub(in crate::server) max_message_bytes: usize,
 }
@@ -80,7 +85,7 @@ pub(in crate::server) async fn serve_public(
         .set_serving::<DocumentServiceServer<DocumentApi>>()
         .await;
     let max = api.max_message_bytes;
-    let edge = AdmissionLayer::new(
+    let edge = EdgeLayer::new(
         EdgeLimits {
             max_in_flight: serving.max_in_flight,
             max_streams: serving.max_streams,
@@ -96,6 +101,7 @@ pub(in crate::server) async fn serve_public(
         .layer(layer)
         .layer(edge)
         .layer(api.auth)
+        .layer(api.admission)
         .add_service(health);
     // Reflection lists what this listener serves, and nothing else.
     let router = add_reflection(

@@ -33,8 +33,8 @@ use crate::{
     config::ServingConfig,
     events::WebhookReceiver,
     server::{
-        admission::holding,
         connections::{Activity, Conn},
+        edge::holding,
     },
     telemetry::{HttpServerLayer, Metrics},
     tls::TlsIncoming,

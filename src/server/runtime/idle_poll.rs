@@ -44,7 +44,7 @@ use std::{
 use tokio::sync::Notify;
 
 use crate::{
-    server::admission::{CallEnd, CallEvents},
+    server::edge::{CallEnd, CallEvents},
     telemetry::IdlePollSeconds,
 };
 

@@ -45,7 +45,7 @@ use std::{future::Future, io, sync::Arc, time::Duration};
 
 use tokio::{net::TcpListener, task::JoinHandle};
 
-use super::admission::CallEvents;
+use super::edge::CallEvents;
 use crate::{
     config::ServingConfig,
     telemetry::{IdlePollSeconds, Metrics},

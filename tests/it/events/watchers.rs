@@ -151,7 +151,7 @@ async fn a_journey_reference_from_create_journey_can_be_watched() {
         CountingSource::default(),
     )
     .await;
-    let journey = gw.hub.register(&Appkey::new("key-1"));
+    let journey = gw.hub.register(&Appkey::new("key-1")).await.unwrap();
     let stream = gw.hub.watch(WatchTarget::Journey(journey.clone())).unwrap();
     assert_eq!(send(gw.post_basic(body("Completo", "key-1"))).await.0, 202);
     let items = collect(stream).await;

@@ -127,7 +127,7 @@ async fn an_appkey_the_fleet_did_not_issue_costs_one_redis_read_per_replica_with
         .add_replica_with(|c: &mut Config| {
             quiet_rollout(c);
             c.guard.accept_foreign_appkeys = true;
-            c.watch.unknown_ttl_secs = 0;
+            c.journeys.unknown_ttl_secs = 0;
         })
         .await;
 

@@ -100,7 +100,7 @@ impl Drop for EndOnDrop {
 /// The edge as a tower layer (inside the telemetry layer, so that what it
 /// answers is counted and traced like any answer).
 #[derive(Clone)]
-pub(super) struct AdmissionLayer {
+pub(super) struct EdgeLayer {
     unary: Arc<Semaphore>,
     streams: Arc<Semaphore>,
     bytes: Arc<BodyBudget>,
@@ -109,7 +109,7 @@ pub(super) struct AdmissionLayer {
     calls: Arc<dyn CallEvents>,
 }
 
-impl AdmissionLayer {
+impl EdgeLayer {
     /// The edge enforcing `limits`, counting what it sheds in `metrics`
     /// and telling `calls` of each unary call admitted.
     pub(super) fn new(limits: EdgeLimits, metrics: Metrics, calls: Arc<dyn CallEvents>) -> Self {
@@ -128,22 +128,22 @@ impl AdmissionLayer {
     }
 }
 
-impl<S> Layer<S> for AdmissionLayer {
-    type Service = Admission<S>;
+impl<S> Layer<S> for EdgeLayer {
+    type Service = Edge<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Admission {
+        Edge {
             inner,
             layer: self.clone(),
         }
     }
 }
 
-/// The service of [`AdmissionLayer`].
+/// The service of [`EdgeLayer`].
 #[derive(Clone)]
-pub(super) struct Admission<S> {
+pub(super) struct Edge<S> {
     inner: S,
-    layer: AdmissionLayer,
+    layer: EdgeLayer,
 }
 
 /// What an admitted call holds until its response body ends.
@@ -165,7 +165,7 @@ pub(super) fn holding<B, H>(body: B, held: H) -> HoldingBody<B, H> {
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl<S, ResBody> Service<Request<tonic::body::Body>> for Admission<S>
+impl<S, ResBody> Service<Request<tonic::body::Body>> for Edge<S>
 where
     S: Service<Request<tonic::body::Body>, Response = Response<ResBody>> + Send + 'static,
     S::Future: Send + 'static,
@@ -405,7 +405,7 @@ mod tests {
     #[tokio::test]
     async fn the_runtime_hears_of_unary_calls_until_their_response_ends_and_of_nothing_else() {
         let counted = Arc::new(Counted::default());
-        let layer = AdmissionLayer::new(
+        let layer = EdgeLayer::new(
             EdgeLimits {
                 max_in_flight: 8,
                 max_streams: 8,

@@ -1,0 +1,126 @@
+//! The public RPCs as the admission door knows them: for each method path,
+//! the operation a caller must be allowed ([`Permission`]), the name its
+//! audit record carries, whether it releases a result (the caller's view
+//! is recorded) and whether it is a stream (a watch slot, not a call
+//! slot). One table, so that a method cannot be served without a row: a
+//! unit test reads the proto's descriptor and fails on a public method
+//! missing here.
+
+use crate::domain::Permission;
+
+/// One public RPC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rpc {
+    /// The HTTP/2 path: `/<package>.<Service>/<Method>`.
+    pub path: &'static str,
+    /// What the caller must be allowed.
+    pub permission: Permission,
+    /// The `operation` of its audit record.
+    pub audit: &'static str,
+    /// True when it releases a journey result (the view is recorded).
+    pub releases: bool,
+    /// True for a server stream (`WatchJourney`).
+    pub stream: bool,
+}
+
+const fn rpc(path: &'static str, permission: Permission, audit: &'static str) -> Rpc {
+    Rpc {
+        path,
+        permission,
+        audit,
+        releases: false,
+        stream: false,
+    }
+}
+
+/// Every public RPC; nothing else on the public listener is admitted as
+/// one (health and reflection pass through the door untouched).
+pub const RPCS: [Rpc; 9] = [
+    rpc(
+        "/idgate.v1.JourneyService/CreateJourney",
+        Permission::CreateJourney,
+        "create_journey",
+    ),
+    Rpc {
+        releases: true,
+        ..rpc(
+            "/idgate.v1.JourneyService/GetJourneyResult",
+            Permission::ReadResult,
+            "read_result",
+        )
+    },
+    Rpc {
+        releases: true,
+        stream: true,
+        ..rpc(
+            "/idgate.v1.JourneyService/WatchJourney",
+            Permission::Watch,
+            "watch",
+        )
+    },
+    rpc(
+        "/idgate.v1.LivenessService/CreateChallenges",
+        Permission::Challenges2D,
+        "create_challenges",
+    ),
+    rpc(
+        "/idgate.v1.LivenessService/SubmitChallengeResponse",
+        Permission::Challenges2D,
+        "challenges_2d",
+    ),
+    rpc(
+        "/idgate.v1.LivenessService/StartSession3D",
+        Permission::Session3D,
+        "session_3d",
+    ),
+    rpc(
+        "/idgate.v1.LivenessService/VerifyLiveness3D",
+        Permission::Verify3D,
+        "verify_3d",
+    ),
+    rpc(
+        "/idgate.v1.DocumentService/SubmitDocumentImages",
+        Permission::Documents,
+        "documents",
+    ),
+    rpc(
+        "/idgate.v1.DocumentService/SubmitDigitalLicence",
+        Permission::Documents,
+        "documents",
+    ),
+];
+
+/// The public RPC served at `path`, if it is one.
+pub fn rpc_of(path: &str) -> Option<&'static Rpc> {
+    RPCS.iter().find(|r| r.path == path)
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Message as _;
+
+    use super::*;
+
+    #[test]
+    fn every_public_method_of_the_proto_has_its_row() {
+        let set = prost_types::FileDescriptorSet::decode(crate::proto::FILE_DESCRIPTOR_SET)
+            .expect("the embedded descriptor set decodes");
+        let mut paths = Vec::new();
+        for file in &set.file {
+            let package = file.package();
+            for service in &file.service {
+                if service.name() == "ChannelAdminService" {
+                    continue;
+                }
+                for method in &service.method {
+                    paths.push(format!("/{package}.{}/{}", service.name(), method.name()));
+                }
+            }
+        }
+        assert_eq!(paths.len(), RPCS.len(), "{paths:?}");
+        for path in &paths {
+            let row = rpc_of(path).unwrap_or_else(|| panic!("{path} has no row"));
+            assert_eq!(row.stream, path.ends_with("/WatchJourney"), "{path}");
+        }
+    }
+}

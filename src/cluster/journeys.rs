@@ -1,0 +1,167 @@
+//! The journey records ([`JourneyRecord`]): one store of what the gateway
+//! keeps of each journey it created, with one lifetime, `[journeys]
+//! retention_hours`.
+//!
+//! ```text
+//! guard::Guard::create_journey --can_record--> claim, budget, /appkey --register--> (record)
+//! api::access (every call on an appkey) ---find--> issued here? whose? which profile pays?
+//! events::JourneyHub (watch by reference) --held/find--> the appkey
+//! guard::Idempotency (a replay) ------------find--> the appkey, if owner and request match
+//! ```
+//!
+//! - [`MemoryJourneys`]: one process's whole store, bounded by `[journeys]
+//!   max_entries`. When full it refuses new journeys
+//!   ([`ClusterError::Full`]) rather than forget a live one: a forgotten
+//!   journey would become "foreign", and with `accept_foreign_appkeys`
+//!   anyone's.
+//! - [`RedisJourneys`]: the fleet's store, `{p}journey:<ref>` holding the
+//!   record sealed whole, with a [`MemoryJourneys`] in front as this
+//!   replica's cache (records never change, so a cached one is never
+//!   stale) and a short memory of references Redis said it does not hold.
+//!
+//! A record older than the retention is not a record: an appkey past it is
+//! unknown here and refused like any foreign one, whatever tier still
+//! holds it.
+
+mod memory;
+mod redis;
+
+use serde::Deserialize;
+
+pub use memory::MemoryJourneys;
+pub use redis::RedisJourneys;
+
+use super::{BoxFuture, ClusterError};
+use crate::{
+    config_source::ConfigError,
+    domain::{JourneyRecord, JourneyRef},
+};
+
+/// Where journey records live. Every method answers within the
+/// implementation's command timeout.
+pub trait JourneyStore: Send + Sync + 'static {
+    /// True when other replicas share this store.
+    fn is_fleet(&self) -> bool;
+
+    /// Whether a new journey could be recorded now: Redis up, the memory
+    /// store not full. `CreateJourney` asks before it buys an appkey, so
+    /// that no appkey is bought that could not be recorded.
+    fn can_record(&self) -> Result<(), ClusterError>;
+
+    /// Records `record` of `journey` for its retention.
+    fn register(
+        &self,
+        journey: &JourneyRef,
+        record: &JourneyRecord,
+    ) -> BoxFuture<Result<(), ClusterError>>;
+
+    /// The record of `journey`, if it lives (`Err`: the fleet could not be
+    /// asked and this replica does not hold it).
+    fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>>;
+
+    /// The record of `journey` if this replica holds it, without asking
+    /// the fleet.
+    fn held(&self, journey: &JourneyRef) -> Option<JourneyRecord>;
+}
+
+/// `[journeys]`: how long the gateway keeps its journey records, which is
+/// how long it can tell its own journeys from foreign ones.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct JourneysConfig {
+    /// How long a journey's record lives, in hours (1 to 720). At least
+    /// the idempotency window and the appkey's validity.
+    pub retention_hours: u64,
+    /// Most records one process holds: the whole store of a single
+    /// replica (past it, `CreateJourney` is refused `OVERLOADED`), a
+    /// cache in a fleet.
+    pub max_entries: usize,
+    /// In a fleet, how long a replica remembers that Redis holds no record
+    /// of a reference (an appkey not issued here), in seconds; 0: ask
+    /// Redis on every call.
+    pub unknown_ttl_secs: u64,
+}
+
+impl Default for JourneysConfig {
+    fn default() -> Self {
+        Self {
+            retention_hours: 24,
+            max_entries: 100_000,
+            unknown_ttl_secs: 30,
+        }
+    }
+}
+
+/// The longest retention: 30 days.
+const MAX_RETENTION_HOURS: u64 = 720;
+
+impl JourneysConfig {
+    /// The retention as a duration.
+    pub fn retention(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.retention_hours * 3600)
+    }
+
+    /// The retention within bounds, and long enough for the windows that
+    /// read the record: the idempotency window (`idempotency_secs`) and
+    /// the appkey's validity (`appkey_secs`).
+    pub fn validate(&self, idempotency_secs: u64, appkey_secs: u64) -> Result<(), ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(m));
+        if !(1..=MAX_RETENTION_HOURS).contains(&self.retention_hours) {
+            return invalid(format!(
+                "journeys.retention_hours must be 1 to {MAX_RETENTION_HOURS}"
+            ));
+        }
+        if self.max_entries == 0 {
+            return invalid("journeys.max_entries must be at least 1".to_owned());
+        }
+        let retention = self.retention_hours * 3600;
+        if retention < idempotency_secs {
+            return invalid(
+                "journeys.retention_hours must cover idempotency.ttl_secs (a replay reads the journey's record)".to_owned(),
+            );
+        }
+        if retention < appkey_secs {
+            return invalid(
+                "journeys.retention_hours must cover upstream.appkey_ttl_secs (an appkey must not turn foreign while the vendor takes it)".to_owned(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Unix seconds now.
+pub(crate) fn now_unix() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Whether `record` is within `retention` of its creation at `now`.
+fn lives(record: &JourneyRecord, retention_secs: i64, now: i64) -> bool {
+    now < record.created_unix.saturating_add(retention_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retention_must_cover_the_windows_that_read_it() {
+        let c = JourneysConfig::default();
+        assert!(c.validate(86_400, 300).is_ok());
+        assert!(c.validate(86_401, 300).is_err());
+        let short = JourneysConfig {
+            retention_hours: 1,
+            ..c.clone()
+        };
+        let e = short.validate(7200, 300).unwrap_err().to_string();
+        assert!(e.contains("idempotency.ttl_secs"), "{e}");
+        let e = short.validate(60, 7200).unwrap_err().to_string();
+        assert!(e.contains("appkey_ttl_secs"), "{e}");
+        for hours in [0, 721] {
+            let bad = JourneysConfig {
+                retention_hours: hours,
+                ..c.clone()
+            };
+            assert!(bad.validate(1, 1).is_err());
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! The journey records of one process, in memory: a single replica's
+//! whole store, and a fleet replica's cache in front of Redis.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use tokio::time::Instant;
+
+use super::{JourneyStore, lives, now_unix};
+use crate::{
+    cluster::{BoxFuture, ClusterError, ready},
+    domain::{JourneyRecord, JourneyRef},
+    ttl::TtlMap,
+};
+
+/// Journey records by reference, for their retention, at most
+/// `max_entries`. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct MemoryJourneys {
+    inner: Arc<Mutex<Entries>>,
+    retention_secs: i64,
+    max_entries: usize,
+    /// A single replica's whole store refuses new journeys when full; a
+    /// cache forgets its oldest (Redis still holds it).
+    whole: bool,
+}
+
+struct Entries {
+    known: TtlMap<JourneyRef, JourneyRecord>,
+    /// References the fleet said it holds no record of (`None`: none is
+    /// remembered).
+    unknown: Option<TtlMap<JourneyRef, ()>>,
+}
+
+/// What the memory tier says of a reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Lookup {
+    /// A record held here.
+    Known(JourneyRecord),
+    /// The fleet held no record of it a moment ago.
+    Unknown,
+    /// Not remembered either way: the fleet decides.
+    Ask,
+}
+
+impl MemoryJourneys {
+    /// A single replica's whole store: records live `retention`; past
+    /// `max_entries` new journeys are refused.
+    pub fn new(retention: Duration, max_entries: usize) -> Self {
+        Self::build(retention, max_entries, true)
+    }
+
+    /// A fleet replica's cache: the oldest record is forgotten when full,
+    /// and references the fleet does not hold are remembered for
+    /// `unknown_ttl` (zero: never).
+    pub(super) fn cache(retention: Duration, max_entries: usize, unknown_ttl: Duration) -> Self {
+        let cache = Self::build(retention, max_entries, false);
+        cache.lock().unknown =
+            (!unknown_ttl.is_zero()).then(|| TtlMap::new(unknown_ttl, max_entries));
+        cache
+    }
+
+    fn build(retention: Duration, max_entries: usize, whole: bool) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(Entries {
+                known: TtlMap::new(retention, max_entries),
+                unknown: None,
+            })),
+            retention_secs: i64::try_from(retention.as_secs()).unwrap_or(i64::MAX),
+            max_entries: max_entries.max(1),
+            whole,
+        }
+    }
+
+    /// Holds `record` (created here, or read from the fleet).
+    pub(super) fn remember(&self, journey: &JourneyRef, record: JourneyRecord) {
+        let mut entries = self.lock();
+        if let Some(unknown) = &mut entries.unknown {
+            unknown.remove_if(journey, |_| true);
+        }
+        entries
+            .known
+            .insert(journey.clone(), record, Instant::now());
+    }
+
+    /// Remembers that the fleet holds no record of `journey`.
+    pub(super) fn remember_unknown(&self, journey: &JourneyRef) {
+        if let Some(unknown) = &mut self.lock().unknown {
+            unknown.insert(journey.clone(), (), Instant::now());
+        }
+    }
+
+    /// What this tier knows of `journey`, in one lock; a record past its
+    /// retention is not known.
+    pub(super) fn lookup(&self, journey: &JourneyRef) -> Lookup {
+        let now = Instant::now();
+        let mut entries = self.lock();
+        if let Some(record) = entries.known.get(journey, now)
+            && lives(record, self.retention_secs, now_unix())
+        {
+            return Lookup::Known(record.clone());
+        }
+        match entries.unknown.as_ref().and_then(|u| u.peek(journey, now)) {
+            Some(()) => Lookup::Unknown,
+            None => Lookup::Ask,
+        }
+    }
+
+    /// Records held (expired ones dropped first).
+    pub fn len(&self) -> usize {
+        let known = &mut self.lock().known;
+        known.purge(Instant::now());
+        known.len()
+    }
+
+    /// True when no record is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        // The maps hold no invariant a panicking holder could break.
+        crate::sync::lock(&self.inner)
+    }
+}
+
+impl JourneyStore for MemoryJourneys {
+    fn is_fleet(&self) -> bool {
+        false
+    }
+
+    fn can_record(&self) -> Result<(), ClusterError> {
+        if self.whole && self.len() >= self.max_entries {
+            return Err(ClusterError::Full);
+        }
+        Ok(())
+    }
+
+    fn register(
+        &self,
+        journey: &JourneyRef,
+        record: &JourneyRecord,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        let answer = self
+            .can_record()
+            .map(|()| self.remember(journey, record.clone()));
+        ready(answer)
+    }
+
+    fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>> {
+        ready(Ok(self.held(journey)))
+    }
+
+    fn held(&self, journey: &JourneyRef) -> Option<JourneyRecord> {
+        match self.lookup(journey) {
+            Lookup::Known(record) => Some(record),
+            Lookup::Unknown | Lookup::Ask => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryJourneys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryJourneys")
+            .field("entries", &self.lock().known.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Appkey, CallerName};
+
+    fn record(appkey: &str) -> (JourneyRef, JourneyRecord) {
+        let appkey = Appkey::new(appkey);
+        let journey = JourneyRef::from_appkey(&appkey);
+        let record = JourneyRecord::new(appkey, Some(CallerName::new("a")), now_unix());
+        (journey, record)
+    }
+
+    #[tokio::test]
+    async fn a_whole_store_refuses_new_journeys_when_full_and_forgets_none() {
+        let store = MemoryJourneys::new(Duration::from_secs(60), 2);
+        let records: Vec<_> = (0..3).map(|i| record(&format!("k{i}"))).collect();
+        for (journey, record) in &records[..2] {
+            store.register(journey, record).await.unwrap();
+        }
+        assert_eq!(store.can_record(), Err(ClusterError::Full));
+        let (journey, third) = &records[2];
+        assert_eq!(
+            store.register(journey, third).await,
+            Err(ClusterError::Full)
+        );
+        assert_eq!(store.held(&records[0].0), Some(records[0].1.clone()));
+        assert!(!format!("{store:?}").contains("k0"));
+    }
+
+    #[tokio::test]
+    async fn a_cache_forgets_its_oldest_and_remembers_unknown_references() {
+        let cache = MemoryJourneys::cache(Duration::from_secs(60), 1, Duration::from_secs(30));
+        let (j0, r0) = record("k0");
+        let (j1, r1) = record("k1");
+        cache.remember(&j0, r0);
+        cache.remember(&j1, r1.clone());
+        assert_eq!(cache.lookup(&j0), Lookup::Ask);
+        assert_eq!(cache.lookup(&j1), Lookup::Known(r1));
+        cache.remember_unknown(&j0);
+        assert_eq!(cache.lookup(&j0), Lookup::Unknown);
+    }
+
+    #[test]
+    fn a_record_past_its_retention_is_not_known_whatever_holds_it() {
+        let store = MemoryJourneys::new(Duration::from_secs(60), 10);
+        let (journey, mut old) = record("k");
+        old.created_unix -= 61;
+        store.remember(&journey, old);
+        assert_eq!(store.held(&journey), None);
+    }
+}

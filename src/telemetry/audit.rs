@@ -1,0 +1,230 @@
+//! The audit trail of access to personal data (LGPD art. 37, the record of
+//! processing operations): one structured record per call that submits or
+//! releases personal data, and one per refusal of an authenticated
+//! caller, on its own log target [`AUDIT_TARGET`].
+//!
+//! A record names who (the caller's configured name), what (the
+//! operation), which journey (its reference, a hash of the appkey), what
+//! was released (the caller's result view, on reads), how it ended (`ok`,
+//! the refusal's reason, or `cancelled`), which REST operation had already
+//! been sent upstream (`upstream`) and the trace id. Never a value: no
+//! appkey, CPF, name, image or token.
+//!
+//! An [`AuditRecord`] is opened by the admission layer (`api::admission`)
+//! before the handler runs and written exactly once: by
+//! [`AuditRecord::finish`] with the call's outcome, or by its `Drop` as
+//! `cancelled` when the call ended first (the client went away, the
+//! deadline passed): no call path can skip it. Lines are written through
+//! (`log_lines`), not batched; the log filter lets them through whatever
+//! `RUST_LOG` says (`log_filter`).
+
+use std::{
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use crate::domain::{Caller, CallerName, JourneyRef, ResultView};
+
+/// The log target of audit records.
+pub const AUDIT_TARGET: &str = "idgate::audit";
+
+/// One audited call, written once (see the module doc).
+#[derive(Debug)]
+pub struct AuditRecord {
+    caller: Option<CallerName>,
+    operation: &'static str,
+    /// The result view released; `None` for calls that release no result.
+    view: Option<ResultView>,
+    journey: Option<JourneyRef>,
+    /// The REST operation sent upstream, once it was.
+    upstream: Option<&'static str>,
+    trace_id: String,
+    written: bool,
+}
+
+impl AuditRecord {
+    /// The record of `operation` by `caller` in the trace `trace_id`.
+    /// `releases`: the call releases a result (the caller's view is
+    /// recorded).
+    pub fn open(
+        caller: &Caller,
+        operation: &'static str,
+        releases: bool,
+        trace_id: String,
+    ) -> Self {
+        Self {
+            caller: Some(caller.name.clone()),
+            operation,
+            view: releases.then_some(caller.result_view),
+            journey: None,
+            upstream: None,
+            trace_id,
+            written: false,
+        }
+    }
+
+    /// The journey the call names, once known.
+    pub fn journey(&mut self, journey: &JourneyRef) {
+        self.journey = Some(journey.clone());
+    }
+
+    /// `operation` (a REST operation's name) is being sent upstream: a
+    /// record written as `cancelled` after this says so.
+    pub fn upstream(&mut self, operation: &'static str) {
+        self.upstream = Some(operation);
+    }
+
+    /// Writes the record with the call's `outcome` (`ok`, or the refusal's
+    /// `ErrorInfo.reason`).
+    pub fn finish(mut self, outcome: &str) {
+        self.write(self.operation, outcome);
+        self.written = true;
+    }
+
+    /// A record of each result a `WatchJourney` stream delivers
+    /// (`watch_result`), sharing this call's fields; written by
+    /// [`AuditRecord::delivered`], never on drop.
+    pub fn deliveries(&self) -> Self {
+        Self {
+            caller: self.caller.clone(),
+            operation: "watch_result",
+            view: self.view,
+            journey: self.journey.clone(),
+            upstream: None,
+            trace_id: self.trace_id.clone(),
+            written: true,
+        }
+    }
+
+    /// Writes one `watch_result` record (see [`AuditRecord::deliveries`]).
+    pub fn delivered(&self) {
+        self.write("watch_result", "ok");
+    }
+
+    fn write(&self, operation: &str, outcome: &str) {
+        let caller = self.caller.as_ref().map_or("", CallerName::as_str);
+        let journey = self.journey.as_ref().map_or("", JourneyRef::as_str);
+        let view = self.view.map_or("", ResultView::as_str);
+        let upstream = self.upstream.unwrap_or("");
+        tracing::info!(
+            target: AUDIT_TARGET,
+            caller,
+            operation,
+            journey_ref = journey,
+            view,
+            outcome,
+            upstream,
+            // `trace`: JSON lines inside a span already carry `trace_id`.
+            trace = self.trace_id.as_str(),
+            "personal data access"
+        );
+    }
+}
+
+impl Drop for AuditRecord {
+    fn drop(&mut self) {
+        if !self.written {
+            self.written = true;
+            self.write(self.operation, "cancelled");
+        }
+    }
+}
+
+/// The trace id of the call's server span (left in the request's
+/// extensions by the telemetry layer), or empty.
+pub fn trace_id(extensions: &http::Extensions) -> String {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    extensions
+        .get::<super::ServerSpan>()
+        .map(|s| s.0.context().span().span_context().trace_id())
+        .filter(|id| *id != opentelemetry::trace::TraceId::INVALID)
+        .map(|id| id.to_string())
+        .unwrap_or_default()
+}
+
+/// Records a refusal of a valid identity that no `[[callers]]` entry
+/// names (`CALLER_UNKNOWN`): the identity's kind (`jwt`, `mtls`) stands
+/// for the caller, never its subject or name.
+pub fn refused_identity(kind: &'static str, operation: &str, trace_id: &str) {
+    tracing::info!(
+        target: AUDIT_TARGET,
+        caller = "",
+        identity = kind,
+        operation,
+        journey_ref = "",
+        view = "",
+        outcome = "CALLER_UNKNOWN",
+        upstream = "",
+        trace = trace_id,
+        "personal data access"
+    );
+}
+
+/// Unauthenticated refusals (no credential, a bad token), counted and said
+/// at most once per interval with the count since, never one line each: a
+/// client sending garbage cannot flood the log.
+#[derive(Debug)]
+pub struct RefusalLog {
+    interval: Duration,
+    count: AtomicU64,
+    last: Mutex<Option<Instant>>,
+}
+
+impl Default for RefusalLog {
+    /// One line per 10 s.
+    fn default() -> Self {
+        Self::every(Duration::from_secs(10))
+    }
+}
+
+impl RefusalLog {
+    /// One line per `interval`.
+    pub fn every(interval: Duration) -> Self {
+        Self {
+            interval,
+            count: AtomicU64::new(0),
+            last: Mutex::new(None),
+        }
+    }
+
+    /// Counts one refusal for `cause` (a fixed word); returns the count
+    /// said, when this refusal's line was the one written.
+    pub fn refused(&self, cause: &'static str) -> Option<u64> {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut last = crate::sync::lock(&self.last);
+        if last.is_some_and(|at| now.duration_since(at) < self.interval) {
+            return None;
+        }
+        *last = Some(now);
+        drop(last);
+        let count = self.count.swap(0, Ordering::Relaxed);
+        tracing::warn!(
+            refused = count,
+            last_cause = cause,
+            "unauthenticated calls refused since the last such line"
+        );
+        Some(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unauthenticated_refusals_are_said_once_per_interval_with_their_count() {
+        let log = RefusalLog::every(Duration::from_secs(3600));
+        assert_eq!(log.refused("no_credential"), Some(1));
+        for _ in 0..5 {
+            assert_eq!(log.refused("expired"), None);
+        }
+        let now = RefusalLog::every(Duration::ZERO);
+        assert_eq!(now.refused("a"), Some(1));
+        assert_eq!(now.refused("a"), Some(1));
+    }
+}
