@@ -1,17 +1,19 @@
 //! The audit trail over real sockets: one `idgate::audit` record per call
 //! that submits or releases personal data (and one per result a watch
-//! delivers), logged even at WARN, naming caller, operation, journey
+//! delivers), one per refusal of an authenticated caller, one `cancelled`
+//! record for a call its client abandoned, logged even at WARN, written
+//! before a SIGKILL can lose it, naming caller, operation, journey
 //! reference, view and outcome, and never a value.
 
 use idgate::{proto::v1, sandbox::samples};
 use serde_json::Value;
 
-use super::owners::with_owners;
+use super::owners::{with_owners, with_owners_text};
 use crate::support::{
     gateway::{TestGateway, by_ref, drain_within, happy_person, rg_images},
     jwt::{TestKey, bearer, jwks_file, jwt_auth},
     telemetry::quiet_telemetry,
-    wait::EVENT_WAIT,
+    wait::{EVENT_WAIT, eventually},
 };
 
 #[tokio::test]
@@ -137,5 +139,230 @@ async fn one_record_per_personal_data_call_and_none_holds_a_value() {
         ] {
             assert!(!line.contains(value), "a value in an audit record: {line}");
         }
+    }
+}
+
+/// The `idgate::audit` records among `text`'s JSON lines.
+fn audit_records(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["target"] == "idgate::audit")
+        .collect()
+}
+
+/// (operation, caller, outcome) of each record.
+fn summary(records: &[Value]) -> Vec<(String, String, String)> {
+    let field = |r: &Value, k: &str| r[k].as_str().unwrap_or_default().to_owned();
+    records
+        .iter()
+        .map(|r| {
+            (
+                field(r, "operation"),
+                field(r, "caller"),
+                field(r, "outcome"),
+            )
+        })
+        .collect()
+}
+
+const REFUSED_CALLERS: &str = r#"
+    [[callers]]
+    name = "caller-a"
+    jwt_subject = "svc-a"
+    operator_profiles = ["sandbox", "default"]
+    operations = ["create_journey", "challenges_2d", "read_result", "watch"]
+    max_watch_streams = 1
+
+    [[callers]]
+    name = "caller-b"
+    jwt_subject = "svc-b"
+    operator_profiles = ["sandbox", "default"]
+    operations = ["create_journey", "read_result"]
+"#;
+
+#[tokio::test]
+async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one_record() {
+    let (logs, _guard) = quiet_telemetry();
+    let key = TestKey::es256("refusals");
+    let auth = jwt_auth(Some(jwks_file(&[&key])), None);
+    let gw = TestGateway::start_with(|c| with_owners_text(c, auth, REFUSED_CALLERS)).await;
+    let (a, b, stranger) = (key.token("svc-a"), key.token("svc-b"), key.token("svc-z"));
+    let created = gw
+        .journeys()
+        .create_journey(bearer(&a, happy_person()))
+        .await
+        .expect("create")
+        .into_inner();
+    let read = |token: &str| {
+        bearer(
+            token,
+            v1::GetJourneyResultRequest {
+                appkey: created.appkey.clone(),
+            },
+        )
+    };
+    // CALLER_UNKNOWN: a valid token no [[callers]] entry names.
+    gw.journeys()
+        .get_journey_result(read(&stranger))
+        .await
+        .expect_err("unknown");
+    // OPERATION_NOT_ALLOWED: B may not watch.
+    gw.journeys()
+        .watch_journey(bearer(&b, by_ref(&created.journey_ref)))
+        .await
+        .expect_err("not allowed");
+    // PROFILE_NOT_ALLOWED: a profile outside B's grant.
+    gw.journeys()
+        .create_journey(bearer(
+            &b,
+            v1::CreateJourneyRequest {
+                operator_profile: "premium".into(),
+                ..happy_person()
+            },
+        ))
+        .await
+        .expect_err("profile");
+    // JOURNEY_NOT_OWNED.
+    gw.journeys()
+        .get_journey_result(read(&b))
+        .await
+        .expect_err("not owned");
+    // CALLER_LIMIT_REACHED: A's second watch stream.
+    let open = gw
+        .journeys()
+        .watch_journey(bearer(&a, by_ref(&created.journey_ref)))
+        .await
+        .expect("A's one stream");
+    gw.journeys()
+        .watch_journey(bearer(&a, by_ref(&created.journey_ref)))
+        .await
+        .expect_err("past A's streams");
+    drop(open);
+    // CreateChallenges is audited like every personal-data call.
+    gw.challenges(&created.appkey)
+        .await
+        .map(drop)
+        .unwrap_or_else(|e| panic!("challenges: {e:?}"));
+    gw.stop().await;
+
+    let text = logs.contents();
+    let records = audit_records(&text);
+    let s = |op: &str, caller: &str, outcome: &str| (op.into(), caller.into(), outcome.into());
+    assert_eq!(
+        summary(&records),
+        vec![
+            s("create_journey", "caller-a", "ok"),
+            s("GetJourneyResult", "", "CALLER_UNKNOWN"),
+            s("watch", "caller-b", "OPERATION_NOT_ALLOWED"),
+            s("create_journey", "caller-b", "PROFILE_NOT_ALLOWED"),
+            s("read_result", "caller-b", "JOURNEY_NOT_OWNED"),
+            s("watch", "caller-a", "ok"),
+            s("watch", "caller-a", "CALLER_LIMIT_REACHED"),
+            s("create_challenges", "caller-a", "ok"),
+        ],
+        "{text}"
+    );
+    assert_eq!(records[1]["identity"], "jwt", "the identity's kind only");
+    let person = samples::HAPPY_PERSON;
+    for record in &records {
+        let line = record.to_string();
+        for value in [
+            created.appkey.as_str(),
+            person.cpf,
+            person.name,
+            a.as_str(),
+            b.as_str(),
+            stranger.as_str(),
+            "svc-",
+        ] {
+            assert!(!line.contains(value), "a value in an audit record: {line}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_call_its_client_abandoned_after_the_upstream_send_leaves_one_cancelled_record() {
+    use idgate::{
+        domain::Operation,
+        sandbox::{FaultAction, FaultRule},
+    };
+    let (logs, _guard) = quiet_telemetry();
+    let gw = TestGateway::start().await;
+    let created = gw.create_journey_for(happy_person()).await;
+    // The vendor holds the upload long enough for the client to give up.
+    gw.sandbox()
+        .add_fault(FaultRule {
+            operation: Some(Operation::DocumentImages.as_str().to_owned()),
+            latency_ms: 60_000,
+            ..FaultRule::new(FaultAction::Delay)
+        })
+        .expect("fault");
+    let mut documents = gw.documents();
+    let appkey = created.appkey.clone();
+    let upload = tokio::spawn(async move {
+        documents
+            .submit_document_images(v1::SubmitDocumentImagesRequest {
+                appkey,
+                images: rg_images(),
+            })
+            .await
+    });
+    eventually("the vendor received the upload", EVENT_WAIT, async || {
+        gw.sandbox().calls(Operation::DocumentImages, None) == 1
+    })
+    .await;
+    upload.abort();
+    let _ = upload.await;
+    let documents = || {
+        audit_records(&logs.contents())
+            .into_iter()
+            .filter(|r| r["operation"] == "documents")
+            .collect::<Vec<_>>()
+    };
+    eventually("the cancelled call's record", EVENT_WAIT, async || {
+        !documents().is_empty()
+    })
+    .await;
+    gw.stop().await;
+    let records = documents();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["outcome"], "cancelled");
+    assert_eq!(records[0]["upstream"], "document_images");
+    assert_eq!(records[0]["journey_ref"], created.journey_ref.as_str());
+}
+
+#[tokio::test]
+async fn a_process_killed_right_after_a_call_has_already_written_its_record() {
+    use crate::support::process::{ServeProcess, quick_serve_config};
+    use idgate::proto::services::JourneyServiceClient;
+    let dir = crate::support::temp::dir("audit-kill");
+    let config = quick_serve_config(dir.path(), "");
+    let serve = ServeProcess::start(&config);
+    let grpc = serve.field("idgate listening", "grpc");
+    let mut client = JourneyServiceClient::connect(format!("http://{grpc}"))
+        .await
+        .expect("connect");
+    let created = client
+        .create_journey(happy_person())
+        .await
+        .expect("create")
+        .into_inner();
+    client
+        .get_journey_result(v1::GetJourneyResultRequest {
+            appkey: created.appkey.clone(),
+        })
+        .await
+        .expect("read");
+    serve.signal("KILL");
+    let lines = serve.lines_to_end(EVENT_WAIT);
+    let audited: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("personal data access"))
+        .collect();
+    assert_eq!(audited.len(), 2, "{lines:#?}");
+    assert!(audited[0].contains("create_journey"), "{audited:?}");
+    assert!(audited[1].contains("read_result"), "{audited:?}");
+    for line in audited {
+        assert!(!line.contains(&created.appkey), "{line}");
     }
 }

@@ -128,3 +128,33 @@ async fn accepted_foreign_appkeys_reach_the_vendor_and_are_billed() {
     gw.stop().await;
     issuer.stop().await;
 }
+
+#[tokio::test]
+async fn an_appkey_issued_here_is_never_foreign_even_when_foreign_appkeys_are_accepted() {
+    use super::owners::{create, key_and_auth, refused_everywhere, tokens, with_owners};
+    let (key, auth) = key_and_auth();
+    let gw = TestGateway::start_with(|c| {
+        with_owners(c, auth);
+        c.guard.accept_foreign_appkeys = true;
+    })
+    .await;
+    let t = tokens(&key);
+    let of_a = create(&gw, &t.a).await;
+    // Issued here: checked against its owner, whatever the setting says.
+    refused_everywhere(&gw, gw.sandbox(), &t.b, &of_a).await;
+    // Made up: served as documented (it reaches the vendor, which knows
+    // no such appkey).
+    let err = gw
+        .journeys()
+        .get_journey_result(crate::support::jwt::bearer(
+            &t.b,
+            v1::GetJourneyResultRequest {
+                appkey: random_appkey(),
+            },
+        ))
+        .await
+        .expect_err("the vendor knows no such appkey");
+    assert_ne!(err.code(), Code::PermissionDenied, "{err:?}");
+    assert!(gw.sandbox().calls(idgate::domain::Operation::Result, None) >= 1);
+    gw.stop().await;
+}

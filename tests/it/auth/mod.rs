@@ -12,6 +12,7 @@ mod limits;
 mod mtls;
 mod owners;
 mod policy;
+mod request_ids;
 mod startup;
 mod views;
 

@@ -64,19 +64,19 @@ pub fn with_owners_text(c: &mut Config, auth: AuthConfig, callers_text: &str) {
     c.callers = callers(&text);
 }
 
-struct Tokens {
-    a: String,
-    b: String,
-    backoffice: String,
+pub(super) struct Tokens {
+    pub(super) a: String,
+    pub(super) b: String,
+    pub(super) backoffice: String,
 }
 
-fn key_and_auth() -> (TestKey, AuthConfig) {
+pub(super) fn key_and_auth() -> (TestKey, AuthConfig) {
     let key = TestKey::es256("owners");
     let auth = jwt_auth(Some(jwks_file(&[&key])), None);
     (key, auth)
 }
 
-fn tokens(key: &TestKey) -> Tokens {
+pub(super) fn tokens(key: &TestKey) -> Tokens {
     Tokens {
         a: key.token("svc-a"),
         b: key.token("svc-b"),
@@ -96,7 +96,7 @@ fn assert_not_owned(status: &tonic::Status, created: &v1::CreateJourneyResponse)
 
 /// Every RPC that names a journey, as `token`, on `gw`: each refused
 /// JOURNEY_NOT_OWNED, and the vendor (`sandbox`) never called.
-async fn refused_everywhere(
+pub(super) async fn refused_everywhere(
     gw: &TestGateway,
     sandbox: &SandboxHandle,
     token: &str,
@@ -251,7 +251,7 @@ async fn served(gw: &TestGateway, token: &str, created: &v1::CreateJourneyRespon
         .expect("the owner watches by reference");
 }
 
-async fn create(gw: &TestGateway, token: &str) -> v1::CreateJourneyResponse {
+pub(super) async fn create(gw: &TestGateway, token: &str) -> v1::CreateJourneyResponse {
     gw.journeys()
         .create_journey(bearer(token, happy_person()))
         .await
@@ -286,26 +286,9 @@ async fn a_journey_is_refused_to_another_own_caller_and_served_to_its_owner() {
         ))
         .await
         .expect("an any caller reads");
-    // A replayed request_id gives B nothing of A's journey.
-    let replay = v1::CreateJourneyRequest {
-        request_id: "0b1c5f4e-7d7a-4a35-9d59-2f4c1f7a0c11".into(),
-        ..happy_person()
-    };
-    let first = gw
-        .journeys()
-        .create_journey(bearer(&t.a, replay.clone()))
-        .await
-        .expect("A creates with a request_id")
-        .into_inner();
-    let err = gw
-        .journeys()
-        .create_journey(bearer(&t.b, replay))
-        .await
-        .expect_err("B replays A's request_id");
-    assert_not_owned(&err, &first);
     let metrics = gw.metrics_text().await;
     assert!(
-        super::refusals(&metrics, "JOURNEY_NOT_OWNED", "journey") >= 11.0,
+        super::refusals(&metrics, "JOURNEY_NOT_OWNED", "journey") >= 10.0,
         "refusals counted"
     );
     gw.stop().await;
