@@ -148,6 +148,7 @@ struct Inner {
     watch_watchers: Gauge,
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
+    audit_write_failures: Counter,
     plaintext_hops: Family<hops::HopLabels, Gauge>,
     otel: OtelRed,
     channels: ChannelSeries,
@@ -242,6 +243,13 @@ impl Metrics {
         self.inner.watch_watchers.set(gauge(counts.watchers));
         catch_up(&self.inner.watch_result_reads, counts.result_reads);
         catch_up(&self.inner.watch_notice_timeouts, counts.notice_timeouts);
+    }
+
+    /// Brings the count of audit records that could not be written up to
+    /// `total` (`telemetry::log_lines::audit_write_failures`), at scrape
+    /// time.
+    pub fn sync_audit_write_failures(&self, total: u64) {
+        catch_up(&self.inner.audit_write_failures, total);
     }
 
     /// Brings the webhook counter of `outcome` up to `total`, the count

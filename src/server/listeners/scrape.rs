@@ -44,6 +44,8 @@ async fn scrape_metrics(State(s): State<Scrape>) -> Response {
         result_reads: hub.result_reads,
         notice_timeouts: hub.notice_timeouts,
     });
+    s.metrics
+        .sync_audit_write_failures(telemetry::log_lines::audit_write_failures());
     if let Some(r) = &s.receiver {
         let stats = r.stats();
         s.metrics.sync_webhooks("received", stats.received);

@@ -42,6 +42,7 @@ impl Metrics {
         let watch_watchers = Gauge::default();
         let watch_result_reads = Counter::default();
         let watch_notice_timeouts = Counter::default();
+        let audit_write_failures = Counter::default();
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
         let rollout = RolloutSeries::register(&mut registry);
@@ -149,6 +150,11 @@ impl Metrics {
             "Watches that got no completion notice within the grace period and fell back to polling",
             watch_notice_timeouts.clone(),
         );
+        registry.register(
+            "idgate_audit_write_failures",
+            "Audit records that could not be written to stdout",
+            audit_write_failures.clone(),
+        );
 
         if let Some(spans) = spans {
             spans.register(&mut registry);
@@ -184,6 +190,7 @@ impl Metrics {
                 watch_watchers,
                 watch_result_reads,
                 watch_notice_timeouts,
+                audit_write_failures,
                 plaintext_hops,
                 otel: OtelRed::new(),
                 cluster,

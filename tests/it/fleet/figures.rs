@@ -77,6 +77,8 @@ async fn compare_through_any_one_replica_counts_every_replicas_calls() {
     assert_eq!(through_all["scope"], "fleet");
     assert_eq!(totals(&through_all), (6, 6));
 
+    // A journey for the outage below, created while Redis records it.
+    let journey = fleet.replicas[0].create_journey_for(happy_person()).await;
     // Without Redis each replica answers with its own calls, and says so;
     // the sum over every replica is the fleet's again.
     fleet.stop_redis().await;
@@ -90,7 +92,6 @@ async fn compare_through_any_one_replica_counts_every_replicas_calls() {
 
     // A call counted while Redis was away is added once it is back (here
     // a Redis restarted empty: that call is all the fleet's figures hold).
-    let journey = fleet.replicas[0].create_journey_for(happy_person()).await;
     assert!(fleet.replicas[0].pass_3d(&journey.appkey).await.valid);
     fleet.redis.restart();
     fleet.all_up().await;

@@ -309,45 +309,50 @@ async fn sessions_are_billed_to_the_profile_that_created_the_journey_on_any_repl
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica() {
+async fn with_redis_down_no_journey_is_created_and_budgets_count_per_replica() {
     let mut fleet = Fleet::start(0, 1).await;
     fleet
         .add_replicas_with(2, |c| {
             c.budgets = vec![budget(
                 "default",
-                BilledOperation::CreateJourney,
+                BilledOperation::StartSession3D,
                 Some(1),
                 None,
             )];
         })
         .await;
+    // One journey per replica while Redis is up; each replica holds its own.
+    let mut journeys = Vec::new();
+    for r in &fleet.replicas {
+        journeys.push(r.create_journey_for(happy_person()).await);
+    }
     fleet.stop_redis().await;
     let before = fleet.appkey_calls();
     let a = &fleet.replicas[0];
-    // Idempotency cannot be promised: refused, nothing created.
-    let err = a
-        .journeys()
-        .create_journey(request("FLEETREF5", REQUEST_ID))
-        .await
-        .unwrap_err();
-    assert_error(&err, Code::Unavailable, "CLUSTER_UNAVAILABLE");
-    assert!(retryable(&err), "docs/api.md: retry when Redis is back");
-    assert_eq!(fleet.appkey_calls(), before);
-    // Budgets: each replica counts alone (one call each), then refuses.
-    for r in &fleet.replicas {
-        r.create_journey_for(happy_person()).await;
-        let err = r
+    // No journey the fleet could not record: refused before any vendor
+    // call, with a request_id or without.
+    for id in [REQUEST_ID, ""] {
+        let err = a
             .journeys()
-            .create_journey(request("FLEETREF5", ""))
+            .create_journey(request("FLEETREF5", id))
             .await
             .unwrap_err();
+        assert_error(&err, Code::Unavailable, "CLUSTER_UNAVAILABLE");
+        assert!(retryable(&err), "docs/api.md: retry when Redis is back");
+    }
+    assert_eq!(fleet.appkey_calls(), before);
+    // Budgets: each replica counts alone (one session each), then refuses.
+    for (r, journey) in fleet.replicas.iter().zip(&journeys) {
+        r.start_3d(&journey.appkey)
+            .await
+            .expect("this replica's one session");
+        let err = r.start_3d(&journey.appkey).await.unwrap_err();
         assert_error(&err, Code::ResourceExhausted, "BUDGET_EXCEEDED");
         assert!(
             retryable(&err),
             "docs/api.md: retry when the window reopens"
         );
     }
-    assert_eq!(fleet.appkey_calls(), before + 2);
     fleet.stop().await;
 }
 

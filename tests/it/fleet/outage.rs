@@ -24,12 +24,25 @@ async fn with_redis_stopped_core_rpcs_work_admin_changes_are_refused_and_the_fle
     let mut fleet = Fleet::start(3, 1).await;
     assert_eq!(fleet.replicas[0].metric("idgate_cluster_up").await, 1.0);
 
+    let created = fleet.replicas[1].create_journey_for(happy_person()).await;
     fleet.stop_redis().await;
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
     assert_eq!(a.metric("idgate_cluster_up").await, 0.0);
 
-    // Core RPCs: create, liveness (with the hint), documents, result.
-    let created = b.create_journey_for(happy_person()).await;
+    // No new journey the fleet could not record (its appkey would be
+    // foreign everywhere else): refused before any vendor call.
+    let before = fleet.appkey_calls();
+    let err = a
+        .journeys()
+        .create_journey(happy_person())
+        .await
+        .expect_err("no journey without Redis");
+    assert_error(&err, tonic::Code::Unavailable, "CLUSTER_UNAVAILABLE");
+    assert!(retryable(&err), "docs/api.md: retry when Redis is back");
+    assert_eq!(fleet.appkey_calls(), before);
+
+    // Core RPCs on a live journey: liveness (with the hint), documents,
+    // result.
     assert!(b.pass_3d(&created.appkey).await.valid);
     b.submit_rg(&created.appkey).await;
     fleet.finish_processing();

@@ -198,13 +198,13 @@ async fn a_sealed_value_copied_to_another_key_is_refused() {
     fleet.stop().await;
 }
 
-/// A Redis writer moves journey A's sealed appkey (and its reference) into
-/// the completed idempotency record of request B, keeping B's request
-/// digest so that the record still matches B. The sealed value is bound
-/// to A's record key and request digest: B's replay must not answer
-/// journey A; the record reads as absent and B gets a journey of its own.
+/// A Redis writer points the completed idempotency record of request B
+/// at journey A, keeping B's request digest so that the record still
+/// matches B. The record names a journey, not an appkey: B's replay reads
+/// journey A's record, whose request key is A's, and is refused; it never
+/// answers journey A.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sealed_value_moved_between_idempotency_records_is_refused() {
+async fn an_idempotency_record_pointed_at_another_journey_replays_nothing() {
     let fleet = Fleet::start(2, 30).await;
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
     let request = |reference: &str, id: &str| idgate::proto::v1::CreateJourneyRequest {
@@ -234,17 +234,15 @@ async fn a_sealed_value_moved_between_idempotency_records_is_refused() {
                 .query_async(&mut conn)
                 .await
                 .unwrap();
-            let parts: Vec<String> = value.splitn(5, ':').map(str::to_owned).collect();
+            let parts: Vec<String> = value.splitn(4, ':').map(str::to_owned).collect();
+            assert_eq!(parts.len(), 4, "d:<digest>:<journey>:<expiry>, no appkey: {value}");
             record_of.insert(parts[2].clone(), (key, parts));
         }
     }
     let (_, a_parts) = &record_of[&journey_a.journey_ref];
     let (b_key, b_parts) = &record_of[&journey_b.journey_ref];
-    // B's request digest; A's journey, expiry and sealed appkey.
-    let forged = format!(
-        "d:{}:{}:{}:{}",
-        b_parts[1], a_parts[2], a_parts[3], a_parts[4]
-    );
+    // B's request digest; A's journey and expiry.
+    let forged = format!("d:{}:{}:{}", b_parts[1], a_parts[2], a_parts[3]);
     let () = redis::cmd("SET")
         .arg(b_key)
         .arg(&forged)
@@ -252,19 +250,15 @@ async fn a_sealed_value_moved_between_idempotency_records_is_refused() {
         .await
         .unwrap();
 
-    let replay = b
+    let refused = b
         .journeys()
         .create_journey(request("MOVEB", id_b))
         .await
-        .expect("the replay is answered")
-        .into_inner();
-    assert_ne!(
-        replay.journey_ref, journey_a.journey_ref,
-        "B answered with A's journey"
-    );
-    assert_ne!(
-        replay.appkey, journey_a.appkey,
-        "B answered with A's appkey"
+        .expect_err("a replay onto another request's journey is refused");
+    assert_error(&refused, tonic::Code::PermissionDenied, "JOURNEY_NOT_OWNED");
+    assert!(
+        !format!("{refused:?}").contains(&journey_a.appkey),
+        "{refused:?}"
     );
     fleet.stop().await;
 }

@@ -171,8 +171,8 @@ const DURATION_KEYS: [(&str, &str); 10] = [
         "idempotency.pending_ttl_secs",
     ),
     (
-        "IDGATE_WATCH__DIRECTORY_TTL_SECS",
-        "watch.directory_ttl_secs",
+        "IDGATE_JOURNEYS__UNKNOWN_TTL_SECS",
+        "journeys.unknown_ttl_secs",
     ),
     ("IDGATE_WATCH__POLL_MAX_MS", "watch.poll_max_ms"),
     (

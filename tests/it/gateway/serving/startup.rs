@@ -37,8 +37,8 @@ fn idgate_serve_refuses_to_start_on_an_unbounded_ttl_or_a_pattern_webhook_path()
         ),
         (
             "",
-            Some(("IDGATE_WATCH__DIRECTORY_TTL_SECS", "9223372036854775807")),
-            "watch.directory_ttl_secs",
+            Some(("IDGATE_JOURNEYS__UNKNOWN_TTL_SECS", "9223372036854775807")),
+            "journeys.unknown_ttl_secs",
         ),
     ] {
         std::fs::write(&config, format!("{listen}{extra}")).expect("write config");
