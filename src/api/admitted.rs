@@ -20,7 +20,7 @@ use crate::{
     context::CallContext,
     domain::{Appkey, Caller, JourneyRef, Operation},
     events::WatchStream,
-    telemetry::{self, ServerSpan},
+    telemetry::{self, ServerSpan, audit::Upstream},
 };
 
 /// An admitted call: its caller, context, server span and audit record,
@@ -81,6 +81,12 @@ impl Admitted {
     /// recorded with it.
     pub fn sending(&mut self, operation: Operation) {
         self.ticket.audit.upstream(operation.as_str());
+    }
+
+    /// [`Admitted::sending`] for code that runs later, out of the
+    /// handler's reach (the guard's `create` closure, after its checks).
+    pub fn upstream_marker(&self) -> Upstream {
+        self.ticket.audit.upstream_marker()
     }
 
     /// Whether the caller may create journeys on `profile` (`None`: the

@@ -73,8 +73,10 @@ impl JourneyApi {
         }
         let profile = req.operator_profile.as_deref();
         admitted.check_profile(profile, self.core.credentials().default_profile())?;
-        admitted.sending(Operation::Appkey);
         let ctx = *admitted.ctx();
+        // Marked when the guard lets the call through to the vendor (after
+        // its record, claim and budget checks), not before.
+        let upstream = admitted.upstream_marker();
         let created = self
             .guard
             .create_journey(
@@ -83,7 +85,10 @@ impl JourneyApi {
                 admitted.caller(),
                 profile,
                 req.request_id.as_ref(),
-                || self.core.create_journey(&ctx, &req.user, profile),
+                || {
+                    upstream.sending(Operation::Credential.as_str());
+                    self.core.create_journey(&ctx, &req.user, profile)
+                },
             )
             .await?;
         let journey = created.journey;

@@ -16,9 +16,9 @@ use std::fmt;
 
 use super::{Appkey, CallerName};
 
-/// The idempotency key of the `CreateJourney` that made a journey: hex
-/// SHA-256 of its caller, operator profile and `request_id` (no personal
-/// data, stable across secret rotations).
+/// The idempotency key of the `CreateJourney` that made a journey: the
+/// hex of the first 16 bytes of SHA-256 over its caller, operator profile
+/// and `request_id` (no personal data, stable across secret rotations).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct RequestKey(String);
 

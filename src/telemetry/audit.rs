@@ -20,7 +20,7 @@
 
 use std::{
     sync::{
-        Mutex,
+        Arc, Mutex, OnceLock,
         atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
@@ -39,8 +39,9 @@ pub struct AuditRecord {
     /// The result view released; `None` for calls that release no result.
     view: Option<ResultView>,
     journey: Option<JourneyRef>,
-    /// The REST operation sent upstream, once it was.
-    upstream: Option<&'static str>,
+    /// The first REST operation sent upstream, once it was (shared with
+    /// [`Upstream`] markers).
+    upstream: Arc<OnceLock<&'static str>>,
     trace_id: String,
     written: bool,
 }
@@ -60,7 +61,7 @@ impl AuditRecord {
             operation,
             view: releases.then_some(caller.result_view),
             journey: None,
-            upstream: None,
+            upstream: Arc::default(),
             trace_id,
             written: false,
         }
@@ -72,9 +73,17 @@ impl AuditRecord {
     }
 
     /// `operation` (a REST operation's name) is being sent upstream: a
-    /// record written as `cancelled` after this says so.
-    pub fn upstream(&mut self, operation: &'static str) {
-        self.upstream = Some(operation);
+    /// record written as `cancelled` after this says so (the first one
+    /// sent is kept).
+    pub fn upstream(&self, operation: &'static str) {
+        let _ = self.upstream.set(operation);
+    }
+
+    /// A marker that says "sent upstream" on this record from code that
+    /// does not hold it (a closure run deep in the guard, right before
+    /// the vendor call).
+    pub fn upstream_marker(&self) -> Upstream {
+        Upstream(self.upstream.clone())
     }
 
     /// Writes the record with the call's `outcome` (`ok`, or the refusal's
@@ -93,7 +102,7 @@ impl AuditRecord {
             operation: "watch_result",
             view: self.view,
             journey: self.journey.clone(),
-            upstream: None,
+            upstream: Arc::default(),
             trace_id: self.trace_id.clone(),
             written: true,
         }
@@ -108,7 +117,7 @@ impl AuditRecord {
         let caller = self.caller.as_ref().map_or("", CallerName::as_str);
         let journey = self.journey.as_ref().map_or("", JourneyRef::as_str);
         let view = self.view.map_or("", ResultView::as_str);
-        let upstream = self.upstream.unwrap_or("");
+        let upstream = self.upstream.get().copied().unwrap_or("");
         tracing::info!(
             target: AUDIT_TARGET,
             caller,
@@ -121,6 +130,17 @@ impl AuditRecord {
             trace = self.trace_id.as_str(),
             "personal data access"
         );
+    }
+}
+
+/// Marks an [`AuditRecord`] as having sent an operation upstream.
+#[derive(Debug, Clone)]
+pub struct Upstream(Arc<OnceLock<&'static str>>);
+
+impl Upstream {
+    /// `operation` is being sent upstream now.
+    pub fn sending(&self, operation: &'static str) {
+        let _ = self.0.set(operation);
     }
 }
 

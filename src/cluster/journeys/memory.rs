@@ -138,15 +138,27 @@ impl JourneyStore for MemoryJourneys {
         Ok(())
     }
 
+    /// The bound is checked and the record inserted under one lock, so
+    /// that two journeys created at once at `max_entries - 1` cannot both
+    /// pass and evict a live record.
     fn register(
         &self,
         journey: &JourneyRef,
         record: &JourneyRecord,
     ) -> BoxFuture<Result<(), ClusterError>> {
-        let answer = self
-            .can_record()
-            .map(|()| self.remember(journey, record.clone()));
-        ready(answer)
+        let now = Instant::now();
+        let mut entries = self.lock();
+        if self.whole {
+            entries.known.purge(now);
+            if entries.known.len() >= self.max_entries {
+                return ready(Err(ClusterError::Full));
+            }
+        }
+        if let Some(unknown) = &mut entries.unknown {
+            unknown.remove_if(journey, |_| true);
+        }
+        entries.known.insert(journey.clone(), record.clone(), now);
+        ready(Ok(()))
     }
 
     fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>> {

@@ -10,7 +10,7 @@ use idgate::sandbox::samples;
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
-    gateway::{ADMIN_TOKEN, by_ref, drain_within, happy_person, reason},
+    gateway::{ADMIN_TOKEN, assert_error, by_ref, drain_within, happy_person, reason},
     webhook::PASSWORD,
 };
 
@@ -235,7 +235,11 @@ async fn an_idempotency_record_pointed_at_another_journey_replays_nothing() {
                 .await
                 .unwrap();
             let parts: Vec<String> = value.splitn(4, ':').map(str::to_owned).collect();
-            assert_eq!(parts.len(), 4, "d:<digest>:<journey>:<expiry>, no appkey: {value}");
+            assert_eq!(
+                parts.len(),
+                4,
+                "d:<digest>:<journey>:<expiry>, no appkey: {value}"
+            );
             record_of.insert(parts[2].clone(), (key, parts));
         }
     }
