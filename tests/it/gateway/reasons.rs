@@ -65,7 +65,7 @@ const COVERED: &[(Reason, &str)] = &[
     ),
     (
         Reason::ClusterUnavailable,
-        "with_redis_down_a_request_id_is_refused_and_budgets_count_per_replica",
+        "with_redis_down_no_journey_is_created_and_budgets_count_per_replica",
     ),
     (
         Reason::MalformedRequest,
