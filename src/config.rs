@@ -29,7 +29,7 @@ pub use crate::{
     guard::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig},
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
-    telemetry::TelemetryConfig,
+    telemetry::{TelemetryConfig, audit::AuditConfig},
     tls::{ListenerTls, TlsConfig},
     upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
 };
@@ -56,6 +56,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Traces, logs and metrics.
     pub telemetry: TelemetryConfig,
+    /// Where audit records go besides stdout (`[audit]`).
+    pub audit: AuditConfig,
     /// 3D liveness vendor channels (`[[channels]]`).
     pub channels: Vec<ChannelSpec>,
     /// How new 3D sessions are routed (`[routing]`).

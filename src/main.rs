@@ -244,8 +244,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve { config } => {
             let config_path = config;
             let config = Config::load(config_path.as_deref()).context("loading configuration")?;
-            let telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
-                .context("starting telemetry")?;
+            let telemetry =
+                idgate::telemetry::init(&config.telemetry, &config.audit, cli.log_format)
+                    .context("starting telemetry")?;
             // Before the listeners: a SIGHUP during start-up must not kill
             // the process (its default action), only wait to be handled.
             let signals = Signals::install();
@@ -266,8 +267,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Sandbox { config } => {
             let config = Config::load(config.as_deref()).context("loading configuration")?;
-            let telemetry = idgate::telemetry::init(&config.telemetry, cli.log_format)
-                .context("starting telemetry")?;
+            let telemetry =
+                idgate::telemetry::init(&config.telemetry, &config.audit, cli.log_format)
+                    .context("starting telemetry")?;
             let sandbox = idgate::sandbox::Sandbox::start(
                 config.sandbox.clone(),
                 std::sync::Arc::new(idgate::sandbox::SystemClock),

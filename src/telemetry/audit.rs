@@ -31,6 +31,15 @@ use crate::domain::{Caller, CallerName, JourneyRef, ResultView};
 /// The log target of audit records.
 pub const AUDIT_TARGET: &str = "idgate::audit";
 
+/// `[audit]`: where audit records go besides stdout.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Also export each record as an OTLP log, to the spans' collector
+    /// (`telemetry::audit_export`); needs an OTLP endpoint.
+    pub otlp: bool,
+}
+
 /// One audited call, written once (see the module doc).
 #[derive(Debug)]
 pub struct AuditRecord {

@@ -149,6 +149,7 @@ struct Inner {
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
     audit_write_failures: Counter,
+    audit_export: Family<OutcomeLabels, Counter>,
     plaintext_hops: Family<hops::HopLabels, Gauge>,
     otel: OtelRed,
     channels: ChannelSeries,
@@ -250,6 +251,19 @@ impl Metrics {
     /// time.
     pub fn sync_audit_write_failures(&self, total: u64) {
         catch_up(&self.inner.audit_write_failures, total);
+    }
+
+    /// Brings the audit export's count of `outcome` up to `total`
+    /// (`telemetry::audit_export::totals`), at scrape time; nothing is
+    /// shown while no record was ever handed to the export.
+    pub fn sync_audit_export(&self, outcome: &'static str, total: u64) {
+        if total > 0 {
+            let counter = self
+                .inner
+                .audit_export
+                .get_or_create(&OutcomeLabels { outcome });
+            catch_up(&counter, total);
+        }
     }
 
     /// Brings the webhook counter of `outcome` up to `total`, the count

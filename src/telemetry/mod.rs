@@ -14,7 +14,8 @@
 //!   metrics).
 //! - [`http`]: the tower layer of the axum servers (gateway HTTP listener,
 //!   sandbox).
-//! - [`audit`]: the audit trail: one record per call on personal data.
+//! - [`audit`]: the audit trail: one record per call on personal data;
+//!   [`audit_export`]: the same records as OTLP logs (`[audit] otlp`).
 //! - [`client`]: [`UpstreamCall`], the client span and metrics of one REST
 //!   call.
 //! - [`journey`]: puts the journey reference on spans.
@@ -37,6 +38,7 @@
 //!     TelemetryConfig::record_customer_reference
 
 pub mod audit;
+pub mod audit_export;
 pub mod client;
 mod config;
 pub mod grpc;

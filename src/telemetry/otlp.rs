@@ -36,7 +36,7 @@ mod retry;
 pub mod transport;
 pub mod wire;
 
-pub(super) use options::span_target;
+pub(super) use options::{log_target, span_target};
 
 /// How spans travel to the collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -175,6 +175,8 @@ pub struct TelemetryBuilder {
     protocol: Option<OtlpProtocol>,
     ca_file: Option<PathBuf>,
     log_writer: Option<BoxMakeWriter>,
+    /// `[audit] otlp`: audit records exported as OTLP logs too.
+    audit_otlp: bool,
 }
 
 impl std::fmt::Debug for TelemetryBuilder {
@@ -201,7 +203,15 @@ impl TelemetryBuilder {
             protocol: None,
             ca_file: None,
             log_writer: None,
+            audit_otlp: false,
         }
+    }
+
+    /// Exports audit records as OTLP logs too, to the spans' collector
+    /// (`[audit] otlp`); the build fails when nothing is exported.
+    pub fn audit_otlp(mut self, on: bool) -> Self {
+        self.audit_otlp = on;
+        self
     }
 
     /// Text or JSON logs.
@@ -281,6 +291,7 @@ impl TelemetryBuilder {
             OtlpTarget::FromEnv => export_requested(&env_var).then_some(None),
         };
         let span_stats = endpoint.is_some().then(SpanExportStats::default);
+        let audit_endpoint = endpoint.clone().flatten();
         let provider = match (endpoint, &span_stats) {
             (Some(endpoint), Some(stats)) => Some(build_provider(
                 &self.service_name,
@@ -373,6 +384,26 @@ impl TelemetryBuilder {
                 (None, vec![log.with_filter(filter).boxed(), export])
             }
         };
+        let mut layers = layers;
+        let audit = match (self.audit_otlp, &provider) {
+            (false, _) => None,
+            (true, None) => {
+                return Err(TelemetryError::Export(
+                    "[audit] otlp = true needs an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT)"
+                        .to_owned(),
+                ));
+            }
+            (true, Some(_)) => {
+                let settings = OtlpSettings {
+                    endpoint: audit_endpoint,
+                    protocol: self.protocol,
+                    ca_file: self.ca_file.clone(),
+                };
+                let export = build_audit_export(&self.service_name, &settings)?;
+                layers.push(export.layer().boxed());
+                Some(export)
+            }
+        };
         let dispatch = Dispatch::new(Registry::default().with(global).with(layers));
         if let Some(handle) = trace_ids {
             handle.bind(&dispatch);
@@ -383,6 +414,7 @@ impl TelemetryBuilder {
                 provider,
                 meter_provider,
                 span_stats,
+                audit,
             },
         })
     }
@@ -392,9 +424,14 @@ impl TelemetryBuilder {
 /// says (`RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`,
 /// ...). Call it once, inside the Tokio runtime, and keep the guard until
 /// the end of `main` (better: `guard.shutdown().await` there).
-pub fn init(config: &TelemetryConfig, format: LogFormat) -> Result<TelemetryGuard, TelemetryError> {
+pub fn init(
+    config: &TelemetryConfig,
+    audit: &super::audit::AuditConfig,
+    format: LogFormat,
+) -> Result<TelemetryGuard, TelemetryError> {
     TelemetryBuilder::new(config)
         .log_format(format)
+        .audit_otlp(audit.otlp)
         .build()?
         .install_global()
 }
@@ -409,7 +446,8 @@ pub use captured::CapturedLogs;
 pub use lifecycle::{Telemetry, TelemetryGuard};
 
 use providers::{
-    build_meter_provider, build_provider, env_var, export_requested, metrics_export_requested,
+    build_audit_export, build_meter_provider, build_provider, env_var, export_requested,
+    metrics_export_requested,
 };
 #[cfg(test)]
 use providers::{env_names_service, resource};

@@ -46,6 +46,9 @@ async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     });
     s.metrics
         .sync_audit_write_failures(telemetry::log_lines::audit_write_failures());
+    for (outcome, total) in telemetry::audit_export::totals() {
+        s.metrics.sync_audit_export(outcome, total);
+    }
     if let Some(r) = &s.receiver {
         let stats = r.stats();
         s.metrics.sync_webhooks("received", stats.received);

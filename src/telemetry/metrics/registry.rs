@@ -43,6 +43,7 @@ impl Metrics {
         let watch_result_reads = Counter::default();
         let watch_notice_timeouts = Counter::default();
         let audit_write_failures = Counter::default();
+        let audit_export = Family::<OutcomeLabels, Counter>::default();
         let cluster = ClusterSeries::register(&mut registry);
         let guard = GuardSeries::register(&mut registry);
         let rollout = RolloutSeries::register(&mut registry);
@@ -155,6 +156,11 @@ impl Metrics {
             "Audit records that could not be written to stdout",
             audit_write_failures.clone(),
         );
+        registry.register(
+            "idgate_audit_export_records",
+            "Audit records handed to the OTLP log export ([audit] otlp), by outcome: exported, failed, dropped",
+            audit_export.clone(),
+        );
 
         if let Some(spans) = spans {
             spans.register(&mut registry);
@@ -191,6 +197,7 @@ impl Metrics {
                 watch_result_reads,
                 watch_notice_timeouts,
                 audit_write_failures,
+                audit_export,
                 plaintext_hops,
                 otel: OtelRed::new(),
                 cluster,

@@ -171,5 +171,38 @@ pub(in crate::telemetry) fn span_target(
     Ok((target, options))
 }
 
+/// Where audit records go as OTLP logs: the spans' collector, protocol,
+/// TLS, headers and timeout; over HTTP the logs URL is
+/// `OTEL_EXPORTER_OTLP_LOGS_ENDPOINT` as is, else the spans' URL with its
+/// `/v1/traces` made `/v1/logs` (an HTTP traces URL of another shape
+/// needs the logs variable, and is refused without it).
+pub(in crate::telemetry) fn log_target(
+    settings: &OtlpSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(SpanTarget, ExportOptions), TelemetryError> {
+    let (target, options) = span_target(settings, env)?;
+    let target = match target {
+        SpanTarget::Http { client, url } => {
+            let logs = match env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") {
+                Some(endpoint) => reqwest::Url::parse(endpoint.trim())
+                    .map_err(|e| TelemetryError::Endpoint(e.to_string()))?,
+                None => {
+                    let path = url.path().strip_suffix("/v1/traces").ok_or_else(|| {
+                        TelemetryError::Endpoint(
+                            "the traces URL does not end in /v1/traces: set OTEL_EXPORTER_OTLP_LOGS_ENDPOINT for [audit] otlp".to_owned(),
+                        )
+                    })?;
+                    let mut logs = url.clone();
+                    logs.set_path(&format!("{path}/v1/logs"));
+                    logs
+                }
+            };
+            SpanTarget::Http { client, url: logs }
+        }
+        grpc => grpc,
+    };
+    Ok((target, options))
+}
+
 #[cfg(test)]
 mod tests;

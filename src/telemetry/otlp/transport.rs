@@ -27,6 +27,8 @@ use tonic_types::StatusExt as _;
 
 /// The gRPC method of trace export.
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+/// The gRPC method of log export (audit records, `telemetry::audit_export`).
+const LOGS_EXPORT_PATH: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
 
 /// Why an export failed. No variant carries a header value, nor the
 /// collector's own message, which may echo the API key it refused.
@@ -102,6 +104,8 @@ pub trait Transport: Send + 'static {
 pub struct OtlpTransport {
     target: SpanTarget,
     options: ExportOptions,
+    /// The gRPC method: trace or log export.
+    grpc_path: &'static str,
     /// The gRPC client, made at the first send.
     grpc: Option<tonic::client::Grpc<Channel>>,
 }
@@ -112,7 +116,18 @@ impl OtlpTransport {
         Self {
             target,
             options,
+            grpc_path: EXPORT_PATH,
             grpc: None,
+        }
+    }
+
+    /// A transport of `ExportLogsServiceRequest`s to the collector of
+    /// `target` (already pointed at its logs URL over HTTP), with the same
+    /// headers, compression, timeout and TLS as spans.
+    pub fn for_logs(target: SpanTarget, options: ExportOptions) -> Self {
+        Self {
+            grpc_path: LOGS_EXPORT_PATH,
+            ..Self::new(target, options)
         }
     }
 }
@@ -140,7 +155,7 @@ impl Transport for OtlpTransport {
                                 client
                             }
                         });
-                        send_grpc(grpc, options, deadline, body.clone()).await
+                        send_grpc(grpc, self.grpc_path, options, deadline, body.clone()).await
                     }
                     SpanTarget::Http { client, url } => {
                         send_http(client, url, options, body.clone()).await
@@ -170,6 +185,7 @@ impl Transport for OtlpTransport {
 
 async fn send_grpc(
     grpc: &mut tonic::client::Grpc<Channel>,
+    path: &'static str,
     options: &ExportOptions,
     deadline: tokio::time::Instant,
     request: Bytes,
@@ -181,7 +197,7 @@ async fn send_grpc(
     *call.metadata_mut() = MetadataMap::from_headers(options.headers.clone());
     // The collector learns what is left of the export's budget.
     call.set_timeout(deadline.saturating_duration_since(tokio::time::Instant::now()));
-    let path = http::uri::PathAndQuery::from_static(EXPORT_PATH);
+    let path = http::uri::PathAndQuery::from_static(path);
     let response =
         grpc.unary(call, path, RawCodec)
             .await

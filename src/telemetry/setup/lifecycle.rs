@@ -81,6 +81,8 @@ pub struct TelemetryGuard {
     pub(super) meter_provider: Option<SdkMeterProvider>,
     /// What became of the exported spans; `None` when nothing is exported.
     pub(super) span_stats: Option<SpanExportStats>,
+    /// Audit records as OTLP logs (`[audit] otlp`), if on.
+    pub(super) audit: Option<crate::telemetry::audit_export::AuditExport>,
 }
 
 impl TelemetryGuard {
@@ -94,6 +96,13 @@ impl TelemetryGuard {
     /// Exports every span ended and every metric recorded so far; returns
     /// when the collector has answered.
     pub async fn force_flush(&self) -> Result<(), TelemetryError> {
+        if let Some(audit) = self.audit.clone() {
+            run_blocking(move || {
+                audit.flush(AUDIT_FLUSH_WAIT);
+                Ok(())
+            })
+            .await?;
+        }
         if let Some(provider) = self.provider.clone() {
             run_blocking(move || provider.force_flush()).await?;
         }
@@ -105,6 +114,13 @@ impl TelemetryGuard {
 
     /// Exports what is pending, then stops the exporters.
     pub async fn shutdown(mut self) -> Result<(), TelemetryError> {
+        if let Some(audit) = self.audit.take() {
+            run_blocking(move || {
+                audit.flush(AUDIT_FLUSH_WAIT);
+                Ok(())
+            })
+            .await?;
+        }
         if let Some(provider) = self.provider.take() {
             run_blocking(move || provider.shutdown()).await?;
         }
@@ -115,8 +131,15 @@ impl TelemetryGuard {
     }
 }
 
+/// The longest a flush waits for the audit export (its transport's own
+/// timeout bounds each send).
+const AUDIT_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
+        if let Some(audit) = self.audit.take() {
+            audit.flush(AUDIT_FLUSH_WAIT);
+        }
         let provider = self.provider.take();
         let meters = self.meter_provider.take();
         if provider.is_none() && meters.is_none() {

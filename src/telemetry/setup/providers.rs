@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::telemetry::{
-    otlp::{span_target, transport::OtlpTransport},
+    audit_export::{AuditExport, resource_of},
+    otlp::{log_target, span_target, transport::OtlpTransport},
     span_queue::{EncodedBatch, SpanExportStats, SpanQueueConfig},
 };
 
@@ -85,4 +86,16 @@ pub(super) fn build_provider(
         .with_resource(resource(service_name, &env_var))
         .with_span_processor(processor)
         .build())
+}
+
+/// The export of audit records as OTLP logs (`[audit] otlp`), to the
+/// spans' collector, under the spans' resource.
+pub(super) fn build_audit_export(
+    service_name: &str,
+    settings: &OtlpSettings,
+) -> Result<AuditExport, TelemetryError> {
+    let (target, options) = log_target(settings, &env_var)?;
+    let resource = resource_of(&resource(service_name, &env_var));
+    AuditExport::start(OtlpTransport::for_logs(target, options), resource)
+        .map_err(|e| TelemetryError::Export(format!("cannot start the audit export thread: {e}")))
 }

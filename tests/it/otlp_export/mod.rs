@@ -3,6 +3,7 @@
 //! CA file, and the RED metrics reach a collector beside the Prometheus
 //! endpoint.
 
+mod audit;
 mod settings;
 
 use idgate::{

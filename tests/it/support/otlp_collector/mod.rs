@@ -35,9 +35,12 @@ use tokio_stream::wrappers::TcpListenerStream;
 use super::tls::{Leaf, TlsListener};
 
 mod exports;
+mod logs;
 
 pub use exports::ExportSeen;
 use exports::export_http;
+pub use logs::CollectedLog;
+use logs::export_logs_http;
 
 /// OTLP span kinds, as numbers on the wire.
 pub mod kind {
@@ -135,6 +138,7 @@ struct Store {
     refusals: Mutex<(usize, bool)>,
     spans: Mutex<Vec<CollectedSpan>>,
     points: Mutex<Vec<MetricPoint>>,
+    logs: Mutex<Vec<CollectedLog>>,
     arrived: Notify,
 }
 
@@ -246,6 +250,13 @@ impl Store {
     }
 }
 
+impl Store {
+    fn keep_logs(&self, logs: Vec<CollectedLog>) {
+        self.logs.lock().expect("collector lock").extend(logs);
+        self.arrived.notify_waiters();
+    }
+}
+
 #[tonic::async_trait]
 impl TraceService for Service {
     async fn export(
@@ -312,7 +323,13 @@ impl Collector {
                 TraceServiceServer::new(Service(store.clone()))
                     .accept_compressed(tonic::codec::CompressionEncoding::Gzip),
             )
-            .add_service(MetricsServiceServer::new(Service(store.clone())));
+            .add_service(MetricsServiceServer::new(Service(store.clone())))
+            .add_service(
+                opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::LogsServiceServer::new(
+                    Service(store.clone()),
+                )
+                .accept_compressed(tonic::codec::CompressionEncoding::Gzip),
+            );
         let server = tokio::spawn(async move {
             let _ = router
                 .serve_with_incoming(TcpListenerStream::new(listener))
@@ -343,6 +360,7 @@ impl Collector {
         let store = Arc::new(Store::default());
         let app = axum::Router::new()
             .route("/v1/traces", axum::routing::post(export_http))
+            .route("/v1/logs", axum::routing::post(export_logs_http))
             .with_state(Service(store.clone()));
         let server = match identity {
             Some(identity) => {
@@ -388,6 +406,11 @@ impl Collector {
     /// How every trace export so far arrived.
     pub fn exports(&self) -> Vec<ExportSeen> {
         self.store.exports.lock().expect("collector lock").clone()
+    }
+
+    /// Every log record received so far.
+    pub fn logs(&self) -> Vec<CollectedLog> {
+        self.store.logs.lock().expect("collector lock").clone()
     }
 
     /// Every span received so far.
