@@ -30,10 +30,13 @@ fn scratch_copy() -> tempfile::TempDir {
 
 /// `scripts/api-contract` on `dir`.
 fn check(dir: &Path) -> Output {
-    child_command(Path::new(REPO).join("scripts/api-contract"), std::env::vars_os())
-        .arg(dir)
-        .output()
-        .expect("run scripts/api-contract")
+    child_command(
+        Path::new(REPO).join("scripts/api-contract"),
+        std::env::vars_os(),
+    )
+    .arg(dir)
+    .output()
+    .expect("run scripts/api-contract")
 }
 
 fn text(output: &Output) -> String {

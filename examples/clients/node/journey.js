@@ -73,7 +73,7 @@ const rpc = (() => {
     message Status { int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3; }
     message ErrorInfo { string reason = 1; string domain = 2; map<string, string> metadata = 3; }
     message RetryInfo { google.protobuf.Duration retry_delay = 1; }
-  `).root;
+  `, { keepCase: true }).root;
   for (const file of ["google/protobuf/any.proto", "google/protobuf/duration.proto"]) {
     root.addJSON(protobuf.common.get(file).nested);
   }
@@ -87,9 +87,10 @@ function details(err) {
   const found = { info: null, retry: null };
   const bin = err.metadata && err.metadata.get("grpc-status-details-bin")[0];
   if (!bin) return found;
+  const read = (type, bytes) => type.toObject(type.decode(bytes), { longs: Number, defaults: true });
   for (const any of rpc.Status.decode(bin).details) {
-    if (any.type_url.endsWith("/google.rpc.ErrorInfo")) found.info = rpc.ErrorInfo.decode(any.value);
-    if (any.type_url.endsWith("/google.rpc.RetryInfo")) found.retry = rpc.RetryInfo.decode(any.value);
+    if (any.type_url.endsWith("/google.rpc.ErrorInfo")) found.info = read(rpc.ErrorInfo, any.value);
+    if (any.type_url.endsWith("/google.rpc.RetryInfo")) found.retry = read(rpc.RetryInfo, any.value);
   }
   return found;
 }
@@ -116,8 +117,8 @@ async function call(client, method, request) {
     } catch (err) {
       const { info, retry } = details(err);
       if (!retry || attempt === MAX_ATTEMPTS) throw err;
-      const delay = retry.retry_delay || {};
-      const ms = Number(delay.seconds || 0) * 1000 + Math.floor((delay.nanos || 0) / 1e6);
+      const delay = retry.retry_delay || { seconds: 0, nanos: 0 };
+      const ms = delay.seconds * 1000 + Math.floor(delay.nanos / 1e6);
       const reason = info ? info.reason : "no ErrorInfo";
       console.log(
         `    ${method} failed with ${codeName(err.code)} / ${reason}; RetryInfo says retry after ${ms / 1000}s: retrying`,

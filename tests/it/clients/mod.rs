@@ -109,6 +109,8 @@ impl QuickstartGateway {
     pub async fn assert_journey_completed(self, language: &str, output: &Output) {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let text = format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        // What the program printed, for `--nocapture` readers.
+        print!("{language} quickstart:\n{stdout}");
         assert!(
             output.status.success(),
             "the {language} quickstart failed ({}):\n{text}",

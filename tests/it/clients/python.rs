@@ -21,8 +21,7 @@ fn venv_python() -> std::path::PathBuf {
 }
 
 #[tokio::test]
-async fn the_python_quickstart_runs_a_3d_journey_to_completo_retrying_and_handling_a_typed_error()
-{
+async fn the_python_quickstart_runs_a_3d_journey_to_completo_retrying_and_handling_a_typed_error() {
     let python = venv_python();
     let gw = QuickstartGateway::start().await;
     let mut command = child_command(python, std::env::vars_os());
