@@ -20,6 +20,9 @@
 //!   gateway's own configuration, and the image's contract (unprivileged,
 //!   nothing writable);
 //! - `properties`: property tests of every parser of outside input;
+//! - `api_contract`: the buf checks CI runs on `proto/` (a breaking edit
+//!   fails them); `clients`: the Python and Node quickstarts of
+//!   `examples/clients/`, each a whole journey through a real gateway;
 //! - `support`: the one shared copy of every launcher, fake and helper.
 //!
 //! Tests share this process. Nothing here sets environment variables or a
@@ -30,8 +33,10 @@
 //! a child process of this binary ([`support::process`]).
 
 mod access_log;
+mod api_contract;
 mod auth;
 mod channels;
+mod clients;
 mod deploy;
 mod docs;
 mod events;
