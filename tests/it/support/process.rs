@@ -19,6 +19,15 @@ const PASSED_ON: &[&str] = &[
     "LC_ALL",
     "RUST_BACKTRACE",
     "LLVM_PROFILE_FILE",
+    // Where the machine's trusted CAs are (a network that inspects TLS
+    // adds its own): a child that installs a tool (npm, pip) reaches the
+    // registry with them. Nothing in them changes what idgate does with
+    // the tests' own loopback servers, whose CAs the tests configure.
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "PIP_CERT",
+    "REQUESTS_CA_BUNDLE",
 ];
 
 /// `program` with an empty environment but the [`PASSED_ON`] variables of
