@@ -111,6 +111,14 @@ pub enum Error {
     /// value); nothing is lost, so watching again at once is safe.
     #[error("the watch reached its longest lifetime of {0} s; watch the journey again to go on")]
     WatchLifetimeReached(u64),
+    /// The stream's connection reached its maximum age
+    /// (`[serving] max_connection_age_secs`) and was told to go away;
+    /// nothing is lost, so watching again (on a new connection, which the
+    /// client's channel opens) is safe.
+    #[error(
+        "the connection reached its maximum age and is going away; watch the journey again to go on"
+    )]
+    ConnectionAged,
     /// The gateway is shutting down; the call may be retried on another
     /// instance or after the restart.
     #[error("the gateway is shutting down")]

@@ -9,7 +9,7 @@ use std::{
     },
 };
 
-use tokio::{net::TcpStream, time::Instant};
+use tokio::{net::TcpStream, sync::watch, time::Instant};
 
 /// Sets `TCP_NODELAY` on an accepted connection: without it, Nagle's
 /// algorithm and the peer's delayed ACK stall small writes by ~40 ms.
@@ -88,4 +88,88 @@ pub struct ConnInfo {
     pub remote: SocketAddr,
     /// The connection's requests in flight.
     pub activity: Arc<Activity>,
+    /// Where the connection is in its life, for the streams that must end
+    /// when it reaches its maximum age.
+    pub age: Arc<ConnectionAge>,
+}
+
+/// Where a connection is in its life (`[serving] max_connection_age_secs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgePhase {
+    /// Serving as usual.
+    Open,
+    /// Past its maximum age: told to go away (HTTP/2 GOAWAY), its calls in
+    /// flight finishing within the grace.
+    Aged,
+    /// Closed, however it ended.
+    Closed,
+}
+
+/// A connection's maximum age and its phase. The accept loop ages the
+/// connection (and sends GOAWAY); the request path waits for that to end
+/// its long-lived streams with a status callers re-watch on, since a
+/// stream that outlived the grace would be cut with a transport error.
+#[derive(Debug)]
+pub struct ConnectionAge {
+    /// When the connection is told to go away; `None`: never.
+    pub aged_at: Option<Instant>,
+    phase: watch::Sender<AgePhase>,
+}
+
+impl ConnectionAge {
+    /// An open connection that ages at `aged_at` (`None`: never).
+    pub fn new(aged_at: Option<Instant>) -> Self {
+        Self {
+            aged_at,
+            phase: watch::Sender::new(AgePhase::Open),
+        }
+    }
+
+    /// Marks the connection aged; true when it was still open (so a
+    /// connection is counted aged at most once, and never after closing).
+    pub fn age(&self) -> bool {
+        self.phase.send_if_modified(|phase| {
+            let open = *phase == AgePhase::Open;
+            if open {
+                *phase = AgePhase::Aged;
+            }
+            open
+        })
+    }
+
+    /// Marks the connection closed.
+    pub fn close(&self) {
+        self.phase.send_replace(AgePhase::Closed);
+    }
+
+    /// Resolves once the connection is no longer [`AgePhase::Open`], with
+    /// the phase it reached.
+    pub fn past_open(
+        &self,
+    ) -> impl std::future::Future<Output = AgePhase> + Send + 'static + use<> {
+        self.reaches(|p| p != AgePhase::Open)
+    }
+
+    /// Resolves once the connection has closed.
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static + use<> {
+        let reached = self.reaches(|p| p == AgePhase::Closed);
+        async move {
+            reached.await;
+        }
+    }
+
+    fn reaches(
+        &self,
+        done: fn(AgePhase) -> bool,
+    ) -> impl std::future::Future<Output = AgePhase> + Send + 'static + use<> {
+        let mut phase = self.phase.subscribe();
+        async move {
+            // An error: the sender went with the last holder of the
+            // connection's info, so the connection is gone.
+            match phase.wait_for(|p| done(*p)).await {
+                Ok(p) => *p,
+                Err(_) => AgePhase::Closed,
+            }
+        }
+    }
 }

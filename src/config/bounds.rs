@@ -29,6 +29,16 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
         S,
     );
     add("serving.idle_timeout_secs", s.idle_timeout_secs, S);
+    add(
+        "serving.max_connection_age_secs",
+        s.max_connection_age_secs,
+        S,
+    );
+    add(
+        "serving.max_connection_age_grace_secs",
+        s.max_connection_age_grace_secs,
+        S,
+    );
     add("serving.tcp_keepalive_secs", s.tcp_keepalive_secs, S);
     add(
         "serving.header_read_timeout_ms",

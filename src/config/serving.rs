@@ -38,6 +38,15 @@ pub struct ServingConfig {
     pub http2_keepalive_timeout_secs: u64,
     /// A connection with no request in flight this long is closed (0: off).
     pub idle_timeout_secs: u64,
+    /// gRPC connections are told to go away (HTTP/2 GOAWAY) after this
+    /// many seconds, give or take 10 % per connection, so callers that keep
+    /// one connection for hours reach replicas added since (0: off).
+    /// `WatchJourney` streams on the connection end with `UNAVAILABLE` /
+    /// `CONNECTION_AGED`: watch again. See docs/serving.md.
+    pub max_connection_age_secs: u64,
+    /// After its age, a connection's calls in flight get this long to
+    /// finish; then it is closed outright.
+    pub max_connection_age_grace_secs: u64,
     /// Largest header list accepted (HTTP/2 `SETTINGS_MAX_HEADER_LIST_SIZE`).
     pub max_header_list_bytes: u32,
     /// TCP keepalive probes after this much silence (0: off).
@@ -80,6 +89,8 @@ impl Default for ServingConfig {
             http2_keepalive_interval_secs: 30,
             http2_keepalive_timeout_secs: 10,
             idle_timeout_secs: 300,
+            max_connection_age_secs: 1800,
+            max_connection_age_grace_secs: 60,
             max_header_list_bytes: 16 * 1024,
             tcp_keepalive_secs: 60,
             http_max_in_flight: 256,
@@ -128,6 +139,12 @@ impl ServingConfig {
         if let Some((key, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
         }
+        if self.max_connection_age_secs > 0 && self.max_connection_age_grace_secs == 0 {
+            return Err(ConfigError::Invalid(
+                "serving.max_connection_age_grace_secs must be at least 1 while serving.max_connection_age_secs is on (calls in flight need time to finish after the GOAWAY)"
+                    .into(),
+            ));
+        }
         if self.idle_poll_us > MAX_IDLE_POLL_US {
             return Err(ConfigError::Invalid(format!(
                 "serving.idle_poll_us must be at most {MAX_IDLE_POLL_US} (each call may cost a serving thread twice that in CPU)"
@@ -159,6 +176,44 @@ mod tests {
             crate::config::Config::from_toml_and_env("[serving]\nidle_poll_us = 100\n", env(&[]))
                 .unwrap();
         assert_eq!(c.serving.idle_poll_us, 100);
+    }
+
+    #[test]
+    fn connections_age_after_thirty_minutes_unless_set_and_zero_turns_it_off() {
+        let d = ServingConfig::default();
+        assert_eq!(
+            (d.max_connection_age_secs, d.max_connection_age_grace_secs),
+            (1800, 60)
+        );
+        let c = crate::config::Config::from_toml_and_env(
+            "[serving]\nmax_connection_age_secs = 0\nmax_connection_age_grace_secs = 0\n",
+            env(&[]),
+        )
+        .unwrap();
+        assert_eq!(c.serving.max_connection_age_secs, 0);
+    }
+
+    #[test]
+    fn a_connection_age_without_grace_or_past_the_duration_bound_fails_to_load() {
+        let err = crate::config::Config::from_toml_and_env(
+            "[serving]\nmax_connection_age_secs = 120\nmax_connection_age_grace_secs = 0\n",
+            env(&[]),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("serving.max_connection_age_grace_secs"),
+            "{err}"
+        );
+        let err = crate::config::Config::from_toml_and_env(
+            "",
+            env(&[("IDGATE_SERVING__MAX_CONNECTION_AGE_SECS", "99999999999")]),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("serving.max_connection_age_secs"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@ impl Error {
             Error::WatchLifetimeReached(_) => {
                 (Code::Unavailable, Reason::WatchLifetimeReached, true)
             }
+            Error::ConnectionAged => (Code::Unavailable, Reason::ConnectionAged, true),
             Error::ShuttingDown => (Code::Unavailable, Reason::ShuttingDown, true),
             Error::ClusterUnavailable => (Code::Unavailable, Reason::ClusterUnavailable, true),
             Error::Overloaded(_) => (Code::ResourceExhausted, Reason::Overloaded, true),

@@ -32,6 +32,9 @@ pub enum Reason {
     /// A `WatchJourney` stream reached `[watch] max_stream_secs`; watch
     /// again to go on.
     WatchLifetimeReached,
+    /// A `WatchJourney` stream's connection reached
+    /// `[serving] max_connection_age_secs`; watch again to go on.
+    ConnectionAged,
     /// The gateway is shutting down.
     ShuttingDown,
     /// The fleet's shared state (Redis) is unreachable; the admin change
@@ -107,7 +110,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the order of the error table.
-    pub const ALL: [Reason; 46] = [
+    pub const ALL: [Reason; 47] = [
         Reason::InvalidRequest,
         Reason::SessionUnknown,
         Reason::ChannelUnknown,
@@ -121,6 +124,7 @@ impl Reason {
         Reason::WatchLimitReached,
         Reason::ResultNotSettled,
         Reason::WatchLifetimeReached,
+        Reason::ConnectionAged,
         Reason::ShuttingDown,
         Reason::ClusterUnavailable,
         Reason::MalformedRequest,
@@ -172,6 +176,7 @@ impl Reason {
             Reason::WatchLimitReached => "WATCH_LIMIT_REACHED",
             Reason::ResultNotSettled => "RESULT_NOT_SETTLED",
             Reason::WatchLifetimeReached => "WATCH_LIFETIME_REACHED",
+            Reason::ConnectionAged => "CONNECTION_AGED",
             Reason::ShuttingDown => "SHUTTING_DOWN",
             Reason::ClusterUnavailable => "CLUSTER_UNAVAILABLE",
             Reason::MalformedRequest => "MALFORMED_REQUEST",

@@ -1,7 +1,7 @@
 //! Accepted connections, bounded: a cap per listener and a process-wide
-//! budget under the descriptor limit, an idle timeout, TCP keepalive, and
-//! a kill switch that closes whatever is still open when the shutdown
-//! grace ends.
+//! budget under the descriptor limit, an idle timeout, a maximum age, TCP
+//! keepalive, and a kill switch that closes whatever is still open when
+//! the shutdown grace ends.
 //!
 //! Every accepted socket becomes a [`Conn`]: it holds its slot in the
 //! listener's cap and in the process budget for as long as it lives, so
@@ -15,6 +15,11 @@
 //! that the request path reaches through [`ConnInfo`] (a request
 //! extension); the timer is re-armed lazily from the connection's own
 //! reads, so nothing crosses tasks on the hot path.
+//!
+//! Age: with a [`MaxAge`], each connection is given the moment it ages
+//! (its [`ConnectionAge`], which the accept loop acts on: GOAWAY, see
+//! `listeners/aging.rs`) and is closed outright when the grace after it
+//! has passed too, whatever is still in flight.
 
 use std::{
     future::Future,
@@ -39,7 +44,8 @@ use tokio::{
 };
 use tonic::transport::server::Connected;
 
-pub(crate) use crate::net::{ActiveRequest, Activity, ConnInfo, WatchSlot};
+use super::listeners::MaxAge;
+pub(crate) use crate::net::{ActiveRequest, Activity, ConnInfo, ConnectionAge, WatchSlot};
 use crate::telemetry::{Metrics, metrics::InFlight};
 
 /// Descriptors kept free for everything but accepted connections: logs,
@@ -55,6 +61,8 @@ pub(super) struct ConnectionLimits {
     pub(super) idle_timeout: Option<Duration>,
     /// TCP keepalive probes after this much silence.
     pub(super) tcp_keepalive: Option<Duration>,
+    /// Connections age (GOAWAY) and then close; `None`: they never do.
+    pub(super) max_age: Option<MaxAge>,
 }
 
 /// The descriptors connections may use across every listener: the soft
@@ -150,6 +158,11 @@ impl ConnectionGate {
         Arc::clone(&self.kill)
     }
 
+    /// This listener's metric label, and its metrics.
+    pub(super) fn metrics(&self) -> (&'static str, Metrics) {
+        (self.listener, self.metrics.clone())
+    }
+
     /// Admits `stream` as a [`Conn`], or closes it at once when a cap is
     /// reached.
     fn admit(&self, stream: TcpStream, remote: SocketAddr) -> Option<Conn> {
@@ -177,13 +190,22 @@ impl ConnectionGate {
         let mut killed = Box::pin(Arc::clone(&self.kill.notify).notified_owned());
         killed.as_mut().enable();
         let activity = Arc::new(Activity::default());
+        let now = Instant::now();
+        let aged_at = self.limits.max_age.map(|max| max.aged_at(now));
+        let closes_at = self
+            .limits
+            .max_age
+            .zip(aged_at)
+            .map(|(max, at)| at + max.grace);
         tracing::trace!(listener = self.listener, peer = %remote, "connection accepted");
         Some(Conn {
             stream,
             info: ConnInfo {
                 remote,
                 activity: Arc::clone(&activity),
+                age: Arc::new(ConnectionAge::new(aged_at)),
             },
+            expires: closes_at.map(|at| Box::pin(tokio::time::sleep_until(at))),
             activity,
             idle_timeout: self.limits.idle_timeout,
             idle: self
@@ -245,6 +267,8 @@ pub(super) struct Conn {
     activity: Arc<Activity>,
     idle_timeout: Option<Duration>,
     idle: Option<Pin<Box<Sleep>>>,
+    /// Fires when the grace after the connection's age has passed.
+    expires: Option<Pin<Box<Sleep>>>,
     killed: Pin<Box<OwnedNotified>>,
     kill: Arc<KillSwitch>,
     /// Set once closed by the kill switch or the idle timeout.
@@ -254,14 +278,18 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    /// True when the connection must close now: killed, or idle too long.
-    /// Polls the kill notification and the idle timer, so the task is woken
-    /// when either fires.
+    /// True when the connection must close now: killed, past its age's
+    /// grace, or idle too long. Polls the kill notification and the
+    /// timers, so the task is woken when any fires.
     fn must_close(&mut self, cx: &mut Context<'_>) -> bool {
         if self.dead {
             return true;
         }
-        if self.kill.is_killed() || self.killed.as_mut().poll(cx).is_ready() {
+        let expired = self
+            .expires
+            .as_mut()
+            .is_some_and(|e| e.as_mut().poll(cx).is_ready());
+        if expired || self.kill.is_killed() || self.killed.as_mut().poll(cx).is_ready() {
             self.dead = true;
             return true;
         }
@@ -337,6 +365,12 @@ impl AsyncWrite for Conn {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.info.age.close();
     }
 }
 

@@ -17,6 +17,9 @@
 //!   `MESSAGE_TOO_LARGE` (tonic says `OUT_OF_RANGE`, which no handler of
 //!   this API returns).
 //!
+//! A `WatchJourney` response ends with `UNAVAILABLE` / `CONNECTION_AGED`
+//! when its connection reaches its maximum age ([`stream_age`](super::stream_age)).
+//!
 //! Each admitted request also counts on its connection's [`Activity`], for
 //! the connection's idle timeout, and each unary call is told to the
 //! [`CallEvents`] hook the serving runtime passed in (its idle poller:
@@ -45,6 +48,7 @@ use tower::{Layer, Service};
 use super::{
     body_budget::{self, BodyBudget, BudgetBody, CallBytes},
     connections::{ActiveRequest, ConnInfo, WatchSlot},
+    stream_age::AgedBody,
 };
 use crate::{Error, context::CallContext, telemetry::Metrics};
 
@@ -242,6 +246,10 @@ where
             None
         };
         let active = conn.map(|c| c.activity.start());
+        // A watch ends when its connection ages (`stream_age`).
+        let age = conn
+            .filter(|_| path == STREAMING)
+            .map(|c| Arc::clone(&c.age));
         let own = now + layer.limits.request_body_timeout;
         let deadline = CallContext::from_headers(request.headers())
             .deadline()
@@ -279,7 +287,10 @@ where
                 let status: tonic::Status = Error::MessageTooLarge(max_message_bytes).into();
                 return Ok(status.into_http());
             }
-            Ok(response.map(|body| tonic::body::Body::new(holding(body, held))))
+            Ok(response.map(|body| match age {
+                Some(age) => tonic::body::Body::new(holding(AgedBody::new(body, &age), held)),
+                None => tonic::body::Body::new(holding(body, held)),
+            }))
         })
     }
 }

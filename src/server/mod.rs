@@ -11,7 +11,8 @@
 //! | `listeners`   | binding the sockets; serving the public and admin gRPC listeners; the HTTP listener's accept loop (webhook receiver, `/healthz`); `/metrics` synced at scrape time |
 //! | `auth`        | who may call the public listener (`[auth]`, `[[callers]]`); refuses to start open in front of a real upstream |
 //! | `edge`        | the public gRPC edge: in-flight caps, request-body timeout, caller-fault statuses; tells the runtime's hook of each call |
-//! | `connections` | every accepted connection, bounded: caps, descriptor budget, idle timeout, kill switch |
+//! | `connections` | every accepted connection, bounded: caps, descriptor budget, idle timeout, maximum age, kill switch |
+//! | `stream_age`  | `WatchJourney` streams end `CONNECTION_AGED` when their connection ages |
 //! | `setup`       | each listener's TLS, and the process-wide connection budget          |
 //! | `upstream`    | the configured REST service and its operators, or                   |
 //! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
@@ -37,6 +38,7 @@ mod results;
 mod rollout;
 mod runtime;
 mod setup;
+mod stream_age;
 mod upstream;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -289,6 +291,10 @@ impl Launch {
                 max_connections: serving.max_connections,
                 idle_timeout: secs(serving.idle_timeout_secs),
                 tcp_keepalive: secs(serving.tcp_keepalive_secs),
+                max_age: listeners::MaxAge::from_secs(
+                    serving.max_connection_age_secs,
+                    serving.max_connection_age_grace_secs,
+                ),
             },
             budget: connection_budget(config, &services.router, upstream),
             metrics: services.metrics.clone(),
@@ -310,12 +316,13 @@ impl Launch {
         socket: Bound,
         tls: &Option<Arc<ServerTls>>,
     ) -> Accept {
-        let gate = ConnectionGate::new(
-            listener,
-            self.limits.clone(),
-            self.budget.clone(),
-            self.metrics.clone(),
-        );
+        let mut limits = self.limits.clone();
+        if listener == "http" {
+            // HTTP/1 has no GOAWAY, and webhook notices and scrapes are
+            // short: the age is for gRPC callers that stay connected.
+            limits.max_age = None;
+        }
+        let gate = ConnectionGate::new(listener, limits, self.budget.clone(), self.metrics.clone());
         self.kill_switches.push(gate.kill_switch());
         Accept {
             listener: socket.listener,

@@ -138,6 +138,7 @@ struct Inner {
     http_shed: Counter,
     connections_open: Family<ListenerLabels, Gauge>,
     connections_rejected: Family<ListenerLabels, Counter>,
+    connections_aged: Family<ListenerLabels, Counter>,
     draining: Gauge,
     idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
@@ -305,6 +306,15 @@ impl Metrics {
     pub fn record_connection_rejected(&self, listener: &'static str) {
         self.inner
             .connections_rejected
+            .get_or_create(&ListenerLabels { listener })
+            .inc();
+    }
+
+    /// Counts a connection of `listener` told to go away at its maximum
+    /// age (`serving.max_connection_age_secs`).
+    pub fn record_connection_aged(&self, listener: &'static str) {
+        self.inner
+            .connections_aged
             .get_or_create(&ListenerLabels { listener })
             .inc();
     }

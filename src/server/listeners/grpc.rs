@@ -12,7 +12,10 @@ use tonic::{
 };
 use tower::Layer;
 
-use super::Accept;
+use super::{
+    Accept,
+    aging::{AgedCount, serve_each},
+};
 use crate::{
     api::{
         AdminServer, AdmissionLayer, ChannelAdmin, DocumentApi, JourneyApi, LivenessApi,
@@ -147,7 +150,8 @@ pub(in crate::server) fn serve_admin(
 /// Runs a tonic router on the connections the gate admits (after their TLS
 /// handshake, when configured) until `stopped`, then drains: no new
 /// connections, GOAWAY on open ones, and the task ends when they have
-/// closed (the caller bounds that wait). With `runtime`, on its serving
+/// closed (the caller bounds that wait). Each connection also goes away
+/// at its age (`aging`). With `runtime`, on its serving
 /// threads; without, on the runtime of the caller.
 fn serve_grpc<L, ResBody>(
     what: &'static str,
@@ -169,18 +173,13 @@ where
     ResBody::Error: Into<tonic::codegen::StdError>,
 {
     let Some(runtime) = runtime else {
-        let served = tokio::spawn(serve_incoming(
+        return Ok(tokio::spawn(serve_incoming(
             router,
             accept.gate,
             accept.listener,
             accept.tls,
             stopped,
-        ));
-        return Ok(tokio::spawn(async move {
-            if let Ok(Err(e)) = served.await {
-                tracing::error!(listener = what, error = %e, "listener failed");
-            }
-        }));
+        )));
     };
     let addr = accept.listener.local_addr().ok();
     let (gate, tls) = (accept.gate, accept.tls);
@@ -188,11 +187,7 @@ where
         .serve("idgate-grpc", accept.listener, move |listener| {
             let (router, gate, tls, stopped) =
                 (router.clone(), gate.clone(), tls.clone(), stopped.clone());
-            async move {
-                if let Err(e) = serve_incoming(router, gate, listener, tls, stopped).await {
-                    tracing::error!(listener = what, error = %e, "listener failed");
-                }
-            }
+            serve_incoming(router, gate, listener, tls, stopped)
         })
         .map_err(|source| StartError::Bind {
             what,
@@ -201,16 +196,17 @@ where
         })
 }
 
-/// Serves `router` on what `gate` admits from `listener` until `stopped`.
+/// Serves `router` on what `gate` admits from `listener` (after the TLS
+/// handshake, when configured) until `stopped`, each connection until its
+/// age (`aging`).
 async fn serve_incoming<L, ResBody>(
     router: TonicRouter<L>,
     gate: ConnectionGate,
     listener: tokio::net::TcpListener,
     tls: Option<Arc<ServerTls>>,
     stopped: watch::Receiver<bool>,
-) -> Result<(), tonic::transport::Error>
-where
-    L: Layer<tonic::service::Routes> + Send + 'static,
+) where
+    L: Layer<tonic::service::Routes> + Clone + Send + 'static,
     L::Service: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>
         + Clone
         + Send
@@ -221,26 +217,20 @@ where
     ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
     ResBody::Error: Into<tonic::codegen::StdError>,
 {
+    let aged = AgedCount::of(&gate);
     let accepted = gate.incoming(listener);
     match tls {
-        None => {
-            router
-                .serve_with_incoming_shutdown(accepted, wait(stopped))
-                .await
-        }
+        None => serve_each(router, accepted, aged, stopped).await,
         Some(tls) => {
-            router
-                .serve_with_incoming_shutdown(
-                    TlsIncoming::from_stream(accepted, tls),
-                    wait(stopped),
-                )
-                .await
+            serve_each(
+                router,
+                TlsIncoming::from_stream(accepted, tls),
+                aged,
+                stopped,
+            )
+            .await;
         }
     }
-}
-
-async fn wait(mut stopped: watch::Receiver<bool>) {
-    let _ = stopped.wait_for(|s| *s).await;
 }
 
 /// The generated servers' size setters, behind one name.

@@ -7,11 +7,13 @@
 //!
 //! | File     | Job                                                              |
 //! |----------|------------------------------------------------------------------|
+//! | `aging`  | connection age: one tonic server per connection, GOAWAY at its jittered age |
 //! | `bind`   | binding the sockets, before anything else starts                 |
 //! | `grpc`   | serving the two gRPC listeners (the public one on the serving runtime) |
 //! | `http`   | the HTTP listener's accept loop and `/healthz`                   |
 //! | `scrape` | `/metrics`: counters kept elsewhere synced in at scrape time     |
 
+mod aging;
 mod bind;
 mod grpc;
 mod http;
@@ -24,6 +26,7 @@ use tokio::net::TcpListener;
 use super::connections::ConnectionGate;
 use crate::tls::ServerTls;
 
+pub(super) use aging::MaxAge;
 pub(super) use bind::{Bound, bind, bind_shared};
 pub(super) use grpc::{PublicApi, serve_admin, serve_public};
 pub(super) use http::{app as http_app, serve_http};

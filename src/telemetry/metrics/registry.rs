@@ -36,6 +36,7 @@ impl Metrics {
         let http_shed = Counter::default();
         let connections_open = Family::<ListenerLabels, Gauge>::default();
         let connections_rejected = Family::<ListenerLabels, Counter>::default();
+        let connections_aged = Family::<ListenerLabels, Counter>::default();
         let draining = Gauge::default();
         let idle_poll = IdlePollSeconds::default();
         let watch_journeys = Gauge::default();
@@ -114,6 +115,11 @@ impl Metrics {
             connections_rejected.clone(),
         );
         registry.register(
+            "idgate_connections_aged",
+            "gRPC connections told to go away (GOAWAY) at their maximum age (serving.max_connection_age_secs), by listener",
+            connections_aged.clone(),
+        );
+        registry.register(
             "idgate_draining",
             "1 from the stop signal until exit: health says NOT_SERVING",
             draining.clone(),
@@ -130,6 +136,9 @@ impl Metrics {
         for listener in ["grpc", "http", "admin"] {
             drop(connections_open.get_or_create(&ListenerLabels { listener }));
             drop(connections_rejected.get_or_create(&ListenerLabels { listener }));
+        }
+        for listener in ["grpc", "admin"] {
+            drop(connections_aged.get_or_create(&ListenerLabels { listener }));
         }
         registry.register(
             "idgate_watch_journeys",
@@ -190,6 +199,7 @@ impl Metrics {
                 http_shed,
                 connections_open,
                 connections_rejected,
+                connections_aged,
                 draining,
                 idle_poll,
                 watch_journeys,

@@ -60,6 +60,10 @@ const COVERED: &[(Reason, &str)] = &[
         "a_stream_that_reaches_its_lifetime_ends_unavailable_and_may_watch_again",
     ),
     (
+        Reason::ConnectionAged,
+        "a_watch_open_when_its_connection_ages_ends_connection_aged_and_a_rewatch_completes",
+    ),
+    (
         Reason::ShuttingDown,
         "shutting_down_ends_open_watch_streams",
     ),

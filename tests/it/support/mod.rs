@@ -15,6 +15,7 @@
 //! - [`fixed_port`]: ports below the ephemeral range, for processes that
 //!   bind (and rebind) their own;
 //! - [`proxy`]: a TCP proxy the test cuts, one replica's path to Redis;
+//! - [`balancer`]: a round-robin TCP balancer that counts connections;
 //! - [`webhook`]: completion notices, signed or with Basic credentials;
 //! - [`telemetry`] and [`otlp_collector`]: per-test telemetry to the
 //!   in-process OTLP collector (traces and metrics, plaintext or TLS);
@@ -28,6 +29,7 @@
 //!   measurements, and the environment of child processes;
 //! - [`temp`]: temporary files and directories removed with their test.
 
+pub mod balancer;
 pub mod fixed_port;
 pub mod fleet;
 pub mod gateway;

@@ -1,6 +1,6 @@
 //! Serving under pressure, over real sockets with small configured
-//! limits: admission caps and bulkheads, connection caps, header, body and
-//! idle timeouts, the drain, the statuses of caller faults, and what the
+//! limits: admission caps and bulkheads, connection caps and age, header,
+//! body and idle timeouts, the drain, the statuses of caller faults, and what the
 //! gateway refuses to start with, and its discovery (gRPC health and
 //! reflection). Promptness is proven by ordering, never
 //! by the clock: the admitted calls are held at a [`Gate`] on the upstream
@@ -31,6 +31,7 @@ use crate::support::{
 
 mod admission;
 mod caller_faults;
+mod connection_age;
 mod connections;
 mod discovery;
 mod listeners;

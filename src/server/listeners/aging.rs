@@ -1,0 +1,267 @@
+//! Connection age (`[serving] max_connection_age_secs`): gRPC callers keep
+//! one HTTP/2 connection for hours, so without an age every caller stays
+//! on the replica it first reached and replicas added later (by the HPA,
+//! by a rollout) never see it. At its age, give or take 10 %, a connection
+//! is told to go away (HTTP/2 GOAWAY, hyper's graceful shutdown): the
+//! caller's channel opens a new connection for its next call, which the
+//! Service spreads like any other; the calls in flight finish within
+//! `max_connection_age_grace_secs`, after which the connection is closed
+//! outright (by its [`Conn`](super::super::connections)). Its
+//! `WatchJourney` streams end at the age with `UNAVAILABLE` /
+//! `CONNECTION_AGED` (`server/stream_age.rs`), and the caller watches
+//! again. This is grpc-go's `MaxConnectionAge` / `MaxConnectionAgeGrace`
+//! (gRFC A9).
+//!
+//! Each connection is served by a tonic server of its own, whose shutdown
+//! signal is that connection's age (or the listener's stop): tonic's own
+//! `max_connection_age` gives every connection the same age and, with a
+//! grace set, closes the connection without a GOAWAY first.
+
+use std::{
+    future::{Future, pending},
+    hash::{BuildHasher, Hasher},
+    io,
+    pin::pin,
+    sync::Arc,
+    time::Duration,
+};
+
+use futures_util::{Stream, StreamExt, stream};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    sync::watch,
+    task::JoinSet,
+    time::Instant,
+};
+use tonic::transport::server::{Connected, Router as TonicRouter};
+use tower::Layer;
+
+use crate::{
+    net::ConnectionAge,
+    server::connections::{Conn, ConnectionGate},
+    telemetry::Metrics,
+};
+
+/// How long connections live: the age (before jitter) and the grace after
+/// it for calls in flight.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::server) struct MaxAge {
+    age: Duration,
+    /// After the age, how long calls in flight may take before the
+    /// connection is closed outright.
+    pub(in crate::server) grace: Duration,
+}
+
+impl MaxAge {
+    /// The age policy of `[serving]`; `None` when the age is 0 (off).
+    pub(in crate::server) fn from_secs(age_secs: u64, grace_secs: u64) -> Option<Self> {
+        (age_secs > 0).then(|| Self {
+            age: Duration::from_secs(age_secs),
+            grace: Duration::from_secs(grace_secs),
+        })
+    }
+
+    /// When a connection accepted at `now` ages: the age scaled by a
+    /// factor drawn per connection in [0.9, 1.1), so the connections of a
+    /// replica that started (or was reached) at one moment do not all
+    /// reconnect at one moment.
+    pub(in crate::server) fn aged_at(&self, now: Instant) -> Instant {
+        now + jittered(self.age, unit_draw())
+    }
+}
+
+/// `age` scaled by `0.9 + 0.2 * unit` (`unit` in [0, 1)).
+fn jittered(age: Duration, unit: f64) -> Duration {
+    age.mul_f64(0.9 + 0.2 * unit.clamp(0.0, 1.0))
+}
+
+/// A number in [0, 1): std's randomly keyed hasher (fresh keys for each
+/// `RandomState`), which is plenty for spreading reconnects and costs no
+/// dependency.
+fn unit_draw() -> f64 {
+    let bits = std::hash::RandomState::new().build_hasher().finish();
+    // The top 53 bits, the mantissa of an f64.
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A connection whose age the accept loop reads: a plain [`Conn`], or one
+/// after its TLS handshake.
+pub(super) trait Aging {
+    /// The connection's age and phase.
+    fn age(&self) -> Arc<ConnectionAge>;
+}
+
+impl Aging for Conn {
+    fn age(&self) -> Arc<ConnectionAge> {
+        self.info().age
+    }
+}
+
+impl Aging for tokio_rustls::server::TlsStream<Conn> {
+    fn age(&self) -> Arc<ConnectionAge> {
+        self.get_ref().0.info().age
+    }
+}
+
+/// Counts the connections of one listener that reached their age open.
+#[derive(Clone)]
+pub(super) struct AgedCount {
+    listener: &'static str,
+    metrics: Metrics,
+}
+
+impl AgedCount {
+    /// The count of `gate`'s listener.
+    pub(super) fn of(gate: &ConnectionGate) -> Self {
+        let (listener, metrics) = gate.metrics();
+        Self { listener, metrics }
+    }
+}
+
+/// Serves `router` on each connection `incoming` yields, one tonic server
+/// per connection whose shutdown is that connection's age or `stopped`;
+/// on `stopped`, stops accepting (dropping `incoming` closes the socket)
+/// and returns when every connection has closed (the caller bounds that
+/// wait with the shutdown grace and the kill switch).
+pub(super) async fn serve_each<L, ResBody, I, IO>(
+    router: TonicRouter<L>,
+    incoming: I,
+    aged: AgedCount,
+    stopped: watch::Receiver<bool>,
+) where
+    I: Stream<Item = io::Result<IO>>,
+    IO: AsyncRead + AsyncWrite + Connected + Aging + Unpin + Send + 'static,
+    L: Layer<tonic::service::Routes> + Clone + Send + 'static,
+    L::Service: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Error:
+        Into<tonic::codegen::StdError> + Send,
+    ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    ResBody::Error: Into<tonic::codegen::StdError>,
+{
+    let mut connections = JoinSet::new();
+    {
+        let mut incoming = pin!(incoming);
+        let mut stop = pin!(until_stopped(stopped.clone()));
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                // Reaps the tasks of closed connections as they end.
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                next = incoming.next() => match next {
+                    Some(Ok(io)) => {
+                        connections.spawn(serve_one(
+                            router.clone(),
+                            io,
+                            aged.clone(),
+                            stopped.clone(),
+                        ));
+                    }
+                    Some(Err(e)) => tracing::debug!(error = %e, "accept failed"),
+                    None => break,
+                },
+            }
+        }
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+/// Serves one connection until it closes: at its age (or on `stopped`)
+/// the server's graceful shutdown sends GOAWAY and waits for the calls in
+/// flight, which the connection's own expiry bounds.
+async fn serve_one<L, ResBody, IO>(
+    router: TonicRouter<L>,
+    io: IO,
+    aged: AgedCount,
+    stopped: watch::Receiver<bool>,
+) where
+    IO: AsyncRead + AsyncWrite + Connected + Aging + Unpin + Send + 'static,
+    L: Layer<tonic::service::Routes> + Send + 'static,
+    L::Service: tower::Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Future: Send,
+    <L::Service as tower::Service<http::Request<tonic::body::Body>>>::Error:
+        Into<tonic::codegen::StdError> + Send,
+    ResBody: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    ResBody::Error: Into<tonic::codegen::StdError>,
+{
+    let age = io.age();
+    // One connection, then nothing more: the server keeps serving it until
+    // the signal (an ended stream would shut it down at once).
+    let one = stream::once(async { Ok::<_, io::Error>(io) }).chain(stream::pending());
+    let signal = go_away_when(age, aged, stopped);
+    if let Err(e) = router.serve_with_incoming_shutdown(one, signal).await {
+        tracing::debug!(error = %e, "connection failed");
+    }
+}
+
+/// Resolves when the connection must be told to go away (its age, counted;
+/// or the listener's stop), or has closed by itself.
+fn go_away_when(
+    age: Arc<ConnectionAge>,
+    aged: AgedCount,
+    stopped: watch::Receiver<bool>,
+) -> impl Future<Output = ()> + Send + 'static {
+    let closed = age.closed();
+    async move {
+        let until_aged = async {
+            match age.aged_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => pending().await,
+            }
+        };
+        tokio::select! {
+            () = until_aged => {
+                if age.age() {
+                    aged.metrics.record_connection_aged(aged.listener);
+                    tracing::debug!(listener = aged.listener, "connection aged: GOAWAY");
+                }
+            }
+            () = until_stopped(stopped) => {}
+            () = closed => {}
+        }
+    }
+}
+
+async fn until_stopped(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_age_is_jittered_ten_percent_either_way() {
+        let age = Duration::from_secs(100);
+        assert_eq!(jittered(age, 0.0), Duration::from_secs(90));
+        assert_eq!(jittered(age, 0.5), Duration::from_secs(100));
+        assert!(jittered(age, 0.999_999) < Duration::from_secs(110));
+        assert!(jittered(age, 0.999_999) > Duration::from_secs(109));
+    }
+
+    #[test]
+    fn draws_fall_in_the_unit_interval_and_differ() {
+        let draws: Vec<f64> = (0..1000).map(|_| unit_draw()).collect();
+        assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
+        // 1000 draws of 53 bits: a repeat has odds near 2^-33.
+        let mut sorted = draws.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted.dedup();
+        assert_eq!(sorted.len(), draws.len());
+    }
+
+    #[test]
+    fn an_age_of_zero_is_off() {
+        assert!(MaxAge::from_secs(0, 60).is_none());
+        let max = MaxAge::from_secs(10, 5).unwrap();
+        let now = Instant::now();
+        let at = max.aged_at(now);
+        assert!(at >= now + Duration::from_secs(9) && at < now + Duration::from_secs(11));
+    }
+}
