@@ -94,8 +94,8 @@ fn every_alert_has_firing_and_silent_cases_and_a_runbook_section() {
         );
         let anchor = format!("alert-{}", name.to_lowercase());
         assert!(
-            rules.contains(&format!("runbook: docs/observability.md#{anchor}")),
-            "{name}: runbook annotation"
+            rules.contains(&format!("runbook_url: docs/observability.md#{anchor}")),
+            "{name}: runbook_url annotation"
         );
         assert!(
             docs.lines().any(|l| l.starts_with('#')
