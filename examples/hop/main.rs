@@ -31,7 +31,7 @@
 //! - `idgate` (`child.rs`) gets a configuration equivalent to
 //!   `../shared/perf/idgate-perf.toml` on free loopback ports, the
 //!   operator password in its environment, `--log-format json` (what
-//!   `deploy/kubernetes/deployment.yaml` runs; `--log-format text` to
+//!   `deploy/kubernetes/base/deployment.yaml` runs; `--log-format text` to
 //!   change), none of this process's `OTEL_*` or `IDGATE_*` variables, and
 //!   is called once its gRPC health check says `SERVING`. Its stdout is a
 //!   pipe a thread of this process reads and counts, as a container

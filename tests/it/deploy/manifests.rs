@@ -1,23 +1,24 @@
-//! deploy/kubernetes/: valid for the Kubernetes API, and true of the
-//! gateway it deploys.
+//! deploy/kubernetes/: each overlay, as kustomize renders it, valid for
+//! the Kubernetes API and true of the gateway it deploys: probes, the
+//! grace period, the restricted pod, no secret value, the arguments.
 //!
-//! Every value the properties compare comes from the files themselves: the
-//! ConfigMap's `idgate.toml` is loaded by the gateway's own loader
-//! (`Config::from_toml_and_env`, with the Deployment's `IDGATE_*`
-//! variables), so the grace period is checked against the drain the pods
-//! will really run, and the probes against the ports they will listen on.
+//! Every value the properties compare comes from the rendered output: the
+//! generated ConfigMap's `idgate.toml` is loaded by the gateway's own
+//! loader (`Config::from_toml_and_env`, with the Deployment's `IDGATE_*`
+//! variables, patches included), so the grace period is checked against
+//! the drain the pods will really run, and the probes against the ports
+//! they will listen on.
 //!
 //! `kubernetes-validate` has no schema for the Prometheus Operator's CRDs
-//! (`ServiceMonitor`, `PrometheusRule`): those are checked structurally
-//! here, and the PrometheusRule's groups against deploy/prometheus/.
+//! (`ServiceMonitor`, `PrometheusRule`): `monitoring` checks those.
 
 use std::{collections::BTreeSet, path::PathBuf};
 
 use serde_json::Value;
 
 use super::{
-    kubernetes::{DIR, Manifests, secs, strings},
-    yaml::{documents, python, root},
+    kubernetes::{DIR, Manifests, files_under, secs, strings},
+    yaml::{python, root},
 };
 
 /// What a stop takes beyond `drain_delay_secs + shutdown_grace_secs`
@@ -30,114 +31,141 @@ const MARGIN_SECS: u64 = 5;
 const CRD_GROUP: &str = "monitoring.coreos.com/";
 
 #[test]
-fn every_manifest_validates_against_the_kubernetes_schemas() {
-    let m = Manifests::load();
-    // Kustomize lists every manifest of the directory, and nothing else.
-    let on_disk: BTreeSet<String> = std::fs::read_dir(root().join(DIR))
-        .expect("deploy/kubernetes")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".yaml") && n != "kustomization.yaml")
-        .collect();
-    let listed: BTreeSet<String> = strings(&m.kustomization["resources"]).into_iter().collect();
-    assert_eq!(on_disk, listed, "kustomization.yaml lists every manifest");
-
-    let mut core = Vec::new();
-    for (file, docs) in &m.by_file {
-        let crd = docs
-            .iter()
-            .filter(|d| {
-                d["apiVersion"]
-                    .as_str()
-                    .unwrap_or("")
-                    .starts_with(CRD_GROUP)
-            })
-            .count();
-        assert!(
-            crd == 0 || crd == docs.len(),
-            "{file} mixes CRDs and core kinds"
-        );
-        if crd == 0 {
-            core.push(root().join(file));
+fn every_overlay_renders_and_validates_strictly_against_the_kubernetes_schemas() {
+    for m in Manifests::each() {
+        // Every object but the Prometheus Operator's, one file each (JSON
+        // is YAML), validated strictly: an unknown field fails.
+        let temp = crate::support::temp::dir("k8s");
+        let mut paths = Vec::new();
+        for (i, object) in m.all().enumerate() {
+            let api = object["apiVersion"].as_str().unwrap_or("");
+            if api.starts_with(CRD_GROUP) {
+                continue;
+            }
+            let path = temp.path().join(format!("{i}.yaml"));
+            std::fs::write(&path, object.to_string()).expect("write");
+            paths.push(path.display().to_string());
+        }
+        let kinds: BTreeSet<&str> = m.all().filter_map(|o| o["kind"].as_str()).collect();
+        for kind in [
+            "Namespace",
+            "ServiceAccount",
+            "ConfigMap",
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget",
+            "NetworkPolicy",
+            "ServiceMonitor",
+            "PrometheusRule",
+        ] {
+            assert!(kinds.contains(kind), "{}: no {kind}", m.overlay);
+        }
+        let mut args = vec!["-m", "kubernetes_validate", "--strict", "--quiet"];
+        args.extend(paths.iter().map(String::as_str));
+        python(&args);
+        // Every namespaced object in the overlay's namespace.
+        let namespace =
+            m.of_kind("Namespace").next().expect("namespace")["metadata"]["name"].clone();
+        for object in m.all().filter(|o| o["kind"] != "Namespace") {
+            assert_eq!(
+                object["metadata"]["namespace"], namespace,
+                "{}: {} {}",
+                m.overlay, object["kind"], object["metadata"]["name"]
+            );
         }
     }
-    // The generated ConfigMaps too, as kustomize builds them (JSON is YAML).
-    let temp = crate::support::temp::dir("k8s");
-    let dir = temp.path().to_path_buf();
-    for name in ["idgate-config", "idgate-jwks"] {
-        let map = serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": { "name": name, "namespace": m.kustomization["namespace"] },
-            "data": m.config_map_files(name),
-        });
-        let path = dir.join(format!("{name}.yaml"));
-        std::fs::write(&path, map.to_string()).expect("write");
-        core.push(path);
+    // The base names no namespace: each overlay sets its own.
+    let base = std::fs::read_to_string(root().join(DIR).join("base/kustomization.yaml"))
+        .expect("base kustomization");
+    assert!(!base.lines().any(|l| l.starts_with("namespace:")), "{base}");
+}
+
+/// The readiness a kubelet probe reads: gRPC health of the public port
+/// when it is plaintext (the kubelet's gRPC probe cannot speak TLS), else
+/// `/healthz` of the HTTP listener; both turn NOT_SERVING on SIGTERM.
+fn assert_probe_reads_readiness(m: &Manifests, probe: &Value, config: &idgate::config::Config) {
+    let ports = m.ports();
+    if let Some(grpc) = probe.get("grpc") {
+        assert_eq!(m.port(&grpc["port"]), ports["grpc"], "{probe}");
+        assert!(
+            config.tls.grpc.is_none(),
+            "{}: a gRPC probe on a TLS listener always fails",
+            m.overlay
+        );
+        assert!(
+            grpc["service"].as_str().unwrap_or("").is_empty(),
+            "the overall service \"\", which flips to NOT_SERVING on SIGTERM"
+        );
+    } else {
+        let http = &probe["httpGet"];
+        assert_eq!(http["path"], "/healthz", "{probe}");
+        assert_eq!(m.port(&http["port"]), ports["http"], "{probe}");
+        let https = http["scheme"] == "HTTPS";
+        assert_eq!(https, config.tls.http.is_some(), "{}: {probe}", m.overlay);
     }
-    assert!(core.len() >= 9, "{core:?}");
-    let mut args = vec!["-m", "kubernetes_validate", "--strict", "--quiet"];
-    let paths: Vec<String> = core.iter().map(|p| p.display().to_string()).collect();
-    args.extend(paths.iter().map(String::as_str));
-    python(&args);
 }
 
 #[test]
-fn readiness_is_grpc_health_of_the_public_port_and_liveness_survives_the_drain() {
-    let m = Manifests::load();
-    let config = m.gateway_config();
-    let ports = m.ports();
-    assert_eq!(ports["grpc"], u64::from(config.listen.grpc.port()));
-    assert_eq!(ports["http"], u64::from(config.listen.http.port()));
-    assert_eq!(ports["admin"], u64::from(config.listen.admin.port()));
-    assert!(
-        config.listen.grpc.ip().is_unspecified(),
-        "listens on the pod's address"
-    );
+fn readiness_reads_health_tolerates_one_slow_probe_and_liveness_survives_the_drain() {
+    for m in Manifests::each() {
+        let config = m.gateway_config();
+        let ports = m.ports();
+        assert_eq!(ports["grpc"], u64::from(config.listen.grpc.port()));
+        assert_eq!(ports["http"], u64::from(config.listen.http.port()));
+        assert_eq!(ports["admin"], u64::from(config.listen.admin.port()));
+        assert!(
+            config.listen.grpc.ip().is_unspecified(),
+            "listens on the pod's address"
+        );
 
-    let c = m.container();
-    let readiness = &c["readinessProbe"];
-    assert_eq!(
-        m.port(&readiness["grpc"]["port"]),
-        ports["grpc"],
-        "{readiness}"
-    );
-    assert!(
-        readiness["grpc"]["service"]
-            .as_str()
-            .unwrap_or("")
-            .is_empty(),
-        "the overall service \"\", which flips to NOT_SERVING on SIGTERM"
-    );
-    // The pod leaves the endpoints before the gateway stops accepting.
-    let period = secs(&readiness["periodSeconds"]);
-    let failures = secs(&readiness["failureThreshold"]);
-    assert!(
-        config.serving.drain_delay_secs > period * failures,
-        "drain_delay_secs {} must exceed the readiness probe's {period} s × {failures}",
-        config.serving.drain_delay_secs
-    );
+        let c = m.container();
+        let readiness = &c["readinessProbe"];
+        assert_probe_reads_readiness(&m, readiness, &config);
+        // One slow or failed answer does not take the pod out.
+        let period = secs(&readiness["periodSeconds"]);
+        let failures = secs(&readiness["failureThreshold"]);
+        let timeout = secs(&readiness["timeoutSeconds"]);
+        assert!(failures >= 3, "{}: {readiness}", m.overlay);
+        assert!(
+            (2..=period.max(2)).contains(&timeout),
+            "{}: {readiness}",
+            m.overlay
+        );
+        // The pod leaves the endpoints before the gateway stops accepting.
+        assert!(
+            config.serving.drain_delay_secs > period * failures,
+            "{}: drain_delay_secs {} must exceed the readiness probe's {period} s × {failures}",
+            m.overlay,
+            config.serving.drain_delay_secs
+        );
 
-    // Liveness asks whether the process is alive, never health (which
-    // reports NOT_SERVING on purpose while the pod drains).
-    let liveness = &c["livenessProbe"];
-    assert!(liveness.get("grpc").is_none(), "{liveness}");
-    assert!(liveness.get("httpGet").is_none(), "{liveness}");
-    assert_eq!(m.port(&liveness["tcpSocket"]["port"]), ports["grpc"]);
+        // Liveness asks whether the process is alive, never health (which
+        // reports NOT_SERVING on purpose while the pod drains).
+        let liveness = &c["livenessProbe"];
+        assert!(liveness.get("grpc").is_none(), "{liveness}");
+        assert!(liveness.get("httpGet").is_none(), "{liveness}");
+        assert_eq!(m.port(&liveness["tcpSocket"]["port"]), ports["grpc"]);
 
-    // The startup probe leaves room for the bounded Redis wait at start.
-    let startup = &c["startupProbe"];
-    assert_eq!(m.port(&startup["grpc"]["port"]), ports["grpc"], "{startup}");
-    let cluster = &config.cluster;
-    let start_ms = cluster.connect_timeout_ms + 4 * cluster.command_timeout_ms;
-    assert!(
-        secs(&startup["periodSeconds"]) * secs(&startup["failureThreshold"]) * 1000 > start_ms,
-        "the startup probe allows the start's {start_ms} ms Redis wait"
-    );
+        // The startup probe leaves room for the bounded Redis wait at start.
+        let startup = &c["startupProbe"];
+        assert_probe_reads_readiness(&m, startup, &config);
+        let cluster = &config.cluster;
+        let start_ms = cluster.connect_timeout_ms + 4 * cluster.command_timeout_ms;
+        assert!(
+            secs(&startup["periodSeconds"]) * secs(&startup["failureThreshold"]) * 1000 > start_ms,
+            "the startup probe allows the start's {start_ms} ms Redis wait"
+        );
+    }
 }
 
 #[test]
 fn the_grace_period_covers_the_drain_delay_the_shutdown_grace_and_a_margin() {
-    let m = Manifests::load();
+    for m in Manifests::each() {
+        the_grace_period_covers_the_drain_of(&m);
+    }
+}
+
+fn the_grace_period_covers_the_drain_of(m: &Manifests) {
     let serving = m.gateway_config().serving;
     let grace = secs(&m.pod()["terminationGracePeriodSeconds"]);
     let needed = serving.drain_delay_secs + serving.shutdown_grace_secs + MARGIN_SECS;
@@ -154,7 +182,12 @@ fn the_grace_period_covers_the_drain_delay_the_shutdown_grace_and_a_margin() {
 
 #[test]
 fn the_pods_run_as_non_root_on_a_read_only_root_with_no_capability_and_bounded_resources() {
-    let m = Manifests::load();
+    for m in Manifests::each() {
+        the_pods_run_restricted_in(&m);
+    }
+}
+
+fn the_pods_run_restricted_in(m: &Manifests) {
     let pod = m.pod();
     let c = m.container();
     let run_as_non_root = c["securityContext"]["runAsNonRoot"]
@@ -184,7 +217,7 @@ fn the_pods_run_as_non_root_on_a_read_only_root_with_no_capability_and_bounded_r
         assert_eq!(mount["readOnly"], true, "{mount}");
     }
 
-    // The budget and the autoscaler act on these pods, and keep three.
+    // The budget and the policies act on these pods.
     let labels = &m.deployment()["spec"]["template"]["metadata"]["labels"];
     for (kind, selector) in [
         ("PodDisruptionBudget", "/spec/selector/matchLabels"),
@@ -199,9 +232,6 @@ fn the_pods_run_as_non_root_on_a_read_only_root_with_no_capability_and_bounded_r
             assert_eq!(&labels[k], v, "{kind} selects the gateway's pods");
         }
     }
-    let hpa = m.object("HorizontalPodAutoscaler", "idgate");
-    assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], "idgate");
-    assert!(hpa["spec"]["minReplicas"].as_u64() >= m.deployment()["spec"]["replicas"].as_u64());
 }
 
 /// Key names that hold secrets in `idgate.toml` (never allowed but as a
@@ -210,7 +240,29 @@ const SECRET_WORDS: [&str; 4] = ["password", "token", "secret", "key"];
 
 #[test]
 fn no_manifest_holds_a_secret_value() {
-    let m = Manifests::load();
+    for m in Manifests::each() {
+        no_secret_value_in(&m);
+    }
+    // And no file of deploy/ carries key material or a webhook secret.
+    for dir in ["deploy/kubernetes", "deploy/prometheus", "deploy/grafana"] {
+        for path in files_under(dir) {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for marker in ["PRIVATE KEY", "whsec_", "password =", "token ="] {
+                assert!(
+                    !text.contains(marker),
+                    "{} contains {marker:?}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// Secrets come from mounted Secrets by file, in the environment by
+/// `secretKeyRef`, never as values.
+fn no_secret_value_in(m: &Manifests) {
     for doc in m.all() {
         assert_ne!(doc["kind"], "Secret", "a Secret object in the manifests");
     }
@@ -237,10 +289,6 @@ fn no_manifest_holds_a_secret_value() {
                 .map(|mount| mount["mountPath"].as_str().expect("path").to_owned())
         })
         .collect();
-    assert!(
-        !secret_mounts.is_empty(),
-        "secrets come from a mounted Secret"
-    );
     let text = &m.config_map_files("idgate-config")["idgate.toml"];
     let table: toml::Table = toml::from_str(text).expect("idgate.toml is TOML");
     let mut references = 0;
@@ -264,33 +312,21 @@ fn no_manifest_holds_a_secret_value() {
             references += 1;
         }
     });
-    assert!(
-        references >= 5,
-        "the secrets are read from files: {references}"
-    );
-    // The JWKS holds public keys only.
-    let jwks: Value =
-        serde_json::from_str(&m.config_map_files("idgate-jwks")["jwks.json"]).expect("jwks.json");
-    for key in jwks["keys"].as_array().expect("keys") {
-        for private in ["d", "p", "q", "dp", "dq", "qi", "k"] {
-            assert!(
-                key.get(private).is_none(),
-                "jwks.json holds private member {private}"
-            );
-        }
-    }
-    // And no file of deploy/ carries key material or a webhook secret.
-    for dir in ["deploy/kubernetes", "deploy/prometheus", "deploy/grafana"] {
-        for entry in std::fs::read_dir(root().join(dir)).expect("dir") {
-            let path = entry.expect("entry").path();
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            for marker in ["PRIVATE KEY", "whsec_", "password =", "token ="] {
+    // Production reads its passwords and keys from the Secret's files;
+    // dev (the embedded sandbox, open access) has none to read.
+    if m.overlay == "production" {
+        assert!(
+            references >= 5,
+            "the secrets are read from files: {references}"
+        );
+        // The JWKS holds public keys only.
+        let jwks: Value = serde_json::from_str(&m.config_map_files("idgate-jwks")["jwks.json"])
+            .expect("jwks.json");
+        for key in jwks["keys"].as_array().expect("keys") {
+            for private in ["d", "p", "q", "dp", "dq", "qi", "k"] {
                 assert!(
-                    !text.contains(marker),
-                    "{} contains {marker:?}",
-                    path.display()
+                    key.get(private).is_none(),
+                    "jwks.json holds private member {private}"
                 );
             }
         }
@@ -320,132 +356,13 @@ fn walk(value: &toml::Value, key: &str, f: &mut impl FnMut(&str, &toml::Value)) 
 }
 
 #[test]
-fn the_network_policy_admits_callers_ops_and_scrapes_and_reaches_redis_and_the_vendor() {
-    let m = Manifests::load();
-    let config = m.gateway_config();
-    let policy = m.object("NetworkPolicy", "idgate");
-    let ports = m.ports();
-    let ingress = policy["spec"]["ingress"].as_array().expect("ingress");
-    let rule_for = |port: u64| -> &Value {
-        let rules: Vec<&Value> = ingress
-            .iter()
-            .filter(|r| {
-                r["ports"]
-                    .as_array()
-                    .is_some_and(|ps| ps.iter().any(|p| m.port(&p["port"]) == port))
-            })
-            .collect();
-        assert_eq!(rules.len(), 1, "one ingress rule for port {port}");
-        rules[0]
-    };
-    let grpc = rule_for(ports["grpc"]);
-    assert!(
-        grpc["from"][0]["podSelector"]["matchLabels"].is_object(),
-        "gRPC only from labelled callers: {grpc}"
-    );
-    let admin = rule_for(ports["admin"]);
-    for from in admin["from"].as_array().expect("from") {
-        assert!(from.get("podSelector").is_none() && from.get("ipBlock").is_none());
-        assert!(
-            from["namespaceSelector"]["matchLabels"].is_object(),
-            "{from}"
-        );
-    }
-    rule_for(ports["http"]);
-
-    // Egress: the Redis and the vendor the configuration names.
-    let egress_ports: BTreeSet<u64> = policy["spec"]["egress"]
-        .as_array()
-        .expect("egress")
-        .iter()
-        .flat_map(|r| r["ports"].as_array().cloned().unwrap_or_default())
-        .map(|p| m.port(&p["port"]))
-        .collect();
-    let upstream = config.upstream.as_ref().expect("[upstream]");
-    let redis = config
-        .cluster
-        .redis_url
-        .as_deref()
-        .expect("[cluster] redis_url");
-    for url in [
-        upstream.base_url.as_str(),
-        upstream.result_base_url.as_str(),
-        redis,
-    ] {
-        let url = reqwest::Url::parse(url).expect("url");
-        let port = url.port().map(u64::from).unwrap_or(match url.scheme() {
-            "https" => 443,
-            "rediss" | "redis" => 6379,
-            s => panic!("scheme {s}"),
-        });
-        assert!(
-            egress_ports.contains(&port),
-            "egress to {url} (port {port})"
-        );
-    }
-    assert!(egress_ports.contains(&53), "DNS");
-}
-
-#[test]
-fn the_prometheus_rule_is_deploy_prometheus_and_the_service_monitor_scrapes_metrics() {
-    // One source of truth: the generated file is what the script writes.
-    python(&["scripts/gen-prometheus-rule", "--check"]);
-    let m = Manifests::load();
-    let rule = m.object("PrometheusRule", "idgate");
-    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(root().join("deploy/prometheus"))
-        .expect("deploy/prometheus")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
-        .collect();
-    sources.sort();
-    let expected: Vec<Value> = documents(&sources)
-        .into_values()
-        .flat_map(|docs| docs[0]["groups"].as_array().cloned().expect("groups"))
-        .collect();
-    // The BTreeMap above is ordered by path, as the script copies them.
-    assert_eq!(rule["spec"]["groups"].as_array(), Some(&expected));
-    // The shape the operator expects (no schema ships for this CRD).
-    for group in &expected {
-        assert!(group["name"].is_string(), "{group}");
-        for r in group["rules"].as_array().expect("rules") {
-            assert!(r["record"].is_string() != r["alert"].is_string(), "{r}");
-            assert!(r["expr"].is_string(), "{r}");
-        }
-    }
-
-    let monitor = m.object("ServiceMonitor", "idgate");
-    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
-    let service = m.object("Service", "idgate");
-    for (k, v) in monitor["spec"]["selector"]["matchLabels"]
-        .as_object()
-        .expect("labels")
-    {
-        assert_eq!(
-            &service["metadata"]["labels"][k], v,
-            "selects the Service idgate"
-        );
-    }
-    let http = u64::from(m.gateway_config().listen.http.port());
-    for endpoint in monitor["spec"]["endpoints"].as_array().expect("endpoints") {
-        assert_eq!(endpoint["path"], "/metrics");
-        let port = service["spec"]["ports"]
-            .as_array()
-            .expect("ports")
-            .iter()
-            .find(|p| p["name"] == endpoint["port"])
-            .expect("a Service port of that name");
-        assert_eq!(
-            m.port(&port["targetPort"]),
-            http,
-            "/metrics is on the http listener"
-        );
-    }
-}
-
-#[test]
 fn the_container_arguments_parse_and_name_the_mounted_config_as_the_image_does() {
-    let m = Manifests::load();
+    for m in Manifests::each() {
+        the_container_arguments_of(&m);
+    }
+}
+
+fn the_container_arguments_of(m: &Manifests) {
     let args = strings(&m.container()["args"]);
     let at = args.iter().position(|a| a == "--config").expect("--config");
     let config = PathBuf::from(&args[at + 1]);

@@ -1,11 +1,7 @@
 //! The repository's YAML files as JSON values, through
 //! scripts/yaml-to-json, and the Python tools the deploy tests run.
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    process::Command,
-};
+use std::{collections::BTreeMap, path::PathBuf, process::Command};
 
 use serde_json::Value;
 
@@ -43,12 +39,4 @@ pub fn documents(paths: &[PathBuf]) -> BTreeMap<String, Vec<Value>> {
     args.extend(paths.iter().map(|p| p.display().to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     serde_json::from_str(&python(&args)).expect("scripts/yaml-to-json prints JSON")
-}
-
-/// The one document of `path`.
-pub fn document(path: &Path) -> Value {
-    let mut all = documents(&[path.to_owned()]);
-    let mut docs = all.pop_first().expect("the file").1;
-    assert_eq!(docs.len(), 1, "{} holds one document", path.display());
-    docs.remove(0)
 }
