@@ -341,6 +341,8 @@ impl AsyncWrite for Conn {
         if self.dead || self.kill.is_killed() {
             return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
         }
+        // The audit records of the calls this write answers are out first.
+        crate::telemetry::log_lines::flush_this_thread();
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
@@ -352,6 +354,7 @@ impl AsyncWrite for Conn {
         if self.dead || self.kill.is_killed() {
             return Poll::Ready(Err(io::ErrorKind::ConnectionAborted.into()));
         }
+        crate::telemetry::log_lines::flush_this_thread();
         Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 

@@ -16,10 +16,15 @@
 //! threads interleave by batch (each line's timestamp tells when it
 //! happened). What a thread holds is written when the thread ends.
 //!
-//! Audit records ([`crate::telemetry::audit`]) are written through: the
-//! record, after what its thread holds, in one `write` at once, so a
-//! process killed right after a call has its record out. A failed audit
-//! write is counted ([`audit_write_failures`], exported as
+//! Audit records ([`crate::telemetry::audit`]) are out before the response
+//! of their call: a serving thread's connections write what the thread
+//! holds ([`flush_this_thread`]) before they write any byte to their
+//! socket (`server::connections::Conn`), so a process killed right after
+//! a client got its answer has that call's record on stdout, by design,
+//! and the records of the calls answered in one socket write share one
+//! `write` to stdout. On any other thread an audit record is written at
+//! once. A failed write of audit records is counted
+//! ([`audit_write_failures`], exported as
 //! `idgate_audit_write_failures_total`) and said once on stderr.
 
 use std::{
@@ -40,8 +45,11 @@ pub fn audit_write_failures() -> u64 {
     AUDIT_WRITE_FAILURES.load(Ordering::Relaxed)
 }
 
-fn audit_write_failed(error: &io::Error) {
-    AUDIT_WRITE_FAILURES.fetch_add(1, Ordering::Relaxed);
+fn audit_write_failed(error: &io::Error, records: u64) {
+    if records == 0 {
+        return;
+    }
+    AUDIT_WRITE_FAILURES.fetch_add(records, Ordering::Relaxed);
     if !AUDIT_FAILURE_SAID.swap(true, Ordering::Relaxed) {
         // Said once, on the one stream left: the audit trail is stdout.
         eprintln!(
@@ -62,6 +70,7 @@ thread_local! {
         RefCell::new(Batch {
             on: false,
             lines: Vec::new(),
+            audit: 0,
             sink: None,
         })
     };
@@ -72,6 +81,8 @@ struct Batch {
     /// This thread batches its lines ([`batch_this_thread`]).
     on: bool,
     lines: Vec<u8>,
+    /// Audit records among `lines` (counted if their write fails).
+    audit: u64,
     sink: Option<Sink>,
 }
 
@@ -83,6 +94,10 @@ impl Batch {
         {
             written = sink(&self.lines);
             self.lines.clear();
+            if let Err(e) = &written {
+                audit_write_failed(e, self.audit);
+            }
+            self.audit = 0;
         }
         written
     }
@@ -105,7 +120,8 @@ pub fn batch_this_thread() {
 }
 
 /// Writes the calling thread's batched lines (a serving thread's runtime
-/// calls it before it sleeps).
+/// calls it before it sleeps, and its connections before they write to
+/// their socket). Cheap when the thread holds nothing.
 pub fn flush_this_thread() {
     let _ = BATCH.try_with(|b| {
         if let Ok(mut b) = b.try_borrow_mut() {
@@ -115,28 +131,27 @@ pub fn flush_this_thread() {
 }
 
 /// Writes `line` to `sink` now, or adds it to the calling thread's batch;
-/// `through`: the line (an audit record) and the batch before it go out
-/// now, in one write. Returns whether what had to go out now did.
-fn write_line(sink: Sink, line: &[u8], through: bool) -> io::Result<()> {
+/// `audit`: the line is an audit record (a failed write of it is counted).
+fn write_line(sink: Sink, line: &[u8], audit: bool) {
     let batched = BATCH
         .try_with(|b| {
             let Ok(mut b) = b.try_borrow_mut() else {
-                return None;
+                return false;
             };
             if !b.on {
-                return None;
+                return false;
             }
             b.sink = Some(sink);
             b.lines.extend_from_slice(line);
-            if through || b.lines.len() >= FLUSH_AT {
-                return Some(b.flush());
+            b.audit += u64::from(audit);
+            if b.lines.len() >= FLUSH_AT {
+                let _ = b.flush();
             }
-            Some(Ok(()))
+            true
         })
-        .unwrap_or(None);
-    match batched {
-        Some(written) => written,
-        None => sink(line),
+        .unwrap_or(false);
+    if !batched && let Err(e) = sink(line) {
+        audit_write_failed(&e, u64::from(audit));
     }
 }
 
@@ -158,12 +173,9 @@ pub struct LineWriter {
 
 impl Write for LineWriter {
     fn write(&mut self, line: &[u8]) -> io::Result<usize> {
-        if let Err(e) = write_line(self.sink, line, self.audit)
-            && self.audit
-        {
-            audit_write_failed(&e);
-        }
-        // Nothing to tell another line's failure to.
+        // A failed audit record is counted; nothing to tell another
+        // line's failure to.
+        write_line(self.sink, line, self.audit);
         Ok(line.len())
     }
 
@@ -233,8 +245,8 @@ mod tests {
     fn a_batching_thread_writes_its_lines_in_one_write_when_flushed() {
         let (id, before_flush) = on_a_thread(|| {
             batch_this_thread();
-            write_line(sink, b"one\n", false).unwrap();
-            write_line(sink, b"two\n", false).unwrap();
+            write_line(sink, b"one\n", false);
+            write_line(sink, b"two\n", false);
             let before = writes_of(thread::current().id());
             flush_this_thread();
             before
@@ -246,7 +258,7 @@ mod tests {
     #[test]
     fn other_threads_write_each_line_at_once() {
         let (id, seen) = on_a_thread(|| {
-            write_line(sink, b"now\n", false).unwrap();
+            write_line(sink, b"now\n", false);
             writes_of(thread::current().id())
         });
         assert_eq!(seen, [b"now\n".to_vec()]);
@@ -257,7 +269,7 @@ mod tests {
     fn what_a_thread_holds_is_written_when_it_ends() {
         let (id, ()) = on_a_thread(|| {
             batch_this_thread();
-            write_line(sink, b"last words\n", false).unwrap();
+            write_line(sink, b"last words\n", false);
         });
         assert_eq!(writes_of(id), [b"last words\n".to_vec()]);
     }
@@ -272,7 +284,7 @@ mod tests {
         let (id, written) = on_a_thread(move || {
             batch_this_thread();
             for _ in 0..FLUSH_AT / line.len() {
-                write_line(sink, &line, false).unwrap();
+                write_line(sink, &line, false);
             }
             writes_of(thread::current().id())
         });
@@ -282,19 +294,21 @@ mod tests {
     }
 
     #[test]
-    fn an_audit_record_goes_out_at_once_with_what_its_thread_held() {
-        let (id, written) = on_a_thread(|| {
+    fn audit_records_wait_with_the_threads_lines_until_its_next_flush() {
+        let (id, before) = on_a_thread(|| {
             batch_this_thread();
-            write_line(sink, b"access\n", false).unwrap();
-            write_line(sink, b"audit\n", true).unwrap();
-            writes_of(thread::current().id())
+            write_line(sink, b"access\n", false);
+            write_line(sink, b"audit\n", true);
+            let before = writes_of(thread::current().id());
+            flush_this_thread();
+            before
         });
+        assert!(before.is_empty());
         assert_eq!(
-            written,
+            writes_of(id),
             [b"access\naudit\n".to_vec()],
             "one write, in order"
         );
-        assert_eq!(writes_of(id).len(), 1);
     }
 
     #[test]
@@ -310,6 +324,14 @@ mod tests {
             audit: false,
         };
         plain.write_all(b"info\n").unwrap();
-        assert_eq!(audit_write_failures(), before + 1);
+        // Batched: two audit records and a line in one failed write.
+        let (_, ()) = on_a_thread(move || {
+            batch_this_thread();
+            write_line(broken, b"a\n", true);
+            write_line(broken, b"b\n", true);
+            write_line(broken, b"c\n", false);
+            flush_this_thread();
+        });
+        assert_eq!(audit_write_failures(), before + 3);
     }
 }
