@@ -19,6 +19,9 @@ mod counters;
 #[path = "../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
+#[path = "../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "support/fleet.rs"]
 mod fleet;
 

@@ -47,6 +47,9 @@ mod envoy;
 #[path = "../../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
+#[path = "../../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "../support/journey.rs"]
 mod journey;
 #[path = "../../tests/it/support/redis.rs"]
@@ -193,7 +196,7 @@ fn main() -> anyhow::Result<()> {
     );
     let _ = rustls::crypto::ring::default_provider().install_default();
     let idgate = idgate_binary()?;
-    let envoy = envoy::envoy_binary()?;
+    let envoy = envoy::envoy_binary(Path::new("python3"))?;
     let tick = cpu::ticks_per_second()?;
     // The sandbox on threads of its own, so /proc tells its CPU apart.
     let sandbox_rt = tokio::runtime::Builder::new_multi_thread()

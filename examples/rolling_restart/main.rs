@@ -25,6 +25,9 @@
 #[path = "../../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
+#[path = "../../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 mod harness;
 #[path = "../../tests/it/support/redis.rs"]
 #[allow(dead_code)]
@@ -69,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
     let redis = redis_server::RedisServer::start();
     let opts = harness::Options {
         idgate,
-        envoy: harness::envoy::envoy_binary()?,
+        envoy: harness::envoy::envoy_binary(std::path::Path::new("python3"))?,
         redis_url: redis.url(),
         replicas: args.replicas,
         rounds: args.rounds,
