@@ -18,15 +18,15 @@
 //! share the machine's cores with the replicas: the rate is a floor of
 //! what a replica on its own cores carries. Stops everything it started.
 
+#[path = "../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "support/counters.rs"]
 #[allow(dead_code)]
 mod counters;
 #[path = "../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
-#[path = "../tests/it/support/child_env.rs"]
-#[allow(dead_code)]
-mod child_env;
 #[path = "support/fleet.rs"]
 mod fleet;
 

@@ -13,15 +13,15 @@
 //! the Redis commands the replicas sent (`idgate_cluster_operations`).
 //! Bounded by `--iterations`; stops everything it started.
 
+#[path = "../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "support/counters.rs"]
 #[allow(dead_code)]
 mod counters;
 #[path = "../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
-#[path = "../tests/it/support/child_env.rs"]
-#[allow(dead_code)]
-mod child_env;
 #[path = "support/fleet.rs"]
 mod fleet;
 

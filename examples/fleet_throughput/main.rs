@@ -38,6 +38,9 @@
 mod cpu;
 mod measure;
 
+#[path = "../../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "../support/counters.rs"]
 #[allow(dead_code)]
 mod counters;
@@ -47,9 +50,6 @@ mod envoy;
 #[path = "../../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
-#[path = "../../tests/it/support/child_env.rs"]
-#[allow(dead_code)]
-mod child_env;
 #[path = "../support/journey.rs"]
 mod journey;
 #[path = "../../tests/it/support/redis.rs"]

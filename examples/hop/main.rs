@@ -76,13 +76,13 @@
 //! `--max-seconds`.
 
 mod child;
+#[path = "../../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 mod cluster;
 #[path = "../../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
-#[path = "../../tests/it/support/child_env.rs"]
-#[allow(dead_code)]
-mod child_env;
 mod jwt;
 mod load;
 mod otlp_sink;

@@ -22,12 +22,12 @@
 //! a failed RPC was not retryable, a held watcher did not end
 //! `SHUTTING_DOWN`, or a replica did not exit cleanly within its drain.
 
-#[path = "../../tests/it/support/fixed_port.rs"]
-#[allow(dead_code)]
-mod fixed_port;
 #[path = "../../tests/it/support/child_env.rs"]
 #[allow(dead_code)]
 mod child_env;
+#[path = "../../tests/it/support/fixed_port.rs"]
+#[allow(dead_code)]
+mod fixed_port;
 mod harness;
 #[path = "../../tests/it/support/redis.rs"]
 #[allow(dead_code)]
