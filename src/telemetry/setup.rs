@@ -463,4 +463,4 @@ use providers::{
     metrics_export_requested,
 };
 #[cfg(test)]
-use providers::{env_names_service, resource};
+use providers::{env_names_service, resource, resource_from};

@@ -45,7 +45,7 @@ pub(super) fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>)
 /// [`resource`] from `otel_env`: the SDK's own detectors for the
 /// process's environment; for a given set, the same attributes read from
 /// it (the SDK's detectors would read the process's).
-fn resource_from(service_name: &str, otel_env: &OtelEnv) -> Resource {
+pub(super) fn resource_from(service_name: &str, otel_env: &OtelEnv) -> Resource {
     let env = |name: &str| otel_env.var(name);
     if otel_env.is_process() {
         return resource(service_name, &env);
