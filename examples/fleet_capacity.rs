@@ -18,6 +18,9 @@
 //! share the machine's cores with the replicas: the rate is a floor of
 //! what a replica on its own cores carries. Stops everything it started.
 
+#[path = "../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "support/counters.rs"]
 #[allow(dead_code)]
 mod counters;

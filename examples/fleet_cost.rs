@@ -13,6 +13,9 @@
 //! the Redis commands the replicas sent (`idgate_cluster_operations`).
 //! Bounded by `--iterations`; stops everything it started.
 
+#[path = "../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "support/counters.rs"]
 #[allow(dead_code)]
 mod counters;

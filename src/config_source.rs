@@ -112,16 +112,24 @@ fn invalid(e: &toml::de::Error, text: Option<&str>) -> ConfigError {
 }
 
 /// `message` with quoted values replaced, unless it quotes names: serde's
-/// field and variant errors quote keys, which a reader needs.
+/// field errors quote keys, which a reader needs. Its variant error
+/// quotes the value written (`unknown variant `x`, expected one of ...`),
+/// then the names a reader needs: the value is replaced, the names kept.
 fn value_free(message: &str) -> String {
-    let names_keys = [
-        "unknown field",
-        "missing field",
-        "duplicate field",
-        "unknown variant",
-    ]
-    .iter()
-    .any(|p| message.contains(p));
+    const VARIANT: &str = "unknown variant `";
+    if let Some(at) = message.find(VARIANT) {
+        let start = at + VARIANT.len();
+        // The last of serde's two endings: the value may hold a backtick.
+        let end = message
+            .rfind("`, expected ")
+            .or_else(|| message.rfind("`, there are no variants"))
+            .filter(|end| *end >= start)
+            .unwrap_or(message.len());
+        return format!("{}<redacted>{}", &message[..start], &message[end..]);
+    }
+    let names_keys = ["unknown field", "missing field", "duplicate field"]
+        .iter()
+        .any(|p| message.contains(p));
     if names_keys {
         return message.to_owned();
     }
@@ -212,5 +220,34 @@ fn apply_value(node: &mut toml::Value, path: &[String], value: &str) -> Result<(
             }
         }
         _ => Err("overrides a key inside a value that is not a table".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_free;
+
+    #[test]
+    fn an_unknown_variant_names_the_variants_but_not_the_value_written() {
+        assert_eq!(
+            value_free("unknown variant `MARK+0A`, expected `standalone` or `cluster`"),
+            "unknown variant `<redacted>`, expected `standalone` or `cluster`"
+        );
+        assert_eq!(
+            value_free("unknown variant `a`, expected one`, expected `x`"),
+            "unknown variant `<redacted>`, expected `x`"
+        );
+        assert_eq!(
+            value_free("unknown variant `s3cr3t`, there are no variants"),
+            "unknown variant `<redacted>`, there are no variants"
+        );
+        assert_eq!(
+            value_free("unknown field `pasword`, expected `password`"),
+            "unknown field `pasword`, expected `password`"
+        );
+        assert_eq!(
+            value_free("invalid type: string \"s3cr3t\", expected u64"),
+            "invalid type: string \"<redacted>\", expected u64"
+        );
     }
 }

@@ -38,6 +38,9 @@
 mod cpu;
 mod measure;
 
+#[path = "../../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "../support/counters.rs"]
 #[allow(dead_code)]
 mod counters;
@@ -193,7 +196,7 @@ fn main() -> anyhow::Result<()> {
     );
     let _ = rustls::crypto::ring::default_provider().install_default();
     let idgate = idgate_binary()?;
-    let envoy = envoy::envoy_binary()?;
+    let envoy = envoy::envoy_binary(Path::new("python3"))?;
     let tick = cpu::ticks_per_second()?;
     // The sandbox on threads of its own, so /proc tells its CPU apart.
     let sandbox_rt = tokio::runtime::Builder::new_multi_thread()

@@ -76,6 +76,9 @@
 //! `--max-seconds`.
 
 mod child;
+#[path = "../../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 mod cluster;
 #[path = "../../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]

@@ -22,6 +22,9 @@
 //! a failed RPC was not retryable, a held watcher did not end
 //! `SHUTTING_DOWN`, or a replica did not exit cleanly within its drain.
 
+#[path = "../../tests/it/support/child_env.rs"]
+#[allow(dead_code)]
+mod child_env;
 #[path = "../../tests/it/support/fixed_port.rs"]
 #[allow(dead_code)]
 mod fixed_port;
@@ -69,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
     let redis = redis_server::RedisServer::start();
     let opts = harness::Options {
         idgate,
-        envoy: harness::envoy::envoy_binary()?,
+        envoy: harness::envoy::envoy_binary(std::path::Path::new("python3"))?,
         redis_url: redis.url(),
         replicas: args.replicas,
         rounds: args.rounds,

@@ -123,9 +123,11 @@ fn budgets_load_with_overrides_and_must_name_a_configured_profile() {
             "[[budgets]]\noperator = \"ghost\"\noperation = \"create_journey\"\nper_day = 1\n",
             "ghost",
         ),
+        // An unknown operation: the operations it may be, never the value
+        // written (a value may be a secret set at the wrong key).
         (
             "[[budgets]]\noperator = \"default\"\noperation = \"refund\"\nper_day = 1\n",
-            "refund",
+            "unknown variant `<redacted>`, expected one of `create_journey`",
         ),
         (
             "[[budgets]]\noperator = \"default\"\noperation = \"create_journey\"\nper_day = 0\n",

@@ -257,11 +257,9 @@ mod tests {
             .await
             .unwrap();
         let text = metrics.encode().unwrap();
-        assert!(
-            text.contains(
-                "idgate_budget_remaining{operator=\"default\",operation=\"create_journey\",window=\"day\"} 98"
-            ),
-            "{text}"
+        crate::telemetry::metrics::exposition::assert_sample(
+            &text,
+            r#"idgate_budget_remaining{operator="default",operation="create_journey",window="day"} 98"#,
         );
     }
 

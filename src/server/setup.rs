@@ -86,10 +86,10 @@ pub(super) fn connection_budget(
 
 /// One WARN per hop the gateway sends over without TLS to another host
 /// (named by key or variable, never by URL), and `idgate_plaintext_hops`
-/// by kind. The OTLP endpoints are read from the process environment, as
-/// the exporters read them.
+/// by kind. The OTLP endpoints are read where the exporters read them
+/// (`[telemetry]`'s [`crate::telemetry::OtelEnv`]).
 pub(super) fn report_plaintext_hops(config: &Config, metrics: &Metrics) {
-    let hops = config.plaintext_hops(|var| std::env::var(var).ok());
+    let hops = config.plaintext_hops(|var| config.telemetry.otel_env.var(var));
     for hop in &hops {
         tracing::warn!(
             hop = hop.kind,

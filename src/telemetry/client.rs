@@ -296,11 +296,9 @@ mod tests {
         );
         drop(call);
         let text = metrics.encode().unwrap();
-        assert!(
-            text.contains(
-                r#"idgate_upstream_requests_total{operation="liveness_3d",channel="primary",status="cancelled"} 1"#
-            ),
-            "{text}"
+        crate::telemetry::metrics::exposition::assert_sample(
+            &text,
+            r#"idgate_upstream_requests_total{operation="liveness_3d",channel="primary",status="cancelled"} 1"#,
         );
     }
 }

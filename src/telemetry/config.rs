@@ -2,6 +2,8 @@
 
 use serde::Deserialize;
 
+use super::OtelEnv;
+
 /// Traces, logs and metrics. Where spans go is not configured here: the
 /// standard `OTEL_EXPORTER_OTLP_*` variables say it, so the gateway behaves
 /// like every other OpenTelemetry-instrumented process of a deployment.
@@ -20,6 +22,11 @@ pub struct TelemetryConfig {
     /// carry its `idgate.journey_ref`, `trace_id` and `span_id`). Never a
     /// value from the request.
     pub access_log: bool,
+    /// Where the `OTEL_*` variables are read from: the process's
+    /// environment unless an embedder or a test gives them. Not a file
+    /// setting.
+    #[serde(skip)]
+    pub otel_env: OtelEnv,
 }
 
 impl Default for TelemetryConfig {
@@ -28,6 +35,7 @@ impl Default for TelemetryConfig {
             service_name: "idgate".to_owned(),
             record_customer_reference: false,
             access_log: false,
+            otel_env: OtelEnv::Process,
         }
     }
 }

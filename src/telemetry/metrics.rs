@@ -410,6 +410,9 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
 mod auth;
 mod channel;
 mod cluster;
+#[cfg(test)]
+#[allow(dead_code)] // Shared with tests/it, which uses the rest.
+pub(crate) mod exposition;
 mod guard;
 mod handles;
 mod hops;

@@ -3,7 +3,8 @@
 //!
 //! # Layout
 //!
-//! - [`TelemetryConfig`] (`config`): `[telemetry]`.
+//! - [`TelemetryConfig`] (`config`): `[telemetry]`; [`OtelEnv`]
+//!   (`otel_env`): where the `OTEL_*` variables are read from.
 //! - [`setup`]: installs `tracing` with the OpenTelemetry layer (OTLP
 //!   export when `OTEL_EXPORTER_OTLP_ENDPOINT` is set) and text or JSON logs.
 //! - [`otlp`]: the span exporter: `grpc` or `http/protobuf`, TLS with the
@@ -51,6 +52,7 @@ mod log_filter;
 pub mod log_lines;
 pub mod logs;
 pub mod metrics;
+pub mod otel_env;
 pub mod otlp;
 pub mod propagation;
 pub mod redact;
@@ -68,6 +70,7 @@ pub use metrics::{
     ChannelLabel, ChannelSessionEnd, IdlePollSeconds, Metrics, UpstreamEnd, UpstreamOutcome,
     metrics_handler, metrics_router,
 };
+pub use otel_env::OtelEnv;
 pub use otlp::OtlpProtocol;
 pub use setup::{
     CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,

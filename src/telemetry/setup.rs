@@ -35,7 +35,7 @@ use tracing_subscriber::{
     layer::{Layered, SubscriberExt},
 };
 
-use super::{TelemetryConfig, span_queue::SpanExportStats};
+use super::{OtelEnv, TelemetryConfig, span_queue::SpanExportStats};
 use super::{
     log_filter::LogFilter,
     logs::TraceIds,
@@ -177,6 +177,7 @@ pub struct TelemetryBuilder {
     log_writer: Option<BoxMakeWriter>,
     /// `[audit] otlp`: audit records exported as OTLP logs too.
     audit_otlp: bool,
+    env: OtelEnv,
 }
 
 impl std::fmt::Debug for TelemetryBuilder {
@@ -192,7 +193,7 @@ impl std::fmt::Debug for TelemetryBuilder {
 
 impl TelemetryBuilder {
     /// Defaults: text logs to stdout, `RUST_LOG` (else `info`), export as the
-    /// `OTEL_*` variables say.
+    /// `OTEL_*` variables of `config.otel_env` say.
     pub fn new(config: &TelemetryConfig) -> Self {
         Self {
             service_name: config.service_name.clone(),
@@ -204,6 +205,7 @@ impl TelemetryBuilder {
             ca_file: None,
             log_writer: None,
             audit_otlp: false,
+            env: config.otel_env.clone(),
         }
     }
 
@@ -211,6 +213,13 @@ impl TelemetryBuilder {
     /// (`[audit] otlp`); the build fails when nothing is exported.
     pub fn audit_otlp(mut self, on: bool) -> Self {
         self.audit_otlp = on;
+        self
+    }
+
+    /// Reads the `OTEL_*` variables from `env` instead of the
+    /// configuration's source.
+    pub fn otel_env(mut self, env: OtelEnv) -> Self {
+        self.env = env;
         self
     }
 
@@ -276,6 +285,8 @@ impl TelemetryBuilder {
     /// subscriber.
     pub fn build(self) -> Result<Telemetry, TelemetryError> {
         install_propagator();
+        let otel_env = self.env.clone();
+        let env = move |name: &str| otel_env.var(name);
         let filter = match &self.filter {
             Some(directives) => EnvFilter::try_new(directives).map_err(|e| e.to_string()),
             None => EnvFilter::builder()
@@ -288,7 +299,7 @@ impl TelemetryBuilder {
         let endpoint = match self.otlp {
             OtlpTarget::Disabled => None,
             OtlpTarget::Endpoint(e) => Some(Some(e)),
-            OtlpTarget::FromEnv => export_requested(&env_var).then_some(None),
+            OtlpTarget::FromEnv => export_requested(&env).then_some(None),
         };
         let span_stats = endpoint.is_some().then(SpanExportStats::default);
         let audit_endpoint = endpoint.clone().flatten();
@@ -301,13 +312,14 @@ impl TelemetryBuilder {
                     ca_file: self.ca_file.clone(),
                 },
                 stats,
+                &self.env,
             )?),
             _ => None,
         };
 
         let metrics_endpoint = match self.metrics {
             MetricsTarget::Endpoint(e) => Some(Some(e)),
-            MetricsTarget::FromEnv => metrics_export_requested(&env_var).then_some(None),
+            MetricsTarget::FromEnv => metrics_export_requested(&env).then_some(None),
         };
         let meter_provider = match metrics_endpoint {
             None => None,
@@ -318,6 +330,7 @@ impl TelemetryBuilder {
                     protocol: self.protocol,
                     ca_file: self.ca_file.clone(),
                 },
+                &self.env,
             )?),
         };
 
@@ -399,7 +412,7 @@ impl TelemetryBuilder {
                     protocol: self.protocol,
                     ca_file: self.ca_file.clone(),
                 };
-                let export = build_audit_export(&self.service_name, &settings)?;
+                let export = build_audit_export(&self.service_name, &settings, &self.env)?;
                 layers.push(export.layer().boxed());
                 Some(export)
             }
@@ -446,8 +459,8 @@ pub use captured::CapturedLogs;
 pub use lifecycle::{Telemetry, TelemetryGuard};
 
 use providers::{
-    build_audit_export, build_meter_provider, build_provider, env_var, export_requested,
+    build_audit_export, build_meter_provider, build_provider, export_requested,
     metrics_export_requested,
 };
 #[cfg(test)]
-use providers::{env_names_service, resource};
+use providers::{env_names_service, resource, resource_from};

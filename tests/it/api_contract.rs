@@ -17,7 +17,7 @@ const REPO: &str = env!("CARGO_MANIFEST_DIR");
 /// included) in a fresh temporary directory.
 fn scratch_copy() -> tempfile::TempDir {
     let dir = temp::dir("api-contract");
-    let status = std::process::Command::new("cp")
+    let status = crate::child_env::command("cp")
         .arg("-R")
         .arg(Path::new(REPO).join("buf.yaml"))
         .arg(Path::new(REPO).join("proto"))

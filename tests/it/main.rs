@@ -54,6 +54,7 @@ mod tls_listeners;
 mod trace_propagation;
 mod upstream;
 
-/// `crate::fixed_port`, as the examples that share `support/redis.rs`
-/// and the rolling restart's harness by path declare it.
-use support::fixed_port;
+/// `crate::fixed_port` and `crate::child_env`, as the examples that share
+/// `support/redis.rs` and the rolling restart's harness by path declare
+/// them.
+use support::{child_env, fixed_port};

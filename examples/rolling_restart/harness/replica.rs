@@ -7,7 +7,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, ExitStatus, Stdio},
+    process::{Child, ExitStatus, Stdio},
     time::{Duration, Instant},
 };
 
@@ -135,15 +135,9 @@ impl Replica {
             .create(true)
             .append(true)
             .open(&self.log)?;
-        let mut command = Command::new(&self.binary);
         // The replica runs on its config file alone: no `IDGATE_*` override
         // or `OTEL_*` setting of the shell that started the run.
-        for (key, _) in std::env::vars_os() {
-            let key_text = key.to_string_lossy();
-            if key_text.starts_with("IDGATE_") || key_text.starts_with("OTEL_") {
-                command.env_remove(&key);
-            }
-        }
+        let mut command = crate::child_env::command(&self.binary);
         let child = command
             .args(["serve", "--config"])
             .arg(&self.config)
@@ -203,7 +197,7 @@ impl Replica {
     /// Sends SIGTERM, as the kubelet does.
     pub fn terminate(&self) -> anyhow::Result<()> {
         let pid = self.child.as_ref().context("not running")?.id();
-        let status = Command::new("kill")
+        let status = crate::child_env::command("kill")
             .args(["-TERM", &pid.to_string()])
             .status()
             .context("running kill (Debian's procps)")?;

@@ -1,21 +1,17 @@
+use super::exposition::assert_sample;
 use super::*;
 
 #[test]
 fn configured_channels_are_exposed_before_any_event() {
     let m = Metrics::new(["primary", "alternative"]);
     let text = m.encode().unwrap();
-    assert!(
-        text.contains(r#"idgate_channel_circuit_state{channel="primary"} 0"#),
-        "{text}"
-    );
-    assert!(
-        text.contains(r#"idgate_channel_failovers_total{channel="alternative"} 0"#),
-        "{text}"
-    );
-    assert!(
-        text.contains(r#"idgate_channel_contingency_answers_total{channel="primary"} 0"#),
-        "{text}"
-    );
+    for line in [
+        r#"idgate_channel_circuit_state{channel="primary"} 0"#,
+        r#"idgate_channel_failovers_total{channel="alternative"} 0"#,
+        r#"idgate_channel_contingency_answers_total{channel="primary"} 0"#,
+    ] {
+        assert_sample(&text, line);
+    }
 }
 
 #[test]
@@ -77,9 +73,9 @@ fn series_carry_their_labels_and_values() {
         "idgate_watch_result_reads_total 4",
         "idgate_watch_notice_timeouts_total 1",
     ] {
-        assert!(text.contains(line), "missing `{line}` in\n{text}");
+        assert_sample(&text, line);
     }
-    assert!(m.encode().unwrap().contains("idgate_http_in_flight 0"));
+    assert_sample(&m.encode().unwrap(), "idgate_http_in_flight 0");
 }
 
 #[test]
@@ -95,6 +91,6 @@ fn a_channel_seen_first_at_scrape_time_shows_every_series_at_zero() {
         r#"idgate_channel_contingency_answers_total{channel="added-by-reload"} 0"#,
         r#"idgate_channel_verifications_total{channel="added-by-reload",outcome="valid"} 0"#,
     ] {
-        assert!(text.contains(line), "missing `{line}` in\n{text}");
+        assert_sample(&text, line);
     }
 }

@@ -7,10 +7,7 @@ use crate::telemetry::{
     otlp::{log_target, span_target, transport::OtlpTransport},
     span_queue::{EncodedBatch, SpanExportStats, SpanQueueConfig},
 };
-
-pub(super) fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
+use opentelemetry_sdk::resource::TelemetryResourceDetector;
 
 /// True when the `OTEL_*` variables ask for span export: an endpoint is set,
 /// and neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none`.
@@ -45,6 +42,33 @@ pub(super) fn resource(service_name: &str, env: &dyn Fn(&str) -> Option<String>)
     }
 }
 
+/// [`resource`] from `otel_env`: the SDK's own detectors for the
+/// process's environment; for a given set, the same attributes read from
+/// it (the SDK's detectors would read the process's).
+pub(super) fn resource_from(service_name: &str, otel_env: &OtelEnv) -> Resource {
+    let env = |name: &str| otel_env.var(name);
+    if otel_env.is_process() {
+        return resource(service_name, &env);
+    }
+    let attributes = env("OTEL_RESOURCE_ATTRIBUTES").unwrap_or_default();
+    let attributes = attributes.split(',').filter_map(|kv| {
+        let (key, value) = kv.split_once('=')?;
+        Some(KeyValue::new(
+            key.trim().to_owned(),
+            value.trim().to_owned(),
+        ))
+    });
+    let name = env("OTEL_SERVICE_NAME").unwrap_or_else(|| service_name.to_owned());
+    let mut builder = Resource::builder_empty()
+        .with_detector(Box::new(TelemetryResourceDetector))
+        .with_attributes(attributes)
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if env("OTEL_SERVICE_NAME").is_some() || !env_names_service(&env) {
+        builder = builder.with_service_name(name);
+    }
+    builder.build()
+}
+
 /// True when the `OTEL_*` variables ask for OTLP metrics export:
 /// `OTEL_METRICS_EXPORTER` lists `otlp`, an endpoint is set, and the SDK is
 /// not disabled. Off by default: `GET /metrics` is the metrics interface.
@@ -60,12 +84,14 @@ pub(super) fn metrics_export_requested(env: &dyn Fn(&str) -> Option<String>) -> 
 pub(super) fn build_meter_provider(
     service_name: &str,
     settings: &OtlpSettings,
+    otel_env: &OtelEnv,
 ) -> Result<SdkMeterProvider, TelemetryError> {
-    let exporter = metric_exporter(settings, &env_var)?;
+    let env = |name: &str| otel_env.var(name);
+    let exporter = metric_exporter(settings, &env)?;
     // OTEL_METRIC_EXPORT_INTERVAL sets the period (default 60 s).
     let reader = PeriodicReader::builder(exporter).build();
     Ok(SdkMeterProvider::builder()
-        .with_resource(resource(service_name, &env_var))
+        .with_resource(resource_from(service_name, otel_env))
         .with_reader(reader)
         .build())
 }
@@ -77,13 +103,15 @@ pub(super) fn build_provider(
     service_name: &str,
     settings: &OtlpSettings,
     stats: &SpanExportStats,
+    otel_env: &OtelEnv,
 ) -> Result<SdkTracerProvider, TelemetryError> {
-    let (target, options) = span_target(settings, &env_var)?;
-    let queue = SpanQueueConfig::from_env(&env_var);
+    let env = |name: &str| otel_env.var(name);
+    let (target, options) = span_target(settings, &env)?;
+    let queue = SpanQueueConfig::from_env(&env);
     let processor = EncodedBatch::new(OtlpTransport::new(target, options), queue, stats.clone())
         .map_err(|e| TelemetryError::Export(format!("cannot start the span export thread: {e}")))?;
     Ok(SdkTracerProvider::builder()
-        .with_resource(resource(service_name, &env_var))
+        .with_resource(resource_from(service_name, otel_env))
         .with_span_processor(processor)
         .build())
 }
@@ -93,9 +121,11 @@ pub(super) fn build_provider(
 pub(super) fn build_audit_export(
     service_name: &str,
     settings: &OtlpSettings,
+    otel_env: &OtelEnv,
 ) -> Result<AuditExport, TelemetryError> {
-    let (target, options) = log_target(settings, &env_var)?;
-    let resource = resource_of(&resource(service_name, &env_var));
+    let env = |name: &str| otel_env.var(name);
+    let (target, options) = log_target(settings, &env)?;
+    let resource = resource_of(&resource_from(service_name, otel_env));
     AuditExport::start(OtlpTransport::for_logs(target, options), resource)
         .map_err(|e| TelemetryError::Export(format!("cannot start the audit export thread: {e}")))
 }

@@ -55,6 +55,30 @@ fn service_name_comes_from_config_unless_the_environment_names_it() {
     )])));
 }
 
+/// A given set of `OTEL_*` variables is the only one read: run beside an
+/// exported `OTEL_SERVICE_NAME` (the issue's `leaked`), the resource still
+/// names what the set and the configuration say.
+#[test]
+fn a_given_otel_env_names_the_service_whatever_the_process_exports() {
+    let name = |r: &Resource| r.get(&Key::new("service.name")).map(|v| v.to_string());
+    assert_eq!(
+        name(&resource_from("idgate-test", &OtelEnv::none())).as_deref(),
+        Some("idgate-test")
+    );
+    let given = OtelEnv::given([("OTEL_SERVICE_NAME", "from-env")]);
+    assert_eq!(
+        name(&resource_from("idgate-test", &given)).as_deref(),
+        Some("from-env")
+    );
+    let attributes = OtelEnv::given([("OTEL_RESOURCE_ATTRIBUTES", "service.name=attr,team=t")]);
+    let r = resource_from("idgate-test", &attributes);
+    assert_eq!(name(&r).as_deref(), Some("attr"));
+    assert_eq!(
+        r.get(&Key::new("team")).map(|v| v.to_string()).as_deref(),
+        Some("t")
+    );
+}
+
 #[test]
 fn a_bad_filter_is_an_error_not_a_panic() {
     let err = TelemetryBuilder::new(&TelemetryConfig::default())

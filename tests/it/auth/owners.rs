@@ -1,8 +1,9 @@
 //! Journeys have owners: a journey created by caller A is refused to an
 //! `own` caller B on every RPC that names it, by appkey and by reference,
 //! on the replica that created it and on another replica sharing Redis,
-//! before any vendor call; A (and an `any` caller) is served. Refusals
-//! name no appkey, reference or caller.
+//! before any vendor call; A is served on all nine, and an `any` caller on
+//! every read and watch form. Refusals name no appkey, reference or
+//! caller.
 
 use idgate::{
     auth::AuthConfig,
@@ -17,8 +18,11 @@ use tonic::Code;
 
 use crate::support::{
     fleet::Fleet,
-    gateway::{TestGateway, assert_error, by_appkey, by_ref, happy_person, rg_images},
+    gateway::{
+        TestGateway, assert_error, by_appkey, by_ref, happy_person, rg_images, snapshots_for,
+    },
     jwt::{TestKey, bearer, callers, jwks_file, jwt_auth},
+    wait::EVENT_WAIT,
 };
 
 /// Two callers of the same rights on their own journeys, and a back
@@ -197,8 +201,10 @@ pub(super) async fn refused_everywhere(
     assert_eq!(total(), before, "no vendor call for a refused caller");
 }
 
-/// The owner's journey served to it: a 3D proof, documents, the result,
-/// a watch by reference.
+/// The owner's journeys served to it on all nine call forms: a 3D proof,
+/// documents, the result and a watch by reference and by appkey on
+/// `created`; a 2D proof and a digital licence on a second journey, since
+/// a journey takes one proof and one document submission.
 async fn served(gw: &TestGateway, token: &str, created: &v1::CreateJourneyResponse) {
     let appkey = created.appkey.clone();
     let mut l = gw.liveness();
@@ -236,19 +242,82 @@ async fn served(gw: &TestGateway, token: &str, created: &v1::CreateJourneyRespon
         ))
         .await
         .expect("the owner submits documents");
+    reads_and_watches(gw, token, created, "the owner").await;
+
+    let second = create(gw, token).await;
+    let challenges = l
+        .create_challenges(bearer(
+            token,
+            v1::CreateChallengesRequest {
+                appkey: second.appkey.clone(),
+            },
+        ))
+        .await
+        .expect("the owner creates challenges")
+        .into_inner();
+    let verdict = l
+        .submit_challenge_response(bearer(
+            token,
+            v1::SubmitChallengeResponseRequest {
+                appkey: second.appkey.clone(),
+                challenge_key: challenges.challenge_key.clone(),
+                snapshots: snapshots_for(&challenges, LivenessOutcome::Valid),
+            },
+        ))
+        .await
+        .expect("the owner answers the challenges")
+        .into_inner();
+    assert!(verdict.verdict.expect("verdict").valid);
+    let licence = gw
+        .documents()
+        .submit_digital_licence(bearer(
+            token,
+            v1::SubmitDigitalLicenceRequest {
+                appkey: second.appkey.clone(),
+                licence: Some(v1::submit_digital_licence_request::Licence::QrBinary(
+                    samples::digital_licence_binary().into(),
+                )),
+            },
+        ))
+        .await
+        .expect("the owner submits a digital licence")
+        .into_inner();
+    assert!(licence.document_code > 0);
+}
+
+/// The read and watch forms on `created` served to `token`: its result,
+/// and a watch by reference and by appkey that each yield an item.
+async fn reads_and_watches(
+    gw: &TestGateway,
+    token: &str,
+    created: &v1::CreateJourneyResponse,
+    who: &str,
+) {
     gw.journeys()
         .get_journey_result(bearer(
             token,
             v1::GetJourneyResultRequest {
-                appkey: appkey.clone(),
+                appkey: created.appkey.clone(),
             },
         ))
         .await
-        .expect("the owner reads the result");
-    gw.journeys()
-        .watch_journey(bearer(token, by_ref(&created.journey_ref)))
-        .await
-        .expect("the owner watches by reference");
+        .unwrap_or_else(|e| panic!("{who} reads the result: {e:?}"));
+    for (form, request) in [
+        ("reference", by_ref(&created.journey_ref)),
+        ("appkey", by_appkey(&created.appkey)),
+    ] {
+        let mut stream = gw
+            .journeys()
+            .watch_journey(bearer(token, request))
+            .await
+            .unwrap_or_else(|e| panic!("{who} watches by {form}: {e:?}"))
+            .into_inner();
+        let first = tokio::time::timeout(EVENT_WAIT, stream.message())
+            .await
+            .unwrap_or_else(|_| panic!("{who}'s watch by {form} yields an item in time"))
+            .unwrap_or_else(|e| panic!("{who}'s watch by {form}: {e:?}"));
+        assert!(first.is_some(), "{who}'s watch by {form} yields an item");
+    }
 }
 
 pub(super) async fn create(gw: &TestGateway, token: &str) -> v1::CreateJourneyResponse {
@@ -276,16 +345,9 @@ async fn a_journey_is_refused_to_another_own_caller_and_served_to_its_owner() {
         .await
         .expect_err("A may not watch B's journey");
     assert_not_owned(&err, &of_b);
-    // A back office (`journeys = "any"`) reads any journey.
-    gw.journeys()
-        .get_journey_result(bearer(
-            &t.backoffice,
-            v1::GetJourneyResultRequest {
-                appkey: created.appkey.clone(),
-            },
-        ))
-        .await
-        .expect("an any caller reads");
+    // A back office (`journeys = "any"`) reads and watches a journey it
+    // did not create, by appkey and by reference.
+    reads_and_watches(&gw, &t.backoffice, &created, "an any caller").await;
     let metrics = gw.metrics_text().await;
     assert!(
         super::refusals(&metrics, "JOURNEY_NOT_OWNED", "journey") >= 10.0,

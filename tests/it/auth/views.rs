@@ -1,7 +1,8 @@
 //! Views of the result over real sockets: a `no_images` caller is given
 //! no image or photo, a `status_only` caller neither OCR, name, CPF,
 //! parents nor image, on `GetJourneyResult` and on `WatchJourney`; a
-//! `full` caller is given everything (so the canaries are really there).
+//! `full` caller is given everything on both (so the canaries are really
+//! there).
 
 use idgate::proto::v1;
 use prost::Message as _;
@@ -152,8 +153,15 @@ async fn no_images_and_status_only_hold_none_of_the_persons_canaries() {
     let full = read(&creator).await;
     let (text, images) = canaries(full.result.as_ref().expect("result"));
     let full_bytes = full.encode_to_vec();
+    // The full view holds every canary on both sides, so their absence
+    // below is the view's doing, not a result or stream without them.
+    let full_watch_bytes = watch(&creator).await.encode_to_vec();
     for canary in text.iter().chain(&images) {
         assert!(contains(&full_bytes, canary), "the full view holds it");
+        assert!(
+            contains(&full_watch_bytes, canary),
+            "the full view's watch holds it"
+        );
     }
 
     for (token, leaves_text) in [

@@ -6,7 +6,6 @@
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    process::Command,
 };
 
 use idgate::config::Config;
@@ -38,7 +37,7 @@ pub struct Manifests {
 /// rendered YAML. Fails the test naming what to install when `kubectl`
 /// cannot run, and showing kustomize's error when it refuses the input.
 pub fn kustomize(dir: &str) -> String {
-    let output = Command::new("kubectl")
+    let output = crate::child_env::command("kubectl")
         .args(["kustomize", dir])
         .current_dir(root())
         .output()

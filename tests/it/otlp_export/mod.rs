@@ -7,7 +7,6 @@ mod audit;
 mod settings;
 
 use idgate::{
-    config::TelemetryConfig,
     proto::v1::journey_service_client::JourneyServiceClient,
     telemetry::{OtlpProtocol, TelemetryBuilder},
 };
@@ -16,7 +15,7 @@ use crate::support::{
     gateway::{connect, happy_person, start_gateway as start, test_config},
     metrics,
     otlp_collector::{Collector, MetricPoint},
-    telemetry::{SPAN_WAIT as WAIT, collected_until, exported_telemetry_with},
+    telemetry::{SPAN_WAIT as WAIT, collected_until, exported_telemetry_with, telemetry_config},
     tls::TestCa,
 };
 
@@ -60,7 +59,7 @@ async fn traces_reach_an_https_collector_over_grpc_trusting_a_private_ca() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = TestCa::new();
     let collector = Collector::start_grpc_tls(&ca.leaf(&["localhost", "127.0.0.1"])).await;
-    let builder = TelemetryBuilder::new(&TelemetryConfig::default())
+    let builder = TelemetryBuilder::new(&telemetry_config())
         .otlp_endpoint(collector.https_endpoint())
         .otlp_protocol(OtlpProtocol::Grpc)
         .otlp_ca_file(ca.ca_file());
@@ -72,7 +71,7 @@ async fn traces_reach_an_https_collector_over_http_protobuf_trusting_a_private_c
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = TestCa::new();
     let collector = Collector::start_http_tls(&ca.leaf(&["localhost", "127.0.0.1"])).await;
-    let builder = TelemetryBuilder::new(&TelemetryConfig::default())
+    let builder = TelemetryBuilder::new(&telemetry_config())
         .otlp_endpoint(format!("{}/v1/traces", collector.https_endpoint()))
         .otlp_protocol(OtlpProtocol::HttpProtobuf)
         .otlp_ca_file(ca.ca_file());
@@ -82,7 +81,7 @@ async fn traces_reach_an_https_collector_over_http_protobuf_trusting_a_private_c
 #[tokio::test]
 async fn every_span_the_collector_received_is_counted_exported_on_metrics_and_none_dropped() {
     let collector = Collector::start().await;
-    let builder = TelemetryBuilder::new(&TelemetryConfig::default())
+    let builder = TelemetryBuilder::new(&telemetry_config())
         .otlp_endpoint(collector.endpoint())
         .otlp_protocol(OtlpProtocol::Grpc);
     let (telemetry, _logs, _default) = exported_telemetry_with(builder);
@@ -147,7 +146,7 @@ fn has(points: &[MetricPoint], name: &str, key: &str, value: &str) -> bool {
 async fn red_metrics_reach_an_otlp_collector_beside_the_prometheus_endpoint() {
     let collector = Collector::start().await;
     let (telemetry, _logs, _default) = exported_telemetry_with(
-        TelemetryBuilder::new(&TelemetryConfig::default())
+        TelemetryBuilder::new(&telemetry_config())
             .without_export()
             .otlp_metrics_endpoint(collector.endpoint()),
     );

@@ -2,10 +2,7 @@
 //! tests pass, every alert is tested firing and silent and has a runbook
 //! section, and a missing binary fails loudly instead of skipping.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    process::Command,
-};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 
@@ -17,7 +14,7 @@ fn docs() -> String {
 #[test]
 fn promtool_checks_the_rules_and_their_unit_tests_pass() {
     let promtool = binary("promtool");
-    let out = run(Command::new(&promtool)
+    let out = run(crate::child_env::command(&promtool)
         .args(["check", "rules"])
         .args(rule_files()));
     assert!(out.contains("SUCCESS"), "{out}");
@@ -27,7 +24,7 @@ fn promtool_checks_the_rules_and_their_unit_tests_pass() {
         !tests.is_empty(),
         "no promtool tests in deploy/prometheus/tests"
     );
-    let out = run(Command::new(&promtool)
+    let out = run(crate::child_env::command(&promtool)
         .args(["test", "rules"])
         .args(&tests)
         .current_dir(rules_dir().join("tests")));

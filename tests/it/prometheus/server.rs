@@ -3,7 +3,7 @@
 
 use std::{
     net::SocketAddr,
-    process::{Child, Command, Stdio},
+    process::{Child, Stdio},
     time::{SystemTime, UNIX_EPOCH},
 };
 
@@ -78,7 +78,7 @@ impl Prometheus {
         let (child, url) = loop {
             let port = crate::fixed_port::fixed_port().expect("a free port");
             let log = std::fs::File::create(dir.join("prometheus.log")).expect("log file");
-            let mut child = Command::new(&binary)
+            let mut child = crate::child_env::command(&binary)
                 .arg(format!(
                     "--config.file={}",
                     dir.join("prometheus.yml").display()

@@ -12,9 +12,11 @@
 //!
 //! One copy per crate, declared at its root (`crate::fixed_port`):
 //! tests/it and every example that includes `support/redis.rs` or the
-//! rolling restart's `replica.rs` by path. A port handed out is not handed
+//! rolling restart's harness by path. A port handed out is not handed
 //! out again by this process. Where the ephemeral range starts too low to
-//! leave room, the kernel picks the port.
+//! leave room, or no port of the room is free, it fails naming the range
+//! rather than fall back to a port of the ephemeral range, which would
+//! bring back the race above.
 
 use std::{
     collections::BTreeSet,
@@ -35,26 +37,57 @@ pub fn ephemeral_from() -> u16 {
         .unwrap_or(32_768)
 }
 
-/// A loopback port free now, below the ephemeral range when there is room,
-/// never one this process handed out before.
+/// The fewest ports below the ephemeral range this module needs: the
+/// suite asks for a few dozen, and picks at random among the room.
+pub const LEAST_ROOM: u16 = 1_000;
+
+/// A loopback port free now, below the ephemeral range, never one this
+/// process handed out before; an error naming the range when the range
+/// leaves less than [`LEAST_ROOM`] ports below it or none of 1,000 tries
+/// found one free.
 pub fn fixed_port() -> std::io::Result<u16> {
+    port_below(ephemeral_from())
+}
+
+/// [`fixed_port`] for an ephemeral range that starts at `ephemeral`.
+fn port_below(ephemeral: u16) -> std::io::Result<u16> {
     static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
-    if let Some(room) = ephemeral_from()
+    let room = ephemeral
         .checked_sub(FIXED_PORTS_FROM)
-        .filter(|r| *r >= 1_000)
-    {
-        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        let hasher = RandomState::new();
-        for attempt in 0u32..1_000 {
-            let offset = hasher.hash_one((attempt, Instant::now())) % u64::from(room);
-            let port = FIXED_PORTS_FROM + offset as u16;
-            if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-                given.insert(port);
-                return Ok(port);
-            }
+        .filter(|r| *r >= LEAST_ROOM)
+        .ok_or_else(|| {
+            std::io::Error::other(format!(
+                "the ephemeral range starts at {ephemeral} (/proc/sys/net/ipv4/ip_local_port_range): \
+                 fixed ports need {LEAST_ROOM} ports from {FIXED_PORTS_FROM} below it; \
+                 raise the range's start (sysctl net.ipv4.ip_local_port_range)"
+            ))
+        })?;
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    let hasher = RandomState::new();
+    for attempt in 0u32..1_000 {
+        let offset = hasher.hash_one((attempt, Instant::now())) % u64::from(room);
+        let port = FIXED_PORTS_FROM + offset as u16;
+        if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.insert(port);
+            return Ok(port);
         }
     }
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
+    Err(std::io::Error::other(format!(
+        "no free port in {FIXED_PORTS_FROM}..{ephemeral} after 1,000 tries"
+    )))
+}
+
+#[cfg(test)]
+#[test]
+fn an_ephemeral_range_that_leaves_too_little_room_below_it_is_an_error_naming_it() {
+    let error = port_below(FIXED_PORTS_FROM + LEAST_ROOM - 1).expect_err("no room");
+    assert!(
+        error.to_string().starts_with(&format!(
+            "the ephemeral range starts at {}",
+            FIXED_PORTS_FROM + LEAST_ROOM - 1
+        )),
+        "{error}"
+    );
+    let port = port_below(FIXED_PORTS_FROM + LEAST_ROOM).expect("room enough");
+    assert!((FIXED_PORTS_FROM..FIXED_PORTS_FROM + LEAST_ROOM).contains(&port));
 }

@@ -26,10 +26,13 @@
 //! - [`rollout`]: journeys of distinct persons and the rollout RPCs;
 //! - [`wait`]: bounded waits and gates;
 //! - [`process`]: a test alone in a child process, for whole-process
-//!   measurements, and the environment of child processes;
+//!   measurements, and `idgate serve` as a child;
+//! - [`child_env`]: the cleared environment every child process starts
+//!   from;
 //! - [`temp`]: temporary files and directories removed with their test.
 
 pub mod balancer;
+pub mod child_env;
 pub mod fixed_port;
 pub mod fleet;
 pub mod gateway;

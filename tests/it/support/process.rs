@@ -1,50 +1,19 @@
 //! Tests that measure the whole process, and `idgate serve` as a child
 //! process.
 //!
-//! A child's environment is built by the tests, never inherited whole: a
-//! developer's shell exporting `IDGATE_*` (configuration overrides) or
-//! `OTEL_*` (service name, exporter endpoint) would otherwise change what
-//! the child does and fail, or pass, asserts by accident.
+//! A child's environment is built by the tests, never inherited whole
+//! ([`crate::child_env`]).
 
 use std::ffi::{OsStr, OsString};
 use std::process::Command;
 
-/// The only variables of the parent a child gets: what finding programs,
-/// a home, temporary files, the locale and backtraces need.
-const PASSED_ON: &[&str] = &[
-    "PATH",
-    "HOME",
-    "TMPDIR",
-    "LANG",
-    "LC_ALL",
-    "RUST_BACKTRACE",
-    "LLVM_PROFILE_FILE",
-    // Where the machine's trusted CAs are (a network that inspects TLS
-    // adds its own): a child that installs a tool (npm, pip) reaches the
-    // registry with them. Nothing in them changes what idgate does with
-    // the tests' own loopback servers, whose CAs the tests configure.
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "NODE_EXTRA_CA_CERTS",
-    "PIP_CERT",
-    "REQUESTS_CA_BUNDLE",
-];
-
-/// `program` with an empty environment but the [`PASSED_ON`] variables of
-/// `parent` (the test process's, `std::env::vars_os()`, in real use; a
-/// made-up one in the test of this rule, since changing the test
-/// process's own environment is unsafe beside tests on other threads).
+/// `program` with an empty environment but the
+/// [`crate::child_env::PASSED_ON`] variables of `parent`.
 pub fn child_command(
     program: impl AsRef<OsStr>,
     parent: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Command {
-    let mut command = Command::new(program);
-    command.env_clear().envs(
-        parent
-            .into_iter()
-            .filter(|(key, _)| PASSED_ON.iter().any(|kept| key == kept)),
-    );
-    command
+    crate::child_env::command_from(program, parent)
 }
 
 /// The `idgate` binary of this build, its environment built as
@@ -199,7 +168,7 @@ impl ServeProcess {
     }
 
     pub fn signal(&self, name: &str) {
-        let status = std::process::Command::new("kill")
+        let status = crate::child_env::command("kill")
             .arg(format!("-{name}"))
             .arg(self.child.id().to_string())
             .status()

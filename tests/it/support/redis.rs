@@ -14,7 +14,7 @@
 
 use std::{
     path::PathBuf,
-    process::{Child, Command, Stdio},
+    process::{Child, Stdio},
     time::{Duration, Instant},
 };
 
@@ -146,7 +146,7 @@ impl RedisServer {
             None => vec!["--port".to_owned(), self.port.to_string()],
             Some((files, require_client)) => files.args(self.port, *require_client),
         };
-        let mut child = Command::new("redis-server")
+        let mut child = crate::child_env::command("redis-server")
             .args(listen)
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")

@@ -81,7 +81,7 @@ impl RedisClusterSet {
                 ]
             })
             .unwrap_or_default();
-        let output = std::process::Command::new("redis-cli")
+        let output = crate::child_env::command("redis-cli")
             .args(&client_tls)
             .arg("--cluster")
             .arg("create")

@@ -11,7 +11,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Child, Stdio},
     time::{Duration, Instant},
 };
 
@@ -58,7 +58,7 @@ pub fn free_port(bus_offset: Option<u16>) -> u16 {
 
 /// Panics naming the Debian package when `binary` cannot run.
 pub fn require(binary: &str, package: &str) {
-    if let Err(e) = Command::new(binary)
+    if let Err(e) = crate::child_env::command(binary)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -106,7 +106,7 @@ impl RedisNode {
     /// Starts the child and waits until it answers on its port; false if
     /// it exited first (the port was taken).
     fn spawn(&mut self, args: &[String]) -> bool {
-        let mut child = Command::new("redis-server")
+        let mut child = crate::child_env::command("redis-server")
             .args(args)
             .current_dir(&self.dir)
             .stdout(Stdio::null())

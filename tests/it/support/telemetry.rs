@@ -20,7 +20,7 @@ use std::{sync::Once, time::Duration};
 
 use idgate::{
     config::TelemetryConfig,
-    telemetry::{CapturedLogs, LogFormat, Telemetry, TelemetryBuilder},
+    telemetry::{CapturedLogs, LogFormat, OtelEnv, Telemetry, TelemetryBuilder},
 };
 use tracing::{
     Dispatch, Metadata,
@@ -94,7 +94,7 @@ impl Traced {
         let logs = CapturedLogs::new();
         let telemetry = TelemetryBuilder::new(&TelemetryConfig {
             service_name: service_name.into(),
-            ..TelemetryConfig::default()
+            ..telemetry_config()
         })
         .otlp_endpoint(collector.endpoint())
         .log_format(LogFormat::Json)
@@ -124,6 +124,17 @@ impl Traced {
     }
 }
 
+/// `[telemetry]` as the defaults, with no `OTEL_*` variable: the test
+/// process's environment (a developer's shell exporting
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_SERVICE_NAME`) is never read by a
+/// test's telemetry or in-process gateway.
+pub fn telemetry_config() -> TelemetryConfig {
+    TelemetryConfig {
+        otel_env: OtelEnv::none(),
+        ..TelemetryConfig::default()
+    }
+}
+
 /// Logs of one test at WARN, kept in memory as JSON, with no span export:
 /// installed for the test's thread before anything starts.
 pub fn quiet_telemetry() -> (CapturedLogs, DefaultGuard) {
@@ -134,7 +145,7 @@ pub fn quiet_telemetry() -> (CapturedLogs, DefaultGuard) {
 pub fn quiet_telemetry_at(directives: &str) -> (CapturedLogs, DefaultGuard) {
     keep_callsites_asking();
     let logs = CapturedLogs::new();
-    let telemetry = TelemetryBuilder::new(&TelemetryConfig::default())
+    let telemetry = TelemetryBuilder::new(&telemetry_config())
         .without_export()
         .log_format(LogFormat::Json)
         .log_filter(directives)
@@ -148,7 +159,7 @@ pub fn quiet_telemetry_at(directives: &str) -> (CapturedLogs, DefaultGuard) {
 /// into memory, installed for the test's thread.
 pub fn exported_telemetry(collector: &Collector) -> (Telemetry, CapturedLogs, DefaultGuard) {
     exported_telemetry_with(
-        TelemetryBuilder::new(&TelemetryConfig::default()).otlp_endpoint(collector.endpoint()),
+        TelemetryBuilder::new(&telemetry_config()).otlp_endpoint(collector.endpoint()),
     )
 }
 

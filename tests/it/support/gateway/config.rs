@@ -16,7 +16,10 @@ fn loopback() -> SocketAddr {
 /// A configuration with every listener on an ephemeral loopback port, the
 /// embedded sandbox, and an admin token file.
 pub fn test_config() -> Config {
-    let mut config = Config::default();
+    let mut config = Config {
+        telemetry: crate::support::telemetry::telemetry_config(),
+        ..Config::default()
+    };
     config.listen.grpc = loopback();
     config.listen.http = loopback();
     config.listen.admin = loopback();

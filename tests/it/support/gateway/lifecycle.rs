@@ -18,7 +18,18 @@ use super::{TestGateway, test_config, use_upstream};
 /// Starts `config` as `idgate serve` does (the system clock), for tests
 /// that run in real time or on an upstream of their own.
 pub async fn start_gateway(config: Config) -> Gateway {
-    idgate::server::start(config).await.expect("gateway starts")
+    idgate::server::start(without_process_otel(config))
+        .await
+        .expect("gateway starts")
+}
+
+/// `config` reading no `OTEL_*` variable of the test process (a
+/// configuration a test loaded from TOML reads them by default).
+pub fn without_process_otel(mut config: Config) -> Config {
+    if config.telemetry.otel_env.is_process() {
+        config.telemetry.otel_env = idgate::telemetry::OtelEnv::none();
+    }
+    config
 }
 
 impl TestGateway {
@@ -39,7 +50,7 @@ impl TestGateway {
     async fn launch(config: Config, config_path: Option<std::path::PathBuf>) -> Self {
         let clock = Arc::new(ManualClock::new());
         let gateway = idgate::server::start_with(
-            config,
+            without_process_otel(config),
             StartOptions {
                 config_path,
                 sandbox_clock: Some(clock.clone()),

@@ -1,13 +1,19 @@
 //! The guard of the error table: every [`Reason`] has an end-to-end test
 //! that triggers it through a real gateway, so the next reason cannot be
-//! added untested. The table names the test function; the guard reads the
-//! sources of `tests/it` and checks that the function exists and that its
-//! body names the reason's wire string. A reason with no such test yet is
-//! listed in [`NOT_YET`], which the guard reports rather than hides.
+//! added untested ([`Reason::ALL`] is generated from the enum). The table
+//! names the test function; the guard parses the sources of `tests/it`
+//! and checks that the function is a test that runs and asserts the
+//! reason's wire string ([`guard`] says exactly what counts). A reason
+//! with no such test yet is listed in [`NOT_YET`], which the guard reports
+//! rather than hides.
+
+mod guard;
 
 use std::path::Path;
 
 use idgate::error::Reason;
+
+use self::guard::Sources;
 
 /// Reason -> the end-to-end test that triggers it (its function name).
 const COVERED: &[(Reason, &str)] = &[
@@ -196,66 +202,106 @@ const COVERED: &[(Reason, &str)] = &[
 /// tests only assert that none was counted).
 const NOT_YET: &[Reason] = &[Reason::Internal];
 
-/// Every `.rs` file under `dir`, read.
-fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
-    for entry in std::fs::read_dir(dir).expect("read tests/it") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let text = std::fs::read_to_string(&path).expect("read a test source");
-            out.push((path.display().to_string(), text));
+/// What is wrong with the table for the reasons named `reasons` (wire
+/// strings): a reason with no row and not in [`NOT_YET`], one in both, a
+/// row that does not hold in `sources` (see [`guard`]).
+fn problems(reasons: &[&str], sources: &Sources) -> Vec<String> {
+    let mut problems = Vec::new();
+    for &reason in reasons {
+        let listed: Vec<&str> = COVERED
+            .iter()
+            .filter(|(r, _)| r.as_str() == reason)
+            .map(|(_, t)| *t)
+            .collect();
+        let not_yet = NOT_YET.iter().any(|r| r.as_str() == reason);
+        match (listed.as_slice(), not_yet) {
+            ([], false) => problems.push(format!("{reason}: no end-to-end test")),
+            ([_, ..], true) => problems.push(format!("{reason}: listed as covered and as NOT_YET")),
+            _ => {}
         }
+        problems.extend(listed.iter().filter_map(|test| sources.check(reason, test)));
     }
+    problems
 }
 
-/// The text of the top-level function `name` (to its closing `}` at the
-/// start of a line), if some source defines it.
-fn function_body<'a>(sources: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    let needle = format!("fn {name}(");
-    sources.iter().find_map(|(_, text)| {
-        let start = text.find(&needle)?;
-        let rest = &text[start..];
-        let end = rest.find("\n}\n").map_or(rest.len(), |e| e + 3);
-        Some(&rest[..end])
-    })
+fn test_sources() -> Sources {
+    Sources::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it"))
 }
 
 #[test]
 fn every_reason_has_an_end_to_end_test_or_is_listed_as_not_yet() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
-    let mut all = Vec::new();
-    sources(&root, &mut all);
-
-    let mut problems = Vec::new();
-    for reason in Reason::ALL {
-        let listed: Vec<&str> = COVERED
-            .iter()
-            .filter(|(r, _)| *r == reason)
-            .map(|(_, t)| *t)
-            .collect();
-        let not_yet = NOT_YET.contains(&reason);
-        match (listed.as_slice(), not_yet) {
-            ([], false) => problems.push(format!("{}: no end-to-end test", reason.as_str())),
-            ([_, ..], true) => problems.push(format!(
-                "{}: listed as covered and as NOT_YET",
-                reason.as_str()
-            )),
-            _ => {}
-        }
-        for test in listed {
-            match function_body(&all, test) {
-                None => problems.push(format!("{}: no fn {test} in tests/it", reason.as_str())),
-                Some(body) if !body.contains(&format!("\"{}\"", reason.as_str())) => {
-                    problems.push(format!("{}: fn {test} does not name it", reason.as_str()))
-                }
-                Some(_) => {}
-            }
-        }
-    }
+    let reasons: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+    let problems = problems(&reasons, &test_sources());
     assert!(problems.is_empty(), "{problems:#?}");
     if !NOT_YET.is_empty() {
         let names: Vec<&str> = NOT_YET.iter().map(|r| r.as_str()).collect();
         eprintln!("reasons still without an end-to-end test: {names:?}");
+    }
+}
+
+/// A variant added to `Reason` is in `Reason::ALL` (generated from the
+/// enum), and the guard refuses it until it has a row.
+#[test]
+fn a_reason_without_a_row_fails_the_guard() {
+    let mut reasons: Vec<&str> = Reason::ALL.iter().map(|r| r.as_str()).collect();
+    reasons.push("A_NEW_REASON");
+    assert_eq!(
+        problems(&reasons, &test_sources()),
+        ["A_NEW_REASON: no end-to-end test"]
+    );
+}
+
+/// The ways a row used to hold without an assert: each is refused.
+#[test]
+fn a_row_holds_only_for_a_test_that_asserts_the_reason() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/gateway/example.rs");
+    let mut sources =
+        Sources::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support"));
+    sources.add(
+        &file,
+        r#"
+        #[tokio::test]
+        async fn asserted() { assert_eq!(reason(&s), "SOME_REASON"); }
+        #[test]
+        fn through_a_project_helper() { assert_error(&s, Code::NotFound, "SOME_REASON"); }
+        #[test]
+        fn through_a_local_helper() { let s = call(); refused(&s); }
+        fn refused(s: &Status) { assert_eq!(reason(s), "SOME_REASON"); }
+        #[test]
+        fn commented_out() {
+            // assert_eq!(reason(&s), "SOME_REASON");
+        }
+        #[test]
+        fn only_named() { let counted = metric("SOME_REASON"); assert_eq!(counted, 1.0); }
+        #[test]
+        fn negated() { assert_ne!(reason(&s), "SOME_REASON"); assert!(!text.contains("SOME_REASON")); }
+        #[tokio::test]
+        #[ignore]
+        async fn ignored() { assert_eq!(reason(&s), "SOME_REASON"); }
+        async fn not_a_test() { assert_eq!(reason(&s), "SOME_REASON"); }
+        #[test]
+        fn two_levels_down() { outer(); }
+        fn outer() { inner(); }
+        fn inner() { assert_eq!(reason(&s), "SOME_REASON"); }
+        "#,
+    );
+    let verdict = |test: &str| sources.check("SOME_REASON", test);
+    for holds in [
+        "asserted",
+        "through_a_project_helper",
+        "through_a_local_helper",
+    ] {
+        assert_eq!(verdict(holds), None, "{holds}");
+    }
+    for fails in [
+        "commented_out",
+        "only_named",
+        "negated",
+        "ignored",
+        "not_a_test",
+        "two_levels_down",
+        "missing",
+    ] {
+        assert!(verdict(fails).is_some(), "{fails} holds");
     }
 }
