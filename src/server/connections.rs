@@ -44,7 +44,7 @@ use tokio::{
 };
 use tonic::transport::server::Connected;
 
-use super::listeners::MaxAge;
+use super::max_age::MaxAge;
 pub(crate) use crate::net::{ActiveRequest, Activity, ConnInfo, ConnectionAge, WatchSlot};
 use crate::telemetry::{Metrics, metrics::InFlight};
 

@@ -33,6 +33,7 @@ mod embedded;
 mod fleet;
 mod gateway;
 mod listeners;
+mod max_age;
 mod reflection;
 mod results;
 mod rollout;
@@ -291,7 +292,7 @@ impl Launch {
                 max_connections: serving.max_connections,
                 idle_timeout: secs(serving.idle_timeout_secs),
                 tcp_keepalive: secs(serving.tcp_keepalive_secs),
-                max_age: listeners::MaxAge::from_secs(
+                max_age: max_age::MaxAge::from_secs(
                     serving.max_connection_age_secs,
                     serving.max_connection_age_grace_secs,
                 ),

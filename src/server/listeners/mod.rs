@@ -26,7 +26,6 @@ use tokio::net::TcpListener;
 use super::connections::ConnectionGate;
 use crate::tls::ServerTls;
 
-pub(super) use aging::MaxAge;
 pub(super) use bind::{Bound, bind, bind_shared};
 pub(super) use grpc::{PublicApi, serve_admin, serve_public};
 pub(super) use http::{app as http_app, serve_http};
