@@ -9,7 +9,8 @@ use super::{Admitted, JourneyAccess, LimitsConfig, admit, validate};
 use crate::{
     Error,
     channels::ChannelRouter,
-    domain::Operation,
+    cluster::{JourneysConfig, MemoryProgress, ProgressStore},
+    domain::{Appkey, JourneyRef, Operation},
     guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::{services::LivenessService, v1},
@@ -22,6 +23,9 @@ pub struct LivenessApi {
     limits: LimitsConfig,
     guard: Guard,
     access: JourneyAccess,
+    /// Where a journey's liveness proof is marked as submitted, so that a
+    /// watch opened later reads the result at once.
+    progress: Arc<dyn ProgressStore>,
 }
 
 impl LivenessApi {
@@ -34,7 +38,26 @@ impl LivenessApi {
             limits,
             guard: Guard::default(),
             access: JourneyAccess::default(),
+            progress: {
+                let c = JourneysConfig::default();
+                Arc::new(MemoryProgress::new(c.retention(), c.max_entries))
+            },
         }
+    }
+
+    /// Where liveness proofs are marked (the journey hub's progress);
+    /// default: a store of its own, which no watch reads.
+    pub fn with_progress(mut self, progress: Arc<dyn ProgressStore>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Marks the journey of `appkey` as having its liveness proof in, once
+    /// the vendor took it: the result may exist from now on.
+    async fn proof_submitted(&self, appkey: &Appkey) {
+        self.progress
+            .mark_submitted(&JourneyRef::from_appkey(appkey))
+            .await;
     }
 
     /// The journey checks (issued here, owned by the caller); default: no
@@ -83,6 +106,7 @@ impl LivenessApi {
                 &req.snapshots,
             )
             .await?;
+        self.proof_submitted(&req.appkey).await;
         Ok(v1::SubmitChallengeResponseResponse {
             verdict: Some(verdict),
         })
@@ -138,6 +162,7 @@ impl LivenessApi {
                 req.channel.as_deref(),
             )
             .await?;
+        self.proof_submitted(&req.appkey).await;
         Ok(v1::VerifyLiveness3DResponse {
             verdict: Some(verdict),
         })

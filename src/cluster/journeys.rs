@@ -62,6 +62,10 @@ pub trait JourneyStore: Send + Sync + 'static {
     /// The record of `journey` if this replica holds it, without asking
     /// the fleet.
     fn held(&self, journey: &JourneyRef) -> Option<JourneyRecord>;
+
+    /// How long a record lives, counted from its creation (`[journeys]
+    /// retention_hours`): how long a journey may still be finished.
+    fn retention(&self) -> std::time::Duration;
 }
 
 /// `[journeys]`: how long the gateway keeps its journey records, which is

@@ -8,6 +8,7 @@
 //!                      |---> ControlStore    control.rs    routing mode, drains, hold
 //! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
+//! events::JourneyHub ------> ProgressStore   progress.rs   submitted steps, read turn, final result (sealed)
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets
 //! channels::ChannelFigures -> FiguresStore    figures.rs    per-minute vendor figures
 //!
@@ -23,10 +24,12 @@
 //! appkey, profile, request key, sealed whole), 3D session bindings (journey reference -> channel name),
 //! webhook dedupe, the channel control state (routing mode, drained
 //! channels, contingency hold) and completion notices, fanned out as
-//! (journey reference, status, delivery id). Nothing personal and no
-//! result ever goes to Redis: each replica with watchers reads the result
-//! from the upstream itself. Circuit breakers stay per replica. Each
-//! store's file names its keys.
+//! (journey reference, status, delivery id). Nothing personal goes to
+//! Redis in clear: the one result that does, a watched journey's final
+//! result read by the replica whose turn it was, is sealed and kept
+//! `[watch] shared_result_secs` (30 s), so that the other replicas'
+//! watchers get it without reading the vendor again ([`progress`]).
+//! Circuit breakers stay per replica. Each store's file names its keys.
 //!
 //! Each replica keeps its own tier too (its journey records, the router's
 //! bindings, which hold the issuing channel generation): the shared tier
@@ -47,7 +50,7 @@
 //! - [`config`]: the `[cluster]` section.
 //! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
 //! - [`journeys`], [`bindings`], [`dedupe`], [`control`], [`guard`],
-//!   [`figures`], [`rollout`]: the seven stores.
+//!   [`figures`], [`rollout`], [`progress`]: the eight stores.
 //! - [`redis`]: the connection the Redis stores share, and the event
 //!   stream's task.
 
@@ -58,6 +61,7 @@ pub mod dedupe;
 pub mod figures;
 pub mod guard;
 pub mod journeys;
+pub mod progress;
 pub mod redis;
 pub mod rollout;
 pub mod seal;
@@ -75,6 +79,7 @@ pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
 pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
+pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
 pub use redis::{RedisConn, stream::SeedFn};
 pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 
@@ -125,6 +130,9 @@ pub struct Ttls {
     /// Vendor figures' per-minute buckets
     /// (`[routing] figures_retention_minutes`).
     pub figures: Duration,
+    /// A final result shared with the fleet's watchers
+    /// (`[watch] shared_result_secs`).
+    pub shared_result: Duration,
 }
 
 impl Default for Ttls {
@@ -140,6 +148,8 @@ impl Default for Ttls {
             idempotency_max_entries: 100_000,
             // A day: `[routing] figures_retention_minutes`' default.
             figures: Duration::from_secs(86_400),
+            // `[watch] shared_result_secs`' default.
+            shared_result: Duration::from_secs(30),
         }
     }
 }
@@ -173,6 +183,9 @@ pub struct Shared {
     pub figures: Arc<dyn FiguresStore>,
     /// The guarded rollout: its record, its driver's lease, step counts.
     pub rollout: Arc<dyn RolloutStore>,
+    /// Watched journeys' progress: submitted steps, the read turn, the
+    /// final result shared for a moment.
+    pub progress: Arc<dyn ProgressStore>,
     /// The fleet's connection; `None` for one process.
     redis: Option<(RedisConn, RedisControl)>,
     /// What one process tells itself: nothing (no other replica).
@@ -202,6 +215,7 @@ impl Shared {
             )),
             figures: Arc::new(MemoryFigures),
             rollout: Arc::new(MemoryRollout::default()),
+            progress: Arc::new(MemoryProgress::new(ttls.journey, ttls.journey_max_entries)),
             redis: None,
             events: broadcast::channel(1).0,
         }
@@ -236,6 +250,12 @@ impl Shared {
             )),
             figures: Arc::new(RedisFigures::new(conn.clone(), ttls.figures)),
             rollout: Arc::new(RedisRollout::new(conn.clone())),
+            progress: Arc::new(RedisProgress::new(
+                conn.clone(),
+                ttls.journey,
+                ttls.journey_max_entries,
+                ttls.shared_result,
+            )),
             events: broadcast::channel(1).0,
             redis: Some((conn, control)),
         })

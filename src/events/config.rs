@@ -259,7 +259,11 @@ impl WebhookConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct WatchConfig {
     /// How long a watched journey waits for the webhook before it falls
-    /// back to reading the result with backoff, in seconds.
+    /// back to reading the result with backoff, in seconds. Only with a
+    /// webhook receiver (`[webhook]`), and only while nothing says the
+    /// result may be there already: without a receiver, or once the
+    /// journey's liveness steps went through the gateway, the watch reads
+    /// at once.
     pub webhook_grace_secs: u64,
     /// First delay between result reads, in milliseconds.
     pub poll_initial_ms: u64,
@@ -280,9 +284,16 @@ pub struct WatchConfig {
     /// Longest a `WatchJourney` stream stays open, in seconds; then it ends
     /// with `UNAVAILABLE` / `WATCH_LIFETIME_REACHED` (watch again).
     pub max_stream_secs: u64,
-    /// Consecutive upstream 404s on the result after which the journey's
-    /// reader gives up and its watchers get `NOT_FOUND`.
+    /// Consecutive upstream 404s on the result after which the reader of
+    /// an appkey this gateway did not issue (`[guard]
+    /// accept_foreign_appkeys`) gives up and its watchers get `NOT_FOUND`.
+    /// A journey this gateway issued answers 404 until its end user
+    /// finishes, and is watched until its result or its retention.
     pub max_not_found: u32,
+    /// How long the final result one replica read is kept, sealed, for the
+    /// fleet's other replicas watching the journey, in seconds (a fleet on
+    /// Redis only).
+    pub shared_result_secs: u64,
 }
 
 impl Default for WatchConfig {
@@ -298,6 +309,7 @@ impl Default for WatchConfig {
             notice_max_entries: 100_000,
             max_stream_secs: 3600,
             max_not_found: 5,
+            shared_result_secs: 30,
         }
     }
 }
@@ -330,6 +342,12 @@ impl WatchConfig {
 pub struct WatchSettings {
     /// Wait for the webhook before falling back to reading.
     pub webhook_grace: Duration,
+    /// Whether a webhook receiver can bring notices; without one the
+    /// watch reads from the start, with no grace.
+    pub notices_expected: bool,
+    /// The longest one result read takes (the upstream timeout): a
+    /// replica's read turn covers its read as well as the step after it.
+    pub read_timeout: Duration,
     /// First delay between reads.
     pub poll_initial: Duration,
     /// Largest delay between reads.
@@ -346,7 +364,8 @@ pub struct WatchSettings {
     pub notice_max_entries: usize,
     /// Longest a stream stays open.
     pub max_stream_lifetime: Duration,
-    /// Consecutive upstream 404s before the reader gives up.
+    /// Consecutive upstream 404s before the reader of a foreign appkey
+    /// gives up.
     pub max_not_found: u32,
 }
 
@@ -354,6 +373,8 @@ impl From<&WatchConfig> for WatchSettings {
     fn from(c: &WatchConfig) -> Self {
         Self {
             webhook_grace: Duration::from_secs(c.webhook_grace_secs),
+            notices_expected: true,
+            read_timeout: Duration::from_secs(10),
             poll_initial: Duration::from_millis(c.poll_initial_ms.max(1)),
             poll_max: Duration::from_millis(c.poll_max_ms.max(c.poll_initial_ms).max(1)),
             settle_limit: Duration::from_secs(c.result_settle_limit_secs),

@@ -3,10 +3,13 @@
 //!
 //! A journey gets a task when its first watcher arrives and loses it when
 //! its last watcher leaves (the task is aborted and the entry removed, so
-//! memory returns to baseline). The task does not read the result until a
-//! completion notice arrives, or until the webhook grace period passes
-//! without one (a lost webhook delays watchers but never strands them).
-//! It publishes on a `tokio::sync::watch` channel that holds only the
+//! memory returns to baseline). The task starts from the current state,
+//! as a Kubernetes watch or gRPC health's `Watch` does: a notice already
+//! heard, a result the fleet already shares, or, when the journey's
+//! liveness steps went through the gateway or no webhook receiver is
+//! configured, one read at once. Otherwise it waits for a completion
+//! notice, or until the webhook grace period passes without one (a lost
+//! webhook delays watchers but never strands them). It publishes on a `tokio::sync::watch` channel that holds only the
 //! latest state: a slow watcher skips intermediate states and never holds
 //! up the task or the other watchers.
 //!
@@ -15,6 +18,10 @@
 //! span of the webhook request whose notice triggered it and to the
 //! `WatchJourney` call that started the task, so a backend shows the read
 //! beside both without making it part of either trace.
+//!
+//! In a fleet, one replica at a time reads a journey's result for all
+//! (its read turn, `cluster::progress`) and shares the final result, so
+//! the vendor sees one read per interval however many replicas watch.
 //!
 //! - `journeys`: watch by reference, through the journey records
 //!   (`cluster::journeys`).
@@ -44,7 +51,7 @@ use super::{
 };
 use crate::{
     Error,
-    cluster::{JourneyStore, JourneysConfig, MemoryJourneys},
+    cluster::{JourneyStore, JourneysConfig, MemoryJourneys, MemoryProgress, ProgressStore},
     context::CallContext,
     domain::{Appkey, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus},
@@ -101,6 +108,9 @@ pub struct HubStats {
     /// the result is polled instead (the webhook did not arrive), since
     /// start.
     pub notice_timeouts: u64,
+    /// Final results another replica of the fleet read and shared, given
+    /// to this replica's watchers without a read, since start.
+    pub fleet_results: u64,
 }
 
 /// The `WatchJourney` core: journeys being watched and their reading
@@ -112,8 +122,11 @@ pub struct JourneyHub {
 
 pub(crate) struct HubInner {
     source: Arc<dyn DynResultSource>,
-    /// The journey records, for watch by reference.
+    /// The journey records, for watch by reference and to tell a journey
+    /// issued here (watched until its result) from a foreign appkey.
     journeys: Arc<dyn JourneyStore>,
+    /// Submitted steps, the fleet's read turn, shared results.
+    progress: Arc<dyn ProgressStore>,
     settings: WatchSettings,
     state: Mutex<HubState>,
     tasks: AtomicUsize,
@@ -121,6 +134,7 @@ pub(crate) struct HubInner {
     notices_received: AtomicU64,
     result_reads: AtomicU64,
     notice_timeouts: AtomicU64,
+    fleet_results: AtomicU64,
 }
 
 /// A notice as the hub keeps it: what it announced, and the span of the
@@ -166,11 +180,25 @@ impl JourneyHub {
         settings: WatchSettings,
         journeys: Arc<dyn JourneyStore>,
     ) -> Self {
+        let progress =
+            MemoryProgress::new(journeys.retention(), JourneysConfig::default().max_entries);
+        Self::with_stores(source, settings, journeys, Arc::new(progress))
+    }
+
+    /// A hub on the gateway's stores: its journey records and the
+    /// progress it shares with the fleet.
+    pub fn with_stores<S: ResultSource>(
+        source: S,
+        settings: WatchSettings,
+        journeys: Arc<dyn JourneyStore>,
+        progress: Arc<dyn ProgressStore>,
+    ) -> Self {
         let notices = TtlMap::new(settings.notice_ttl, settings.notice_max_entries);
         Self {
             inner: Arc::new(HubInner {
                 source: Arc::new(source),
                 journeys,
+                progress,
                 settings,
                 state: Mutex::new(HubState {
                     journeys: HashMap::new(),
@@ -183,6 +211,7 @@ impl JourneyHub {
                 notices_received: AtomicU64::new(0),
                 result_reads: AtomicU64::new(0),
                 notice_timeouts: AtomicU64::new(0),
+                fleet_results: AtomicU64::new(0),
             }),
         }
     }
@@ -300,6 +329,7 @@ impl JourneyHub {
             notices_received: self.inner.notices_received.load(Ordering::Relaxed),
             result_reads: self.inner.result_reads.load(Ordering::Relaxed),
             notice_timeouts: self.inner.notice_timeouts.load(Ordering::Relaxed),
+            fleet_results: self.inner.fleet_results.load(Ordering::Relaxed),
         }
     }
 
@@ -361,6 +391,13 @@ impl JourneyHub {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::Internal("WatchJourney called outside the runtime".to_owned()))?;
         let pending = state.notices.get(journey, Instant::now()).cloned();
+        // Issued here: a 404 means "not yet" until the record's retention
+        // ends. Not held: a foreign appkey, given up after max_not_found.
+        let retained_until = self.inner.journeys.held(journey).map(|record| {
+            let retention =
+                i64::try_from(self.inner.journeys.retention().as_secs()).unwrap_or(i64::MAX);
+            record.created_unix.saturating_add(retention)
+        });
         let (events, receiver) = watch::channel(Snapshot::default());
         let (notice, notices) = watch::channel(pending);
         let id = state.next_id;
@@ -378,6 +415,7 @@ impl JourneyHub {
             hub: self.inner.clone(),
             journey: journey.clone(),
             appkey,
+            retained_until,
             notices,
             watch_link,
             publisher: Publisher::new(&self.inner, events.clone()),
@@ -415,49 +453,15 @@ impl HubInner {
     }
 }
 
-/// One watcher's claim on its journey. Dropping it (the stream is dropped:
-/// the call ended, was cancelled or timed out) releases the claim; the
-/// last one out stops the journey's task and removes its entry.
-pub(crate) struct WatcherGuard {
-    hub: Arc<HubInner>,
-    journey: JourneyRef,
-    id: u64,
-}
-
-impl WatcherGuard {
-    fn new(hub: &Arc<HubInner>, journey: &JourneyRef, id: u64) -> Self {
-        Self {
-            hub: hub.clone(),
-            journey: journey.clone(),
-            id,
-        }
-    }
-}
-
-impl Drop for WatcherGuard {
-    fn drop(&mut self) {
-        let mut state = self.hub.lock();
-        let Some(entry) = state.journeys.get_mut(&self.journey) else {
-            return;
-        };
-        if entry.id != self.id {
-            return;
-        }
-        entry.watchers = entry.watchers.saturating_sub(1);
-        if entry.watchers == 0 {
-            if let Some(entry) = state.journeys.remove(&self.journey) {
-                entry.task.abort();
-                tracing::debug!(journey = %self.journey, "journey watch ended: no watchers left");
-            }
-        }
-    }
-}
-
+#[cfg(test)]
+mod current_state_tests;
 mod journeys;
 mod reader;
 #[cfg(test)]
 mod tests;
+mod watcher;
 
 #[cfg(test)]
 use reader::Backoff;
 use reader::{Publisher, Reader};
+pub(crate) use watcher::WatcherGuard;

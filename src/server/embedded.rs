@@ -17,6 +17,10 @@ use crate::{
 /// Starts the sandbox of `config` and describes it as the gateway's
 /// upstream. The webhook credentials are agreed between the two sides:
 /// the receiver's (`webhook`) when configured, else a random Basic pair.
+/// A sandbox whose webhook is off (`[sandbox.webhook] enabled = false`)
+/// gets none, and a gateway configured with none has no receiver: its
+/// watchers read from the start instead of waiting for a notice that
+/// cannot come.
 pub(super) async fn start(
     config: &Config,
     webhook: &mut WebhookSettings,
@@ -25,7 +29,9 @@ pub(super) async fn start(
 ) -> Result<Upstream, StartError> {
     let mut sb = config.sandbox.clone();
     sb.webhook.url = Some(webhook_url);
-    if webhook.basic.is_none() && webhook.hmac.is_none() {
+    if !sb.webhook.enabled {
+        // Nothing will be sent.
+    } else if webhook.basic.is_none() && webhook.hmac.is_none() {
         let password = random_secret();
         webhook.basic = Some(BasicCredentials {
             user: "sandbox".to_owned(),

@@ -34,6 +34,7 @@ mod fleet;
 mod gateway;
 mod listeners;
 mod max_age;
+mod notices;
 mod reflection;
 mod results;
 mod rollout;
@@ -55,7 +56,7 @@ use crate::{
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
-    events::{JourneyHub, WatchSettings, WebhookReceiver, WebhookSettings},
+    events::{JourneyHub, WatchSettings, WebhookSettings},
     guard::Guard,
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock},
@@ -150,7 +151,8 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         runtime.on_thread_start(setup);
     }
     let auth = auth::authentication(&config, &metrics).await?;
-    let services = build_services(&config, &mut up, &runtime, shared, metrics, auth)?;
+    let notices = notices::receives_notices(&webhook);
+    let services = build_services(&config, &mut up, &runtime, shared, metrics, auth, notices)?;
     let mut launch = Launch::new(&config, &services, &up.config);
     launch.join_fleet(&config, &services).await;
     launch.run_rollouts(&services);
@@ -216,6 +218,7 @@ fn build_services(
     shared: Shared,
     metrics: Metrics,
     auth: Arc<crate::auth::Authenticator>,
+    notices_expected: bool,
 ) -> Result<Services, StartError> {
     let client = UpstreamClient::with_pools(&up.config, metrics.clone(), runtime.http_pools())?;
     let guard = Guard::new(
@@ -246,13 +249,18 @@ fn build_services(
         .with_shared_figures(shared.figures.clone())
         .with_metrics(metrics.clone()),
     );
-    let hub = JourneyHub::with_journeys(
+    let hub = JourneyHub::with_stores(
         CoreResults {
             core: core.clone(),
             timeout: up.config.timeout(),
         },
-        watch_settings(config),
+        WatchSettings {
+            notices_expected,
+            read_timeout: up.config.timeout(),
+            ..WatchSettings::from(&config.watch)
+        },
         shared.journeys.clone(),
+        shared.progress.clone(),
     );
     let (rollouts, prober) = rollout::services(config, &router, &core, &shared, &metrics);
     Ok(Services {
@@ -376,7 +384,7 @@ impl Launch {
         .await?;
         self.tasks.push(public);
 
-        let receiver = webhook_receiver(webhook, services)?;
+        let receiver = notices::webhook_receiver(webhook, services)?;
         let app = listeners::http_app(
             self.ready.subscribe(),
             receiver.as_ref(),
@@ -466,7 +474,8 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
             .with_access(access.clone()),
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone())
-            .with_access(access.clone()),
+            .with_access(access.clone())
+            .with_progress(hub.progress().clone()),
         documents: DocumentApi::new(core.clone(), config.limits.clone())
             .with_guard(guard.clone())
             .with_access(access),
@@ -474,27 +483,4 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         admission: crate::api::AdmissionLayer::new(),
         max_message_bytes: config.limits.grpc_message_bytes(),
     }
-}
-
-/// The webhook receiver, when `[webhook]` says how notices authenticate.
-fn webhook_receiver(
-    webhook: WebhookSettings,
-    services: &Services,
-) -> Result<Option<WebhookReceiver>, StartError> {
-    if webhook.basic.is_none() && webhook.hmac.is_none() && !webhook.allow_unauthenticated {
-        tracing::warn!(
-            "webhook receiver disabled: configure [webhook] basic_user/basic_password_env or hmac_secret_env; WatchJourney falls back to reading the result"
-        );
-        return Ok(None);
-    }
-    Ok(Some(WebhookReceiver::with_shared(
-        webhook,
-        services.hub.clone(),
-        services.shared.dedupe.clone(),
-    )?))
-}
-
-/// `[watch]` as the hub uses it.
-fn watch_settings(config: &Config) -> WatchSettings {
-    WatchSettings::from(&config.watch)
 }

@@ -149,6 +149,7 @@ struct Inner {
     watch_watchers: Gauge,
     watch_result_reads: Counter,
     watch_notice_timeouts: Counter,
+    watch_fleet_results: Counter,
     audit_write_failures: Counter,
     audit_export: Family<OutcomeLabels, Counter>,
     plaintext_hops: Family<hops::HopLabels, Gauge>,
@@ -172,6 +173,9 @@ pub struct WatchCounts {
     /// Watches that found no completion notice within the grace period and
     /// fell back to polling, since start.
     pub notice_timeouts: u64,
+    /// Final results another replica read and shared, given to watchers
+    /// here without a read, since start.
+    pub fleet_results: u64,
 }
 
 /// The gateway's metrics. Cloning is cheap and every clone updates the same
@@ -245,6 +249,7 @@ impl Metrics {
         self.inner.watch_watchers.set(gauge(counts.watchers));
         catch_up(&self.inner.watch_result_reads, counts.result_reads);
         catch_up(&self.inner.watch_notice_timeouts, counts.notice_timeouts);
+        catch_up(&self.inner.watch_fleet_results, counts.fleet_results);
     }
 
     /// Brings the count of audit records that could not be written up to

@@ -171,6 +171,10 @@ impl JourneyStore for MemoryJourneys {
             Lookup::Unknown | Lookup::Ask => None,
         }
     }
+
+    fn retention(&self) -> Duration {
+        Duration::from_secs(u64::try_from(self.retention_secs).unwrap_or(0))
+    }
 }
 
 impl std::fmt::Debug for MemoryJourneys {

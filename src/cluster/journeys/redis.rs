@@ -176,6 +176,10 @@ impl JourneyStore for RedisJourneys {
     fn held(&self, journey: &JourneyRef) -> Option<JourneyRecord> {
         self.cache.held(journey)
     }
+
+    fn retention(&self) -> Duration {
+        self.retention
+    }
 }
 
 impl std::fmt::Debug for RedisJourneys {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::JourneyHub;
 use crate::{
     Error,
-    cluster::{JourneyStore, journeys::now_unix},
+    cluster::{JourneyStore, ProgressStore, journeys::now_unix},
     domain::{Appkey, JourneyRecord, JourneyRef},
 };
 
@@ -15,6 +15,13 @@ impl JourneyHub {
     /// The journey records the hub resolves references through.
     pub fn journeys(&self) -> &Arc<dyn JourneyStore> {
         &self.inner.journeys
+    }
+
+    /// Where the hub keeps journeys' progress: the liveness service marks
+    /// a journey's result-producing steps there, so that a later watch
+    /// reads at once.
+    pub fn progress(&self) -> &Arc<dyn ProgressStore> {
+        &self.inner.progress
     }
 
     /// Records the journey of `appkey` with no owner (only `journeys =

@@ -1,13 +1,22 @@
-//! The task of one watched journey: waits for the completion notice (or
-//! the grace period), reads the result until it agrees with the notice,
+//! The task of one watched journey: starts from the current state, waits
+//! for the completion notice (or the grace period) when nothing says the
+//! result may be there, reads the result until it agrees with the notice,
 //! and publishes each state for the journey's watchers.
 //!
-//! The service answers 404 on the result until a liveness proof exists,
-//! so a 404 is retried; but it also answers 404 for an appkey it never
-//! issued, and a reader polling such an appkey would hold its watch slot
-//! and call upstream for as long as the watcher stays. After
-//! `[watch] max_not_found` consecutive 404s the reader gives up and every
+//! The service answers 404 on the result until a liveness proof exists.
+//! For a journey this gateway issued a 404 means "not yet": the reader
+//! keeps reading (with backoff) until the result, or until the journey's
+//! retention ends; the stream's lifetime and the caller's deadline end a
+//! watcher sooner. The service also answers 404 for an appkey it never
+//! issued, and a reader polling such an appkey (`[guard]
+//! accept_foreign_appkeys`) would hold its watch slot and call upstream
+//! for as long as the watcher stays: after `[watch] max_not_found`
+//! consecutive 404s the reader of a foreign appkey gives up and every
 //! watcher gets `NOT_FOUND` / `RESULT_NOT_AVAILABLE`.
+//!
+//! In a fleet each read first looks for the final result another replica
+//! shared, then takes the journey's read turn (`cluster::progress`): a
+//! replica that does not get it skips the vendor this round.
 
 use std::{
     sync::{Arc, atomic::Ordering},
@@ -22,8 +31,9 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use super::{End, Heard, HubInner, Snapshot};
 use crate::{
     Error,
+    cluster::journeys::now_unix,
     domain::{Appkey, JourneyRef},
-    proto::v1::JourneyStatus,
+    proto::v1::{JourneyResult, JourneyStatus},
 };
 /// Publishes a journey's snapshots; counts the task as live while it
 /// exists. If the task stops without publishing an end (a panic in the
@@ -86,6 +96,9 @@ pub(super) struct Reader {
     pub(super) hub: Arc<HubInner>,
     pub(super) journey: JourneyRef,
     pub(super) appkey: Appkey,
+    /// Issued here: when the journey's record ends (Unix seconds), until
+    /// which a 404 means "not yet". `None`: a foreign appkey.
+    pub(super) retained_until: Option<i64>,
     pub(super) notices: watch::Receiver<Option<Heard>>,
     /// The WatchJourney call that started this task.
     pub(super) watch_link: Option<SpanContext>,
@@ -98,7 +111,21 @@ impl Reader {
         let settings = self.hub.settings.clone();
         let mut notice_open = true;
         let mut notice = self.notices.borrow_and_update().is_some();
-        if !notice {
+        if self.shared_result().await.is_break() {
+            return;
+        }
+        let mut not_found = 0;
+        let mut backoff = Backoff::new(settings.poll_initial, settings.poll_max, self.seed);
+        if settings.notices_expected && !notice {
+            // The current state first: once the liveness proof went
+            // through the gateway the result may be final already (its
+            // notice lost, or heard before this gateway started).
+            if self.hub.progress.submitted(&self.journey).await {
+                let turn = backoff.step() + settings.read_timeout;
+                if self.read_once(&mut not_found, turn).await.is_break() {
+                    return;
+                }
+            }
             tokio::select! {
                 changed = self.notices.changed() => match changed {
                     Ok(()) => notice = self.notices.borrow_and_update().is_some(),
@@ -114,10 +141,11 @@ impl Reader {
             }
         }
         let mut settle_deadline = notice.then(|| Instant::now() + settings.settle_limit);
-        let mut backoff = Backoff::new(settings.poll_initial, settings.poll_max, self.seed);
-        let mut not_found = 0;
         loop {
-            if self.read_once(&mut not_found).await.is_break() {
+            // The turn covers this read and the step after it: no other
+            // replica reads before this one's next read is due.
+            let turn = backoff.step() + settings.read_timeout;
+            if self.read_once(&mut not_found, turn).await.is_break() {
                 return;
             }
             let now = Instant::now();
@@ -153,11 +181,57 @@ impl Reader {
         }
     }
 
-    /// Reads the result once and publishes what it says. Breaks when the
-    /// watch has ended (final result, permanent failure, or the
-    /// `not_found`-th consecutive 404 reaching `max_not_found`).
-    async fn read_once(&self, not_found: &mut u32) -> std::ops::ControlFlow<()> {
+    /// Ends the watch with the final result another replica of the fleet
+    /// read and shared, if there is one.
+    async fn shared_result(&self) -> std::ops::ControlFlow<()> {
+        use prost::Message as _;
+        if !self.hub.progress.is_fleet() {
+            return std::ops::ControlFlow::Continue(());
+        }
+        let Some(encoded) = self.hub.progress.shared_result(&self.journey).await else {
+            return std::ops::ControlFlow::Continue(());
+        };
+        match JourneyResult::decode(encoded.as_slice()) {
+            Ok(result) if is_final(result.status()) => {
+                tracing::info!(journey = %self.journey, "journey result ready (read by another replica)");
+                self.hub.fleet_results.fetch_add(1, Ordering::Relaxed);
+                self.publisher.end(End::Result(Arc::new(result)));
+                std::ops::ControlFlow::Break(())
+            }
+            _ => std::ops::ControlFlow::Continue(()),
+        }
+    }
+
+    /// Shares a final result read here with the fleet's other watchers.
+    async fn share(&self, result: &JourneyResult) {
+        use prost::Message as _;
+        if !self.hub.progress.is_fleet() {
+            return;
+        }
+        let label = match result.status() {
+            JourneyStatus::Error => "error",
+            _ => "complete",
+        };
+        self.hub
+            .progress
+            .share_result(&self.journey, result.encode_to_vec(), label)
+            .await;
+    }
+
+    /// Reads the result once, when this replica has the journey's read
+    /// turn (for `turn`), and publishes what it says. Breaks when the
+    /// watch has ended (final result, permanent failure, a foreign
+    /// appkey's `not_found`-th consecutive 404 reaching `max_not_found`,
+    /// or a 404 past the journey's retention).
+    async fn read_once(&self, not_found: &mut u32, turn: Duration) -> std::ops::ControlFlow<()> {
         use std::ops::ControlFlow::{Break, Continue};
+        if self.shared_result().await.is_break() {
+            return Break(());
+        }
+        if !self.hub.progress.take_read_turn(&self.journey, turn).await {
+            // Another replica reads for the fleet this round.
+            return Continue(());
+        }
         self.hub.result_reads.fetch_add(1, Ordering::Relaxed);
         let notice = self.notices.borrow().clone();
         // Its own trace: the read serves every watcher of the journey and
@@ -183,20 +257,17 @@ impl Reader {
             _ => *not_found = 0,
         }
         match read {
-            Err(e) if *not_found >= self.hub.settings.max_not_found => {
-                tracing::info!(
-                    journey = %self.journey,
-                    not_found = *not_found,
-                    "the result read answered 404 too many times in a row; giving up"
-                );
+            Err(e) if *not_found > 0 && self.gone(*not_found) => {
                 self.publisher.end(End::Failed(e.into()));
                 Break(())
             }
             Ok(result) => {
                 let status = result.status();
-                if matches!(status, JourneyStatus::Complete | JourneyStatus::Error) {
+                if is_final(status) {
                     tracing::info!(journey = %self.journey, status = status.as_str_name(), "journey result ready");
-                    self.publisher.end(End::Result(Arc::new(result)));
+                    let result = Arc::new(result);
+                    self.publisher.end(End::Result(result.clone()));
+                    self.share(&result).await;
                     return Break(());
                 }
                 self.publisher.status(status, &result.raw_status);
@@ -213,6 +284,35 @@ impl Reader {
             }
         }
     }
+}
+
+impl Reader {
+    /// Whether `not_found` consecutive 404s mean the journey will never
+    /// have a result here: a journey issued here only once its record's
+    /// retention ended; a foreign appkey after `max_not_found`.
+    fn gone(&self, not_found: u32) -> bool {
+        match self.retained_until {
+            Some(until) if now_unix() < until => false,
+            Some(_) => {
+                tracing::info!(journey = %self.journey, "the journey's retention ended without a result; giving up");
+                true
+            }
+            None if not_found >= self.hub.settings.max_not_found => {
+                tracing::info!(
+                    journey = %self.journey,
+                    not_found,
+                    "the result of an appkey not issued here answered 404 too many times in a row; giving up"
+                );
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A status that ends the journey's watch.
+fn is_final(status: JourneyStatus) -> bool {
+    matches!(status, JourneyStatus::Complete | JourneyStatus::Error)
 }
 
 /// Failures worth another read: the call consumed nothing, so anything the
@@ -263,6 +363,12 @@ impl Backoff {
         z ^= z >> 31;
         let fraction = (z >> 11) as f64 / (1u64 << 53) as f64;
         step.mul_f64(0.75 + 0.25 * fraction)
+    }
+
+    /// The current step, before jitter: the read turn a reader takes for
+    /// the fleet, so that no other replica reads before its next read.
+    pub(super) fn step(&self) -> Duration {
+        self.step
     }
 
     pub(super) fn reset(&mut self) {

@@ -43,6 +43,7 @@ async fn scrape_metrics(State(s): State<Scrape>) -> Response {
         watchers: hub.watchers,
         result_reads: hub.result_reads,
         notice_timeouts: hub.notice_timeouts,
+        fleet_results: hub.fleet_results,
     });
     s.metrics
         .sync_audit_write_failures(telemetry::log_lines::audit_write_failures());

@@ -43,6 +43,7 @@ impl Metrics {
         let watch_watchers = Gauge::default();
         let watch_result_reads = Counter::default();
         let watch_notice_timeouts = Counter::default();
+        let watch_fleet_results = Counter::default();
         let audit_write_failures = Counter::default();
         let audit_export = Family::<OutcomeLabels, Counter>::default();
         let cluster = ClusterSeries::register(&mut registry);
@@ -161,6 +162,11 @@ impl Metrics {
             watch_notice_timeouts.clone(),
         );
         registry.register(
+            "idgate_watch_fleet_results",
+            "Final journey results another replica read and shared, given to watchers here without a read",
+            watch_fleet_results.clone(),
+        );
+        registry.register(
             "idgate_audit_write_failures",
             "Audit records that could not be written to stdout",
             audit_write_failures.clone(),
@@ -206,6 +212,7 @@ impl Metrics {
                 watch_watchers,
                 watch_result_reads,
                 watch_notice_timeouts,
+                watch_fleet_results,
                 audit_write_failures,
                 audit_export,
                 plaintext_hops,

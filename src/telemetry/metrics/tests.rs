@@ -52,6 +52,7 @@ fn series_carry_their_labels_and_values() {
         watchers: 5,
         result_reads: 4,
         notice_timeouts: 1,
+        fleet_results: 3,
     });
     let guard = m.http_in_flight();
     let text = m.encode().unwrap();
@@ -72,6 +73,7 @@ fn series_carry_their_labels_and_values() {
         "idgate_watch_watchers 5",
         "idgate_watch_result_reads_total 4",
         "idgate_watch_notice_timeouts_total 1",
+        "idgate_watch_fleet_results_total 3",
     ] {
         assert_sample(&text, line);
     }

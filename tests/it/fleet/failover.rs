@@ -34,8 +34,10 @@ async fn after_the_sentinel_master_dies_journeys_watchers_and_admin_changes_work
     let mut fleet = Fleet::start_on(set, 3, 30).await;
 
     // Before the failover: a finished journey watched on C, a fleet drain.
-    let first = fleet.finished_journey(0).await;
+    // Watched before its proof: the watch waits for the notice.
+    let first = fleet.replicas[0].create_journey_for(happy_person()).await;
     let watcher = fleet.replicas[2].watch(by_ref(&first.journey_ref)).await;
+    fleet.finish_journey(0, &first).await;
     fleet.replicas[1]
         .drain("alternative")
         .await

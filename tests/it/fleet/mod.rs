@@ -35,3 +35,4 @@ mod rollout;
 mod routing;
 mod secrecy;
 mod tls;
+mod watch_reads;

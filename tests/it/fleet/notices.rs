@@ -1,6 +1,6 @@
 //! Completion notices across a fleet: a notice posted to any replica ends
-//! the watches on every other, with one result read
-//! per watching replica, and a delivery seen once is a duplicate on every
+//! the watches on every other, with one result read for the fleet (the
+//! replica whose read turn it is shares the result), and a delivery seen once is a duplicate on every
 //! replica. A replica cut off from Redis reads, once back, the notices
 //! and control changes it missed, and one started without Redis those
 //! appended since it started.
@@ -14,18 +14,20 @@ use crate::support::{
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_per_replica() {
+async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_for_the_fleet() {
     // A 30 s grace, longer than the wait below (which only bounds a
     // hang): only the fanned-out notice can end these watches.
     let fleet = Fleet::start(3, 30).await;
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
-    let created = fleet.finished_journey(0).await;
-    let reads_before = fleet.result_reads();
+    let created = a.create_journey_for(happy_person()).await;
 
-    // Two watchers on B (one result read serves both), one on C.
+    // Two watchers on B, one on C, opened before the liveness proof: they
+    // wait for the notice.
     let b1 = b.watch(by_ref(&created.journey_ref)).await;
     let b2 = b.watch(by_appkey(&created.appkey)).await;
     let c1 = c.watch(by_appkey(&created.appkey)).await;
+    fleet.finish_journey(0, &created).await;
+    let reads_before = fleet.result_reads();
 
     assert_eq!(
         a.post_notice("Completo", &created.appkey, Some("msg_fleet_1"))
@@ -38,8 +40,8 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
     }
     assert_eq!(
         fleet.result_reads() - reads_before,
-        2,
-        "one result read per watching replica (B and C), none on A, none per watcher"
+        1,
+        "one result read for the fleet (B or C, whose turn it was, shares it), none on A, none per watcher"
     );
 
     // The same delivery again, to B: not processed again anywhere.
@@ -70,7 +72,7 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_p
     );
     assert_eq!(
         fleet.result_reads() - reads_before,
-        2,
+        1,
         "no read for the duplicate"
     );
     // Without a webhook-id, the same journey and status is the duplicate.
@@ -95,11 +97,15 @@ async fn a_replica_cut_off_from_redis_ends_once_back_the_watches_whose_notices_c
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[b]);
     let mut journeys = Vec::new();
     for _ in 0..3 {
-        journeys.push(fleet.finished_journey(0).await);
+        journeys.push(a.create_journey_for(happy_person()).await);
     }
+    // Watched before the proofs: the watches wait for their notices.
     let mut watchers = Vec::new();
     for journey in &journeys {
         watchers.push(b.watch(by_appkey(&journey.appkey)).await);
+    }
+    for journey in &journeys {
+        fleet.finish_journey(0, journey).await;
     }
 
     // B loses its path to Redis; A and Redis go on.
@@ -163,8 +169,9 @@ async fn a_replica_started_without_redis_ends_once_connected_the_watches_whose_n
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[b]);
     assert!(!b.gateway.shared_state().is_up(), "B starts without Redis");
 
-    let journey = fleet.finished_journey(0).await;
+    let journey = a.create_journey_for(happy_person()).await;
     let watcher = b.watch(by_appkey(&journey.appkey)).await;
+    fleet.finish_journey(0, &journey).await;
     assert_eq!(
         a.post_notice("Completo", &journey.appkey, Some("msg_before_b"))
             .await,

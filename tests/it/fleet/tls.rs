@@ -13,7 +13,7 @@ use idgate::config::Config;
 use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, FleetRedis, assert_complete},
-    gateway::{by_appkey, drain_within, reason},
+    gateway::{by_appkey, drain_within, happy_person, reason},
     redis::RedisServer,
     redis_cluster::RedisClusterSet,
     redis_sentinel::{SentinelPair, TlsFiles},
@@ -31,8 +31,10 @@ async fn two_share_and_a_third_is_refused<R: FleetRedis>(
     fleet.add_replicas_with(2, trusted).await;
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
 
-    let created = fleet.finished_journey(0).await;
+    // Watched before its proof: the watch waits for the notice.
+    let created = a.create_journey_for(happy_person()).await;
     let watcher = b.watch(by_appkey(&created.appkey)).await;
+    fleet.finish_journey(0, &created).await;
     assert_eq!(
         a.post_notice("Completo", &created.appkey, Some("msg_tls"))
             .await,

@@ -3,10 +3,15 @@
 //! the modules share: a notice with Basic credentials and the assertion
 //! that a stream ended with the complete result.
 
-use idgate::proto::v1::{self, JourneyStatus};
+use idgate::{
+    cli::journey::{DocumentChoice, JourneyPlan, LivenessMode, Person},
+    proto::v1::{self, JourneyStatus},
+    sandbox::samples,
+};
 
-use crate::support::webhook::USER as BASIC_USER;
+use crate::support::{gateway::TestGateway, wait::EVENT_WAIT, webhook::USER as BASIC_USER};
 
+mod current_state;
 mod receiver;
 mod results;
 mod scale;
@@ -47,4 +52,24 @@ fn assert_ends_complete(
         before.iter().all(|i| i.result.is_none()),
         "only the last message carries the result"
     );
+}
+
+/// What `idgate journey` runs against `gw`: the sandbox's happy person,
+/// 3D liveness, an RG, the result awaited up to [`EVENT_WAIT`].
+fn happy_3d_plan(gw: &TestGateway) -> JourneyPlan {
+    let person = samples::HAPPY_PERSON;
+    let parts: Vec<&str> = person.birth_date.split('/').collect();
+    JourneyPlan {
+        gateway: gw.gateway.grpc_url(),
+        liveness: LivenessMode::ThreeD,
+        document: DocumentChoice::Rg,
+        person: Person {
+            cpf: person.cpf.into(),
+            name: person.name.into(),
+            birth_date: format!("{}-{}-{}", parts[2], parts[1], parts[0]),
+            customer_reference: "CLIREF1".into(),
+        },
+        operator_profile: String::new(),
+        result_timeout: EVENT_WAIT,
+    }
 }

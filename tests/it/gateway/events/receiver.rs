@@ -35,11 +35,17 @@ fn signed(
 
 /// A gateway that authenticates notices by Basic and by signature, whose
 /// sandbox does not send its own (the tests post them), with one journey
-/// whose processing is finished: any notice that got through would
-/// complete its watchers at once.
+/// watched (by `watch`) from before its proof and whose processing is
+/// finished: the watch waits for a notice, and any notice that got
+/// through would complete it at once.
 async fn gateway_with_finished_journey(
     edit: impl FnOnce(&mut idgate::config::Config),
-) -> (TestGateway, v1::CreateJourneyResponse) {
+    watch: impl FnOnce(&v1::CreateJourneyResponse) -> v1::WatchJourneyRequest,
+) -> (
+    TestGateway,
+    v1::CreateJourneyResponse,
+    tonic::Streaming<v1::WatchJourneyResponse>,
+) {
     let gw = TestGateway::start_with(|c| {
         c.webhook.basic_user = Some(BASIC_USER.into());
         c.webhook.basic_password_file = Some(secret_file(BASIC_PASSWORD));
@@ -49,15 +55,18 @@ async fn gateway_with_finished_journey(
         edit(c);
     })
     .await;
-    let journey = gw.journey_in_processing().await;
+    let (journey, watcher) = gw.watched_journey_in_processing(watch).await;
     gw.finish_processing();
-    (gw, journey)
+    (gw, journey, watcher)
 }
 
 #[tokio::test]
 async fn forged_unauthenticated_stale_or_oversize_webhooks_are_refused_and_trigger_nothing() {
-    let (gw, journey) = gateway_with_finished_journey(|c| c.webhook.max_body_bytes = 1024).await;
-    let watcher = gw.watch(by_appkey(&journey.appkey)).await;
+    let (gw, journey, watcher) = gateway_with_finished_journey(
+        |c| c.webhook.max_body_bytes = 1024,
+        |j| by_appkey(&j.appkey),
+    )
+    .await;
     let client = http_client();
     let url = gw.webhook_url();
     let body = notice_body("Completo", &journey.appkey);
@@ -207,8 +216,8 @@ async fn chunked_post(gw: &TestGateway, body: &str) -> String {
 
 #[tokio::test]
 async fn the_same_delivery_twice_is_processed_once() {
-    let (gw, journey) = gateway_with_finished_journey(|_| {}).await;
-    let watcher = gw.watch(by_ref(&journey.journey_ref)).await;
+    let (gw, journey, watcher) =
+        gateway_with_finished_journey(|_| {}, |j| by_ref(&j.journey_ref)).await;
     let client = http_client();
     let url = gw.webhook_url();
     let body = notice_body("Completo", &journey.appkey);

@@ -1,12 +1,16 @@
 //! Watching at scale: a thousand watchers on a hundred journeys all end
-//! with their result, one read per journey, and the hub (and the process's
+//! with their result, each read shared by all of its journey's watchers, and the hub (and the process's
 //! memory) returns to its baseline round after round.
 
 use futures_util::{StreamExt as _, stream};
 use idgate::proto::v1;
 
 use super::assert_ends_complete;
-use crate::support::{gateway::*, process::alone_in_own_process, wait::EVENT_WAIT};
+use crate::support::{
+    gateway::*,
+    process::alone_in_own_process,
+    wait::{EVENT_WAIT, eventually},
+};
 
 /// The resident set size of this process, in KiB.
 fn vm_rss_kib() -> u64 {
@@ -94,14 +98,23 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
         (stats.journeys, stats.watchers, stats.tasks),
         (JOURNEYS, JOURNEYS * PER_JOURNEY, JOURNEYS)
     );
+    // The current state first: one read per journey (still processing),
+    // whatever its number of watchers.
+    eventually(
+        "each journey's current state is read",
+        EVENT_WAIT,
+        async || hub.stats().result_reads == JOURNEYS as u64,
+    )
+    .await;
     let peak = vm_rss_kib();
-    assert_eq!(gw.result_reads(), 0);
+    assert_eq!(gw.result_reads(), JOURNEYS as u64);
 
     gw.finish_processing();
     all_end_complete(watchers).await;
     assert_eq!(gw.sandbox().webhook_stats().delivered, JOURNEYS as u64);
-    // One read per journey, whatever its number of watchers.
-    assert_eq!(gw.result_reads(), JOURNEYS as u64);
+    // One more read per journey after its notice, whatever its number of
+    // watchers.
+    assert_eq!(gw.result_reads(), 2 * JOURNEYS as u64);
 
     tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
         .await

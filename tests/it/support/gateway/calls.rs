@@ -234,4 +234,23 @@ impl TestGateway {
         self.submit_rg(&created.appkey).await;
         created
     }
+
+    /// A journey watched from its creation (the stream `watch` asks for)
+    /// and then taken, as [`TestGateway::journey_in_processing`], through
+    /// its liveness proof and RG documents. The watch started before the
+    /// proof: with a webhook receiver it waits for the notice rather than
+    /// read the result at once.
+    pub async fn watched_journey_in_processing(
+        &self,
+        watch: impl FnOnce(&v1::CreateJourneyResponse) -> v1::WatchJourneyRequest,
+    ) -> (
+        v1::CreateJourneyResponse,
+        tonic::Streaming<v1::WatchJourneyResponse>,
+    ) {
+        let created = self.create_journey_for(happy_person()).await;
+        let watcher = self.watch(watch(&created)).await;
+        assert!(self.pass_3d(&created.appkey).await.valid);
+        self.submit_rg(&created.appkey).await;
+        (created, watcher)
+    }
 }

@@ -1,0 +1,317 @@
+//! What the fleet knows of a watched journey's way to its result: whether
+//! the steps that produce a result went through the gateway, whose turn it
+//! is to read the result from the vendor, and the final result once one
+//! replica has read it.
+//!
+//! Why: a watch must start from the current state (a journey already
+//! complete answers at once, without waiting for a webhook that may never
+//! come), and N replicas watching one journey must not poll the vendor N
+//! times per interval. One replica at a time holds the journey's read
+//! turn; the others wait for the final result it shares, told to them as
+//! a completion notice on the event stream.
+//!
+//! - [`MemoryProgress`]: one process. The submitted marks are kept as long
+//!   as the journey records (`[journeys] retention_hours`, `max_entries`);
+//!   the turn is always this process's, and there is no one to share a
+//!   result with.
+//! - [`RedisProgress`]: `{p}submitted:<ref>` (`1`, expiring with the
+//!   journey's retention); `{p}turn:<ref>` (the holding replica's id, `SET
+//!   NX PX` by [`TURN_SCRIPT`], renewed by its holder on each read);
+//!   `{p}result:<ref>` (the final result, sealed with AES-256-GCM under
+//!   `[cluster]`'s secret key and bound to the key and the journey, kept
+//!   `[watch] shared_result_secs`), announced as a notice (journey
+//!   reference, status label, no result) on `{p}{fleet}:events`. While
+//!   Redis is unreachable every replica takes its own turn (watchers fall
+//!   back to polling, never to waiting).
+
+use std::{sync::Mutex, time::Duration};
+
+use tokio::time::Instant;
+use zeroize::Zeroizing;
+
+use super::{
+    BoxFuture, ready,
+    redis::{Body, RedisConn, millis, stream},
+    seal::Binding,
+};
+use crate::{domain::JourneyRef, ttl::TtlMap};
+
+/// Takes the read turn of `KEYS[1]` for replica `ARGV[1]`, for `ARGV[2]`
+/// milliseconds, when nobody holds it or this replica already does.
+const TURN_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
+    if v == false or v == ARGV[1] then \
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
+
+/// Where the journey hub keeps what it learns of a journey's progress.
+/// Every method answers within the implementation's command timeout and
+/// never fails: unreachable, it answers as one process would.
+pub trait ProgressStore: Send + Sync + 'static {
+    /// True when other replicas share this store.
+    fn is_fleet(&self) -> bool;
+
+    /// Notes that the steps of `journey` that produce a result (the 2D
+    /// snapshots, the 3D liveness proof) went through the gateway.
+    fn mark_submitted(&self, journey: &JourneyRef) -> BoxFuture<()>;
+
+    /// Whether [`ProgressStore::mark_submitted`] was called for `journey`,
+    /// on any replica, within its retention.
+    fn submitted(&self, journey: &JourneyRef) -> BoxFuture<bool>;
+
+    /// Claims the next result read of `journey` for `turn`: true when no
+    /// other replica holds the turn (or Redis cannot tell), so this one
+    /// reads; false when another replica reads for the fleet.
+    fn take_read_turn(&self, journey: &JourneyRef, turn: Duration) -> BoxFuture<bool>;
+
+    /// Shares the final result read here (its protobuf encoding) with the
+    /// replicas watching `journey`, and tells them with a notice of
+    /// `status` (`complete`, `error`).
+    fn share_result(&self, journey: &JourneyRef, encoded: Vec<u8>, status: &str) -> BoxFuture<()>;
+
+    /// The final result another replica shared, if it is still kept.
+    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<Zeroizing<Vec<u8>>>>;
+}
+
+/// The progress one process knows.
+pub struct MemoryProgress {
+    submitted: Mutex<TtlMap<JourneyRef, ()>>,
+}
+
+impl std::fmt::Debug for MemoryProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryProgress").finish_non_exhaustive()
+    }
+}
+
+impl MemoryProgress {
+    /// Marks kept `retention`, at most `max_entries` of them (the journey
+    /// records' bounds: one mark per journey).
+    pub fn new(retention: Duration, max_entries: usize) -> Self {
+        Self {
+            submitted: Mutex::new(TtlMap::new(retention, max_entries)),
+        }
+    }
+
+    fn mark_now(&self, journey: &JourneyRef) {
+        crate::sync::lock(&self.submitted).insert(journey.clone(), (), Instant::now());
+    }
+
+    fn marked_now(&self, journey: &JourneyRef) -> bool {
+        crate::sync::lock(&self.submitted)
+            .get(journey, Instant::now())
+            .is_some()
+    }
+}
+
+impl ProgressStore for MemoryProgress {
+    fn is_fleet(&self) -> bool {
+        false
+    }
+
+    fn mark_submitted(&self, journey: &JourneyRef) -> BoxFuture<()> {
+        self.mark_now(journey);
+        ready(())
+    }
+
+    fn submitted(&self, journey: &JourneyRef) -> BoxFuture<bool> {
+        ready(self.marked_now(journey))
+    }
+
+    fn take_read_turn(&self, _: &JourneyRef, _: Duration) -> BoxFuture<bool> {
+        ready(true)
+    }
+
+    fn share_result(&self, _: &JourneyRef, _: Vec<u8>, _: &str) -> BoxFuture<()> {
+        ready(())
+    }
+
+    fn shared_result(&self, _: &JourneyRef) -> BoxFuture<Option<Zeroizing<Vec<u8>>>> {
+        ready(None)
+    }
+}
+
+/// The fleet's journey progress on Redis, with this replica's marks in
+/// front.
+#[derive(Clone)]
+pub struct RedisProgress {
+    conn: RedisConn,
+    retention: Duration,
+    result_ttl: Duration,
+    local: std::sync::Arc<MemoryProgress>,
+}
+
+impl std::fmt::Debug for RedisProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisProgress").finish_non_exhaustive()
+    }
+}
+
+impl RedisProgress {
+    /// Marks kept `retention` (at most `max_entries` of them here), shared
+    /// results kept `result_ttl`.
+    pub(super) fn new(
+        conn: RedisConn,
+        retention: Duration,
+        max_entries: usize,
+        result_ttl: Duration,
+    ) -> Self {
+        Self {
+            conn,
+            retention,
+            result_ttl,
+            local: std::sync::Arc::new(MemoryProgress::new(retention, max_entries)),
+        }
+    }
+
+    fn key(&self, what: &str, journey: &JourneyRef) -> String {
+        self.conn.key_of(&[what, journey.as_str()])
+    }
+}
+
+impl ProgressStore for RedisProgress {
+    fn is_fleet(&self) -> bool {
+        true
+    }
+
+    fn mark_submitted(&self, journey: &JourneyRef) -> BoxFuture<()> {
+        self.local.mark_now(journey);
+        let this = self.clone();
+        let key = self.key("submitted:", journey);
+        Box::pin(async move {
+            if this.conn.check_up().is_ok() {
+                // A replica that cannot write the mark still reads the
+                // result once its grace ends: a lost mark delays, never
+                // strands.
+                let _ = this
+                    .conn
+                    .set_px(key, "1".to_owned(), millis(this.retention))
+                    .await;
+            }
+        })
+    }
+
+    fn submitted(&self, journey: &JourneyRef) -> BoxFuture<bool> {
+        if self.local.marked_now(journey) {
+            return ready(true);
+        }
+        let this = self.clone();
+        let key = self.key("submitted:", journey);
+        Box::pin(async move {
+            this.conn.check_up().is_ok() && matches!(this.conn.get(key).await, Ok(Some(_)))
+        })
+    }
+
+    fn take_read_turn(&self, journey: &JourneyRef, turn: Duration) -> BoxFuture<bool> {
+        let this = self.clone();
+        let key = self.key("turn:", journey);
+        Box::pin(async move {
+            if this.conn.check_up().is_err() {
+                return true;
+            }
+            let origin = this.conn.origin().to_owned();
+            let ttl = millis(turn);
+            let taken = this
+                .conn
+                .exec("EVAL", move |mut c| async move {
+                    redis::cmd("EVAL")
+                        .arg(TURN_SCRIPT)
+                        .arg(1)
+                        .arg(&key)
+                        .arg(&origin)
+                        .arg(ttl)
+                        .query_async::<i64>(&mut c)
+                        .await
+                })
+                .await;
+            // Taken (1), or Redis did not answer: read, as one process
+            // would.
+            !matches!(taken, Ok(0))
+        })
+    }
+
+    fn share_result(&self, journey: &JourneyRef, encoded: Vec<u8>, status: &str) -> BoxFuture<()> {
+        let this = self.clone();
+        let journey = journey.clone();
+        let status = status.to_owned();
+        Box::pin(async move {
+            let encoded = Zeroizing::new(encoded);
+            if this.conn.check_up().is_err() {
+                return;
+            }
+            let key = this.key("result:", &journey);
+            let sealed = this
+                .conn
+                .sealer()
+                .seal_bytes(&Binding::shared_result(&key, &journey), &encoded);
+            if this
+                .conn
+                .set_px(key, sealed, millis(this.result_ttl))
+                .await
+                .is_err()
+            {
+                // The other replicas read the result themselves.
+                return;
+            }
+            let append = stream::append(
+                &this.conn,
+                Body::Notice {
+                    journey_ref: journey.to_string(),
+                    status,
+                    delivery: "result-read".to_owned(),
+                },
+            );
+            let _ = this
+                .conn
+                .exec("XADD", move |mut c| async move {
+                    append.query_async::<String>(&mut c).await
+                })
+                .await;
+        })
+    }
+
+    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<Zeroizing<Vec<u8>>>> {
+        let this = self.clone();
+        let journey = journey.clone();
+        Box::pin(async move {
+            this.conn.check_up().ok()?;
+            let key = this.key("result:", &journey);
+            let stored = this.conn.get(key.clone()).await.ok()??;
+            let opened = this
+                .conn
+                .sealer()
+                .open_bytes(&Binding::shared_result(&key, &journey), &stored);
+            if opened.is_none() {
+                tracing::warn!(journey = %journey, "a shared result in Redis did not open (another secret_key, or a value moved from another key?)");
+            }
+            opened
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_process_marks_submitted_journeys_and_always_has_the_turn() {
+        let progress = MemoryProgress::new(Duration::from_secs(60), 10);
+        let journey = JourneyRef::parse("j-0123456789abcdef").expect("a reference");
+        assert!(!progress.submitted(&journey).await);
+        progress.mark_submitted(&journey).await;
+        assert!(progress.submitted(&journey).await);
+        assert!(
+            progress
+                .take_read_turn(&journey, Duration::from_secs(1))
+                .await
+        );
+        assert!(
+            progress
+                .take_read_turn(&journey, Duration::from_secs(1))
+                .await
+        );
+        progress
+            .share_result(&journey, vec![1, 2, 3], "complete")
+            .await;
+        assert!(progress.shared_result(&journey).await.is_none());
+        assert!(!progress.is_fleet());
+    }
+}

@@ -1,0 +1,44 @@
+//! One watcher's claim on its journey's entry in the hub.
+
+use std::sync::Arc;
+
+use super::HubInner;
+use crate::domain::JourneyRef;
+
+/// One watcher's claim on its journey. Dropping it (the stream is dropped:
+/// the call ended, was cancelled or timed out) releases the claim; the
+/// last one out stops the journey's task and removes its entry.
+pub(crate) struct WatcherGuard {
+    hub: Arc<HubInner>,
+    journey: JourneyRef,
+    id: u64,
+}
+
+impl WatcherGuard {
+    pub(super) fn new(hub: &Arc<HubInner>, journey: &JourneyRef, id: u64) -> Self {
+        Self {
+            hub: hub.clone(),
+            journey: journey.clone(),
+            id,
+        }
+    }
+}
+
+impl Drop for WatcherGuard {
+    fn drop(&mut self) {
+        let mut state = self.hub.lock();
+        let Some(entry) = state.journeys.get_mut(&self.journey) else {
+            return;
+        };
+        if entry.id != self.id {
+            return;
+        }
+        entry.watchers = entry.watchers.saturating_sub(1);
+        if entry.watchers == 0 {
+            if let Some(entry) = state.journeys.remove(&self.journey) {
+                entry.task.abort();
+                tracing::debug!(journey = %self.journey, "journey watch ended: no watchers left");
+            }
+        }
+    }
+}

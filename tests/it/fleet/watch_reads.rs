@@ -1,0 +1,80 @@
+//! Watching one journey from many replicas costs the vendor what one
+//! watcher would: without a webhook, one replica at a time holds the
+//! journey's read turn and polls for the fleet, and the final result it
+//! reads reaches every other replica's watchers without another read.
+
+use std::time::{Duration, Instant};
+
+use super::EVENT_WAIT;
+use crate::support::{
+    fleet::{Fleet, assert_complete},
+    gateway::{by_appkey, by_ref, drain_within, happy_person},
+    wait::eventually,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_without_a_webhook_read_a_watched_result_once_per_poll_interval_between_them() {
+    const POLL: Duration = Duration::from_millis(200);
+    let mut fleet = Fleet::start(0, 3600).await;
+    // No receiver: every replica polls from the start.
+    fleet
+        .add_replicas_with(2, |c| {
+            c.webhook.basic_user = None;
+            c.webhook.basic_password_file = None;
+            c.watch.poll_initial_ms = POLL.as_millis() as u64;
+            c.watch.poll_max_ms = POLL.as_millis() as u64;
+        })
+        .await;
+    let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
+    let created = a.create_journey_for(happy_person()).await;
+    assert!(a.pass_3d(&created.appkey).await.valid);
+    a.submit_rg(&created.appkey).await;
+
+    // Twenty watchers split across the two replicas, by reference and by
+    // appkey; the journey stays in processing meanwhile.
+    let reads_before = fleet.result_reads();
+    let started = Instant::now();
+    let mut watchers = Vec::new();
+    for i in 0..20 {
+        let replica = if i % 2 == 0 { a } else { b };
+        let request = if i % 4 < 2 {
+            by_ref(&created.journey_ref)
+        } else {
+            by_appkey(&created.appkey)
+        };
+        watchers.push(replica.watch(request).await);
+    }
+    eventually(
+        "ten polls of the processing result",
+        EVENT_WAIT,
+        async || fleet.result_reads() - reads_before >= 10,
+    )
+    .await;
+    fleet.finish_processing();
+    for stream in watchers {
+        let (items, end) = drain_within(stream, EVENT_WAIT).await;
+        assert_complete(&items, &end);
+    }
+    let elapsed = started.elapsed();
+    let reads = fleet.result_reads() - reads_before;
+    let (on_a, on_b) = (
+        a.gateway.hub().stats().result_reads,
+        b.gateway.hub().stats().result_reads,
+    );
+    // One replica held the turn throughout (it renews it with every read,
+    // for a step and the upstream timeout): the other never read, and its
+    // watchers got the result the holder shared.
+    assert_eq!(on_a.min(on_b), 0, "reads on A {on_a}, on B {on_b}");
+    assert_eq!(on_a + on_b, reads);
+    let (holder, other) = if on_a > 0 { (a, b) } else { (b, a) };
+    assert_eq!(other.gateway.hub().stats().fleet_results, 1);
+    assert_eq!(holder.gateway.hub().stats().fleet_results, 0);
+    // The holder's reads are a jittered step apart (75-100 % of the
+    // interval): at most one per interval, however many replicas watch.
+    let bound = elapsed.as_secs_f64() / (0.75 * POLL.as_secs_f64()) + 1.0;
+    assert!(
+        (reads as f64) <= bound,
+        "{reads} reads in {elapsed:?}: more than one per {POLL:?} interval"
+    );
+    fleet.stop().await;
+}
