@@ -208,6 +208,12 @@ pub enum Error {
     /// it gets no weight unless the request forces it.
     #[error("channel `{0}` failed its last conformance probe; probe it again or force")]
     ChannelNotConforming(String),
+    /// `ProbeChannel` on a gateway without probe persons: the
+    /// configuration, not the request, is what is missing.
+    #[error(
+        "no probe persons are configured: add [probe] persons (test persons the vendor accepts) to the gateway's configuration"
+    )]
+    ProbeNotConfigured,
 }
 
 /// A delay in whole seconds, rounded up (a caller told "0 s" would retry

@@ -434,11 +434,7 @@ impl ChannelAdminService for ChannelAdmin {
         let req = request.into_inner();
         let name = name_arg(&req.name)?;
         let Some(prober) = &self.prober else {
-            return Err(Error::invalid(
-                "name",
-                "no probe persons are configured ([probe] persons)",
-            )
-            .into());
+            return Err(Error::ProbeNotConfigured.into());
         };
         let report = prober
             .probe(name, req.consume)

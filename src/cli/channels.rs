@@ -68,7 +68,7 @@ pub enum CliError {
     #[error(transparent)]
     Figures(#[from] crate::api::figures::FiguresError),
     /// The gateway refused or failed the call.
-    #[error("{code:?}{}: {message}", reason.as_deref().map(|r| format!(" [{r}]")).unwrap_or_default())]
+    #[error("{code:?}{}: {message}{}", reason.as_deref().map(|r| format!(" [{r}]")).unwrap_or_default(), violations.iter().map(|v| format!("\n  {v}")).collect::<String>())]
     Refused {
         /// The gRPC code.
         code: Code,
@@ -76,6 +76,9 @@ pub enum CliError {
         reason: Option<String>,
         /// The status message.
         message: String,
+        /// Every `BadRequest` field violation and `PreconditionFailure`
+        /// violation, one line each (`field: description`).
+        violations: Vec<String>,
     },
 }
 
@@ -144,13 +147,32 @@ pub async fn connect(
     ))
 }
 
-/// Turns a refused call into a one-line error: code, reason, message.
+/// Turns a refused call into an error: code, reason, message, then each
+/// violation the gateway named.
 pub(super) fn explain(status: Status) -> CliError {
     CliError::Refused {
         code: status.code(),
         reason: status.get_details_error_info().map(|i| i.reason),
         message: status.message().to_owned(),
+        violations: violations(&status),
     }
+}
+
+/// The `BadRequest` field violations and `PreconditionFailure` violations
+/// of `status`, one `subject: description` line each, in full.
+pub fn violations(status: &Status) -> Vec<String> {
+    let details = status.get_error_details();
+    let fields = details
+        .bad_request()
+        .into_iter()
+        .flat_map(|b| &b.field_violations)
+        .map(|v| format!("{}: {}", v.field, v.description));
+    let preconditions = details
+        .precondition_failure()
+        .into_iter()
+        .flat_map(|p| &p.violations)
+        .map(|v| format!("{}: {}", v.subject, v.description));
+    fields.chain(preconditions).collect()
 }
 
 /// `idgate channels list`.
@@ -340,6 +362,7 @@ mod tests {
             code: Code::Unauthenticated,
             reason: Some("ADMIN_TOKEN_INVALID".into()),
             message: "bad token".into(),
+            violations: Vec::new(),
         };
         assert_eq!(
             e.to_string(),
@@ -349,8 +372,26 @@ mod tests {
             code: Code::Unavailable,
             reason: None,
             message: "down".into(),
+            violations: Vec::new(),
         };
         assert_eq!(e.to_string(), "Unavailable: down");
+    }
+
+    #[test]
+    fn refusals_print_every_violation_in_full() {
+        let status =
+            crate::Error::invalid("weights", "must add up to 100").into_status_at("weights");
+        let e = explain(status);
+        assert_eq!(
+            e.to_string(),
+            "InvalidArgument [INVALID_REQUEST]: invalid request: weights\n  weights: must add up to 100"
+        );
+        let e = explain(crate::Error::ProbeNotConfigured.into());
+        assert!(
+            e.to_string()
+                .ends_with("\n  [probe] persons: no probe persons are configured"),
+            "{e}"
+        );
     }
 
     #[test]

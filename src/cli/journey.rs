@@ -102,7 +102,11 @@ impl fmt::Display for StepFailed {
             self.step,
             self.status.code(),
             self.status.message()
-        )
+        )?;
+        for violation in super::channels::violations(&self.status) {
+            write!(f, "\n  {violation}")?;
+        }
+        Ok(())
     }
 }
 

@@ -63,6 +63,9 @@ impl Error {
                 Reason::ChannelNotConforming,
                 false,
             ),
+            Error::ProbeNotConfigured => {
+                (Code::FailedPrecondition, Reason::ProbeNotConfigured, false)
+            }
         }
     }
 }

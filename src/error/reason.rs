@@ -132,6 +132,9 @@ reasons! {
     RolloutConflict => "ROLLOUT_CONFLICT",
     /// The channel failed its last conformance probe; pass `force`.
     ChannelNotConforming => "CHANNEL_NOT_CONFORMING",
+    /// `ProbeChannel` needs `[probe] persons`, which the gateway's
+    /// configuration lacks.
+    ProbeNotConfigured => "PROBE_NOT_CONFIGURED",
 }
 
 impl std::fmt::Display for Reason {

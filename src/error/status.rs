@@ -72,6 +72,13 @@ fn status(err: Error, field: Option<&str>) -> tonic::Status {
             metadata.insert("operation".to_owned(), (*operation).to_owned());
             metadata.insert("window".to_owned(), (*window).to_owned());
         }
+        Error::ProbeNotConfigured => {
+            details.add_precondition_failure_violation(
+                "CONFIGURATION",
+                "[probe] persons",
+                "no probe persons are configured",
+            );
+        }
         Error::OperationNotAllowed(permission) => {
             metadata.insert("operation".to_owned(), permission.as_str().to_owned());
         }

@@ -10,7 +10,7 @@ use crate::{
     Error,
     channels::{
         ChannelRouter,
-        probe::{ProbeAppkeys, ProbePerson, ProbeVerdicts, Prober},
+        probe::{ProbeAppkeys, ProbeConfig, ProbePerson, ProbeVerdicts, Prober},
         rollout::Rollouts,
     },
     cluster::{BoxFuture, Shared},
@@ -18,6 +18,7 @@ use crate::{
     context::CallContext,
     domain::{Appkey, BirthDate, Cpf, CustomerReference, EndUser, PersonName},
     journey::JourneyCore,
+    sandbox::samples,
     telemetry::Metrics,
 };
 
@@ -62,6 +63,36 @@ impl ProbeAppkeys for CoreAppkeys {
     }
 }
 
+/// `[probe]`, and on the embedded sandbox (no `[upstream]`) without
+/// persons of its own, the sandbox's positive test persons: the channels
+/// runbook then works on the README's first command with no
+/// configuration. A real upstream's test persons are the vendor's, and
+/// only the operator can name them.
+fn probe_config(config: &Config) -> ProbeConfig {
+    let mut probe = config.probe.clone();
+    if probe.persons.is_empty() && config.upstream.is_none() {
+        probe.persons = samples::REGISTRY_POSITIVE
+            .iter()
+            .map(|p| {
+                // The sandbox writes dd/mm/yyyy; CreateJourney takes ISO.
+                let mut parts = p.birth_date.split('/');
+                let (d, m, y) = (parts.next(), parts.next(), parts.next());
+                ProbePerson {
+                    cpf: p.cpf.to_owned(),
+                    name: p.name.to_owned(),
+                    birth_date: format!(
+                        "{}-{}-{}",
+                        y.unwrap_or_default(),
+                        m.unwrap_or_default(),
+                        d.unwrap_or_default()
+                    ),
+                }
+            })
+            .collect();
+    }
+    probe
+}
+
 /// The rollout service and the prober of `router`.
 pub(super) fn services(
     config: &Config,
@@ -80,7 +111,7 @@ pub(super) fn services(
     let prober = Prober::new(
         router.clone(),
         Arc::new(CoreAppkeys(core.clone())),
-        config.probe.clone(),
+        probe_config(config),
     );
     (Arc::new(rollouts), prober.map(Arc::new))
 }

@@ -167,10 +167,64 @@ async fn the_probe_of_a_healthy_channel_passes_and_verifies_only_when_asked_to_c
 }
 
 #[tokio::test]
-async fn without_probe_persons_the_probe_is_refused_naming_the_field() {
-    let gw = TestGateway::start().await;
+async fn without_probe_persons_the_probe_names_the_setting_to_configure() {
+    // An external upstream: only the operator can name its test persons.
+    let external = ExternalGateway::start(|_| {}).await;
+    let gw = &external.gw;
     let err = gw.probe("alternative", false).await.expect_err("refused");
-    assert_eq!(err.code(), Code::InvalidArgument);
-    assert_eq!(bad_fields(&err), ["name"]);
+    assert_error(&err, Code::FailedPrecondition, "PROBE_NOT_CONFIGURED");
+    assert!(err.message().contains("[probe] persons"), "{err:?}");
+    assert!(bad_fields(&err).is_empty(), "not the request's fault");
+    // The CLI prints what is missing in full.
+    let refused = cli::probe(&gw.admin_addr(), &admin_token(), "alternative", false)
+        .await
+        .expect_err("idgate channels probe");
+    let text = refused.to_string();
+    assert!(
+        text.starts_with("FailedPrecondition [PROBE_NOT_CONFIGURED]"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\n  [probe] persons: no probe persons are configured"),
+        "{text}"
+    );
+    external.patient.stop().await;
+    external.gw.stop().await;
+    external.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn on_the_embedded_sandbox_the_probe_passes_with_no_configuration_then_a_rollout_starts() {
+    // The README's first command: no [probe] section, no [upstream].
+    let gw = TestGateway::start().await;
+    let text = cli::probe(&gw.admin_addr(), &admin_token(), "alternative", false)
+        .await
+        .expect("idgate channels probe alternative");
+    assert!(text.contains("channel alternative: conforming"), "{text}");
+    assert_eq!(
+        gw.sandbox_calls(Operation::SessionToken3D, "alternative"),
+        1
+    );
+    let started = cli::start(
+        &gw.admin_addr(),
+        &admin_token(),
+        &cli::StartOptions {
+            to: "alternative".into(),
+            from: None,
+            steps: None,
+            step_minutes: None,
+            min_sessions: None,
+            max_error_rate: None,
+            max_pass_rate_drop: None,
+            force: false,
+        },
+    )
+    .await
+    .expect("idgate channels rollout start --to alternative");
+    assert!(started.contains("running"), "{started}");
+    assert_eq!(
+        gw.rollout().await.expect("a rollout").state(),
+        RolloutState::Running
+    );
     gw.stop().await;
 }

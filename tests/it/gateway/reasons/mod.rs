@@ -195,6 +195,10 @@ const COVERED: &[(Reason, &str)] = &[
         Reason::ChannelNotConforming,
         "the_probe_marks_a_channel_whose_session_token_answers_the_wrong_shape_non_conforming_and_refuses_it_weight",
     ),
+    (
+        Reason::ProbeNotConfigured,
+        "without_probe_persons_the_probe_names_the_setting_to_configure",
+    ),
 ];
 
 /// Reasons with no end-to-end test yet. `INTERNAL` is a fault inside the
