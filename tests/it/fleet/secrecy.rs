@@ -11,6 +11,7 @@ use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, assert_complete},
     gateway::{ADMIN_TOKEN, assert_error, by_ref, drain_within, happy_person, reason},
+    wait::eventually,
     webhook::PASSWORD,
 };
 
@@ -74,6 +75,17 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
         );
     };
 
+    // C read the result for the fleet (the proof went through A, so the
+    // watch read at once) and shares it: sealed, as everything here.
+    eventually("the shared result is in Redis", EVENT_WAIT, async || {
+        fleet
+            .redis
+            .keys()
+            .await
+            .iter()
+            .any(|k| k.starts_with("idgate:result:"))
+    })
+    .await;
     // `redis-cli --scan`, then every value by its type.
     let keys = fleet.redis.keys().await;
     let mut conn = fleet.redis.client().await;
@@ -81,6 +93,9 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
         "journey:",
         "binding:",
         "dedupe:",
+        "submitted:",
+        "turn:",
+        "result:",
         "{fleet}:control:drained",
         "{fleet}:control:mode",
         "{fleet}:events",
