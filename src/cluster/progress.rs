@@ -26,6 +26,7 @@
 
 use std::{sync::Mutex, time::Duration};
 
+use prost::Message as _;
 use tokio::time::Instant;
 use zeroize::Zeroizing;
 
@@ -34,7 +35,7 @@ use super::{
     redis::{Body, RedisConn, millis, stream},
     seal::Binding,
 };
-use crate::{domain::JourneyRef, ttl::TtlMap};
+use crate::{domain::JourneyRef, proto::v1::JourneyResult, ttl::TtlMap};
 
 /// Takes the read turn of `KEYS[1]` for replica `ARGV[1]`, for `ARGV[2]`
 /// milliseconds, when nobody holds it or this replica already does.
@@ -62,13 +63,19 @@ pub trait ProgressStore: Send + Sync + 'static {
     /// reads; false when another replica reads for the fleet.
     fn take_read_turn(&self, journey: &JourneyRef, turn: Duration) -> BoxFuture<bool>;
 
-    /// Shares the final result read here (its protobuf encoding) with the
-    /// replicas watching `journey`, and tells them with a notice of
-    /// `status` (`complete`, `error`).
-    fn share_result(&self, journey: &JourneyRef, encoded: Vec<u8>, status: &str) -> BoxFuture<()>;
+    /// Shares the final result read here with the replicas watching
+    /// `journey`, and tells them with a notice of `status` (`complete`,
+    /// `error`). Nothing to do for one process.
+    fn share_result(
+        &self,
+        journey: &JourneyRef,
+        result: &JourneyResult,
+        status: &str,
+    ) -> BoxFuture<()>;
 
-    /// The final result another replica shared, if it is still kept.
-    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<Zeroizing<Vec<u8>>>>;
+    /// The final result another replica shared, if it is still kept
+    /// (never, for one process).
+    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<JourneyResult>>;
 }
 
 /// The progress one process knows.
@@ -120,11 +127,11 @@ impl ProgressStore for MemoryProgress {
         ready(true)
     }
 
-    fn share_result(&self, _: &JourneyRef, _: Vec<u8>, _: &str) -> BoxFuture<()> {
+    fn share_result(&self, _: &JourneyRef, _: &JourneyResult, _: &str) -> BoxFuture<()> {
         ready(())
     }
 
-    fn shared_result(&self, _: &JourneyRef) -> BoxFuture<Option<Zeroizing<Vec<u8>>>> {
+    fn shared_result(&self, _: &JourneyRef) -> BoxFuture<Option<JourneyResult>> {
         ready(None)
     }
 }
@@ -228,15 +235,21 @@ impl ProgressStore for RedisProgress {
         })
     }
 
-    fn share_result(&self, journey: &JourneyRef, encoded: Vec<u8>, status: &str) -> BoxFuture<()> {
+    fn share_result(
+        &self,
+        journey: &JourneyRef,
+        result: &JourneyResult,
+        status: &str,
+    ) -> BoxFuture<()> {
+        if self.conn.check_up().is_err() {
+            return ready(());
+        }
         let this = self.clone();
         let journey = journey.clone();
         let status = status.to_owned();
+        // Personal data: wiped once sealed.
+        let encoded = Zeroizing::new(result.encode_to_vec());
         Box::pin(async move {
-            let encoded = Zeroizing::new(encoded);
-            if this.conn.check_up().is_err() {
-                return;
-            }
             let key = this.key("result:", &journey);
             let sealed = this
                 .conn
@@ -268,7 +281,7 @@ impl ProgressStore for RedisProgress {
         })
     }
 
-    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<Zeroizing<Vec<u8>>>> {
+    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<JourneyResult>> {
         let this = self.clone();
         let journey = journey.clone();
         Box::pin(async move {
@@ -279,10 +292,11 @@ impl ProgressStore for RedisProgress {
                 .conn
                 .sealer()
                 .open_bytes(&Binding::shared_result(&key, &journey), &stored);
-            if opened.is_none() {
+            let result = opened.and_then(|plain| JourneyResult::decode(plain.as_slice()).ok());
+            if result.is_none() {
                 tracing::warn!(journey = %journey, "a shared result in Redis did not open (another secret_key, or a value moved from another key?)");
             }
-            opened
+            result
         })
     }
 }
@@ -309,7 +323,7 @@ mod tests {
                 .await
         );
         progress
-            .share_result(&journey, vec![1, 2, 3], "complete")
+            .share_result(&journey, &JourneyResult::default(), "complete")
             .await;
         assert!(progress.shared_result(&journey).await.is_none());
         assert!(!progress.is_fleet());

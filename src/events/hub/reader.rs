@@ -184,15 +184,8 @@ impl Reader {
     /// Ends the watch with the final result another replica of the fleet
     /// read and shared, if there is one.
     async fn shared_result(&self) -> std::ops::ControlFlow<()> {
-        use prost::Message as _;
-        if !self.hub.progress.is_fleet() {
-            return std::ops::ControlFlow::Continue(());
-        }
-        let Some(encoded) = self.hub.progress.shared_result(&self.journey).await else {
-            return std::ops::ControlFlow::Continue(());
-        };
-        match JourneyResult::decode(encoded.as_slice()) {
-            Ok(result) if is_final(result.status()) => {
+        match self.hub.progress.shared_result(&self.journey).await {
+            Some(result) if is_final(result.status()) => {
                 tracing::info!(journey = %self.journey, "journey result ready (read by another replica)");
                 self.hub.fleet_results.fetch_add(1, Ordering::Relaxed);
                 self.publisher.end(End::Result(Arc::new(result)));
@@ -204,17 +197,13 @@ impl Reader {
 
     /// Shares a final result read here with the fleet's other watchers.
     async fn share(&self, result: &JourneyResult) {
-        use prost::Message as _;
-        if !self.hub.progress.is_fleet() {
-            return;
-        }
         let label = match result.status() {
             JourneyStatus::Error => "error",
             _ => "complete",
         };
         self.hub
             .progress
-            .share_result(&self.journey, result.encode_to_vec(), label)
+            .share_result(&self.journey, result, label)
             .await;
     }
 

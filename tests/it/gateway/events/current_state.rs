@@ -91,7 +91,12 @@ async fn a_made_up_appkey_is_given_up_after_max_not_found() {
     assert!(messages.is_empty(), "{messages:?}");
     let end = end.expect("the watch ends with an error");
     assert_error(&end, tonic::Code::NotFound, "RESULT_NOT_AVAILABLE");
-    assert_eq!(gw.result_reads(), 3);
+    assert_eq!(gw.result_reads(), 3, "no read after the third 404");
+    let hub = gw.gateway.hub();
+    tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
+        .await
+        .expect("the reading task stops");
+    assert_eq!(hub.stats().watchers, 0);
     gw.stop().await;
 }
 

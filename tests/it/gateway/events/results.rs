@@ -102,7 +102,10 @@ async fn the_embedded_sandbox_sends_with_the_webhook_secrets_the_gateway_was_giv
         let watched = drain(watcher).await;
         assert_ends_complete(&watched, &journey.journey_ref);
         assert_eq!(gw.gateway.hub().stats().notices_received, 1, "{case}");
-        assert_eq!(gw.result_reads(), 1, "{case}");
+        // The current state at once (the proof went through the gateway),
+        // then one read on the notice: two, or one if the first came after
+        // the clock moved.
+        assert!((1..=2).contains(&gw.result_reads()), "{case}");
         gw.stop().await;
     }
 }
@@ -135,13 +138,22 @@ async fn a_journey_that_fails_processing_ends_every_watcher_with_the_error_resul
     for watcher in watchers {
         let (items, end) = drain(watcher).await;
         assert!(end.is_none(), "{end:?}");
-        assert_eq!(statuses(&items), [JourneyStatus::Error]);
-        assert_eq!(items[0].raw_status, "Erro");
-        let result = items[0].result.as_ref().expect("the error result");
+        // The current state (processing) if it was read before the clock
+        // moved, then the error result.
+        let (last, before) = items.split_last().expect("the error result");
+        assert!(
+            statuses(before)
+                .iter()
+                .all(|s| *s == JourneyStatus::Processing),
+            "{items:?}"
+        );
+        assert_eq!(last.status(), JourneyStatus::Error);
+        assert_eq!(last.raw_status, "Erro");
+        let result = last.result.as_ref().expect("the error result");
         assert_eq!(result.status(), JourneyStatus::Error);
     }
     assert_eq!(gw.gateway.hub().stats().notices_received, 1);
-    assert_eq!(gw.result_reads(), 1);
+    assert!((1..=2).contains(&gw.result_reads()));
     gw.stop().await;
 }
 

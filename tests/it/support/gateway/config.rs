@@ -34,9 +34,6 @@ pub fn test_config() -> Config {
     config.watch.webhook_grace_secs = 1;
     config.watch.poll_initial_ms = 50;
     config.watch.poll_max_ms = 200;
-    // Reads 50 times as often as the defaults: as many more 404s before
-    // a watcher started ahead of the liveness proof is given up on.
-    config.watch.max_not_found = 250;
     config
 }
 
