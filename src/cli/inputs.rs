@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::journey::{DocumentChoice, Person};
+use super::plan::{DocumentChoice, Person};
 use crate::sandbox::samples::{self, DocumentKind, DocumentType, LivenessOutcome, Side};
 
 /// The sandbox's default test person (registry positive), with the birth

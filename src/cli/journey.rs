@@ -6,84 +6,13 @@ use std::{fmt, time::Duration};
 use bytes::Bytes;
 use tonic::{Request, metadata::MetadataValue};
 
+pub use super::plan::{DocumentChoice, JourneyPlan, LivenessMode, Person};
 use super::tls::ClientTls;
 use crate::domain::CallerToken;
 use crate::proto::v1::{
     self, document_service_client::DocumentServiceClient,
     journey_service_client::JourneyServiceClient, liveness_service_client::LivenessServiceClient,
 };
-
-/// Which liveness proof the journey runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LivenessMode {
-    /// 2D challenges and snapshots.
-    #[value(name = "2d")]
-    TwoD,
-    /// A 3D session on a vendor channel.
-    #[value(name = "3d")]
-    ThreeD,
-}
-
-/// Which document the journey submits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum DocumentChoice {
-    /// RG, front and back.
-    Rg,
-    /// CNH (paper model), front and back.
-    Cnh,
-    /// CNH (2022 model), front and back.
-    Cnh2022,
-    /// DNI, front and back.
-    Dni,
-    /// CIN, front and back.
-    Cin,
-    /// CRNM, front and back.
-    Crnm,
-    /// Passport, front and back.
-    Passport,
-    /// Digital licence: an image of its QR code.
-    LicenceImage,
-    /// Digital licence: the PDF exported by the app.
-    LicencePdf,
-    /// Digital licence: the QR code's binary.
-    LicenceBinary,
-}
-
-/// The end user of the journey. Personal data: `Debug` redacts it.
-#[derive(Clone)]
-pub struct Person {
-    /// CPF.
-    pub cpf: String,
-    /// Name.
-    pub name: String,
-    /// Birth date, `YYYY-MM-DD`.
-    pub birth_date: String,
-    /// Customer reference.
-    pub customer_reference: String,
-}
-
-impl fmt::Debug for Person {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Person(<redacted>)")
-    }
-}
-
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct JourneyPlan {
-    /// The gateway's gRPC address.
-    pub gateway: String,
-    /// 2D or 3D.
-    pub liveness: LivenessMode,
-    /// The document to submit.
-    pub document: DocumentChoice,
-    /// The end user.
-    pub person: Person,
-    /// Operator profile (empty: the gateway's default).
-    pub operator_profile: String,
-    /// How long to wait for the result.
-    pub result_timeout: Duration,
-}
 
 /// A step that failed: which one, and the gRPC status.
 #[derive(Debug)]

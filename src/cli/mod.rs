@@ -7,6 +7,7 @@ pub mod channels;
 pub mod compare;
 pub mod inputs;
 pub mod journey;
+pub mod plan;
 pub mod rollout;
 pub mod summary;
 pub mod tls;

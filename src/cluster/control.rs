@@ -21,8 +21,9 @@ use std::{collections::BTreeSet, time::Duration};
 use super::{
     BoxFuture, ClusterError, ready,
     redis::{
-        Body, RedisConn, millis,
-        stream::{self, FLEET_GROUP},
+        Body, RedisConn,
+        event_log::{self, FLEET_GROUP},
+        millis,
     },
 };
 
@@ -168,7 +169,7 @@ impl ControlStore for RedisControl {
         let this = self.clone();
         Box::pin(async move {
             this.conn.check_up()?;
-            let append = stream::append(&this.conn, Body::Control);
+            let append = event_log::append(&this.conn, Body::Control);
             let mut pipe = redis::pipe();
             pipe.atomic();
             let command = match &change {

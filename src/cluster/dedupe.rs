@@ -26,7 +26,7 @@ use tokio::time::Instant;
 
 use super::{
     BoxFuture, ClusterError, ready,
-    redis::{Body, RedisConn, millis, stream},
+    redis::{Body, RedisConn, event_log, millis},
 };
 use crate::{domain::JourneyRef, ttl::TtlMap};
 
@@ -182,7 +182,7 @@ impl DedupeStore for RedisDedupe {
         let conn = self.conn.clone();
         Box::pin(async move {
             conn.check_up()?;
-            let append = stream::append(
+            let append = event_log::append(
                 &conn,
                 Body::Notice {
                     journey_ref: notice.journey.to_string(),

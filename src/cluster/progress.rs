@@ -32,7 +32,7 @@ use zeroize::Zeroizing;
 
 use super::{
     BoxFuture, ready,
-    redis::{Body, RedisConn, millis, stream},
+    redis::{Body, RedisConn, event_log, millis},
     seal::Binding,
 };
 use crate::{domain::JourneyRef, proto::v1::JourneyResult, ttl::TtlMap};
@@ -264,7 +264,7 @@ impl ProgressStore for RedisProgress {
                 // The other replicas read the result themselves.
                 return;
             }
-            let append = stream::append(
+            let append = event_log::append(
                 &this.conn,
                 Body::Notice {
                     journey_ref: journey.to_string(),

@@ -21,6 +21,7 @@
 //! Redis: the connection, the prefix, the timeout, the up flag and the
 //! stream task live here alone.
 
+pub(super) mod event_log;
 pub(super) mod link;
 mod sentinel;
 pub(super) mod stream;

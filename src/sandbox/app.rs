@@ -7,9 +7,9 @@ use tokio::sync::{Notify, watch};
 
 use super::clock::Clock;
 use super::config::{ChannelConfig, SandboxConfig};
+use super::deliveries::WebhookStats;
 use super::faults::Faults;
 use super::store::{Limits, Store};
-use super::webhook::WebhookStats;
 use super::wire_time::WireTime;
 
 /// One 3D channel at run time.

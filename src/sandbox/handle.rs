@@ -9,10 +9,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::app::App;
+use super::deliveries::WebhookStats;
 use super::error::SandboxError;
 use super::faults::{self, ActiveFault, CallCount, FaultRule};
 use super::store::{AppkeyState, StoreSizes};
-use super::webhook::WebhookStats;
 use crate::domain::Operation;
 
 /// One 3D channel as a client sees it.

@@ -7,7 +7,7 @@
 
 use time::OffsetDateTime;
 
-use super::store::{AppkeyRecord, Submission, SubmissionContent};
+use super::store::records::{AppkeyRecord, Submission, SubmissionContent};
 
 /// Where a submission's processing stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

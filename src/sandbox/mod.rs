@@ -25,6 +25,7 @@ mod app;
 pub mod clock;
 pub mod config;
 mod cpf;
+mod deliveries;
 mod documents;
 mod error;
 mod faults;
@@ -46,6 +47,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
     ChannelConfig, CustomerConfig, ListenConfig, OperatorConfig, SandboxConfig, WebhookConfig,
 };
+pub use deliveries::WebhookStats;
 pub use documents::LicenceFormat;
 pub use error::SandboxError;
 pub use faults::{
@@ -56,4 +58,4 @@ pub use handle::{SandboxChannelInfo, SandboxHandle};
 pub use journey::JourneyStatus;
 pub use server::{SERVICE_ROOT, Sandbox};
 pub use store::{AppkeyState, StoreSizes};
-pub use webhook::{WebhookStats, sign as sign_webhook};
+pub use webhook::sign as sign_webhook;

@@ -17,7 +17,7 @@ use std::time::SystemTime;
 use time::PrimitiveDateTime;
 
 use super::{
-    UpstreamError,
+    ClientSetupError, UpstreamError,
     body::{self, FormBody, JsonBody},
     config::{FieldsConfig, UpstreamConfig},
     convert::{self, Session3D},
@@ -61,20 +61,6 @@ impl fmt::Debug for CredentialGrant {
 pub struct DocumentReceipt {
     /// Unique code of the processed document (`codigoDocumento`).
     pub document_code: i64,
-}
-
-/// The client could not be built from its configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum ClientSetupError {
-    /// A configured URL does not parse.
-    #[error("upstream.{key} is not a valid URL")]
-    InvalidUrl {
-        /// The configuration key.
-        key: &'static str,
-    },
-    /// The HTTP client could not be built (the TLS trust store).
-    #[error("cannot build the upstream HTTP client: {0}")]
-    Tls(#[source] rustls::Error),
 }
 
 /// The REST client of the identity-verification service. Cheap to clone:

@@ -160,3 +160,17 @@ impl UpstreamError {
         }
     }
 }
+
+/// The client could not be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientSetupError {
+    /// A configured URL does not parse.
+    #[error("upstream.{key} is not a valid URL")]
+    InvalidUrl {
+        /// The configuration key.
+        key: &'static str,
+    },
+    /// The HTTP client could not be built (the TLS trust store).
+    #[error("cannot build the upstream HTTP client: {0}")]
+    Tls(#[source] rustls::Error),
+}

@@ -39,11 +39,9 @@ mod request;
 mod send;
 pub mod wire;
 
-pub use client::{
-    ClientSetupError, CredentialGrant, DocumentReceipt, UpstreamClient, parse_expires,
-};
+pub use client::{CredentialGrant, DocumentReceipt, UpstreamClient, parse_expires};
 pub use config::{DEFAULT_MAX_CONCURRENT_REQUESTS, FieldsConfig, PathsConfig, UpstreamConfig};
 pub use convert::{Session3D, WireTimes};
 pub use endpoint::{Bulkhead, ChannelEndpoint};
-pub use error::UpstreamError;
+pub use error::{ClientSetupError, UpstreamError};
 pub use pool::{HttpClient, HttpClientFactory, HttpPools, SharedPool};

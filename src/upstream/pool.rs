@@ -21,7 +21,7 @@ use hyper_util::{
 };
 use rustls_platform_verifier::BuilderVerifierExt as _;
 
-use super::{client::ClientSetupError, config::UpstreamConfig};
+use super::{config::UpstreamConfig, error::ClientSetupError};
 
 /// The pooled HTTP client of every upstream call: HTTP/1.1 keep-alive,
 /// and HTTP/2 where a TLS upstream offers it (ALPN).

@@ -26,13 +26,18 @@
 //!
 //! Hash tag: a control change writes its keys and the stream in one
 //! `MULTI`, so the stream and the control keys share the hash tag
-//! [`FLEET_GROUP`] (`{p}{fleet}:...`: one Redis Cluster slot).
+//! [`FLEET_GROUP`](super::event_log::FLEET_GROUP) (`{p}{fleet}:...`: one Redis Cluster slot).
 
 use std::{sync::Arc, time::Duration};
 
 use redis::{Value, streams::StreamReadReply};
 
-use super::{Body, Message, RedisConn, link::Reader, now_ms};
+use super::{
+    Body, Message, RedisConn,
+    event_log::{FIELD, stream_key},
+    link::Reader,
+    now_ms,
+};
 use crate::{
     cluster::{ControlState, FleetEvent, FleetNotice, control::RedisControl},
     domain::JourneyRef,
@@ -41,10 +46,6 @@ use crate::{
 /// The current control state of this replica, used to seed an empty Redis.
 pub type SeedFn = Arc<dyn Fn() -> ControlState + Send + Sync>;
 
-/// The hash-tag group of every key written together with the stream
-/// ([`RedisConn::tagged_key`]).
-pub(in crate::cluster) const FLEET_GROUP: &str = "fleet";
-
 /// How long one `XREAD` waits for new entries. Also how often the
 /// supervisor looks at the up flag while the stream is quiet.
 const BLOCK: Duration = Duration::from_secs(1);
@@ -52,32 +53,10 @@ const BLOCK: Duration = Duration::from_secs(1);
 /// Most entries one `XREAD` returns (a catch-up reads in batches).
 const READ_COUNT: usize = 256;
 
-/// The entry field holding the message (JSON of [`Message`]).
-const FIELD: &str = "m";
-
 /// How far before its own start a replica reads the stream (entry ids
 /// are Redis' clock in milliseconds; the replica's may be a little
 /// ahead). Events read from before the start are harmless.
 const START_MARGIN: Duration = Duration::from_secs(1);
-
-/// `{p}{fleet}:events`.
-pub(in crate::cluster) fn stream_key(conn: &RedisConn) -> String {
-    conn.tagged_key(FLEET_GROUP, "events")
-}
-
-/// `XADD {p}{fleet}:events MAXLEN ~ N * m <message>`: `body` told to the
-/// fleet, the stream kept to about `stream_max_len` entries.
-pub(in crate::cluster) fn append(conn: &RedisConn, body: Body) -> redis::Cmd {
-    let mut cmd = redis::cmd("XADD");
-    cmd.arg(stream_key(conn))
-        .arg("MAXLEN")
-        .arg("~")
-        .arg(conn.stream_max_len())
-        .arg("*")
-        .arg(FIELD)
-        .arg(conn.message(body));
-    cmd
-}
 
 /// Connects the reading connection, loads the control state, relays the
 /// stream's entries; on a failure, marks the cluster down and starts over

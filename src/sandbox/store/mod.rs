@@ -18,7 +18,7 @@ use super::journey::{self, JourneyStatus};
 use super::liveness::LivenessOutcome;
 
 mod capacity;
-mod records;
+pub(in crate::sandbox) mod records;
 #[cfg(test)]
 mod tests;
 
