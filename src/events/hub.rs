@@ -44,11 +44,7 @@ use tokio::{
 
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use super::{
-    DynResultSource, Notice, NoticeStatus, ResultSource,
-    config::WatchSettings,
-    watch::{self as watch_stream, WatchStream},
-};
+use super::{DynResultSource, Notice, NoticeStatus, ResultSource, config::WatchSettings};
 use crate::{
     Error,
     cluster::{JourneyStore, JourneysConfig, MemoryJourneys, MemoryProgress, ProgressStore},
@@ -457,6 +453,7 @@ impl HubInner {
 mod current_state_tests;
 mod journeys;
 mod reader;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod watcher;
@@ -464,4 +461,6 @@ mod watcher;
 #[cfg(test)]
 use reader::Backoff;
 use reader::{Publisher, Reader};
+use stream as watch_stream;
+pub use stream::{ResultViewer, WatchStream};
 pub(crate) use watcher::WatcherGuard;

@@ -3,16 +3,16 @@
 //! ```text
 //! service --POST notice--> webhook (auth, dedupe, 202) --notify--> JourneyHub
 //!                                                                  |  one task per watched journey:
-//!                                                                  |  wait for the notice (or the grace
-//!                                                                  |  period), read the result via
-//!                                                                  |  ResultSource until it settles,
-//!                                                                  |  publish on a watch channel
+//!                                                                  |  the current state first, then the
+//!                                                                  |  notice (or the grace period), read
+//!                                                                  |  the result via ResultSource until
+//!                                                                  |  it settles, publish on a watch channel
 //! caller --WatchJourney--> JourneyHub::watch --> stream per watcher <-'
 //! ```
 //!
 //! - [`webhook`]: the axum router that receives the notice.
-//! - [`hub`]: [`JourneyHub`], the per-journey read loops shared by watchers.
-//! - [`watch`]: the stream each watcher gets.
+//! - [`hub`]: [`JourneyHub`], the per-journey read loops shared by
+//!   watchers, and the stream each watcher gets ([`WatchStream`]).
 //! - [`config`]: `[webhook]` and `[watch]`.
 //!
 //! Appkeys travel only inside [`Appkey`]; logs and errors name journeys by
@@ -24,7 +24,6 @@ pub mod hub;
 #[cfg(test)]
 mod testing;
 mod throttle;
-pub mod watch;
 pub mod webhook;
 
 use std::{future::Future, pin::Pin, sync::Arc};
@@ -33,7 +32,7 @@ pub use config::{
     BasicCredentials, HmacSecret, WatchConfig, WatchSettings, WebhookConfig, WebhookSettings,
 };
 pub use hub::{HubStats, JourneyHub, WatchTarget};
-pub use watch::{ResultViewer, WatchStream};
+pub use hub::{ResultViewer, WatchStream};
 pub use webhook::{RejectReason, WebhookReceiver, WebhookStats};
 
 use crate::{domain::Appkey, proto::v1::JourneyResult};

@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use super::{StartError, connections::KillSwitch, embedded, setup::ListenerTlsSet};
+use super::{StartError, connections::KillSwitch, setup::ListenerTlsSet, upstream::embedded};
 use crate::{
     auth::Authenticator,
     channels::{ChannelRouter, ChannelSpec, probe::Prober, rollout::Rollouts},

@@ -29,7 +29,6 @@ mod auth;
 mod body_budget;
 mod connections;
 mod edge;
-mod embedded;
 mod fleet;
 mod gateway;
 mod listeners;

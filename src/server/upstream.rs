@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
-use super::{StartError, embedded};
+use super::StartError;
 use crate::{
     config::{ChannelSpec, Config, ConfigError, OperatorProfile, UpstreamConfig},
     events::WebhookSettings,
     sandbox::{Clock, SandboxHandle},
 };
+
+pub(super) mod embedded;
 
 /// The upstream side, resolved.
 pub(super) struct Upstream {

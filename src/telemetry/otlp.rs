@@ -31,6 +31,7 @@ use tonic::transport::{Certificate, ClientTlsConfig};
 
 use super::TelemetryError;
 
+mod failure;
 mod options;
 mod retry;
 pub mod transport;

@@ -14,7 +14,7 @@
 
 use std::{hash::BuildHasher as _, time::Duration};
 
-use super::transport::ExportFailure;
+use super::failure::ExportFailure;
 
 const MAX_RETRIES: u32 = 3;
 const INITIAL_DELAY: Duration = Duration::from_millis(100);

@@ -22,6 +22,7 @@ use tonic::{
     transport::{Channel, Endpoint},
 };
 
+pub use super::failure::ExportFailure;
 use super::retry::{Backoff, retry_after_header};
 use tonic_types::StatusExt as _;
 
@@ -29,34 +30,6 @@ use tonic_types::StatusExt as _;
 const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
 /// The gRPC method of log export (audit records, `telemetry::audit_export`).
 const LOGS_EXPORT_PATH: &str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
-
-/// Why an export failed. No variant carries a header value, nor the
-/// collector's own message, which may echo the API key it refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ExportFailure {
-    /// The collector answered with a gRPC error.
-    #[error("the collector answered {code:?}")]
-    Grpc {
-        /// The status code.
-        code: tonic::Code,
-        /// The wait its `RetryInfo` asks for, if any.
-        retry_after: Option<Duration>,
-    },
-    /// The collector answered with an HTTP error.
-    #[error("the collector answered HTTP {status}")]
-    Http {
-        /// The status.
-        status: u16,
-        /// The wait its `Retry-After` asks for, if any.
-        retry_after: Option<Duration>,
-    },
-    /// The request could not be sent, or its answer not read.
-    #[error("cannot reach the collector: {0}")]
-    Transport(String),
-    /// No answer within the export timeout.
-    #[error("the collector did not answer within {0:?}")]
-    Timeout(Duration),
-}
 
 /// What the collector made of an export it accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

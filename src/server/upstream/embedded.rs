@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 
-use super::{StartError, upstream::Upstream};
+use super::{super::StartError, Upstream};
 use crate::{
     config::{ChannelSpec, Config, ConfigError, OperatorProfile, UpstreamConfig},
     domain::Password,
@@ -21,7 +21,7 @@ use crate::{
 /// gets none, and a gateway configured with none has no receiver: its
 /// watchers read from the start instead of waiting for a notice that
 /// cannot come.
-pub(super) async fn start(
+pub(in crate::server) async fn start(
     config: &Config,
     webhook: &mut WebhookSettings,
     webhook_url: String,
@@ -105,7 +105,7 @@ pub(super) async fn start(
 
 /// The embedded sandbox's channels, in its order, with the call settings
 /// of `[embedded_channels]`.
-pub(super) fn channels(handle: &SandboxHandle, config: &Config) -> Vec<ChannelSpec> {
+pub(in crate::server) fn channels(handle: &SandboxHandle, config: &Config) -> Vec<ChannelSpec> {
     handle
         .channels()
         .into_iter()

@@ -3,7 +3,7 @@
 //! Each stream reads its journey's latest snapshot from a watch channel:
 //! it emits each distinct status once, then the final result (or the error
 //! that ended the journey's watch), then closes. It holds a
-//! [`WatcherGuard`](super::hub::WatcherGuard), so dropping the stream, for
+//! [`WatcherGuard`](super::WatcherGuard), so dropping the stream, for
 //! whatever reason, releases the watcher.
 //!
 //! Every stream has a lifetime (`[watch] max_stream_secs`): a watch slot
@@ -17,7 +17,7 @@ use std::pin::Pin;
 use futures_util::Stream;
 use tokio::{sync::watch, time::Instant};
 
-use super::hub::{End, Snapshot, WatcherGuard};
+use super::{End, Snapshot, WatcherGuard};
 use crate::{
     Error,
     domain::JourneyRef,
