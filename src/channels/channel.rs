@@ -10,12 +10,16 @@ use tokio::time::Instant;
 
 use super::{
     breaker::{Breaker, CircuitState},
+    call_outcome::{CallOutcome, Ended},
     config::ChannelSpec,
 };
-use crate::upstream::ChannelEndpoint;
+use crate::{
+    domain::Operation,
+    upstream::{ChannelEndpoint, UpstreamError},
+};
 
 /// Counters of one channel, written only by
-/// [`OutcomeRecorder`](super::outcome::OutcomeRecorder). Shared (`Arc`) between the generations of a
+/// the outcome recorder (`super::outcome`). Shared (`Arc`) between the generations of a
 /// channel across reloads, so that exported counters stay monotonic when
 /// a channel's URL or breaker settings change.
 #[derive(Debug, Default)]
@@ -45,6 +49,31 @@ struct LastSeen {
 }
 
 impl ChannelStats {
+    /// Counts one call here. A verification counts as sent even when the
+    /// bulkhead refused it (`verifications`, `verification_failures` and
+    /// the last error class `saturated`, as operators have always read
+    /// them); a refused session start counts nowhere.
+    pub fn count(&self, outcome: &CallOutcome<'_>) {
+        match (outcome.op, outcome.ended) {
+            (_, Ended::CircuitOpen) => self.record_rejected_open(),
+            (
+                _,
+                Ended::Granted {
+                    vendor,
+                    contingency,
+                },
+            ) => self.record_grant(vendor, contingency),
+            (Operation::Liveness3D, Ended::Verdict(_)) => self.record_verification(None),
+            (Operation::Liveness3D, Ended::Failed(class)) => self.record_verification(Some(class)),
+            (Operation::Liveness3D, Ended::Refused) => {
+                let refused = UpstreamError::Saturated { op: outcome.op };
+                self.record_verification(Some(refused.class()));
+            }
+            (_, Ended::Failed(class)) => self.record_session_failure(class),
+            (_, Ended::Refused | Ended::Verdict(_)) => {}
+        }
+    }
+
     fn last(&self) -> std::sync::MutexGuard<'_, LastSeen> {
         crate::sync::lock(&self.last)
     }

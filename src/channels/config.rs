@@ -21,6 +21,7 @@ use std::{collections::HashSet, fmt, str::FromStr, time::Duration};
 
 use serde::Deserialize;
 
+pub use super::names::valid_name;
 use super::weighted::{WEIGHTED_PREFIX, WeightedSplit, parse_entries};
 use crate::upstream::ChannelEndpoint;
 
@@ -310,15 +311,6 @@ impl Default for RoutingConfig {
             figures_retention_minutes: super::figures::DEFAULT_RETENTION_MINUTES,
         }
     }
-}
-
-/// A channel name that is safe as a metric label and in `channel:<name>`.
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 /// Checks a channel set: names valid and unique, URLs and paths well

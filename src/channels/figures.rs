@@ -2,7 +2,7 @@
 //! to move a weighted split from 10% to 50% to 100%.
 //!
 //! Every 3D call the router sends is recorded here from its
-//! [`CallOutcome`] (by [`super::outcome::OutcomeRecorder`]): session starts (granted, in
+//! [`CallOutcome`] (handed to it as an [`OutcomeSink`]): session starts (granted, in
 //! contingency, or failed by error class) and verifications (valid,
 //! invalid 300.1, blocked 300.2, another code, or failed by error class),
 //! each with its latency in a fixed-bucket histogram. The counts live in
@@ -27,7 +27,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
-use super::outcome::{CallOutcome, Ended, Verdict};
+use super::call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict};
 use crate::{cluster::FiguresStore, domain::Operation, sync::lock};
 
 pub mod fleet;
@@ -100,6 +100,12 @@ fn minute_now() -> u64 {
         .map_or(0, |d| d.as_secs() / 60)
 }
 
+impl OutcomeSink for ChannelFigures {
+    fn record(&self, channel: &str, outcome: &CallOutcome<'_>) {
+        ChannelFigures::record(self, channel, outcome);
+    }
+}
+
 impl ChannelFigures {
     /// Figures kept for `retention_minutes` (at least 1, at most
     /// [`MAX_RETENTION_MINUTES`]).
@@ -129,9 +135,8 @@ impl ChannelFigures {
         self.retention_minutes
     }
 
-    /// Counts a call sent to `channel` (see [`CallOutcome::was_sent`];
-    /// [`OutcomeRecorder`](super::outcome::OutcomeRecorder) records only
-    /// those).
+    /// Counts a call sent to `channel` (see [`CallOutcome::was_sent`]; the
+    /// outcome recorder hands its sinks only those).
     pub fn record(&self, channel: &str, outcome: &CallOutcome<'_>) {
         if !outcome.was_sent() {
             return;

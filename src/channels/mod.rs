@@ -19,10 +19,12 @@
 
 pub mod bindings;
 pub mod breaker;
+pub mod call_outcome;
 pub mod channel;
 pub mod config;
 pub mod figures;
 pub mod http;
+mod names;
 pub mod outcome;
 pub mod probe;
 pub mod rollout;

@@ -15,7 +15,7 @@ use std::{collections::HashSet, fmt};
 
 use sha2::{Digest, Sha256};
 
-use super::config::valid_name;
+use super::names::valid_name;
 use crate::domain::JourneyRef;
 
 /// Largest weight of one channel. Keeps the total of a split far from

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     channels::{
+        call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict},
         figures::ChannelTally,
-        outcome::{CallOutcome, Ended, Verdict},
     },
     domain::Operation,
     sync::lock,
@@ -139,6 +139,12 @@ pub struct StepKey {
 #[derive(Debug, Default)]
 pub struct StepCounter {
     current: Mutex<Option<(StepKey, ReplicaCounts)>>,
+}
+
+impl OutcomeSink for StepCounter {
+    fn record(&self, channel: &str, outcome: &CallOutcome<'_>) {
+        StepCounter::record(self, channel, outcome);
+    }
 }
 
 impl StepCounter {

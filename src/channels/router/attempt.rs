@@ -10,8 +10,8 @@ use tokio::time::Instant;
 use super::{ChannelRouter, StartedSession, budget, health};
 use crate::{
     channels::{
+        call_outcome::CallOutcome,
         channel::{Channel, ChannelSet},
-        outcome::CallOutcome,
         transport::SessionGrant,
     },
     context::CallContext,

@@ -6,7 +6,7 @@ use tokio::time::Instant;
 use super::{ChannelRouter, budget, health};
 use crate::{
     Error,
-    channels::outcome::CallOutcome,
+    channels::call_outcome::CallOutcome,
     context::CallContext,
     domain::{Appkey, JourneyRef, Operation, SessionToken},
     proto::v1::LivenessVerdict,
