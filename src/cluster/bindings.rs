@@ -21,10 +21,6 @@ use crate::domain::JourneyRef;
 /// Where the channel router shares which channel issued a 3D session.
 /// Every method answers within the implementation's command timeout.
 pub trait BindingStore: Send + Sync + 'static {
-    /// True when other replicas share these bindings (else every call is
-    /// a no-op, and the router skips them).
-    fn is_fleet(&self) -> bool;
-
     /// Records that `channel` issued the 3D session of `journey`.
     fn bind_session(
         &self,
@@ -38,12 +34,10 @@ pub trait BindingStore: Send + Sync + 'static {
         journey: &JourneyRef,
     ) -> BoxFuture<Result<Option<String>, ClusterError>>;
 
-    /// Forgets the binding of `journey` if it still names `channel`.
-    fn unbind_session(
-        &self,
-        journey: &JourneyRef,
-        channel: &str,
-    ) -> BoxFuture<Result<(), ClusterError>>;
+    /// Forgets, in the background, the binding of `journey` if it still
+    /// names `channel`: the caller has its answer and waits for nothing
+    /// (one process has nothing to forget, and starts nothing).
+    fn release_session(&self, journey: &JourneyRef, channel: &str);
 }
 
 /// The bindings of one process: the router's own; nothing to share.
@@ -51,10 +45,6 @@ pub trait BindingStore: Send + Sync + 'static {
 pub struct MemoryBindings;
 
 impl BindingStore for MemoryBindings {
-    fn is_fleet(&self) -> bool {
-        false
-    }
-
     fn bind_session(&self, _: &JourneyRef, _: &str) -> BoxFuture<Result<(), ClusterError>> {
         ready(Ok(()))
     }
@@ -63,9 +53,7 @@ impl BindingStore for MemoryBindings {
         ready(Ok(None))
     }
 
-    fn unbind_session(&self, _: &JourneyRef, _: &str) -> BoxFuture<Result<(), ClusterError>> {
-        ready(Ok(()))
-    }
+    fn release_session(&self, _: &JourneyRef, _: &str) {}
 }
 
 /// The fleet's session bindings on Redis.
@@ -87,10 +75,6 @@ impl RedisBindings {
 }
 
 impl BindingStore for RedisBindings {
-    fn is_fleet(&self) -> bool {
-        true
-    }
-
     fn bind_session(
         &self,
         journey: &JourneyRef,
@@ -118,17 +102,16 @@ impl BindingStore for RedisBindings {
         })
     }
 
-    fn unbind_session(
-        &self,
-        journey: &JourneyRef,
-        channel: &str,
-    ) -> BoxFuture<Result<(), ClusterError>> {
+    fn release_session(&self, journey: &JourneyRef, channel: &str) {
+        if self.conn.check_up().is_err() {
+            // Expires with its TTL.
+            return;
+        }
         let conn = self.conn.clone();
         let key = self.key(journey);
         let channel = channel.to_owned();
-        Box::pin(async move {
-            conn.check_up()?;
-            conn.delete_if(key, channel).await
-        })
+        tokio::spawn(async move {
+            let _ = conn.delete_if(key, channel).await;
+        });
     }
 }

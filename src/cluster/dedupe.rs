@@ -67,10 +67,6 @@ pub struct FleetNotice {
 /// Where the webhook receiver dedupes deliveries and fans notices out.
 /// Every method answers within the implementation's command timeout.
 pub trait DedupeStore: Send + Sync + 'static {
-    /// True when other replicas share this store (else there is no one to
-    /// tell, and the receiver publishes nothing).
-    fn is_fleet(&self) -> bool;
-
     /// True the first time `key` is seen across the fleet within the
     /// dedupe TTL. Never fails: unreachable, it decides for this replica.
     fn first_delivery(&self, key: &DeliveryKey) -> BoxFuture<bool>;
@@ -105,10 +101,6 @@ impl MemoryDedupe {
 }
 
 impl DedupeStore for MemoryDedupe {
-    fn is_fleet(&self) -> bool {
-        false
-    }
-
     fn first_delivery(&self, key: &DeliveryKey) -> BoxFuture<bool> {
         ready(self.first_delivery_now(key))
     }
@@ -140,10 +132,6 @@ impl RedisDedupe {
 }
 
 impl DedupeStore for RedisDedupe {
-    fn is_fleet(&self) -> bool {
-        true
-    }
-
     fn first_delivery(&self, key: &DeliveryKey) -> BoxFuture<bool> {
         let this = self.clone();
         let key = key.clone();
@@ -210,6 +198,5 @@ mod tests {
         assert!(state.first_delivery(&key).await);
         assert!(!state.first_delivery(&key).await);
         assert!(state.first_delivery(&DeliveryKey::Id("msg_2".into())).await);
-        assert!(!state.is_fleet());
     }
 }

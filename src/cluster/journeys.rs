@@ -40,9 +40,6 @@ use crate::{
 /// Where journey records live. Every method answers within the
 /// implementation's command timeout.
 pub trait JourneyStore: Send + Sync + 'static {
-    /// True when other replicas share this store.
-    fn is_fleet(&self) -> bool;
-
     /// Whether a new journey could be recorded now: Redis up, the memory
     /// store not full. `CreateJourney` asks before it buys an appkey, so
     /// that no appkey is bought that could not be recorded.

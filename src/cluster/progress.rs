@@ -47,9 +47,6 @@ const TURN_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
 /// Every method answers within the implementation's command timeout and
 /// never fails: unreachable, it answers as one process would.
 pub trait ProgressStore: Send + Sync + 'static {
-    /// True when other replicas share this store.
-    fn is_fleet(&self) -> bool;
-
     /// Notes that the steps of `journey` that produce a result (the 2D
     /// snapshots, the 3D liveness proof) went through the gateway.
     fn mark_submitted(&self, journey: &JourneyRef) -> BoxFuture<()>;
@@ -110,10 +107,6 @@ impl MemoryProgress {
 }
 
 impl ProgressStore for MemoryProgress {
-    fn is_fleet(&self) -> bool {
-        false
-    }
-
     fn mark_submitted(&self, journey: &JourneyRef) -> BoxFuture<()> {
         self.mark_now(journey);
         ready(())
@@ -175,10 +168,6 @@ impl RedisProgress {
 }
 
 impl ProgressStore for RedisProgress {
-    fn is_fleet(&self) -> bool {
-        true
-    }
-
     fn mark_submitted(&self, journey: &JourneyRef) -> BoxFuture<()> {
         self.local.mark_now(journey);
         let this = self.clone();
@@ -326,6 +315,5 @@ mod tests {
             .share_result(&journey, &JourneyResult::default(), "complete")
             .await;
         assert!(progress.shared_result(&journey).await.is_none());
-        assert!(!progress.is_fleet());
     }
 }

@@ -347,9 +347,6 @@ impl WebhookReceiver {
     /// journey then read the result themselves.
     async fn fan_out(&self, journey: &JourneyRef, status: NoticeStatus, key: &DeliveryKey) {
         let shared = &self.inner.shared;
-        if !shared.is_fleet() {
-            return;
-        }
         let notice = FleetNotice {
             journey: journey.clone(),
             status: status.as_str().to_owned(),

@@ -339,20 +339,19 @@ impl Launch {
         }
     }
 
-    /// In fleet mode, starts relaying what the other replicas send; the
-    /// fleet's control state applies before any 3D call is served.
+    /// Starts relaying what the other replicas send; the fleet's control
+    /// state applies before any 3D call is served. One process is a fleet
+    /// of one: nothing is sent to it, and it joins at once.
     async fn join_fleet(&mut self, config: &Config, services: &Services) {
-        if services.shared.is_fleet() {
-            let stopped = self.stopped();
-            let relay = fleet::join(
-                &services.shared,
-                config,
-                &services.router,
-                &services.hub,
-                stopped,
-            );
-            self.tasks.push(relay.await);
-        }
+        let stopped = self.stopped();
+        let relay = fleet::join(
+            &services.shared,
+            config,
+            &services.router,
+            &services.hub,
+            stopped,
+        );
+        self.tasks.push(relay.await);
     }
 
     /// Starts the three listeners; returns where they listen, and the

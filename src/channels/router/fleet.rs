@@ -38,9 +38,6 @@ impl ChannelRouter {
     /// (at most the cluster's command timeout), so a verification sent to
     /// another replica right after finds it.
     pub(super) async fn share_grant(&self, channel: &Arc<Channel>, appkey: &Appkey, held: bool) {
-        if !self.shared_bindings.is_fleet() {
-            return;
-        }
         let journey = JourneyRef::from_appkey(appkey);
         if self
             .shared_bindings
@@ -67,9 +64,6 @@ impl ChannelRouter {
 
     /// The channel the fleet bound `journey` to, when it is configured here.
     pub(super) async fn shared_binding(&self, journey: &JourneyRef) -> Option<Arc<Channel>> {
-        if !self.shared_bindings.is_fleet() {
-            return None;
-        }
         let name = self
             .shared_bindings
             .bound_channel(journey)
@@ -86,15 +80,7 @@ impl ChannelRouter {
     /// Drops the fleet's binding of `journey` if it still names `target`
     /// (in the background: the caller has its answer).
     pub(super) fn forget_shared(&self, journey: &JourneyRef, target: &Channel) {
-        if !self.shared_bindings.is_fleet() {
-            return;
-        }
-        let shared = self.shared_bindings.clone();
-        let journey = journey.clone();
-        let name = target.name().to_owned();
-        tokio::spawn(async move {
-            let _ = shared.unbind_session(&journey, &name).await;
-        });
+        self.shared_bindings.release_session(journey, target.name());
     }
 
     /// `SetRoutingMode` for the fleet: checked here, written to the fleet,

@@ -127,10 +127,6 @@ impl MemoryJourneys {
 }
 
 impl JourneyStore for MemoryJourneys {
-    fn is_fleet(&self) -> bool {
-        false
-    }
-
     fn can_record(&self) -> Result<(), ClusterError> {
         if self.whole && self.len() >= self.max_entries {
             return Err(ClusterError::Full);

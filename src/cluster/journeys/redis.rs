@@ -115,10 +115,6 @@ impl RedisJourneys {
 }
 
 impl JourneyStore for RedisJourneys {
-    fn is_fleet(&self) -> bool {
-        true
-    }
-
     fn can_record(&self) -> Result<(), ClusterError> {
         self.conn.check_up()
     }
