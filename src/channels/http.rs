@@ -31,16 +31,7 @@ impl Liveness3DTransport for HttpTransport {
         ctx: &CallContext,
     ) -> Result<SessionGrant, UpstreamError> {
         let ua = (!user_agent.is_empty()).then_some(user_agent);
-        let s = self
-            .client
-            .session_token_3d(ctx, channel, appkey, ua)
-            .await?;
-        Ok(SessionGrant {
-            token: s.session_token,
-            vendor: s.vendor,
-            vendor_url: s.vendor_url,
-            contingency: s.contingency,
-        })
+        self.client.session_token_3d(ctx, channel, appkey, ua).await
     }
 
     async fn liveness(

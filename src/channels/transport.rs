@@ -13,19 +13,7 @@ use crate::{
     upstream::{ChannelEndpoint, UpstreamError},
 };
 
-/// A 3D session as the channel granted it
-/// (`docs/upstream.md#3d-session-3dsession-token`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionGrant {
-    /// Session token for the front-end SDK (`token` or `sessionToken`).
-    pub token: SessionToken,
-    /// Vendor name (`vendor`).
-    pub vendor: String,
-    /// Vendor service address for the SDK (`url`).
-    pub vendor_url: String,
-    /// `isContingency`.
-    pub contingency: bool,
-}
+pub use crate::domain::SessionGrant;
 
 /// One HTTP exchange with a 3D channel.
 ///

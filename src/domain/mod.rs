@@ -20,6 +20,7 @@ mod operation;
 mod person;
 mod request_id;
 mod secret;
+mod session_grant;
 
 pub use caller::{
     Caller, CallerLimits, CallerName, JourneyScope, Permission, Permissions, ProfileGrant,
@@ -37,3 +38,4 @@ pub use secret::{
     parse_key,
 };
 pub(crate) use secret::{authorization_credentials, secrets_match};
+pub use session_grant::SessionGrant;

@@ -20,7 +20,7 @@ use super::{
     ClientSetupError, UpstreamError,
     body::{self, FormBody, JsonBody},
     config::{FieldsConfig, UpstreamConfig},
-    convert::{self, Session3D},
+    convert,
     endpoint::{Bulkhead, ChannelEndpoint, Target, join},
     pool::{HttpClientFactory, HttpPools, SharedPool},
     request::{Prepared, RequestDefaults},
@@ -31,7 +31,7 @@ use crate::{
     context::CallContext,
     domain::{
         Appkey, CredentialToken, EndUser, ImagePayload, JourneyRef, Operation, Password,
-        SessionToken, Snapshot,
+        SessionGrant, SessionToken, Snapshot,
     },
     proto::v1 as pb,
     telemetry::Metrics,
@@ -254,7 +254,7 @@ impl UpstreamClient {
         channel: &ChannelEndpoint,
         appkey: &Appkey,
         user_agent: Option<&str>,
-    ) -> Result<Session3D, UpstreamError> {
+    ) -> Result<SessionGrant, UpstreamError> {
         let op = Operation::SessionToken3D;
         let url = channel_url(op, channel)?;
         let mut json = JsonBody::with_capacity(64 + appkey.expose().len());

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
-use crate::domain::SessionToken;
+use crate::domain::{SessionGrant, SessionToken};
 use crate::proto::v1 as pb;
 
 pub use result::journey_result;
@@ -223,34 +223,11 @@ pub fn challenges(
     })
 }
 
-/// A 3D liveness session as `/3d/session-token` issued it.
-#[derive(Clone)]
-pub struct Session3D {
-    /// The session token: a bearer secret.
-    pub session_token: SessionToken,
-    /// Vendor name.
-    pub vendor: String,
-    /// Vendor address for the front-end SDK.
-    pub vendor_url: String,
-    /// True when the upstream answered in contingency mode.
-    pub contingency: bool,
-}
-
-impl std::fmt::Debug for Session3D {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session3D")
-            .field("session_token", &self.session_token)
-            .field("vendor", &self.vendor)
-            .field("contingency", &self.contingency)
-            .finish_non_exhaustive()
-    }
-}
-
 /// A `/3d/session-token` answer; the token is required under either name.
-pub fn session_3d(mut wire: Session3DWire) -> Result<Session3D, WireError> {
+pub fn session_3d(mut wire: Session3DWire) -> Result<SessionGrant, WireError> {
     let token = wire.take_token().ok_or(WireError::missing("token"))?;
-    Ok(Session3D {
-        session_token: SessionToken::new(token),
+    Ok(SessionGrant {
+        token: SessionToken::new(token),
         vendor: wire.vendor.into_string(),
         vendor_url: wire.url.into_string(),
         contingency: wire.is_contingency.or_false(),

@@ -41,7 +41,7 @@ pub mod wire;
 
 pub use client::{CredentialGrant, DocumentReceipt, UpstreamClient, parse_expires};
 pub use config::{DEFAULT_MAX_CONCURRENT_REQUESTS, FieldsConfig, PathsConfig, UpstreamConfig};
-pub use convert::{Session3D, WireTimes};
+pub use convert::WireTimes;
 pub use endpoint::{Bulkhead, ChannelEndpoint};
 pub use error::{ClientSetupError, UpstreamError};
 pub use pool::{HttpClient, HttpClientFactory, HttpPools, SharedPool};

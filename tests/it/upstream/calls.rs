@@ -221,13 +221,13 @@ async fn session_and_liveness_3d_go_to_the_channel_and_read_either_token_name() 
         .await
         .expect("session");
     assert!(session.contingency);
-    assert_eq!(session.session_token, SessionToken::new("st-1"));
+    assert_eq!(session.token, SessionToken::new("st-1"));
     assert_eq!(
         (session.vendor.as_str(), session.vendor_url.as_str()),
         ("alt-vendor", "https://alt")
     );
     let verdict = c
-        .liveness_3d(&ctx, &channel, &Appkey::new("ak"), &session.session_token)
+        .liveness_3d(&ctx, &channel, &Appkey::new("ak"), &session.token)
         .await
         .expect("verdict");
     assert_eq!(verdict.code(), pb::LivenessCode::Valid);

@@ -77,7 +77,7 @@ fn session_3d_requires_a_token_and_reports_contingency() {
     assert!(!format!("{s:?}").contains("canary"));
     assert_eq!(
         (
-            s.session_token.expose(),
+            s.token.expose(),
             s.vendor.as_str(),
             s.vendor_url.as_str()
         ),
