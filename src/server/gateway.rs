@@ -174,11 +174,6 @@ impl Gateway {
         }
     }
 
-    /// The authenticator of the public listener.
-    pub fn authenticator(&self) -> &Arc<Authenticator> {
-        &self.services.auth
-    }
-
     /// Re-reads every TLS listener's certificate, key and client CA files
     /// (the paths the gateway started with). A listener whose files do not
     /// load keeps its running certificate, and the error is returned.

@@ -59,15 +59,6 @@ impl Metrics {
             .inc();
     }
 
-    /// How many calls were refused with `reason` and `cause` so far.
-    pub fn auth_refusals(&self, reason: &'static str, cause: &'static str) -> u64 {
-        self.inner
-            .auth
-            .refusals
-            .get_or_create(&RefusalLabels { reason, cause })
-            .get()
-    }
-
     /// Counts one failed JWKS fetch or read.
     pub fn record_jwks_fetch_failure(&self) {
         self.inner.auth.jwks_fetch_failures.inc();
