@@ -118,11 +118,9 @@ impl ChannelFigures {
     }
 
     /// Shares these figures with the fleet through `store` (the first
-    /// store given; nothing for a store that is not a fleet's).
+    /// store given).
     pub fn share(&self, store: Arc<dyn FiguresStore>) {
-        if store.is_fleet() {
-            let _ = self.fleet.set(FleetShare::new(store));
-        }
+        let _ = self.fleet.set(FleetShare::new(store));
     }
 
     /// This replica's share of the fleet's figures, in a fleet.

@@ -191,9 +191,12 @@ impl ChannelRouter {
     }
 
     /// The same router, adding its vendor figures to the fleet's through
-    /// `store` (the gateway passes that of `[cluster]`).
-    pub fn with_shared_figures(self, store: Arc<dyn crate::cluster::FiguresStore>) -> Self {
-        self.figures().share(store);
+    /// `store` (the gateway passes that of `[cluster]`; one process has
+    /// none, and its figures stay its own).
+    pub fn with_shared_figures(self, store: Option<Arc<dyn crate::cluster::FiguresStore>>) -> Self {
+        if let Some(store) = store {
+            self.figures().share(store);
+        }
         self
     }
 

@@ -7,8 +7,9 @@
 //! counter is a plain sum, so the fleet's bucket of a minute is the sum of
 //! what each replica added to it.
 //!
-//! - [`MemoryFigures`]: one process; nothing is shared (the router's own
-//!   figures are the whole truth).
+//! One process has no such store: its router's own figures are the whole
+//! truth ([`Shared::figures`](super::Shared::figures) is `None`).
+//!
 //! - [`RedisFigures`]: `{p}{figures}:<minute>` (minutes since the Unix
 //!   epoch), a hash of `<channel>|<counter>` -> count, grown with
 //!   `HINCRBY` and expiring after the retention. Channel names and counts
@@ -22,7 +23,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use super::{
-    BoxFuture, ClusterError, ready,
+    BoxFuture, ClusterError,
     redis::{RedisConn, millis},
 };
 
@@ -51,33 +52,12 @@ const READ_CHUNK_MINUTES: u64 = 240;
 /// Where the fleet's channel figures are kept. Every method answers within
 /// the implementation's command timeout.
 pub trait FiguresStore: Send + Sync + 'static {
-    /// True when other replicas share these figures.
-    fn is_fleet(&self) -> bool;
-
     /// Adds `deltas` to the fleet's buckets. On an error some may have
     /// been added and others not (the caller keeps them to try again).
     fn add(&self, deltas: Vec<FigureDelta>) -> BoxFuture<Result<(), ClusterError>>;
 
     /// The counters of minutes `first..=last`, summed, by channel.
     fn sums(&self, first: u64, last: u64) -> BoxFuture<Result<FigureSums, ClusterError>>;
-}
-
-/// The figures of one process: its router's own; nothing to share.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct MemoryFigures;
-
-impl FiguresStore for MemoryFigures {
-    fn is_fleet(&self) -> bool {
-        false
-    }
-
-    fn add(&self, _: Vec<FigureDelta>) -> BoxFuture<Result<(), ClusterError>> {
-        ready(Ok(()))
-    }
-
-    fn sums(&self, _: u64, _: u64) -> BoxFuture<Result<FigureSums, ClusterError>> {
-        ready(Ok(FigureSums::new()))
-    }
 }
 
 /// The fleet's channel figures on Redis.
@@ -100,10 +80,6 @@ impl RedisFigures {
 }
 
 impl FiguresStore for RedisFigures {
-    fn is_fleet(&self) -> bool {
-        true
-    }
-
     fn add(&self, deltas: Vec<FigureDelta>) -> BoxFuture<Result<(), ClusterError>> {
         let conn = self.conn.clone();
         let ttl = millis(self.retention + Duration::from_secs(60));

@@ -12,7 +12,8 @@
 //! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets
 //! channels::ChannelFigures -> FiguresStore    figures.rs    per-minute vendor figures
 //!
-//! Shared::memory  (one process, the default): Memory* stores
+//! Shared::memory  (one process, the default): Memory* stores (no figures store:
+//!                   the router's own figures are the whole truth)
 //! Shared::redis   ([cluster] Redis):          Redis* stores on one RedisConn (redis.rs)
 //!                   commands: one server, the Sentinel master or a Redis Cluster
 //!                   (redis/link.rs; each reconnects), key prefix, command timeout
@@ -74,7 +75,7 @@ pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
-pub use figures::{FigureDelta, FigureSums, FiguresStore, MemoryFigures, RedisFigures};
+pub use figures::{FigureDelta, FigureSums, FiguresStore, RedisFigures};
 pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
@@ -179,8 +180,10 @@ pub struct Shared {
     pub control: Arc<dyn ControlStore>,
     /// The spending guard's idempotency records and budget windows.
     pub guard: Arc<dyn GuardStore>,
-    /// The channels' per-minute vendor figures.
-    pub figures: Arc<dyn FiguresStore>,
+    /// The fleet's per-minute vendor figures; `None` for one process,
+    /// whose router's own figures are the whole truth (there is nothing a
+    /// memory tier would add to them).
+    pub figures: Option<Arc<dyn FiguresStore>>,
     /// The guarded rollout: its record, its driver's lease, step counts.
     pub rollout: Arc<dyn RolloutStore>,
     /// Watched journeys' progress: submitted steps, the read turn, the
@@ -213,7 +216,7 @@ impl Shared {
                 ttls.idempotency,
                 ttls.idempotency_max_entries,
             )),
-            figures: Arc::new(MemoryFigures),
+            figures: None,
             rollout: Arc::new(MemoryRollout::default()),
             progress: Arc::new(MemoryProgress::new(ttls.journey, ttls.journey_max_entries)),
             redis: None,
@@ -248,7 +251,7 @@ impl Shared {
                 conn.clone(),
                 MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
-            figures: Arc::new(RedisFigures::new(conn.clone(), ttls.figures)),
+            figures: Some(Arc::new(RedisFigures::new(conn.clone(), ttls.figures))),
             rollout: Arc::new(RedisRollout::new(conn.clone())),
             progress: Arc::new(RedisProgress::new(
                 conn.clone(),
@@ -268,11 +271,6 @@ impl Shared {
         } else {
             "memory"
         }
-    }
-
-    /// True when other replicas share this state.
-    pub fn is_fleet(&self) -> bool {
-        self.redis.is_some()
     }
 
     /// True while the shared tier answers (always for memory).

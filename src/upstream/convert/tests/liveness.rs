@@ -76,11 +76,7 @@ fn session_3d_requires_a_token_and_reports_contingency() {
     assert!(s.contingency);
     assert!(!format!("{s:?}").contains("canary"));
     assert_eq!(
-        (
-            s.token.expose(),
-            s.vendor.as_str(),
-            s.vendor_url.as_str()
-        ),
+        (s.token.expose(), s.vendor.as_str(), s.vendor_url.as_str()),
         ("canary-st-1", "alt", "https://v")
     );
     assert!(session_3d(parse_json(br#"{"vendor":"v"}"#).unwrap()).is_err());
