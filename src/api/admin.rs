@@ -1,134 +1,32 @@
 //! `ChannelAdminService`: run-time control of the 3D channels, behind a
 //! bearer token.
 //!
-//! Served on the admin listener only. The token check is an interceptor so
-//! that no handler can forget it; the comparison is constant-time over
-//! SHA-256 digests, so neither the content nor the length of the expected
-//! token leaks through timing.
+//! Served on the admin listener only. One room per idea:
+//!
+//! - [`config`]: `[admin]`, where the token comes from;
+//! - [`token`]: the interceptor that checks it, so that no handler can
+//!   forget it (constant-time over SHA-256 digests, so neither the
+//!   content nor the length of the expected token leaks through timing);
+//! - [`convert`]: routing modes, channel states and refusals between the
+//!   router's types and the proto;
+//! - this file: the handlers; [`rollout`] and [`probe`] answer theirs.
 
-use std::{path::PathBuf, sync::Arc};
+use std::sync::Arc;
 
-use serde::Deserialize;
-use tonic::{Request, Response, Status, service::Interceptor};
+use tonic::{Request, Response, Status};
 
 use crate::{
     Error,
     api::figures::{figures_to_proto, seconds, window_minutes},
     channels::{
-        ChannelRouter, ChannelSnapshot, CircuitState, RoutingMode, SplitError, WeightedSplit,
+        ChannelRouter,
         figures::LATENCY_BOUNDS_MS,
         probe::{ProbeVerdicts, Prober},
         rollout::{RolloutConfig, Rollouts},
-        valid_name,
     },
     cluster::MemoryRollout,
-    config_source::{ConfigError, read_secret},
-    domain::{AdminToken, authorization_credentials, secrets_match},
-    proto::{
-        services::{ChannelAdminService, ChannelAdminServiceServer},
-        v1 as pb,
-    },
+    proto::{services::ChannelAdminService, v1 as pb},
 };
-
-/// `[admin]`: where the bearer token of `ChannelAdminService` comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AdminConfig {
-    /// Environment variable holding the token (used when no file is set).
-    pub token_env: String,
-    /// File holding the token (trailing newline ignored); wins over the
-    /// variable.
-    pub token_file: Option<PathBuf>,
-}
-
-impl Default for AdminConfig {
-    fn default() -> Self {
-        Self {
-            token_env: "IDGATE_ADMIN_TOKEN".to_owned(),
-            token_file: None,
-        }
-    }
-}
-
-/// Shortest admin token accepted: 32 characters (e.g. 24 random bytes in
-/// Base64), so that guessing one over the network is hopeless.
-pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
-
-impl AdminConfig {
-    /// Reads the admin token. A missing or empty one is
-    /// [`ConfigError::MissingSecret`] (the admin listener stays off); one
-    /// shorter than [`MIN_ADMIN_TOKEN_CHARS`] is [`ConfigError::Invalid`]
-    /// (the gateway refuses to start rather than guard its vendor switch
-    /// with a guessable secret).
-    pub fn resolve_token(&self) -> Result<AdminToken, ConfigError> {
-        let secret = match &self.token_file {
-            Some(file) => read_secret("admin.token", None, Some(file))?,
-            None => read_secret("admin.token", Some(&self.token_env), None)?,
-        };
-        // Trimmed here, and stored trimmed (`AdminToken::new`): the
-        // length checked is the length compared.
-        let secret = zeroize::Zeroizing::new(secret);
-        let secret = secret.trim();
-        if !secret.is_empty() && secret.chars().count() < MIN_ADMIN_TOKEN_CHARS {
-            return Err(ConfigError::Invalid(format!(
-                "admin.token: the admin token must be at least {MIN_ADMIN_TOKEN_CHARS} characters"
-            )));
-        }
-        AdminToken::new(secret).ok_or_else(|| ConfigError::MissingSecret {
-            what: "admin.token".to_owned(),
-            why: "the token is empty".to_owned(),
-        })
-    }
-}
-
-/// The interceptor that admits only `authorization: Bearer <token>`.
-#[derive(Clone)]
-pub struct AdminAuth {
-    token: AdminToken,
-}
-
-impl std::fmt::Debug for AdminAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AdminAuth(<redacted>)")
-    }
-}
-
-/// An interceptor checking the admin bearer token in constant time and
-/// refusing with `UNAUTHENTICATED` (`ADMIN_TOKEN_INVALID`).
-pub fn admin_auth_interceptor(token: &AdminToken) -> AdminAuth {
-    AdminAuth {
-        token: token.clone(),
-    }
-}
-
-impl Interceptor for AdminAuth {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let ok = request
-            .metadata()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| authorization_credentials(v, "bearer"))
-            .is_some_and(|t| secrets_match(t, self.token.expose()));
-        if ok {
-            Ok(request)
-        } else {
-            tracing::warn!("admin call refused: missing or invalid bearer token");
-            Err(Error::AdminUnauthenticated.into())
-        }
-    }
-}
-
-/// The admin service type the lead serves on the admin listener.
-pub type AdminServer = tonic::service::interceptor::InterceptedService<
-    ChannelAdminServiceServer<ChannelAdmin>,
-    AdminAuth,
->;
-
-/// `ChannelAdminService` with the handlers of `admin`, behind the
-/// bearer-token interceptor.
-pub fn admin_service(admin: ChannelAdmin, token: &AdminToken) -> AdminServer {
-    ChannelAdminServiceServer::with_interceptor(admin, admin_auth_interceptor(token))
-}
 
 /// The handlers of `ChannelAdminService`.
 #[derive(Debug, Clone)]
@@ -161,158 +59,6 @@ impl ChannelAdmin {
             prober,
         }
     }
-}
-
-/// The proto form of a mode: `(mode, mode_channel)`; the weights of a
-/// weighted mode are [`mode_weights`].
-pub fn mode_to_proto(mode: &RoutingMode) -> (pb::RoutingMode, String) {
-    match mode {
-        RoutingMode::Auto => (pb::RoutingMode::Auto, String::new()),
-        RoutingMode::ForcePrimary => (pb::RoutingMode::ForcePrimary, String::new()),
-        RoutingMode::ForceAlternative => (pb::RoutingMode::ForceAlternative, String::new()),
-        RoutingMode::Channel(n) => (pb::RoutingMode::NamedChannel, n.clone()),
-        RoutingMode::Weighted(_) => (pb::RoutingMode::Weighted, String::new()),
-    }
-}
-
-/// The split of a weighted mode, in the order given; empty for the others.
-pub fn mode_weights(mode: &RoutingMode) -> Vec<pb::ChannelWeight> {
-    match mode {
-        RoutingMode::Weighted(split) => split
-            .entries()
-            .iter()
-            .map(|(channel, weight)| pb::ChannelWeight {
-                channel: channel.clone(),
-                weight: *weight,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn mode_from_proto(
-    mode: i32,
-    channel: &str,
-    weights: &[pb::ChannelWeight],
-) -> Result<RoutingMode, Status> {
-    let mode = pb::RoutingMode::try_from(mode).unwrap_or(pb::RoutingMode::Unspecified);
-    let named = matches!(mode, pb::RoutingMode::NamedChannel);
-    if !named && !channel.is_empty() {
-        return Err(
-            Error::invalid("channel", "only allowed with ROUTING_MODE_NAMED_CHANNEL").into(),
-        );
-    }
-    let weighted = matches!(mode, pb::RoutingMode::Weighted);
-    if !weighted && !weights.is_empty() {
-        return Err(Error::invalid("weights", "only allowed with ROUTING_MODE_WEIGHTED").into());
-    }
-    match mode {
-        pb::RoutingMode::Unspecified => Err(Error::invalid(
-            "mode",
-            "must be AUTO, FORCE_PRIMARY, FORCE_ALTERNATIVE, NAMED_CHANNEL or WEIGHTED",
-        )
-        .into()),
-        pb::RoutingMode::Auto => Ok(RoutingMode::Auto),
-        pb::RoutingMode::ForcePrimary => Ok(RoutingMode::ForcePrimary),
-        pb::RoutingMode::ForceAlternative => Ok(RoutingMode::ForceAlternative),
-        pb::RoutingMode::NamedChannel if channel.is_empty() => {
-            Err(Error::invalid("channel", "required with ROUTING_MODE_NAMED_CHANNEL").into())
-        }
-        pb::RoutingMode::NamedChannel => Ok(RoutingMode::Channel(channel.to_owned())),
-        pb::RoutingMode::Weighted => weighted_from_proto(weights),
-    }
-}
-
-/// A weighted split from its proto form. Refusals name the entry's field
-/// (`weights[2].weight`) and quote a channel only when well formed.
-fn weighted_from_proto(weights: &[pb::ChannelWeight]) -> Result<RoutingMode, Status> {
-    let entries = weights
-        .iter()
-        .map(|w| (w.channel.clone(), w.weight))
-        .collect();
-    let at = |name: &str, leaf: &str| {
-        weights
-            .iter()
-            .position(|w| w.channel == name)
-            .map_or_else(|| "weights".to_owned(), |i| format!("weights[{i}].{leaf}"))
-    };
-    WeightedSplit::new(entries)
-        .map(RoutingMode::Weighted)
-        .map_err(|e| {
-            let field = match &e {
-                SplitError::Empty => "weights".to_owned(),
-                SplitError::TooManyChannels | SplitError::ZeroTotal => "weights".to_owned(),
-                SplitError::Malformed { index } | SplitError::BadName { index } => {
-                    format!("weights[{index}].channel")
-                }
-                SplitError::Duplicate(name) => {
-                    // The second occurrence is the offending one.
-                    let first = weights.iter().position(|w| &w.channel == name);
-                    let second = weights
-                        .iter()
-                        .enumerate()
-                        .skip(first.map_or(0, |i| i + 1))
-                        .find(|(_, w)| &w.channel == name)
-                        .map(|(i, _)| i);
-                    second.map_or_else(|| "weights".to_owned(), |i| format!("weights[{i}].channel"))
-                }
-                SplitError::BadWeight(name) => at(name, "weight"),
-            };
-            Error::invalid(field, e.to_string()).into()
-        })
-}
-
-/// The field a mode's unknown channel is reported under.
-fn mode_field(mode: &RoutingMode, channel: &str) -> String {
-    match mode {
-        RoutingMode::Weighted(split) => split
-            .names()
-            .position(|n| n == channel)
-            .map_or_else(|| "weights".to_owned(), |i| format!("weights[{i}].channel")),
-        _ => "channel".to_owned(),
-    }
-}
-
-/// A refusal reported against the request field `field` (its details are
-/// built with every other error's, in `error`). An unknown channel's name
-/// is echoed only when it is a well-formed channel name.
-fn to_status(field: &str, err: Error) -> Status {
-    match err {
-        Error::ChannelUnknown(name) if !valid_name(&name) => {
-            Error::ChannelUnknown("<invalid name>".to_owned()).into_status_at(field)
-        }
-        other => other.into_status_at(field),
-    }
-}
-
-/// The proto form of a channel snapshot.
-pub fn channel_status(s: &ChannelSnapshot) -> pb::ChannelStatus {
-    let circuit = match s.circuit {
-        CircuitState::Closed => pb::CircuitState::Closed,
-        CircuitState::Open => pb::CircuitState::Open,
-        CircuitState::HalfOpen => pb::CircuitState::HalfOpen,
-    };
-    pb::ChannelStatus {
-        name: s.name.clone(),
-        base_url: s.base_url.clone(),
-        priority: s.priority,
-        drained: s.drained,
-        circuit_state: circuit as i32,
-        last_error_class: s.last_error_class.to_owned(),
-        sessions_started: s.sessions_started,
-        failovers: s.failovers,
-        contingency_answers: s.contingency_answers,
-        last_vendor: s.last_vendor.clone(),
-        last_contingency: s.last_contingency,
-        consecutive_failures: s.consecutive_failures,
-    }
-}
-
-fn name_arg(name: &str) -> Result<&str, Status> {
-    if name.is_empty() {
-        return Err(Error::invalid("name", "required").into());
-    }
-    Ok(name)
 }
 
 #[tonic::async_trait]
@@ -479,10 +225,17 @@ impl ChannelAdminService for ChannelAdmin {
     }
 }
 
-#[cfg(test)]
-mod tests;
-
+mod config;
+mod convert;
 mod probe;
 mod rollout;
+#[cfg(test)]
+mod tests;
+mod token;
+
+pub use config::{AdminConfig, MIN_ADMIN_TOKEN_CHARS};
+pub use convert::{channel_status, mode_to_proto, mode_weights};
+use convert::{mode_field, mode_from_proto, name_arg, to_status};
 pub use probe::probe_to_proto;
 pub use rollout::rollout_to_proto;
+pub use token::{AdminAuth, AdminServer, admin_auth_interceptor, admin_service};

@@ -1,7 +1,8 @@
-use tonic::Code;
+use tonic::{Code, service::Interceptor as _};
 use tonic_types::StatusExt;
 
 use super::*;
+use crate::{channels::RoutingMode, config_source::ConfigError, domain::AdminToken};
 
 fn call(auth: &mut AdminAuth, header: Option<&str>) -> Result<(), Status> {
     let mut req = Request::new(());
