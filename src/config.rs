@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
-mod bounds;
+mod duration_keys;
 mod hops;
 mod serving;
 

@@ -192,7 +192,7 @@ mod tests {
             for field in fields {
                 assert!(
                     listed.iter().any(|k| k.ends_with(&format!(".{field}"))),
-                    "{file}: {field} is not bounded in config/bounds.rs"
+                    "{file}: {field} is not bounded in config/duration_keys.rs"
                 );
             }
         }
