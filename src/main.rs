@@ -124,7 +124,7 @@ struct JourneyArgs {
 #[derive(clap::Args)]
 struct ChannelsArgs {
     /// The gateway's admin address (`https://` for a listener with TLS).
-    #[arg(long, default_value = "http://127.0.0.1:50052")]
+    #[arg(long, default_value = idgate::cli::channels::DEFAULT_ADMIN_ADDR)]
     admin: String,
     #[command(flatten)]
     tls: TlsArgs,

@@ -24,7 +24,7 @@ use crate::{
         probe::{ProbeVerdicts, Prober},
         rollout::{RolloutConfig, Rollouts},
     },
-    cluster::MemoryRollout,
+    cluster::{MemoryProbes, MemoryRollout},
     proto::{services::ChannelAdminService, v1 as pb},
 };
 
@@ -41,12 +41,11 @@ impl ChannelAdmin {
     /// memory, default `[rollout]`), no probe (without the interceptor:
     /// use [`admin_service`] to serve).
     pub fn new(router: Arc<ChannelRouter>) -> Self {
-        let store = Arc::new(MemoryRollout::default());
         let rollouts = Rollouts::new(
             router.clone(),
-            store.clone(),
+            Arc::new(MemoryRollout::default()),
             RolloutConfig::default(),
-            Arc::new(ProbeVerdicts::new(store)),
+            Arc::new(ProbeVerdicts::new(Arc::new(MemoryProbes::default()))),
         );
         Self::with_rollouts(Arc::new(rollouts), None)
     }

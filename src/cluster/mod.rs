@@ -62,6 +62,7 @@ pub mod dedupe;
 pub mod figures;
 pub mod guard;
 pub mod journeys;
+pub mod probes;
 pub mod progress;
 pub mod redis;
 pub mod rollout;
@@ -80,6 +81,7 @@ pub use guard::{
     BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
 };
 pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
+pub use probes::{MemoryProbes, ProbeStore, RedisProbes};
 pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
 pub use redis::{RedisConn, stream::SeedFn};
 pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
@@ -189,6 +191,8 @@ pub struct Shared {
     /// Watched journeys' progress: submitted steps, the read turn, the
     /// final result shared for a moment.
     pub progress: Arc<dyn ProgressStore>,
+    /// The last conformance probe verdict of each channel.
+    pub probes: Arc<dyn ProbeStore>,
     /// The fleet's connection; `None` for one process.
     redis: Option<(RedisConn, RedisControl)>,
     /// What one process tells itself: nothing (no other replica).
@@ -219,6 +223,7 @@ impl Shared {
             figures: None,
             rollout: Arc::new(MemoryRollout::default()),
             progress: Arc::new(MemoryProgress::new(ttls.journey, ttls.journey_max_entries)),
+            probes: Arc::new(MemoryProbes::default()),
             redis: None,
             events: broadcast::channel(1).0,
         }
@@ -259,6 +264,7 @@ impl Shared {
                 ttls.journey_max_entries,
                 ttls.shared_result,
             )),
+            probes: Arc::new(RedisProbes::new(conn.clone())),
             events: broadcast::channel(1).0,
             redis: Some((conn, control)),
         })

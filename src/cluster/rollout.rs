@@ -13,10 +13,11 @@
 //!   (`SET NX PX`, renewed by its holder, so a killed driver's lease runs
 //!   out and another replica takes over) and one hash per step,
 //!   `{p}{rollout}:counts:<id>:<step>` (replica -> its counts, expiring
-//!   with [`COUNTS_TTL`]) and `{p}{rollout}:probe:<channel>` (`1` or `0`:
-//!   the last conformance probe's verdict, so a probe on one replica
-//!   refuses weight on all). Every key shares the hash tag `{rollout}`,
-//!   so the scripts work on Redis Cluster too.
+//!   with [`COUNTS_TTL`]). Every key shares the hash tag `{rollout}`, so
+//!   the scripts work on Redis Cluster too.
+//!
+//! The conformance probe's verdicts are a fact of their own, kept in
+//! [`super::probes`].
 //!
 //! Channel names, weights and counts only: nothing personal.
 
@@ -65,19 +66,12 @@ pub trait RolloutStore: Send + Sync + 'static {
 
     /// Every replica's counts of step `step` of rollout `id`.
     fn counts(&self, id: &str, step: u32) -> BoxFuture<Result<Vec<String>, ClusterError>>;
-
-    /// Notes the verdict of the last conformance probe of `channel`.
-    fn set_probe(&self, channel: &str, conforming: bool) -> BoxFuture<Result<(), ClusterError>>;
-
-    /// The verdict of the last probe of `channel`; `None` if never probed.
-    fn probe(&self, channel: &str) -> BoxFuture<Result<Option<bool>, ClusterError>>;
 }
 
 #[derive(Default)]
 struct MemoryInner {
     record: Option<String>,
     counts: HashMap<(String, u32), String>,
-    probes: HashMap<String, bool>,
 }
 
 /// One process's rollout: nothing shared, the lease always its own.
@@ -139,17 +133,6 @@ impl RolloutStore for MemoryRollout {
             .cloned()
             .into_iter()
             .collect()))
-    }
-
-    fn set_probe(&self, channel: &str, conforming: bool) -> BoxFuture<Result<(), ClusterError>> {
-        lock(&self.inner)
-            .probes
-            .insert(channel.to_owned(), conforming);
-        ready(Ok(()))
-    }
-
-    fn probe(&self, channel: &str) -> BoxFuture<Result<Option<bool>, ClusterError>> {
-        ready(Ok(lock(&self.inner).probes.get(channel).copied()))
     }
 }
 
@@ -277,33 +260,6 @@ impl RolloutStore for RedisRollout {
                     redis::cmd("HVALS").arg(&key).query_async(&mut c).await
                 })
                 .await
-        })
-    }
-
-    fn set_probe(&self, channel: &str, conforming: bool) -> BoxFuture<Result<(), ClusterError>> {
-        let this = self.clone();
-        let key = self.key(&format!("probe:{channel}"));
-        Box::pin(async move {
-            this.conn.check_up()?;
-            let value = if conforming { "1" } else { "0" };
-            this.conn
-                .exec("SET", move |mut c| async move {
-                    redis::cmd("SET")
-                        .arg(&key)
-                        .arg(value)
-                        .query_async::<()>(&mut c)
-                        .await
-                })
-                .await
-        })
-    }
-
-    fn probe(&self, channel: &str) -> BoxFuture<Result<Option<bool>, ClusterError>> {
-        let this = self.clone();
-        let key = self.key(&format!("probe:{channel}"));
-        Box::pin(async move {
-            this.conn.check_up()?;
-            Ok(this.conn.get(key).await?.map(|v| v == "1"))
         })
     }
 }

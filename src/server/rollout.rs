@@ -105,7 +105,7 @@ pub(super) fn services(
         router.clone(),
         shared.rollout.clone(),
         config.rollout.clone(),
-        Arc::new(ProbeVerdicts::new(shared.rollout.clone())),
+        Arc::new(ProbeVerdicts::new(shared.probes.clone())),
     )
     .with_metrics(metrics.clone());
     let prober = Prober::new(

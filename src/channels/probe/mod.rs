@@ -28,15 +28,15 @@ use self::contract::{Operation3D, ProbeCheck, check};
 use super::{ChannelRouter, ChannelSpec};
 use crate::{
     Error,
-    cluster::{BoxFuture, RolloutStore},
+    cluster::{BoxFuture, ProbeStore},
     domain::Appkey,
 };
 
 /// The last probe verdict of each channel, kept in the fleet's shared
-/// state (`cluster::RolloutStore`): a probe on one replica refuses weight
+/// state (`cluster::ProbeStore`): a probe on one replica refuses weight
 /// on every replica.
 pub struct ProbeVerdicts {
-    store: Arc<dyn RolloutStore>,
+    store: Arc<dyn ProbeStore>,
 }
 
 impl std::fmt::Debug for ProbeVerdicts {
@@ -47,14 +47,14 @@ impl std::fmt::Debug for ProbeVerdicts {
 
 impl ProbeVerdicts {
     /// Verdicts kept in `store`.
-    pub fn new(store: Arc<dyn RolloutStore>) -> Self {
+    pub fn new(store: Arc<dyn ProbeStore>) -> Self {
         Self { store }
     }
 
     /// Notes the verdict of a probe of `channel` for the fleet.
     pub async fn record(&self, channel: &str, conforming: bool) -> Result<(), Error> {
         self.store
-            .set_probe(channel, conforming)
+            .set_verdict(channel, conforming)
             .await
             .map_err(|_| Error::ClusterUnavailable)
     }
@@ -64,7 +64,7 @@ impl ProbeVerdicts {
     pub async fn may_take_weight(&self, channel: &str) -> Result<bool, Error> {
         let verdict = self
             .store
-            .probe(channel)
+            .verdict(channel)
             .await
             .map_err(|_| Error::ClusterUnavailable)?;
         Ok(verdict.unwrap_or(true))
@@ -340,7 +340,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unprobed_channel_may_take_weight_and_the_last_probe_decides() {
-        let verdicts = ProbeVerdicts::new(Arc::new(crate::cluster::MemoryRollout::default()));
+        let verdicts = ProbeVerdicts::new(Arc::new(crate::cluster::MemoryProbes::default()));
         assert!(verdicts.may_take_weight("alternative").await.unwrap());
         verdicts.record("alternative", false).await.unwrap();
         assert!(!verdicts.may_take_weight("alternative").await.unwrap());
