@@ -184,7 +184,7 @@ impl JwtVerifier {
             .map_or(0, |d| d.as_secs());
         // Valid for as long as `exp` (with the leeway) still allows.
         let left = exp.map_or(Duration::ZERO, |exp| {
-            Duration::from_secs((exp + self.leeway).saturating_sub(unix_now))
+            Duration::from_secs(exp.saturating_add(self.leeway).saturating_sub(unix_now))
         });
         let ttl = left.min(CACHE_TTL);
         if ttl.is_zero() {

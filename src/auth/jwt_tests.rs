@@ -158,6 +158,23 @@ async fn time_claims_are_checked_with_the_leeway() {
 }
 
 #[tokio::test]
+async fn time_claims_at_the_edge_of_the_integer_range_saturate_rather_than_overflow() {
+    // An `exp` a signer set to "never" (u64::MAX), and an `nbf` of zero or
+    // of the far future: answered, never a panic or a wrapped sum.
+    let key = TestKey::es256("k");
+    let f = fixture(&[&key], "sub").await;
+    let v = &f.verifier;
+    let forever = key.sign(&with(claims(), "exp", json!(u64::MAX)));
+    assert_eq!(&*v.verify(&forever).await.unwrap(), "svc-a");
+    // Remembered (for the cache's own bound, not for u64::MAX seconds).
+    assert_eq!(&*v.verify(&forever).await.unwrap(), "svc-a");
+    let since_epoch = key.sign(&with(claims(), "nbf", json!(0)));
+    assert!(v.verify(&since_epoch).await.is_ok());
+    let far_future = key.sign(&with(claims(), "nbf", json!(u64::MAX)));
+    assert_eq!(v.verify(&far_future).await, Err(JwtRefusal::NotYetValid));
+}
+
+#[tokio::test]
 async fn issuer_and_audience_must_match_and_be_present() {
     let key = TestKey::ed25519("k");
     let f = fixture(&[&key], "sub").await;

@@ -204,15 +204,24 @@ fn auth_and_callers_are_checked_together() {
         "[[callers]]\nname = \"a\"\njwt_subject = \"s\"\noperator_profiles = [\"sandbox\"]\n";
     let err = Config::from_toml_and_env(callers, env(&[])).unwrap_err();
     assert!(err.to_string().contains("[auth]"), "{err}");
-    // The override that runs a gateway open.
-    let c = Config::from_toml_and_env(callers, env(&[("IDGATE_AUTH__MODE", "none")])).unwrap();
+    // Running open drops no caller silently: with [[callers]], refused,
+    // naming both.
+    let err = Config::from_toml_and_env(callers, env(&[("IDGATE_AUTH__MODE", "none")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[auth] mode = \"none\""), "{err}");
+    assert!(err.contains("[[callers]]"), "{err}");
+    // The override that runs a gateway open, without callers.
+    let c = Config::from_toml_and_env("", env(&[("IDGATE_AUTH__MODE", "none")])).unwrap();
     assert_eq!(c.auth.map(|a| a.mode), Some(AuthMode::None));
     // mTLS needs client certificates on the public listener.
     let err = Config::from_toml_and_env("[auth]\nmode = \"mtls\"\n", env(&[])).unwrap_err();
     assert!(err.to_string().contains("client_ca_file"), "{err}");
     // Callers' profiles are the gateway's (the embedded sandbox's here).
-    let wrong = callers.replace("sandbox", "default");
-    let err = Config::from_toml_and_env(&wrong, env(&[("IDGATE_AUTH__MODE", "none")])).unwrap_err();
+    let jwt = "[auth]\nmode = \"jwt\"\n[auth.jwt]\njwks_file = \"/etc/idgate/jwks.json\"\n\
+               issuer = \"https://issuer.example\"\naudience = \"idgate\"\n";
+    let wrong = format!("{jwt}{}", callers.replace("sandbox", "default"));
+    let err = Config::from_toml_and_env(&wrong, env(&[])).unwrap_err();
     assert!(
         err.to_string().contains("callers[0].operator_profiles[0]"),
         "{err}"
