@@ -9,13 +9,18 @@
 //! to the files that define a served service and what they import, so
 //! `FileContainingSymbol` for `idgate.v1.ChannelAdminService` (or one of
 //! its messages) answers `NOT_FOUND` on the public port. A peer of the
-//! public listener learns nothing of the admin surface.
+//! public listener learns nothing of the admin surface, and the admin
+//! listener's reflection sits behind its token, like the service it
+//! describes: without the token a peer learns not even the method names.
 
 use std::collections::BTreeSet;
 
 use prost::Message as _;
 use prost_types::FileDescriptorSet;
-use tonic::transport::server::Router;
+use tonic::{
+    service::{Interceptor, interceptor::InterceptedService},
+    transport::server::Router,
+};
 use tonic_reflection::server::Builder;
 
 use super::StartError;
@@ -33,6 +38,20 @@ pub(super) fn add_reflection<L>(
     services: &[&str],
     sets: &[&[u8]],
 ) -> Result<Router<L>, StartError> {
+    add_reflection_behind(router, services, sets, Ok)
+}
+
+/// [`add_reflection`], each reflection call checked by `check` first (the
+/// admin listener's token interceptor).
+pub(super) fn add_reflection_behind<L, I>(
+    router: Router<L>,
+    services: &[&str],
+    sets: &[&[u8]],
+    check: I,
+) -> Result<Router<L>, StartError>
+where
+    I: Interceptor + Clone + Send + Sync + 'static,
+{
     let sets = sets
         .iter()
         .map(|set| serving_only(set, services))
@@ -52,7 +71,9 @@ pub(super) fn add_reflection<L>(
     let v1alpha = builder()
         .build_v1alpha()
         .map_err(|e| StartError::Reflection(e.to_string()))?;
-    Ok(router.add_service(v1).add_service(v1alpha))
+    Ok(router
+        .add_service(InterceptedService::new(v1, check.clone()))
+        .add_service(InterceptedService::new(v1alpha, check)))
 }
 
 /// The files of the encoded set `set` that define one of `services`, and

@@ -19,7 +19,7 @@ use super::{
 use crate::{
     api::{
         AdminServer, AdmissionLayer, ChannelAdmin, DocumentApi, JourneyApi, LivenessApi,
-        admin_service,
+        admin_auth_interceptor, admin_service,
     },
     auth::AuthLayer,
     config::ServingConfig,
@@ -35,7 +35,7 @@ use crate::{
         StartError,
         connections::ConnectionGate,
         edge::{EdgeLayer, EdgeLimits},
-        reflection::add_reflection,
+        reflection::{add_reflection, add_reflection_behind},
         runtime::ServingRuntime,
     },
     telemetry::{GrpcServerLayer, Metrics},
@@ -127,7 +127,7 @@ pub(in crate::server) async fn serve_public(
 }
 
 /// Serves `ChannelAdminService` behind `token`, with reflection of it
-/// alone.
+/// alone, behind the same token.
 pub(in crate::server) fn serve_admin(
     accept: Accept,
     admin: ChannelAdmin,
@@ -139,10 +139,11 @@ pub(in crate::server) fn serve_admin(
     let router = grpc_server(serving)
         .layer(layer)
         .add_service(admin_service(admin, token));
-    let router = add_reflection(
+    let router = add_reflection_behind(
         router,
         &[<AdminServer as NamedService>::NAME],
         &[FILE_DESCRIPTOR_SET],
+        admin_auth_interceptor(token),
     )?;
     serve_grpc("admin", router, accept, stopped, None)
 }

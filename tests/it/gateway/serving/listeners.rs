@@ -57,12 +57,23 @@ async fn a_serving_thread_polls_after_a_lone_call_and_never_with_a_zero_window()
     sleeping.stop().await;
 }
 
-async fn reflected_services(addr: SocketAddr) -> Vec<String> {
+/// The services reflection lists on `addr`; with `bearer`, sent as the
+/// admin token (the admin listener's reflection asks for it).
+async fn reflected_services(addr: SocketAddr, bearer: Option<&'static str>) -> Vec<String> {
     use tonic_reflection::pb::v1::{
         ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
         server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
     };
-    let mut client = ServerReflectionClient::new(connect(addr).await);
+    let mut client = ServerReflectionClient::with_interceptor(
+        connect(addr).await,
+        move |mut r: tonic::Request<()>| {
+            if let Some(token) = bearer {
+                r.metadata_mut()
+                    .insert("authorization", format!("Bearer {token}").parse().unwrap());
+            }
+            Ok(r)
+        },
+    );
     let request = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
@@ -92,7 +103,7 @@ async fn reflected_services(addr: SocketAddr) -> Vec<String> {
 async fn reflection_lists_only_the_services_each_listener_serves() {
     let gw = TestGateway::start().await;
     assert_eq!(
-        reflected_services(gw.gateway.grpc_addr()).await,
+        reflected_services(gw.gateway.grpc_addr(), None).await,
         [
             "grpc.health.v1.Health",
             "grpc.reflection.v1.ServerReflection",
@@ -104,7 +115,7 @@ async fn reflection_lists_only_the_services_each_listener_serves() {
     );
     let admin = gw.gateway.admin_addr().expect("admin listener");
     assert_eq!(
-        reflected_services(admin).await,
+        reflected_services(admin, Some(ADMIN_TOKEN)).await,
         [
             "grpc.reflection.v1.ServerReflection",
             "grpc.reflection.v1alpha.ServerReflection",
