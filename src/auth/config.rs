@@ -68,10 +68,15 @@ pub struct JwtConfig {
     /// A local JWKS file, re-read on SIGHUP.
     #[serde(default)]
     pub jwks_file: Option<PathBuf>,
-    /// A JWKS URL (`https://`, or `http://` for a local issuer), fetched at
-    /// start and refreshed in the background.
+    /// A JWKS URL, fetched at start and refreshed in the background:
+    /// `https://`, or `http://` to a loopback host only (whoever sits on a
+    /// plaintext path could swap the keys and mint any caller's token).
     #[serde(default)]
     pub jwks_url: Option<String>,
+    /// PEM CA certificates the JWKS fetch trusts beside the system's roots
+    /// (an issuer on a private CA).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
     /// The `iss` every token must carry.
     pub issuer: String,
     /// The audience every token's `aud` must contain.
@@ -116,8 +121,40 @@ fn default_fetch_timeout_ms() -> u64 {
 pub enum JwksLocation {
     /// A local file.
     File(PathBuf),
-    /// A URL.
-    Url(http::Uri),
+    /// A URL, fetched trusting the system's roots and `extra_roots`.
+    Url {
+        /// `https://`, or `http://` to a loopback host.
+        uri: http::Uri,
+        /// The certificates of `[auth.jwt] ca_file` (DER).
+        extra_roots: Vec<Vec<u8>>,
+    },
+}
+
+/// Whether `host` (as a URL carries it) names this machine: `localhost`,
+/// a 127.0.0.0/8 address or `::1`.
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The certificates of the PEM file `path` (`[auth.jwt] ca_file`), DER.
+fn read_ca_file(path: &std::path::Path) -> Result<Vec<Vec<u8>>, ConfigError> {
+    use rustls::pki_types::{CertificateDer, pem::PemObject as _};
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| invalid(format!("auth.jwt.ca_file {}: {e}", path.display())))?
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(format!("auth.jwt.ca_file {}: {e}", path.display())))?;
+    if certs.is_empty() {
+        return Err(invalid(format!(
+            "auth.jwt.ca_file {}: no PEM certificate in it",
+            path.display()
+        )));
+    }
+    Ok(certs)
 }
 
 impl JwtConfig {
@@ -129,12 +166,26 @@ impl JwtConfig {
                 let uri: http::Uri = url
                     .parse()
                     .map_err(|_| invalid("auth.jwt.jwks_url is not a valid URL".to_owned()))?;
+                let host = uri.host().unwrap_or_default();
                 match uri.scheme_str() {
-                    Some("https" | "http") if uri.host().is_some() => Ok(JwksLocation::Url(uri)),
-                    _ => Err(invalid(
-                        "auth.jwt.jwks_url must be an http:// or https:// URL with a host".into(),
-                    )),
+                    Some("https") if !host.is_empty() => {}
+                    Some("http") if is_loopback_host(host) => {}
+                    Some("http") if !host.is_empty() => {
+                        return Err(invalid(
+                            "auth.jwt.jwks_url must be https:// (http:// only to a loopback host): whoever sits on a plaintext path could swap the keys and mint any caller's token".into(),
+                        ));
+                    }
+                    _ => {
+                        return Err(invalid(
+                            "auth.jwt.jwks_url must be an https:// URL with a host".into(),
+                        ));
+                    }
                 }
+                let extra_roots = match &self.ca_file {
+                    Some(path) => read_ca_file(path)?,
+                    None => Vec::new(),
+                };
+                Ok(JwksLocation::Url { uri, extra_roots })
             }
             (Some(_), Some(_)) => Err(invalid(
                 "auth.jwt: set jwks_file or jwks_url, not both".to_owned(),

@@ -27,7 +27,6 @@ use jsonwebtoken::{
     Algorithm, DecodingKey,
     jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse},
 };
-use rustls_platform_verifier::BuilderVerifierExt as _;
 use tokio::time::Instant;
 
 use super::{AuthEvents, config::JwksLocation};
@@ -219,9 +218,9 @@ impl Jwks {
     ) -> Result<Arc<Self>, JwksError> {
         let source = match location {
             JwksLocation::File(path) => Source::File(path.clone()),
-            JwksLocation::Url(uri) => Source::Url {
+            JwksLocation::Url { uri, extra_roots } => Source::Url {
                 uri: uri.clone(),
-                client: Box::new(fetch_client()?),
+                client: Box::new(fetch_client(extra_roots)?),
                 timeout: refresh.timeout,
             },
         };
@@ -337,13 +336,23 @@ impl Jwks {
     }
 }
 
-fn fetch_client() -> Result<FetchClient, JwksError> {
+/// The HTTP client of a JWKS URL: the system's roots and `extra_roots`
+/// (`[auth.jwt] ca_file`). Plain `http://` reaches only a loopback host
+/// (checked at load, `JwtConfig::location`).
+fn fetch_client(extra_roots: &[Vec<u8>]) -> Result<FetchClient, JwksError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(
+        extra_roots
+            .iter()
+            .map(|der| rustls::pki_types::CertificateDer::from(der.clone())),
+        provider.clone(),
+    )
+    .map_err(|e| JwksError::Tls(e.to_string()))?;
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| JwksError::Tls(e.to_string()))?
-        .with_platform_verifier()
-        .map_err(|e| JwksError::Tls(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     let mut tcp = HttpConnector::new();
     tcp.enforce_http(false);

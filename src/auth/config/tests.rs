@@ -128,3 +128,47 @@ fn jwt_modes_need_their_section_and_one_key_source() {
             .contains("auth.jwt.jwks_url")
     );
 }
+
+#[test]
+fn a_jwks_url_is_https_or_plain_http_to_this_machine_only() {
+    let location = |url: &str| {
+        let text = format!("jwks_url = {url:?}\nissuer = \"i\"\naudience = \"a\"\n");
+        toml::from_str::<JwtConfig>(&text).unwrap().location()
+    };
+    for url in [
+        "https://issuer.example/jwks.json",
+        "http://127.0.0.1:8080/jwks.json",
+        "http://127.3.4.5/jwks.json",
+        "http://[::1]:8080/jwks.json",
+        "http://localhost/jwks.json",
+    ] {
+        assert!(location(url).is_ok(), "{url}");
+    }
+    for url in [
+        "http://issuer.example/jwks.json",
+        "http://10.0.0.7/jwks.json",
+        "http://localhost.evil.example/jwks.json",
+        "ftp://issuer.example/jwks.json",
+    ] {
+        let err = location(url).unwrap_err().to_string();
+        assert!(err.contains("auth.jwt.jwks_url"), "{url}: {err}");
+        assert!(err.contains("https://"), "{url}: {err}");
+    }
+}
+
+#[test]
+fn a_ca_file_without_a_certificate_is_refused_naming_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.pem");
+    std::fs::write(&path, "not a certificate\n").unwrap();
+    let text = format!(
+        "jwks_url = \"https://issuer.example/jwks.json\"\nissuer = \"i\"\naudience = \"a\"\nca_file = {:?}\n",
+        path.display().to_string()
+    );
+    let err = toml::from_str::<JwtConfig>(&text)
+        .unwrap()
+        .location()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("auth.jwt.ca_file"), "{err}");
+}

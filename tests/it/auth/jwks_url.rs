@@ -11,6 +11,7 @@ use super::{gateway_with, refusals};
 use crate::support::{
     gateway::{TestGateway, assert_error, happy_person},
     jwt::{JwksServer, TestKey, bearer, jwt_auth},
+    tls::TestCa,
 };
 
 /// Whether `token` may create a journey.
@@ -103,4 +104,53 @@ async fn a_rotation_at_the_url_is_picked_up_in_the_background_and_a_failed_fetch
         .await
         .expect("the last good keys stay");
     gw.stop().await;
+}
+
+#[tokio::test]
+async fn keys_over_https_are_fetched_trusting_the_configured_ca_and_refused_without_it() {
+    let key = TestKey::es256("k1");
+    let ca = TestCa::new();
+    let issuer = JwksServer::start_tls(&[&key], &ca.leaf(&["localhost"])).await;
+    let token = key.token("svc-onboarding");
+
+    // The issuer's private CA is not among the system's roots: the fetch
+    // fails (counted), no key is known, every token is refused.
+    let gw = gateway_with(jwt_auth(None, Some(issuer.url())), |_| {}).await;
+    let status = served(&gw, &token).await.expect_err("no keys");
+    assert_error(&status, Code::Unauthenticated, "CALLER_UNAUTHENTICATED");
+    assert_eq!(
+        issuer.fetches(),
+        0,
+        "the handshake failed before any request"
+    );
+    let metrics = gw.metrics_text().await;
+    assert!(
+        crate::support::metrics::counted(&metrics, "idgate_auth_jwks_fetch_failures_total") >= 1.0,
+        "{metrics}"
+    );
+    gw.stop().await;
+
+    // With [auth.jwt] ca_file: fetched and served.
+    let mut auth = jwt_auth(None, Some(issuer.url()));
+    auth.jwt.as_mut().expect("jwt").ca_file = Some(ca.ca_file());
+    let gw = gateway_with(auth, |_| {}).await;
+    served(&gw, &token).await.expect("served");
+    assert!(issuer.fetches() >= 1);
+    gw.stop().await;
+}
+
+#[tokio::test]
+async fn a_jwks_url_over_plain_http_to_another_host_does_not_load() {
+    let mut config = crate::support::gateway::test_config();
+    config.auth = Some(jwt_auth(
+        None,
+        Some("http://issuer.example/jwks.json".into()),
+    ));
+    config.callers = crate::support::jwt::callers(super::CALLERS);
+    let Err(err) = idgate::server::start(config).await else {
+        panic!("a JWKS over plain HTTP to another host was accepted");
+    };
+    let err = err.to_string();
+    assert!(err.contains("auth.jwt.jwks_url"), "{err}");
+    assert!(err.contains("https://"), "{err}");
 }

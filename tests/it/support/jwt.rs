@@ -156,27 +156,57 @@ struct Published {
 pub struct JwksServer {
     pub addr: SocketAddr,
     published: Arc<Published>,
+    scheme: &'static str,
 }
 
 impl JwksServer {
-    /// Serves `keys` at `/jwks.json`.
+    /// Serves `keys` at `/jwks.json`, over plain HTTP on loopback.
     pub async fn start(keys: &[&TestKey]) -> Self {
-        let published = Arc::new(Published::default());
-        *published.document.lock().expect("lock") = jwks_of(keys);
-        let app = Router::new()
-            .route("/jwks.json", get(serve))
-            .with_state(Arc::clone(&published));
+        let (published, app) = Self::app(keys);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move { axum::serve(listener, app).await });
-        Self { addr, published }
+        Self {
+            addr,
+            published,
+            scheme: "http",
+        }
     }
 
-    /// The URL to configure.
+    /// Serves `keys` at `/jwks.json` over TLS with `identity` (a
+    /// certificate for `localhost`).
+    pub async fn start_tls(keys: &[&TestKey], identity: &super::tls::Leaf) -> Self {
+        let (published, app) = Self::app(keys);
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = tcp.local_addr().expect("addr");
+        let listener = super::tls::TlsListener::new(tcp, identity);
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            addr,
+            published,
+            scheme: "https",
+        }
+    }
+
+    fn app(keys: &[&TestKey]) -> (Arc<Published>, Router) {
+        let published = Arc::new(Published::default());
+        *published.document.lock().expect("lock") = jwks_of(keys);
+        let app = Router::new()
+            .route("/jwks.json", get(serve))
+            .with_state(Arc::clone(&published));
+        (published, app)
+    }
+
+    /// The URL to configure (`https://localhost:<port>` over TLS).
     pub fn url(&self) -> String {
-        format!("http://{}/jwks.json", self.addr)
+        match self.scheme {
+            "https" => format!("https://localhost:{}/jwks.json", self.addr.port()),
+            _ => format!("http://{}/jwks.json", self.addr),
+        }
     }
 
     /// Publishes `keys` instead.
