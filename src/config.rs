@@ -219,7 +219,28 @@ impl Config {
                 auth.mode.as_str()
             )));
         }
+        self.check_tokens_over_tls()?;
         crate::auth::validate_callers(&self.callers, auth.mode, &self.operator_profiles())
+    }
+
+    /// Bearer tokens only over TLS: a mode that takes them needs
+    /// `[tls.grpc]`, unless `[auth] allow_plaintext_tokens` says a sidecar
+    /// terminates TLS on loopback. Checked at load and again at start (a
+    /// configuration built in code skips the load).
+    pub fn check_tokens_over_tls(&self) -> Result<(), ConfigError> {
+        match &self.auth {
+            Some(auth)
+                if auth.mode.accepts_jwt()
+                    && self.tls.grpc.is_none()
+                    && !auth.allow_plaintext_tokens =>
+            {
+                Err(ConfigError::Invalid(format!(
+                    "[auth] mode = \"{}\" takes bearer tokens, which would cross the network in clear: configure [tls.grpc], or set [auth] allow_plaintext_tokens = true (a mesh sidecar terminating TLS on loopback)",
+                    auth.mode.as_str()
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The operator profile names the gateway will have: `[[operators]]`

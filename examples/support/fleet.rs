@@ -64,6 +64,7 @@ impl Fleet {
         c.auth = Some(idgate::auth::AuthConfig {
             mode: idgate::auth::AuthMode::None,
             jwt: None,
+            allow_plaintext_tokens: false,
         });
         c.upstream = Some(UpstreamConfig {
             base_url: self.sandbox.base_url(),

@@ -40,6 +40,7 @@ async fn authenticator(key: &TestKey, events: Arc<Counted>) -> (Authenticator, t
     let auth = AuthConfig {
         mode: AuthMode::Jwt,
         jwt: Some(jwt),
+        allow_plaintext_tokens: true,
     };
     #[derive(serde::Deserialize)]
     struct Doc {

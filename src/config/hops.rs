@@ -100,6 +100,15 @@ impl Config {
                 check("otlp", var.to_owned(), &url, "http");
             }
         }
+        // Bearer tokens received without TLS (`allow_plaintext_tokens`).
+        if let Some(auth) = &self.auth {
+            if auth.mode.accepts_jwt() && self.tls.grpc.is_none() {
+                hops.push(PlaintextHop {
+                    kind: "grpc_tokens",
+                    key: "auth.allow_plaintext_tokens".to_owned(),
+                });
+            }
+        }
         hops
     }
 }

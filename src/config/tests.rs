@@ -218,7 +218,7 @@ fn auth_and_callers_are_checked_together() {
     let err = Config::from_toml_and_env("[auth]\nmode = \"mtls\"\n", env(&[])).unwrap_err();
     assert!(err.to_string().contains("client_ca_file"), "{err}");
     // Callers' profiles are the gateway's (the embedded sandbox's here).
-    let jwt = "[auth]\nmode = \"jwt\"\n[auth.jwt]\njwks_file = \"/etc/idgate/jwks.json\"\n\
+    let jwt = "[auth]\nmode = \"jwt\"\nallow_plaintext_tokens = true\n[auth.jwt]\njwks_file = \"/etc/idgate/jwks.json\"\n\
                issuer = \"https://issuer.example\"\naudience = \"idgate\"\n";
     let wrong = format!("{jwt}{}", callers.replace("sandbox", "default"));
     let err = Config::from_toml_and_env(&wrong, env(&[])).unwrap_err();
@@ -226,6 +226,13 @@ fn auth_and_callers_are_checked_together() {
         err.to_string().contains("callers[0].operator_profiles[0]"),
         "{err}"
     );
+    // Bearer tokens need TLS on the public listener, unless asked for.
+    let plain = jwt.replace("allow_plaintext_tokens = true\n", "");
+    let err = Config::from_toml_and_env(&plain, env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[tls.grpc]"), "{err}");
+    assert!(err.contains("allow_plaintext_tokens"), "{err}");
 }
 
 #[test]

@@ -33,6 +33,13 @@ pub(super) async fn authentication(
     config: &Config,
     metrics: &Metrics,
 ) -> Result<Arc<Authenticator>, StartError> {
+    config.check_tokens_over_tls()?;
+    if config.auth.as_ref().is_some_and(|a| a.mode.accepts_jwt()) && config.tls.grpc.is_none() {
+        tracing::warn!(
+            key = "auth.allow_plaintext_tokens",
+            "bearer tokens are taken on the public listener without TLS: only behind a sidecar that terminates TLS on loopback"
+        );
+    }
     let events: Arc<dyn AuthEvents> = Arc::new(metrics.clone());
     let auth = match (&config.auth, config.upstream.is_some()) {
         (None, true) => {

@@ -5,7 +5,7 @@
 use super::*;
 
 /// The kinds of plaintext hop, each present at 0 until set.
-pub const PLAINTEXT_HOP_KINDS: [&str; 4] = ["upstream", "channel", "redis", "otlp"];
+pub const PLAINTEXT_HOP_KINDS: [&str; 5] = ["upstream", "channel", "redis", "otlp", "grpc_tokens"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct HopLabels {

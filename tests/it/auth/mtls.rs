@@ -93,6 +93,7 @@ async fn a_spiffe_id_maps_to_its_caller_and_an_unlisted_certificate_is_unknown()
     config.auth = Some(AuthConfig {
         mode: AuthMode::Mtls,
         jwt: None,
+        allow_plaintext_tokens: false,
     });
     config.callers = callers(&format!(
         r#"

@@ -60,3 +60,41 @@ async fn the_env_override_runs_open_on_purpose_with_a_warning_and_the_gauge_at_0
     );
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn bearer_tokens_without_tls_refuse_to_start_unless_asked_for_and_then_count_as_a_plaintext_hop()
+ {
+    let keys = crate::support::jwt::jwks_file(&[&crate::support::jwt::TestKey::es256("k")]);
+    let mut auth = crate::support::jwt::jwt_auth(Some(keys), None);
+    auth.allow_plaintext_tokens = false;
+    let mut config = test_config();
+    config.auth = Some(auth.clone());
+    config.callers = crate::support::jwt::callers(super::CALLERS);
+    let error = match idgate::server::start(config).await {
+        Ok(_) => panic!("took bearer tokens over plaintext without being asked to"),
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("[tls.grpc]"), "{error}");
+    assert!(error.contains("allow_plaintext_tokens"), "{error}");
+
+    // Asked for (a mesh sidecar terminates TLS on loopback): served, with
+    // a WARN and the hop counted.
+    let (logs, _default) = quiet_telemetry();
+    auth.allow_plaintext_tokens = true;
+    let gw = TestGateway::start_with(|c| {
+        c.auth = Some(auth);
+        c.callers = crate::support::jwt::callers(super::CALLERS);
+    })
+    .await;
+    let text = gw.metrics_text().await;
+    assert_eq!(
+        metrics::value(&text, "idgate_plaintext_hops", &[("hop", "grpc_tokens")]),
+        1.0,
+        "{text}"
+    );
+    assert!(
+        logs.contents().contains("auth.allow_plaintext_tokens"),
+        "the WARN names the key"
+    );
+    gw.stop().await;
+}

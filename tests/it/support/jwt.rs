@@ -126,6 +126,8 @@ pub fn jwt_auth(jwks_file: Option<std::path::PathBuf>, jwks_url: Option<String>)
     AuthConfig {
         mode: AuthMode::Jwt,
         jwt: Some(jwt),
+        // The test gateways' public listener is plain HTTP/2 on loopback.
+        allow_plaintext_tokens: true,
     }
 }
 

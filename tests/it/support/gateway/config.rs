@@ -64,5 +64,6 @@ pub fn run_open(config: &mut Config) {
     config.auth = Some(idgate::auth::AuthConfig {
         mode: idgate::auth::AuthMode::None,
         jwt: None,
+        allow_plaintext_tokens: false,
     });
 }
