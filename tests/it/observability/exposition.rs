@@ -123,6 +123,7 @@ async fn plaintext_hops_off_loopback_are_warned_at_start_and_counted_by_kind() {
         ("upstream", 0.0),
         ("redis", 0.0),
         ("otlp", 0.0),
+        ("grpc_tokens", 0.0),
     ] {
         assert_eq!(
             metrics::value(&exposition, "idgate_plaintext_hops", &[("hop", hop)]),
