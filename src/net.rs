@@ -173,3 +173,17 @@ impl ConnectionAge {
         }
     }
 }
+
+/// True when `host` (as a URL writes it: `[::1]`, `127.0.0.1`,
+/// `localhost`) is this machine: `localhost` and its `*.localhost`
+/// names (RFC 6761), or a loopback address. What may be reached without
+/// TLS (a plaintext hop is one that is not), and the only host a JWKS
+/// may be fetched from over `http://`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host.to_ascii_lowercase().ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}

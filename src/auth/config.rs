@@ -136,16 +136,6 @@ pub enum JwksLocation {
     },
 }
 
-/// Whether `host` (as a URL carries it) names this machine: `localhost`,
-/// a 127.0.0.0/8 address or `::1`.
-fn is_loopback_host(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// The certificates of the PEM file `path` (`[auth.jwt] ca_file`), DER.
 fn read_ca_file(path: &std::path::Path) -> Result<Vec<Vec<u8>>, ConfigError> {
     use rustls::pki_types::{CertificateDer, pem::PemObject as _};
@@ -175,7 +165,7 @@ impl JwtConfig {
                 let host = uri.host().unwrap_or_default();
                 match uri.scheme_str() {
                     Some("https") if !host.is_empty() => {}
-                    Some("http") if is_loopback_host(host) => {}
+                    Some("http") if crate::net::is_loopback_host(host) => {}
                     Some("http") if !host.is_empty() => {
                         return Err(invalid(
                             "auth.jwt.jwks_url must be https:// (http:// only to a loopback host): whoever sits on a plaintext path could swap the keys and mint any caller's token".into(),

@@ -168,21 +168,21 @@ impl RedisProgress {
 }
 
 impl ProgressStore for RedisProgress {
+    /// Marked here at once; written to Redis in the background, so the
+    /// liveness call that marks waits for no Redis round trip. A replica
+    /// that misses the mark still reads the result once its grace ends: a
+    /// lost mark delays, never strands.
     fn mark_submitted(&self, journey: &JourneyRef) -> BoxFuture<()> {
         self.local.mark_now(journey);
-        let this = self.clone();
-        let key = self.key("submitted:", journey);
-        Box::pin(async move {
-            if this.conn.check_up().is_ok() {
-                // A replica that cannot write the mark still reads the
-                // result once its grace ends: a lost mark delays, never
-                // strands.
-                let _ = this
-                    .conn
-                    .set_px(key, "1".to_owned(), millis(this.retention))
-                    .await;
-            }
-        })
+        if self.conn.check_up().is_ok() {
+            let conn = self.conn.clone();
+            let key = self.key("submitted:", journey);
+            let ttl = millis(self.retention);
+            tokio::spawn(async move {
+                let _ = conn.set_px(key, "1".to_owned(), ttl).await;
+            });
+        }
+        ready(())
     }
 
     fn submitted(&self, journey: &JourneyRef) -> BoxFuture<bool> {

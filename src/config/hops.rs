@@ -8,8 +8,6 @@
 //! each hop and exposes their count by kind (`idgate_plaintext_hops`).
 //! Hops are named by configuration key or variable, never by URL.
 
-use std::net::IpAddr;
-
 use super::Config;
 
 /// The kinds of hop, the gauge's bounded label values.
@@ -31,14 +29,6 @@ pub struct PlaintextHop {
     pub key: String,
 }
 
-/// True when `host` (as a URL writes it) is this machine.
-fn is_loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host.to_ascii_lowercase().ends_with(".localhost")
-        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
 /// True when `url` uses the plaintext `scheme` (`http`, `redis`) towards
 /// a host other than loopback. A URL that does not parse is not judged
 /// here (loading or the start refuses it).
@@ -48,7 +38,7 @@ pub fn is_plaintext_off_loopback(url: &str, scheme: &str) -> bool {
     };
     uri.scheme_str()
         .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
-        && uri.host().is_some_and(|h| !is_loopback(h))
+        && uri.host().is_some_and(|h| !crate::net::is_loopback_host(h))
 }
 
 impl Config {

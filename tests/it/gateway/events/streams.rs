@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use idgate::proto::v1::JourneyStatus;
-
 use crate::support::{
     gateway::*,
     wait::{EVENT_WAIT, eventually},
@@ -45,12 +43,7 @@ async fn the_callers_deadline_ends_the_stream_with_deadline_exceeded() {
         .into_inner();
     let (items, end) = drain(watcher).await;
     // At most the current state (still processing), never a result.
-    assert!(
-        statuses(&items)
-            .iter()
-            .all(|s| *s == JourneyStatus::Processing),
-        "{items:?}"
-    );
+    assert_only_processing(&items);
     let end = end.expect("the stream ends with an error");
     assert_eq!(end.code(), tonic::Code::DeadlineExceeded, "{end:?}");
     assert_eq!(reason(&end), "DEADLINE_EXCEEDED");
@@ -115,12 +108,7 @@ async fn shutting_down_ends_open_watch_streams() {
         .await
         .expect("the gateway stops with a watcher open");
     let (items, end) = drain(watcher).await;
-    assert!(
-        statuses(&items)
-            .iter()
-            .all(|s| *s == JourneyStatus::Processing),
-        "{items:?}"
-    );
+    assert_only_processing(&items);
     let end = end.expect("the stream ends with an error");
     assert_eq!(end.code(), tonic::Code::Unavailable, "{end:?}");
     assert_eq!(reason(&end), "SHUTTING_DOWN");

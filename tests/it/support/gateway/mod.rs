@@ -38,7 +38,7 @@ pub use self::{
     config::{ADMIN_TOKEN, run_open, secret_file, test_config, use_upstream},
     lifecycle::{ExternalGateway, start_gateway},
     requests::{document_pair, happy_person, person, rg_images, snapshots_for, weights},
-    watch::{by_appkey, by_ref, drain, drain_within, statuses},
+    watch::{assert_only_processing, by_appkey, by_ref, drain, drain_within, statuses},
 };
 
 /// A running test gateway and what tests need around it.

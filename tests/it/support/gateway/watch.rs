@@ -51,6 +51,18 @@ pub async fn drain_within(
     (items, end)
 }
 
+/// Asserts `items` hold at most the journey's current state while it is
+/// processing (a watch reads it at once once the proof went through the
+/// gateway), and never a result.
+pub fn assert_only_processing(items: &[v1::WatchJourneyResponse]) {
+    assert!(
+        items
+            .iter()
+            .all(|i| i.status() == v1::JourneyStatus::Processing && i.result.is_none()),
+        "{items:?}"
+    );
+}
+
 /// The statuses of a stream's messages, in order.
 pub fn statuses(items: &[v1::WatchJourneyResponse]) -> Vec<v1::JourneyStatus> {
     items.iter().map(|i| i.status()).collect()
