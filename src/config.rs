@@ -13,10 +13,10 @@ use std::net::SocketAddr;
 use serde::Deserialize;
 
 mod duration_keys;
-mod hops;
+mod plaintext_hops;
 mod serving;
 
-pub use hops::{HOP_KINDS, PlaintextHop, is_plaintext_off_loopback};
+pub use plaintext_hops::{HOP_KINDS, PlaintextHop, is_plaintext_off_loopback};
 pub use serving::ServingConfig;
 
 pub use crate::{
@@ -26,9 +26,9 @@ pub use crate::{
     cluster::{ClusterConfig, JourneysConfig},
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
-    guard::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig},
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
+    spend::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig},
     telemetry::{TelemetryConfig, audit::AuditConfig},
     tls::{ListenerTls, TlsConfig},
     upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
@@ -160,7 +160,7 @@ impl Config {
         self.journeys
             .validate(self.idempotency.ttl_secs, self.appkey_ttl_secs())?;
         let callers = self.callers.iter().map(|c| c.name.as_str());
-        crate::guard::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
+        crate::spend::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
         self.rollout.validate().map_err(ConfigError::Invalid)?;
         self.probe.validate().map_err(ConfigError::Invalid)?;

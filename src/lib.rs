@@ -35,7 +35,7 @@
 //!   split included), breakers, per-channel vendor figures, all counted
 //!   from one outcome record per call (`channels::outcome`).
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
-//! - [`guard`]: the spending guard: idempotent `CreateJourney`
+//! - [`spend`]: the spending guard: idempotent `CreateJourney`
 //!   (`request_id`) and `[[budgets]]` per operator profile, fleet-wide.
 //! - [`auth`]: who calls the public listener (mTLS SPIFFE IDs, JWTs
 //!   checked against JWKS keys) and the `[[callers]]` table that says what
@@ -66,12 +66,12 @@ pub mod context;
 pub mod domain;
 pub mod error;
 pub mod events;
-pub mod guard;
 pub mod journey;
 pub mod net;
 pub mod proto;
 pub mod sandbox;
 pub mod server;
+pub mod spend;
 pub mod sync;
 pub mod telemetry;
 pub mod tls;

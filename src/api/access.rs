@@ -23,7 +23,7 @@ use crate::{
     Error,
     cluster::{ClusterError, JourneyStore, JourneysConfig, MemoryJourneys},
     domain::{Appkey, Caller, JourneyRecord, JourneyRef, JourneyScope, ProfileGrant},
-    guard::{BilledOperation, Guard},
+    spend::{BilledOperation, SpendGuard},
 };
 
 /// What the records said of a journey the caller may act on.
@@ -46,7 +46,7 @@ impl Issued {
     /// or (foreign) to the caller's first profile, else the default one.
     async fn bill(
         &self,
-        guard: &Guard,
+        guard: &SpendGuard,
         operation: BilledOperation,
         caller: &Caller,
     ) -> Result<(), Error> {
@@ -100,7 +100,7 @@ impl JourneyAccess {
         &self,
         caller: &Caller,
         appkey: &Appkey,
-        guard: &Guard,
+        guard: &SpendGuard,
         operation: BilledOperation,
     ) -> Result<(), Error> {
         self.appkey(caller, appkey)

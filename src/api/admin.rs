@@ -17,12 +17,12 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     Error,
-    api::figures::{figures_to_proto, seconds, window_minutes},
+    api::vendor_stats::{figures_to_proto, seconds, window_minutes},
     channels::{
         ChannelRouter,
-        figures::LATENCY_BOUNDS_MS,
         probe::{ProbeVerdicts, Prober},
         rollout::{RolloutConfig, Rollouts},
+        vendor_stats::LATENCY_BOUNDS_MS,
     },
     cluster::{MemoryProbes, MemoryRollout},
     proto::{services::ChannelAdminService, v1 as pb},

@@ -6,16 +6,16 @@ use super::{Admitted, JourneyAccess, LimitsConfig, admit, validate};
 use crate::{
     Error,
     domain::Operation,
-    guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::{services::DocumentService, v1},
+    spend::{BilledOperation, SpendGuard},
 };
 
 /// The `DocumentService` implementation.
 pub struct DocumentApi {
     core: JourneyCore,
     limits: LimitsConfig,
-    guard: Guard,
+    guard: SpendGuard,
     access: JourneyAccess,
 }
 
@@ -25,7 +25,7 @@ impl DocumentApi {
         Self {
             core,
             limits,
-            guard: Guard::default(),
+            guard: SpendGuard::default(),
             access: JourneyAccess::default(),
         }
     }
@@ -39,7 +39,7 @@ impl DocumentApi {
 
     /// The spending guard, which bills document submissions; default: no
     /// budgets.
-    pub fn with_guard(mut self, guard: Guard) -> Self {
+    pub fn with_guard(mut self, guard: SpendGuard) -> Self {
         self.guard = guard;
         self
     }

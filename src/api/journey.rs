@@ -9,30 +9,30 @@ use super::{Admitted, JourneyAccess, admit, validate};
 use crate::{
     Error,
     domain::Operation,
-    events::{JourneyHub, WatchStream, WatchTarget},
-    guard::Guard,
+    events::{JourneyWatches, WatchStream, WatchTarget},
     journey::JourneyCore,
     proto::{services::JourneyService, v1},
+    spend::SpendGuard,
     telemetry::{self, TelemetryConfig},
 };
 
 /// The `JourneyService` implementation.
 pub struct JourneyApi {
     core: JourneyCore,
-    hub: JourneyHub,
+    watches: JourneyWatches,
     telemetry: TelemetryConfig,
-    guard: Guard,
+    guard: SpendGuard,
     access: JourneyAccess,
 }
 
 impl JourneyApi {
-    /// A service over the journey core and the event hub.
-    pub fn new(core: JourneyCore, hub: JourneyHub) -> Self {
-        let guard = Guard::default();
+    /// A service over the journey core and the journey watches.
+    pub fn new(core: JourneyCore, watches: JourneyWatches) -> Self {
+        let guard = SpendGuard::default();
         Self {
             access: JourneyAccess::new(guard.journeys().clone(), false),
             core,
-            hub,
+            watches,
             telemetry: TelemetryConfig::default(),
             guard,
         }
@@ -47,7 +47,7 @@ impl JourneyApi {
 
     /// The spending guard (idempotency, budgets, journey records);
     /// default: one process, no budgets.
-    pub fn with_guard(mut self, guard: Guard) -> Self {
+    pub fn with_guard(mut self, guard: SpendGuard) -> Self {
         self.guard = guard;
         self
     }
@@ -139,7 +139,7 @@ impl JourneyApi {
             }
         };
         let view = super::view::viewer(admitted.caller().result_view);
-        self.hub
+        self.watches
             .watch_viewed(WatchTarget::Appkey(appkey), admitted.ctx(), view)
     }
 }

@@ -11,9 +11,9 @@ use crate::{
     channels::ChannelRouter,
     cluster::{JourneysConfig, MemoryProgress, ProgressStore},
     domain::{Appkey, JourneyRef, Operation},
-    guard::{BilledOperation, Guard},
     journey::JourneyCore,
     proto::{services::LivenessService, v1},
+    spend::{BilledOperation, SpendGuard},
 };
 
 /// The `LivenessService` implementation.
@@ -21,7 +21,7 @@ pub struct LivenessApi {
     core: JourneyCore,
     router: Arc<ChannelRouter>,
     limits: LimitsConfig,
-    guard: Guard,
+    guard: SpendGuard,
     access: JourneyAccess,
     /// Where a journey's liveness proof is marked as submitted, so that a
     /// watch opened later reads the result at once.
@@ -36,7 +36,7 @@ impl LivenessApi {
             core,
             router,
             limits,
-            guard: Guard::default(),
+            guard: SpendGuard::default(),
             access: JourneyAccess::default(),
             progress: {
                 let c = JourneysConfig::default();
@@ -45,7 +45,7 @@ impl LivenessApi {
         }
     }
 
-    /// Where liveness proofs are marked (the journey hub's progress);
+    /// Where liveness proofs are marked (the journey watches' progress);
     /// default: a store of its own, which no watch reads.
     pub fn with_progress(mut self, progress: Arc<dyn ProgressStore>) -> Self {
         self.progress = progress;
@@ -69,7 +69,7 @@ impl LivenessApi {
 
     /// The spending guard, which bills 3D session starts; default: no
     /// budgets.
-    pub fn with_guard(mut self, guard: Guard) -> Self {
+    pub fn with_guard(mut self, guard: SpendGuard) -> Self {
         self.guard = guard;
         self
     }

@@ -170,7 +170,7 @@ pub fn appkey_only(input: &str) -> Result<Appkey, Error> {
 }
 
 /// `WatchJourney` -> the journey to watch, by appkey or by the reference
-/// `CreateJourney` returned (resolved by the hub).
+/// `CreateJourney` returned (resolved by the watches).
 pub fn watch_journey(req: &v1::WatchJourneyRequest) -> Result<WatchTarget, Error> {
     use v1::watch_journey_request::Journey;
     let mut v = Violations::default();

@@ -308,7 +308,7 @@ impl Default for RoutingConfig {
             binding_ttl_secs: 600,
             max_bindings: 100_000,
             forced_session_attempts: 2,
-            figures_retention_minutes: super::figures::DEFAULT_RETENTION_MINUTES,
+            figures_retention_minutes: super::vendor_stats::DEFAULT_RETENTION_MINUTES,
         }
     }
 }
@@ -440,10 +440,12 @@ pub(crate) fn validate_set(
     if derived || !specs.is_empty() {
         validate_mode(&routing.mode, specs.iter().map(|c| c.name.as_str()))?;
     }
-    if !(1..=super::figures::MAX_RETENTION_MINUTES).contains(&routing.figures_retention_minutes) {
+    if !(1..=super::vendor_stats::MAX_RETENTION_MINUTES)
+        .contains(&routing.figures_retention_minutes)
+    {
         return Err(ChannelConfigError(format!(
             "routing.figures_retention_minutes must be from 1 to {}",
-            super::figures::MAX_RETENTION_MINUTES
+            super::vendor_stats::MAX_RETENTION_MINUTES
         )));
     }
     if routing.max_bindings == 0 || routing.binding_ttl_secs == 0 {

@@ -43,9 +43,9 @@ use super::{
     bindings::SessionBindings,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{ChannelConfigError, ChannelSpec, RoutingConfig, RoutingMode},
-    figures::ChannelFigures,
     outcome::OutcomeRecorder,
     transport::{Liveness3DTransport, SessionGrant},
+    vendor_stats::VendorStats,
 };
 use crate::{
     cluster::{BindingStore, ControlStore, MemoryBindings, MemoryControl},
@@ -166,7 +166,7 @@ impl ChannelRouter {
                 routing.max_bindings,
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
-            outcomes: OutcomeRecorder::new(ChannelFigures::new(routing.figures_retention_minutes)),
+            outcomes: OutcomeRecorder::new(VendorStats::new(routing.figures_retention_minutes)),
             shared_bindings: Arc::new(MemoryBindings),
             shared_control: Arc::new(MemoryControl),
             fleet_control: AtomicBool::new(false),
@@ -186,14 +186,17 @@ impl ChannelRouter {
     }
 
     /// The vendor figures this router records.
-    pub fn figures(&self) -> &ChannelFigures {
+    pub fn figures(&self) -> &VendorStats {
         self.outcomes.figures()
     }
 
     /// The same router, adding its vendor figures to the fleet's through
     /// `store` (the gateway passes that of `[cluster]`; one process has
     /// none, and its figures stay its own).
-    pub fn with_shared_figures(self, store: Option<Arc<dyn crate::cluster::FiguresStore>>) -> Self {
+    pub fn with_shared_figures(
+        self,
+        store: Option<Arc<dyn crate::cluster::VendorStatsStore>>,
+    ) -> Self {
         if let Some(store) = store {
             self.figures().share(store);
         }

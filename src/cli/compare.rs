@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use super::channels::{AdminTarget, CliError, connect, explain};
 use crate::{
-    api::figures::{figures_from_proto, seconds},
-    channels::figures::{ChannelTally, LatencyHistogram},
+    api::vendor_stats::{figures_from_proto, seconds},
+    channels::vendor_stats::{ChannelTally, LatencyHistogram},
     domain::AdminToken,
     proto::v1 as pb,
 };
@@ -193,7 +193,7 @@ pub fn figures_json(
     figures: &BTreeMap<String, ChannelTally>,
 ) -> Value {
     let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
-    let errors = |e: &crate::channels::figures::ErrorCounts| {
+    let errors = |e: &crate::channels::vendor_stats::ErrorCounts| {
         e.classes()
             .map(|(c, n)| (c.to_owned(), json!(n)))
             .collect::<serde_json::Map<_, _>>()

@@ -20,7 +20,7 @@ mod tls;
 pub use target::RedisTarget;
 pub use tls::{ClientIdentity, RedisTls};
 
-use super::seal::{Digester, SealKey, Sealer};
+use super::encryption::{Digester, SealKey, Sealer};
 use crate::config_source::{ConfigError, read_secret};
 
 /// `[cluster] mode`: how the Redis is deployed.

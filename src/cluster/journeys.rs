@@ -3,10 +3,10 @@
 //! retention_hours`.
 //!
 //! ```text
-//! guard::Guard::create_journey --can_record--> claim, budget, /appkey --register--> (record)
+//! spend::SpendGuard::create_journey --can_record--> claim, budget, /appkey --register--> (record)
 //! api::access (every call on an appkey) ---find--> issued here? whose? which profile pays?
-//! events::JourneyHub (watch by reference) --held/find--> the appkey
-//! guard::Idempotency (a replay) ------------find--> the appkey, if owner and request match
+//! events::JourneyWatches (watch by reference) --held/find--> the appkey
+//! spend::Idempotency (a replay) ------------find--> the appkey, if owner and request match
 //! ```
 //!
 //! - [`MemoryJourneys`]: one process's whole store, bounded by `[journeys]

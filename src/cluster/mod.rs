@@ -8,9 +8,9 @@
 //!                      |---> ControlStore    control.rs    routing mode, drains, hold
 //! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
-//! events::JourneyHub ------> ProgressStore   progress.rs   submitted steps, read turn, final result (sealed)
-//! guard::Guard ------------> GuardStore      guard.rs      idempotency, budgets
-//! channels::ChannelFigures -> FiguresStore    figures.rs    per-minute vendor figures
+//! events::JourneyWatches ------> ProgressStore   progress.rs   submitted steps, read turn, final result (sealed)
+//! spend::SpendGuard -------> SpendStore      spend.rs      idempotency, budgets
+//! channels::VendorStats --> VendorStatsStore vendor_stats.rs per-minute vendor figures
 //!
 //! Shared::memory  (one process, the default): Memory* stores (no figures store:
 //!                   the router's own figures are the whole truth)
@@ -39,7 +39,7 @@
 //! within the command timeout, [`ClusterError::Unavailable`] or a local
 //! fallback, and the gateway degrades as `docs/operations.md` tells.
 //!
-//! The spending guard's state is shared the same way ([`guard`]):
+//! The spending guard's state is shared the same way ([`spend`]):
 //! idempotency records of `CreateJourney` (a keyed digest of the request
 //! and the journey it made, whose record holds the appkey) and budget
 //! window counters.
@@ -49,9 +49,9 @@
 //! and both implementations are `journeys/`.
 //!
 //! - [`config`]: the `[cluster]` section.
-//! - [`seal`]: AES-256-GCM sealing of appkeys, keyed request digests.
-//! - [`journeys`], [`bindings`], [`dedupe`], [`control`], [`guard`],
-//!   [`figures`], [`rollout`], [`progress`]: the eight stores.
+//! - [`encryption`]: AES-256-GCM sealing of appkeys, keyed request digests.
+//! - [`journeys`], [`bindings`], [`dedupe`], [`control`], [`spend`],
+//!   [`vendor_stats`], [`rollout`], [`progress`]: the eight stores.
 //! - [`redis`]: the connection the Redis stores share, and the event
 //!   stream's task.
 
@@ -59,14 +59,14 @@ pub mod bindings;
 pub mod config;
 pub mod control;
 pub mod dedupe;
-pub mod figures;
-pub mod guard;
+pub mod encryption;
 pub mod journeys;
 pub mod probes;
 pub mod progress;
 pub mod redis;
 pub mod rollout;
-pub mod seal;
+pub mod spend;
+pub mod vendor_stats;
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
@@ -76,15 +76,15 @@ pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
-pub use figures::{FigureDelta, FigureSums, FiguresStore, RedisFigures};
-pub use guard::{
-    BudgetTake, BudgetWindow, GuardStore, IdemRecord, IdemState, MemoryGuard, RedisGuard, WindowUse,
-};
 pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
 pub use probes::{MemoryProbes, ProbeStore, RedisProbes};
 pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
 pub use redis::{RedisConn, stream::SeedFn};
 pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
+pub use spend::{
+    BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, RedisSpend, SpendStore, WindowUse,
+};
+pub use vendor_stats::{FigureDelta, FigureSums, RedisVendorStats, VendorStatsStore};
 
 use crate::telemetry::Metrics;
 
@@ -181,11 +181,11 @@ pub struct Shared {
     /// Routing mode, drained channels, contingency hold.
     pub control: Arc<dyn ControlStore>,
     /// The spending guard's idempotency records and budget windows.
-    pub guard: Arc<dyn GuardStore>,
+    pub guard: Arc<dyn SpendStore>,
     /// The fleet's per-minute vendor figures; `None` for one process,
     /// whose router's own figures are the whole truth (there is nothing a
     /// memory tier would add to them).
-    pub figures: Option<Arc<dyn FiguresStore>>,
+    pub figures: Option<Arc<dyn VendorStatsStore>>,
     /// The guarded rollout: its record, its driver's lease, step counts.
     pub rollout: Arc<dyn RolloutStore>,
     /// Watched journeys' progress: submitted steps, the read turn, the
@@ -216,7 +216,7 @@ impl Shared {
             bindings: Arc::new(MemoryBindings),
             dedupe: Arc::new(MemoryDedupe::new(ttls.dedupe, ttls.dedupe_max_entries)),
             control: Arc::new(MemoryControl),
-            guard: Arc::new(MemoryGuard::new(
+            guard: Arc::new(MemorySpend::new(
                 ttls.idempotency,
                 ttls.idempotency_max_entries,
             )),
@@ -252,11 +252,11 @@ impl Shared {
                 ttls.dedupe_max_entries,
             )),
             control: Arc::new(control.clone()),
-            guard: Arc::new(RedisGuard::new(
+            guard: Arc::new(RedisSpend::new(
                 conn.clone(),
-                MemoryGuard::new(ttls.idempotency, ttls.idempotency_max_entries),
+                MemorySpend::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
-            figures: Some(Arc::new(RedisFigures::new(conn.clone(), ttls.figures))),
+            figures: Some(Arc::new(RedisVendorStats::new(conn.clone(), ttls.figures))),
             rollout: Arc::new(RedisRollout::new(conn.clone())),
             progress: Arc::new(RedisProgress::new(
                 conn.clone(),

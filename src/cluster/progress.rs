@@ -31,9 +31,10 @@ use tokio::time::Instant;
 use zeroize::Zeroizing;
 
 use super::{
-    BoxFuture, ready,
+    BoxFuture,
+    encryption::Binding,
+    ready,
     redis::{Body, RedisConn, event_log, millis},
-    seal::Binding,
 };
 use crate::{domain::JourneyRef, proto::v1::JourneyResult, ttl::TtlMap};
 
@@ -43,7 +44,7 @@ const TURN_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
     if v == false or v == ARGV[1] then \
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
 
-/// Where the journey hub keeps what it learns of a journey's progress.
+/// Where the journey watches keep what it learns of a journey's progress.
 /// Every method answers within the implementation's command timeout and
 /// never fails: unreachable, it answers as one process would.
 pub trait ProgressStore: Send + Sync + 'static {

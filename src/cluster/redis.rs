@@ -44,7 +44,7 @@ use tracing::field::Empty;
 use self::link::{Conn, Link};
 use super::{
     ClusterError, ClusterSettings, FleetEvent,
-    seal::{Digester, Sealer},
+    encryption::{Digester, Sealer},
 };
 use crate::telemetry::Metrics;
 

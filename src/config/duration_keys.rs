@@ -184,7 +184,7 @@ mod tests {
             ("channels/config.rs", include_str!("../channels/config.rs")),
             ("events/config.rs", include_str!("../events/config.rs")),
             ("cluster/config.rs", include_str!("../cluster/config.rs")),
-            ("guard/config.rs", include_str!("../guard/config.rs")),
+            ("spend/config.rs", include_str!("../spend/config.rs")),
             ("sandbox/config.rs", include_str!("../sandbox/config.rs")),
         ] {
             let fields = duration_fields(source);

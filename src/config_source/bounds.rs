@@ -1,5 +1,5 @@
 //! Bounds every configuration section applies the same way: durations at
-//! most [`MAX_DURATION`], HTTP route paths that are plain paths.
+//! most [`MAX_DURATION_SECS`], HTTP route paths that are plain paths.
 //!
 //! One helper per kind of value, so that every key says the same thing
 //! when refused: the key and the bound, never the value (a value pasted

@@ -3,7 +3,7 @@
 //!
 //! Who owns the journey, which appkey it is, which operator profile pays
 //! for it and which `request_id` made it were once kept in three rooms
-//! with three lifetimes (the hub's directory, the guard's idempotency
+//! with three lifetimes (the watches' directory, the guard's idempotency
 //! record, the guard's profile map); a journey forgotten by one and
 //! remembered by another could be handed to another caller. Every check
 //! now reads this record: the access check (issued here? whose?), watch

@@ -336,7 +336,7 @@ impl WatchConfig {
     }
 }
 
-/// `[watch]` as durations, for the hub. Tests build it directly with
+/// `[watch]` as durations, for the watches. Tests build it directly with
 /// millisecond durations.
 #[derive(Debug, Clone)]
 pub struct WatchSettings {

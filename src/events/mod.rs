@@ -1,29 +1,30 @@
 //! Journey events: the completion webhook receiver and `WatchJourney`.
 //!
 //! ```text
-//! service --POST notice--> webhook (auth, dedupe, 202) --notify--> JourneyHub
+//! service --POST notice--> webhook (auth, dedupe, 202) --notify--> JourneyWatches
 //!                                                                  |  one task per watched journey:
 //!                                                                  |  the current state first, then the
 //!                                                                  |  notice (or the grace period), read
 //!                                                                  |  the result via ResultSource until
 //!                                                                  |  it settles, publish on a watch channel
-//! caller --WatchJourney--> JourneyHub::watch --> stream per watcher <-'
+//! caller --WatchJourney--> JourneyWatches::watch --> stream per watcher <-'
 //! ```
 //!
-//! - [`webhook`]: the axum router that receives the notice.
-//! - [`hub`]: [`JourneyHub`], the per-journey read loops shared by
+//! - [`webhook`]: the axum router that receives the notice; [`delivery_proof`]:
+//!   its Basic credentials or HMAC signature.
+//! - [`watches`]: [`JourneyWatches`], the per-journey read loops shared by
 //!   watchers, and the stream each watcher gets ([`WatchStream`]).
 //! - [`config`]: `[webhook]` and `[watch]`.
 //!
 //! Appkeys travel only inside [`Appkey`]; logs and errors name journeys by
 //! their [`JourneyRef`](crate::domain::JourneyRef).
 
-pub mod auth;
 pub mod config;
-pub mod hub;
+pub mod delivery_proof;
 #[cfg(test)]
 mod testing;
 mod throttle;
+pub mod watches;
 pub mod webhook;
 
 use std::{future::Future, pin::Pin, sync::Arc};
@@ -31,8 +32,8 @@ use std::{future::Future, pin::Pin, sync::Arc};
 pub use config::{
     BasicCredentials, HmacSecret, WatchConfig, WatchSettings, WebhookConfig, WebhookSettings,
 };
-pub use hub::{HubStats, JourneyHub, WatchTarget};
-pub use hub::{ResultViewer, WatchStream};
+pub use watches::{JourneyWatches, WatchStats, WatchTarget};
+pub use watches::{ResultViewer, WatchStream};
 pub use webhook::{RejectReason, WebhookReceiver, WebhookStats};
 
 use crate::{domain::Appkey, proto::v1::JourneyResult};
@@ -57,7 +58,7 @@ impl<T: ResultSource> ResultSource for Arc<T> {
     }
 }
 
-/// The object-safe form of [`ResultSource`], so the hub is not generic.
+/// The object-safe form of [`ResultSource`], so the watches are not generic.
 pub(crate) trait DynResultSource: Send + Sync {
     fn fetch<'a>(
         &'a self,

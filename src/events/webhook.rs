@@ -4,7 +4,7 @@
 //! A delivery is read with a size bound, authenticated (HTTP Basic or a
 //! Standard Webhooks signature: either suffices when both are configured,
 //! because the service itself sends only Basic), parsed, deduplicated and
-//! handed to the [`JourneyHub`], which never blocks; the answer (202) does
+//! handed to the [`JourneyWatches`], which never blocks; the answer (202) does
 //! not wait for the result to be read. Refusals are JSON with a reason and
 //! are counted by reason. Neither the appkey nor the body is ever logged.
 //!
@@ -41,10 +41,10 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::{
     Notice, NoticeStatus,
-    auth::{self, AuthFailure},
     config::WebhookSettings,
-    hub::JourneyHub,
+    delivery_proof::{self, AuthFailure},
     throttle::LogThrottle,
+    watches::JourneyWatches,
 };
 use crate::{
     cluster::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe},
@@ -172,7 +172,7 @@ impl From<AuthFailure> for RejectReason {
 pub struct WebhookStats {
     /// Deliveries received (every request to the path).
     pub received: u64,
-    /// Deliveries accepted and handed to the hub.
+    /// Deliveries accepted and handed to the watches.
     pub accepted: u64,
     /// Authenticated deliveries dropped as duplicates (answered 202).
     pub duplicates: u64,
@@ -211,7 +211,7 @@ pub struct WebhookReceiver {
 
 struct ReceiverInner {
     settings: WebhookSettings,
-    hub: JourneyHub,
+    watches: JourneyWatches,
     /// Dedupe and notice fan-out, for this process or the fleet.
     shared: Arc<dyn DedupeStore>,
     counters: Counters,
@@ -219,21 +219,21 @@ struct ReceiverInner {
 }
 
 impl WebhookReceiver {
-    /// A receiver that hands notices to `hub`. Refuses settings without
+    /// A receiver that hands notices to `watches`. Refuses settings without
     /// authentication unless `allow_unauthenticated` is set.
-    pub fn new(settings: WebhookSettings, hub: JourneyHub) -> Result<Self, ConfigError> {
+    pub fn new(settings: WebhookSettings, watches: JourneyWatches) -> Result<Self, ConfigError> {
         let shared = Arc::new(MemoryDedupe::new(
             settings.dedupe_ttl,
             settings.dedupe_max_entries,
         ));
-        Self::with_shared(settings, hub, shared)
+        Self::with_shared(settings, watches, shared)
     }
 
     /// A receiver whose dedupe spans the fleet's store `shared` and that
     /// fans accepted notices out to the other replicas through it.
     pub fn with_shared(
         settings: WebhookSettings,
-        hub: JourneyHub,
+        watches: JourneyWatches,
         shared: Arc<dyn DedupeStore>,
     ) -> Result<Self, ConfigError> {
         settings.validate()?;
@@ -246,7 +246,7 @@ impl WebhookReceiver {
         Ok(Self {
             inner: Arc::new(ReceiverInner {
                 settings,
-                hub,
+                watches,
                 shared,
                 counters: Counters::default(),
                 refusal_log: LogThrottle::new(REFUSAL_LOG_INTERVAL),
@@ -312,8 +312,8 @@ impl WebhookReceiver {
         }
         let mut failure = AuthFailure::Missing;
         if let Some(secret) = &settings.hmac {
-            if auth::has_signature_headers(headers) {
-                match auth::check_signature(
+            if delivery_proof::has_signature_headers(headers) {
+                match delivery_proof::check_signature(
                     headers,
                     body,
                     secret,
@@ -326,7 +326,7 @@ impl WebhookReceiver {
             }
         }
         if let Some(basic) = &settings.basic {
-            match auth::check_basic(headers, basic) {
+            match delivery_proof::check_basic(headers, basic) {
                 Some(true) => return Ok(()),
                 Some(false) if failure == AuthFailure::Missing => {
                     failure = AuthFailure::InvalidCredentials;
@@ -425,7 +425,8 @@ async fn receive(
     let counters = &receiver.inner.counters;
     counters.received.fetch_add(1, Ordering::Relaxed);
     let settings = &receiver.inner.settings;
-    let early = auth::basic_only(&headers, settings.basic.as_ref(), settings.hmac.is_some());
+    let early =
+        delivery_proof::basic_only(&headers, settings.basic.as_ref(), settings.hmac.is_some());
     if let Some(Err(failure)) = early {
         // Refused on the headers: the body is never read.
         return receiver.reject(failure.into());
@@ -447,7 +448,7 @@ async fn receive(
     };
     let journey = JourneyRef::from_appkey(&notice.appkey);
     record_journey(&span, &journey);
-    let key = match auth::delivery_id(&headers) {
+    let key = match delivery_proof::delivery_id(&headers) {
         Some(id) => DeliveryKey::Id(id.to_owned()),
         None => DeliveryKey::Journey(journey.clone(), notice.status.as_str()),
     };
@@ -462,7 +463,7 @@ async fn receive(
     }
     let status = notice.status;
     let link = span.context().span().span_context().clone();
-    let watched = receiver.inner.hub.notify_traced(notice, Some(link));
+    let watched = receiver.inner.watches.notify_traced(notice, Some(link));
     receiver.fan_out(&journey, status, &key).await;
     counters.accepted.fetch_add(1, Ordering::Relaxed);
     tracing::info!(

@@ -1,10 +1,10 @@
 //! The gateway as a replica of a fleet: its shared state (`[cluster]`), and
-//! what it learns from the other replicas applied to its router and hub.
+//! what it learns from the other replicas applied to its router and watches.
 //!
 //! ```text
-//! Shared::subscribe --FleetEvent::Notice--> JourneyHub::notify_from_fleet (watchers here read the result)
+//! Shared::subscribe --FleetEvent::Notice--> JourneyWatches::notify_from_fleet (watchers here read the result)
 //!                   --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
-//! ChannelFigures::fleet --every FLUSH_INTERVAL--> FiguresStore::add (vendor figures, off the call path)
+//! VendorStats::fleet --every FLUSH_INTERVAL--> VendorStatsStore::add (vendor figures, off the call path)
 //! ```
 
 use std::{sync::Arc, time::Duration};
@@ -16,10 +16,10 @@ use tokio::{
 
 use super::StartError;
 use crate::{
-    channels::{ChannelRouter, figures::fleet::FLUSH_INTERVAL},
+    channels::{ChannelRouter, vendor_stats::fleet::FLUSH_INTERVAL},
     cluster::{FleetEvent, Shared, Ttls},
     config::Config,
-    events::{JourneyHub, NoticeStatus, WebhookSettings},
+    events::{JourneyWatches, NoticeStatus, WebhookSettings},
     telemetry::Metrics,
 };
 
@@ -57,7 +57,7 @@ pub(super) fn shared_state(
 }
 
 /// Joins the fleet before serving: relays the other replicas' events to
-/// `router` and `hub`, connects, and loads the fleet's control state
+/// `router` and `watches`, connects, and loads the fleet's control state
 /// (waiting at most the connect and command timeouts; a replica that
 /// cannot reach Redis starts on its configured state and catches up on
 /// reconnection).
@@ -65,12 +65,12 @@ pub(super) async fn join(
     shared: &Shared,
     config: &Config,
     router: &Arc<ChannelRouter>,
-    hub: &JourneyHub,
+    watches: &JourneyWatches,
     stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     let events = shared.subscribe();
     tokio::spawn(flush_figures(router.clone(), stopped.clone()));
-    let relay = tokio::spawn(relay(events, router.clone(), hub.clone(), stopped));
+    let relay = tokio::spawn(relay(events, router.clone(), watches.clone(), stopped));
     let seed_router = router.clone();
     shared.start(Arc::new(move || seed_router.control_state()));
     let wait = Duration::from_millis(
@@ -119,7 +119,7 @@ async fn flush_figures(router: Arc<ChannelRouter>, mut stopped: watch::Receiver<
 async fn relay(
     mut events: tokio::sync::broadcast::Receiver<FleetEvent>,
     router: Arc<ChannelRouter>,
-    hub: JourneyHub,
+    watches: JourneyWatches,
     mut stopped: watch::Receiver<bool>,
 ) {
     loop {
@@ -130,7 +130,7 @@ async fn relay(
         match event {
             Ok(FleetEvent::Notice(notice)) => {
                 if let Some(status) = NoticeStatus::from_label(&notice.status) {
-                    let watched = hub.notify_from_fleet(notice.journey.clone(), status);
+                    let watched = watches.notify_from_fleet(notice.journey.clone(), status);
                     tracing::debug!(journey = %notice.journey, watched, "completion notice from the fleet");
                 }
             }

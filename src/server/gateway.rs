@@ -11,10 +11,10 @@ use crate::{
     channels::{ChannelRouter, ChannelSpec, probe::Prober, rollout::Rollouts},
     cluster::Shared,
     config::Config,
-    events::JourneyHub,
-    guard::Guard,
+    events::JourneyWatches,
     journey::JourneyCore,
     sandbox::SandboxHandle,
+    spend::SpendGuard,
     telemetry::Metrics,
 };
 
@@ -30,10 +30,10 @@ pub(super) struct Addresses {
 /// and serving thread.
 pub(super) struct Services {
     pub(super) router: Arc<ChannelRouter>,
-    pub(super) hub: JourneyHub,
+    pub(super) watches: JourneyWatches,
     pub(super) core: JourneyCore,
     /// Idempotency and budgets of the public API.
-    pub(super) guard: Guard,
+    pub(super) guard: SpendGuard,
     pub(super) metrics: Metrics,
     /// The shared state (in memory, or the fleet's on Redis).
     pub(super) shared: Shared,
@@ -123,9 +123,9 @@ impl Gateway {
         &self.services.router
     }
 
-    /// The journey event hub (watchers, directory).
-    pub fn hub(&self) -> &JourneyHub {
-        &self.services.hub
+    /// The journey watches (watchers, directory).
+    pub fn watches(&self) -> &JourneyWatches {
+        &self.services.watches
     }
 
     /// The journey core (credentials, REST client).
@@ -253,7 +253,7 @@ impl Gateway {
         tokio::time::sleep(life.drain_delay).await;
         let _ = life.stop.send(true);
         // Open WatchJourney streams would hold up the graceful shutdown.
-        services.hub.close();
+        services.watches.close();
         services.shared.stop();
         let listeners = futures_util::future::join_all(life.tasks);
         tokio::pin!(listeners);
@@ -271,7 +271,8 @@ impl Gateway {
             // Closed connections end their tasks at once; never hang on one.
             let _ = tokio::time::timeout(Duration::from_secs(1), listeners).await;
         }
-        let _ = tokio::time::timeout(Duration::from_secs(1), services.hub.tasks_finished()).await;
+        let _ =
+            tokio::time::timeout(Duration::from_secs(1), services.watches.tasks_finished()).await;
         if let Some(sandbox) = reloadable.sandbox {
             sandbox.shutdown().await;
         }

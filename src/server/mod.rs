@@ -25,8 +25,8 @@
 //! listeners stop accepting and send GOAWAY, calls in flight get
 //! `shutdown_grace_secs` to finish, and whatever is left is closed.
 
-mod auth;
 mod body_budget;
+mod callers;
 mod connections;
 mod edge;
 mod fleet;
@@ -55,10 +55,10 @@ use crate::{
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
-    events::{JourneyHub, WatchSettings, WebhookSettings},
-    guard::Guard,
+    events::{JourneyWatches, WatchSettings, WebhookSettings},
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock},
+    spend::SpendGuard,
     telemetry::{self, GrpcServerLayer, Metrics},
     tls::{ServerTls, TlsError},
     upstream::{HttpClientFactory, UpstreamClient},
@@ -132,7 +132,7 @@ pub async fn start(config: Config) -> Result<Gateway, StartError> {
 pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway, StartError> {
     telemetry::propagation::install_propagator();
     let sockets = bind_sockets(&config).await?;
-    let tls = ListenerTlsSet::load(&config.tls, auth::grpc_client_certs(&config))?;
+    let tls = ListenerTlsSet::load(&config.tls, callers::grpc_client_certs(&config))?;
     let (mut up, webhook) =
         resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
     let metrics = Metrics::with_span_export(
@@ -149,7 +149,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     if let Some(setup) = shared.thread_setup() {
         runtime.on_thread_start(setup);
     }
-    let auth = auth::authentication(&config, &metrics).await?;
+    let auth = callers::authentication(&config, &metrics).await?;
     let notices = notices::receives_notices(&webhook);
     let services = build_services(&config, &mut up, &runtime, shared, metrics, auth, notices)?;
     let mut launch = Launch::new(&config, &services, &up.config);
@@ -209,7 +209,7 @@ async fn resolve_upstream(
 }
 
 /// The REST client on the runtime's pools, and what is built on it: the
-/// journey core, the channel router, the journey hub.
+/// journey core, the channel router, the journey watches.
 fn build_services(
     config: &Config,
     up: &mut upstream::Upstream,
@@ -220,7 +220,7 @@ fn build_services(
     notices_expected: bool,
 ) -> Result<Services, StartError> {
     let client = UpstreamClient::with_pools(&up.config, metrics.clone(), runtime.http_pools())?;
-    let guard = Guard::new(
+    let guard = SpendGuard::new(
         &config.idempotency,
         &config.budgets,
         up.operators.iter().map(|o| o.name.clone()).collect(),
@@ -248,7 +248,7 @@ fn build_services(
         .with_shared_figures(shared.figures.clone())
         .with_metrics(metrics.clone()),
     );
-    let hub = JourneyHub::with_stores(
+    let watches = JourneyWatches::with_stores(
         CoreResults {
             core: core.clone(),
             timeout: up.config.timeout(),
@@ -264,7 +264,7 @@ fn build_services(
     let (rollouts, prober) = rollout::services(config, &router, &core, &shared, &metrics);
     Ok(Services {
         router,
-        hub,
+        watches,
         core,
         guard,
         metrics,
@@ -348,7 +348,7 @@ impl Launch {
             &services.shared,
             config,
             &services.router,
-            &services.hub,
+            &services.watches,
             stopped,
         );
         self.tasks.push(relay.await);
@@ -390,7 +390,7 @@ impl Launch {
                 metrics: services.metrics.clone(),
                 router: services.router.clone(),
                 receiver: receiver.clone(),
-                hub: services.hub.clone(),
+                watches: services.watches.clone(),
             },
             services.metrics.clone(),
             config.serving.http_max_in_flight,
@@ -457,7 +457,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
     let Services {
         core,
         router,
-        hub,
+        watches,
         guard,
         ..
     } = services;
@@ -466,14 +466,14 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         config.guard.accept_foreign_appkeys,
     );
     PublicApi {
-        journeys: JourneyApi::new(core.clone(), hub.clone())
+        journeys: JourneyApi::new(core.clone(), watches.clone())
             .with_telemetry(config.telemetry.clone())
             .with_guard(guard.clone())
             .with_access(access.clone()),
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone())
             .with_access(access.clone())
-            .with_progress(hub.progress().clone()),
+            .with_progress(watches.progress().clone()),
         documents: DocumentApi::new(core.clone(), config.limits.clone())
             .with_guard(guard.clone())
             .with_access(access),

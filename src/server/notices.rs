@@ -26,7 +26,7 @@ pub(super) fn webhook_receiver(
     }
     Ok(Some(WebhookReceiver::with_shared(
         webhook,
-        services.hub.clone(),
+        services.watches.clone(),
         services.shared.dedupe.clone(),
     )?))
 }

@@ -142,7 +142,7 @@ struct Inner {
     draining: Gauge,
     idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
-    guard: GuardSeries,
+    guard: SpendSeries,
     rollout: RolloutSeries,
     auth: AuthSeries,
     watch_journeys: Gauge,
@@ -152,7 +152,7 @@ struct Inner {
     watch_fleet_results: Counter,
     audit_write_failures: Counter,
     audit_export: Family<OutcomeLabels, Counter>,
-    plaintext_hops: Family<hops::HopLabels, Gauge>,
+    plaintext_hops: Family<plaintext_hops::HopLabels, Gauge>,
     otel: OtelRed,
     channels: ChannelSeries,
     /// Channel label values, by name.
@@ -161,7 +161,7 @@ struct Inner {
     core_label: ChannelLabel,
 }
 
-/// The journey hub's state at scrape time (see [`Metrics::sync_watch`]).
+/// The journey watches' state at scrape time (see [`Metrics::sync_watch`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WatchCounts {
     /// Journeys with at least one `WatchJourney` stream.
@@ -242,7 +242,7 @@ impl Metrics {
     }
 
     /// Sets the watch gauges and brings the watch counters up to `counts`,
-    /// kept by the journey hub, at scrape time.
+    /// kept by the journey watches, at scrape time.
     pub fn sync_watch(&self, counts: WatchCounts) {
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         self.inner.watch_journeys.set(gauge(counts.journeys));
@@ -418,13 +418,13 @@ mod cluster;
 #[cfg(test)]
 #[allow(dead_code)] // Shared with tests/it, which uses the rest.
 pub(crate) mod exposition;
-mod guard;
 mod handles;
-mod hops;
 mod labels;
 mod otel;
+mod plaintext_hops;
 mod registry;
 mod rollout;
+mod spend;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -433,12 +433,12 @@ use auth::AuthSeries;
 use channel::ChannelSeries;
 pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
-use guard::GuardSeries;
 use handles::Handles;
-pub use hops::PLAINTEXT_HOP_KINDS;
 use labels::LabelInterner;
 pub use labels::{ChannelLabel, http_status_label};
+pub use plaintext_hops::PLAINTEXT_HOP_KINDS;
 use rollout::RolloutSeries;
+use spend::SpendSeries;
 
 use otel::OtelRed;
 use upstream::{RejectedLabels, UpstreamLabels};

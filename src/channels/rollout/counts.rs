@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     channels::{
         call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict},
-        figures::ChannelTally,
+        vendor_stats::ChannelTally,
     },
     domain::Operation,
     sync::lock,

@@ -2,7 +2,7 @@
 //!
 //! `{p}journey:<ref>` holds `r1.` and the record ([`JourneyRecord::encode`])
 //! sealed whole: AES-256-GCM under `[cluster]`'s secret key, bound to this
-//! purpose, the Redis key and the reference (`seal::Binding::journey_record`),
+//! purpose, the Redis key and the reference (`encryption::Binding::journey_record`),
 //! so a value moved to another journey does not open. It expires with
 //! `[journeys] retention_hours`, counted from creation.
 //!
@@ -21,8 +21,8 @@ use super::{
 use crate::{
     cluster::{
         BoxFuture, ClusterError,
+        encryption::Binding,
         redis::{RedisConn, millis},
-        seal::Binding,
     },
     domain::{CallerName, JourneyRecord, JourneyRef},
 };

@@ -10,7 +10,7 @@
 //! that loses Redis for a while therefore reads, once back, every event
 //! appended meanwhile (as long as the stream still holds them) and ends
 //! those watches at once, instead of leaving them to polling as pub/sub
-//! did. An event read twice is harmless: the hub ends a journey's
+//! did. An event read twice is harmless: the watches ends a journey's
 //! watchers once, and a control change makes the replica re-read the
 //! whole control state.
 //!

@@ -1,5 +1,5 @@
 //! `GET /metrics`: the channels' circuit states (which change with time
-//! alone) and the counters the webhook receiver and the journey hub keep
+//! alone) and the counters the webhook receiver and the journey watches keep
 //! themselves, brought into the registry at scrape time, then the registry
 //! encoded. The router counts its channel series as each call ends.
 
@@ -9,7 +9,7 @@ use axum::{extract::State, response::Response, routing::MethodRouter};
 
 use crate::{
     channels::ChannelRouter,
-    events::{JourneyHub, RejectReason, WebhookReceiver},
+    events::{JourneyWatches, RejectReason, WebhookReceiver},
     telemetry::{self, Metrics, metrics::WatchCounts},
 };
 
@@ -19,7 +19,7 @@ pub(in crate::server) struct Scrape {
     pub(in crate::server) metrics: Metrics,
     pub(in crate::server) router: Arc<ChannelRouter>,
     pub(in crate::server) receiver: Option<WebhookReceiver>,
-    pub(in crate::server) hub: JourneyHub,
+    pub(in crate::server) watches: JourneyWatches,
 }
 
 impl Scrape {
@@ -30,20 +30,20 @@ impl Scrape {
 }
 
 /// Sets the channels' circuit states and brings the counters kept by the
-/// webhook receiver and the journey hub into the registry, then encodes
+/// webhook receiver and the journey watches into the registry, then encodes
 /// it.
 async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     for ch in s.router.snapshot().channels {
         s.metrics
             .set_channel_circuit_state(&ch.name, ch.circuit.gauge_value());
     }
-    let hub = s.hub.stats();
+    let watches = s.watches.stats();
     s.metrics.sync_watch(WatchCounts {
-        journeys: hub.journeys,
-        watchers: hub.watchers,
-        result_reads: hub.result_reads,
-        notice_timeouts: hub.notice_timeouts,
-        fleet_results: hub.fleet_results,
+        journeys: watches.journeys,
+        watchers: watches.watchers,
+        result_reads: watches.result_reads,
+        notice_timeouts: watches.notice_timeouts,
+        fleet_results: watches.fleet_results,
     });
     s.metrics
         .sync_audit_write_failures(telemetry::log_lines::audit_write_failures());

@@ -18,7 +18,7 @@
 //! Profiles of the hop measured that as about a third of a call's CPU
 //! (docs/performance.md). Here a connection, its streams, and the tasks
 //! its calls spawn stay on the thread that accepted it. Everything the
-//! threads share (the channel router, the journey hub, the admission and
+//! threads share (the channel router, the journey watches, the admission and
 //! connection limits, metrics) is behind `Arc`s and locks, as on the
 //! shared runtime; what a call hands to another thread (the shared
 //! state's Redis connection) goes through channels.

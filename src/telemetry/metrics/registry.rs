@@ -47,10 +47,10 @@ impl Metrics {
         let audit_write_failures = Counter::default();
         let audit_export = Family::<OutcomeLabels, Counter>::default();
         let cluster = ClusterSeries::register(&mut registry);
-        let guard = GuardSeries::register(&mut registry);
+        let guard = SpendSeries::register(&mut registry);
         let rollout = RolloutSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
-        let plaintext_hops = hops::register(&mut registry);
+        let plaintext_hops = plaintext_hops::register(&mut registry);
         let auth = AuthSeries::register(&mut registry);
 
         registry.register(

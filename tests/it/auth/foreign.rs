@@ -5,13 +5,13 @@
 
 use idgate::{
     config::{Config, UpstreamConfig},
-    guard::BilledOperation,
     proto::v1,
+    spend::BilledOperation,
 };
 use tonic::Code;
 
 use crate::{
-    gateway::guard::budget,
+    gateway::spend::budget,
     support::gateway::{TestGateway, assert_error, rg_images, use_upstream},
 };
 

@@ -6,13 +6,13 @@
 
 use idgate::{
     domain::Operation,
-    guard::{BilledOperation, BudgetConfig},
     proto::v1,
+    spend::{BilledOperation, BudgetConfig},
 };
 use tonic::Code;
 
 use super::owners::with_owners_text;
-use crate::gateway::guard::budget;
+use crate::gateway::spend::budget;
 use crate::support::{
     gateway::{TestGateway, assert_error, by_ref, happy_person, retryable},
     jwt::{TestKey, bearer, jwks_file, jwt_auth},

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use idgate::events::{JourneyHub, RejectReason, WebhookReceiver, WebhookSettings};
+use idgate::events::{JourneyWatches, RejectReason, WebhookReceiver, WebhookSettings};
 
 use super::{
     CountingSource, assert_complete, basic, body, collect, hmac, now, send, start, watch_settings,
@@ -56,8 +56,8 @@ async fn missing_or_forged_credentials_are_refused_and_trigger_nothing() {
     let (status, _) = send(gw.post_signed("msg_1", now(), body("Completo", "key-1"))).await;
     assert_eq!(status, 401);
 
-    // The handler hands notices to the hub before it answers: none came.
-    assert_eq!(gw.hub.stats().notices_received, 0);
+    // The handler hands notices to the watches before it answers: none came.
+    assert_eq!(gw.watches.stats().notices_received, 0);
     assert_eq!(gw.source.total.load(Ordering::SeqCst), 0);
     let stats = gw.receiver.stats();
     assert_eq!(stats.rejected(RejectReason::CredentialsMissing), 2);
@@ -102,7 +102,7 @@ async fn signed_notices_are_verified_over_the_raw_body_and_the_replay_window() {
         .post(body("Completo", "key-1"))
         .basic_auth(USER, Some(PASSWORD));
     assert_eq!(send(unsigned).await.0, 401);
-    assert_eq!(gw.hub.stats().notices_received, 0);
+    assert_eq!(gw.watches.stats().notices_received, 0);
     assert_eq!(gw.source.total.load(Ordering::SeqCst), 0);
 
     let (status, _) = send(gw.post_signed("msg_4", now() - 60, body("Completo", "key-1"))).await;
@@ -134,13 +134,13 @@ async fn either_method_is_enough_when_both_are_configured() {
         (status, json["error"]["reason"].as_str()),
         (401, Some("credentials_missing"))
     );
-    assert_eq!(gw.hub.stats().notices_received, 2);
+    assert_eq!(gw.watches.stats().notices_received, 2);
 }
 
 #[tokio::test]
 async fn a_receiver_without_authentication_is_refused_unless_explicitly_allowed() {
-    let hub = JourneyHub::new(CountingSource::default(), watch_settings());
-    let err = WebhookReceiver::new(webhook(None, None), hub.clone()).unwrap_err();
+    let watches = JourneyWatches::new(CountingSource::default(), watch_settings());
+    let err = WebhookReceiver::new(webhook(None, None), watches.clone()).unwrap_err();
     assert!(err.to_string().contains("allow_unauthenticated"), "{err}");
 
     let open = WebhookSettings {

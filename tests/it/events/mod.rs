@@ -3,7 +3,7 @@
 //! The receiver is served on 127.0.0.1:0 and called with reqwest; result
 //! reads go to a counting double of the REST client, so every test can
 //! prove what was (not) read. This file holds what the modules share: the
-//! counting source, a started receiver and hub, and request shorthands.
+//! counting source, a started receiver and watches, and request shorthands.
 
 use std::{
     collections::HashMap,
@@ -20,7 +20,7 @@ use idgate::{
     Error,
     domain::{Appkey, Password},
     events::{
-        BasicCredentials, HmacSecret, JourneyHub, ResultSource, WatchSettings, WatchStream,
+        BasicCredentials, HmacSecret, JourneyWatches, ResultSource, WatchSettings, WatchStream,
         WatchTarget, WebhookReceiver, WebhookSettings,
     },
     proto::v1::{JourneyResult, JourneyStatus, WatchJourneyResponse},
@@ -76,7 +76,7 @@ impl ResultSource for CountingSource {
 struct Gateway {
     addr: SocketAddr,
     url: String,
-    hub: JourneyHub,
+    watches: JourneyWatches,
     receiver: WebhookReceiver,
     source: Arc<CountingSource>,
     client: reqwest::Client,
@@ -113,16 +113,16 @@ fn watch_settings() -> WatchSettings {
 
 async fn start(hook: WebhookSettings, watch: WatchSettings, source: CountingSource) -> Gateway {
     let source = Arc::new(source);
-    let hub = JourneyHub::new(source.clone(), watch);
+    let watches = JourneyWatches::new(source.clone(), watch);
     let path = hook.path.clone();
-    let receiver = WebhookReceiver::new(hook, hub.clone()).unwrap();
+    let receiver = WebhookReceiver::new(hook, watches.clone()).unwrap();
     let (listener, addr) = bind_loopback().await;
     let app: axum::Router = receiver.router();
     tokio::spawn(async move { axum::serve(listener, app).await });
     Gateway {
         addr,
         url: format!("http://{addr}{path}"),
-        hub,
+        watches,
         receiver,
         source,
         client: http_client(),
@@ -139,7 +139,7 @@ fn now() -> i64 {
 
 impl Gateway {
     fn watch(&self, appkey: &str) -> WatchStream {
-        self.hub
+        self.watches
             .watch(WatchTarget::Appkey(Appkey::new(appkey)))
             .unwrap()
     }

@@ -50,7 +50,7 @@ async fn oversize_malformed_and_unknown_bodies_are_refused_with_json_errors() {
         413
     );
 
-    assert_eq!(gw.hub.stats().notices_received, 0);
+    assert_eq!(gw.watches.stats().notices_received, 0);
     assert_eq!(gw.source.total.load(Ordering::SeqCst), 0);
     let stats = gw.receiver.stats();
     assert_eq!(stats.rejected(RejectReason::PayloadTooLarge), 2);

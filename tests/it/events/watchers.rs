@@ -52,7 +52,7 @@ async fn the_same_delivery_twice_is_processed_once() {
     );
     assert_complete(&collect(stream).await);
 
-    assert_eq!(gw.hub.stats().notices_received, 2);
+    assert_eq!(gw.watches.stats().notices_received, 2);
     assert_eq!(gw.source.reads("key-1"), 1);
     assert_eq!(gw.source.reads("key-2"), 1);
     let stats = gw.receiver.stats();
@@ -110,7 +110,7 @@ async fn a_thousand_watchers_on_a_hundred_journeys_all_complete_and_the_hub_empt
             watchers.spawn(collect(stream));
         }
     }
-    let stats = gw.hub.stats();
+    let stats = gw.watches.stats();
     assert_eq!(
         (stats.journeys, stats.watchers, stats.tasks),
         (100, 1000, 100)
@@ -136,10 +136,10 @@ async fn a_thousand_watchers_on_a_hundred_journeys_all_complete_and_the_hub_empt
     assert_eq!(completed, 1000);
     // One shared read loop per journey: PROCESSING once, then COMPLETE.
     assert_eq!(gw.source.total.load(Ordering::SeqCst), 200);
-    tokio::time::timeout(Duration::from_secs(10), gw.hub.tasks_finished())
+    tokio::time::timeout(Duration::from_secs(10), gw.watches.tasks_finished())
         .await
         .unwrap();
-    let stats = gw.hub.stats();
+    let stats = gw.watches.stats();
     assert_eq!((stats.journeys, stats.watchers, stats.tasks), (0, 0, 0));
 }
 
@@ -151,8 +151,11 @@ async fn a_journey_reference_from_create_journey_can_be_watched() {
         CountingSource::default(),
     )
     .await;
-    let journey = gw.hub.register(&Appkey::new("key-1")).await.unwrap();
-    let stream = gw.hub.watch(WatchTarget::Journey(journey.clone())).unwrap();
+    let journey = gw.watches.register(&Appkey::new("key-1")).await.unwrap();
+    let stream = gw
+        .watches
+        .watch(WatchTarget::Journey(journey.clone()))
+        .unwrap();
     assert_eq!(send(gw.post_basic(body("Completo", "key-1"))).await.0, 202);
     let items = collect(stream).await;
     assert_complete(&items);

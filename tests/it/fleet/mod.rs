@@ -26,7 +26,6 @@ pub use crate::support::wait::EVENT_WAIT;
 
 mod failover;
 mod figures;
-mod guard;
 mod journeys;
 mod notices;
 mod outage;
@@ -34,5 +33,6 @@ mod redis_cluster;
 mod rollout;
 mod routing;
 mod secrecy;
+mod spend;
 mod tls;
 mod watch_reads;

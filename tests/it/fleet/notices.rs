@@ -52,16 +52,16 @@ async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_f
     );
     // A later, distinct notice posted to B reaches C; had the duplicate
     // been fanned out, C would have heard one more (the stream keeps order).
-    let heard_on_c = c.gateway.hub().stats().notices_received;
+    let heard_on_c = c.gateway.watches().stats().notices_received;
     let other = b.create_journey_for(happy_person()).await;
     assert_eq!(b.post_notice("Erro", &other.appkey, None).await.0, 202);
     eventually("C hears the later notice", EVENT_WAIT, async || {
-        c.gateway.hub().stats().notices_received > heard_on_c
+        c.gateway.watches().stats().notices_received > heard_on_c
     })
     .await;
-    assert_eq!(c.gateway.hub().stats().notices_received, heard_on_c + 1);
+    assert_eq!(c.gateway.watches().stats().notices_received, heard_on_c + 1);
     assert_eq!(
-        b.gateway.hub().stats().notices_received,
+        b.gateway.watches().stats().notices_received,
         2,
         "B: the first (fleet) and its own"
     );
@@ -114,7 +114,7 @@ async fn a_replica_cut_off_from_redis_ends_once_back_the_watches_whose_notices_c
         !b.gateway.shared_state().is_up()
     })
     .await;
-    let heard = b.gateway.hub().stats().notices_received;
+    let heard = b.gateway.watches().stats().notices_received;
     for (i, journey) in journeys.iter().enumerate() {
         assert_eq!(
             a.post_notice("Completo", &journey.appkey, Some(&format!("msg_cut_{i}")))
@@ -132,7 +132,7 @@ async fn a_replica_cut_off_from_redis_ends_once_back_the_watches_whose_notices_c
     })
     .await;
     assert_eq!(
-        b.gateway.hub().stats().notices_received,
+        b.gateway.watches().stats().notices_received,
         heard,
         "B heard nothing while cut off"
     );
@@ -144,7 +144,7 @@ async fn a_replica_cut_off_from_redis_ends_once_back_the_watches_whose_notices_c
         assert_complete(&items, &end);
     }
     assert_eq!(
-        b.gateway.hub().stats().notices_received,
+        b.gateway.watches().stats().notices_received,
         heard + 3,
         "each missed notice read once"
     );

@@ -6,12 +6,12 @@
 //! the keys one script or `MULTI` touches together on one slot (their
 //! hash tag) and the fleet's keys spread over the nodes.
 
-use idgate::{domain::Operation, guard::BilledOperation, proto::v1};
+use idgate::{domain::Operation, proto::v1, spend::BilledOperation};
 use tonic::Code;
 
 use super::{EVENT_WAIT, failover::calls_of};
 use crate::{
-    gateway::guard::budget,
+    gateway::spend::budget,
     support::{
         fleet::{Fleet, assert_complete},
         gateway::{by_appkey, by_ref, drain_within, happy_person, reason},

@@ -58,8 +58,8 @@ async fn replicas_without_a_webhook_read_a_watched_result_once_per_poll_interval
     let elapsed = started.elapsed();
     let reads = fleet.result_reads() - reads_before;
     let (on_a, on_b) = (
-        a.gateway.hub().stats().result_reads,
-        b.gateway.hub().stats().result_reads,
+        a.gateway.watches().stats().result_reads,
+        b.gateway.watches().stats().result_reads,
     );
     // One replica held the turn throughout (it renews it with every read,
     // for a step and the upstream timeout): the other never read, and its
@@ -67,8 +67,8 @@ async fn replicas_without_a_webhook_read_a_watched_result_once_per_poll_interval
     assert_eq!(on_a.min(on_b), 0, "reads on A {on_a}, on B {on_b}");
     assert_eq!(on_a + on_b, reads);
     let (holder, other) = if on_a > 0 { (a, b) } else { (b, a) };
-    assert_eq!(other.gateway.hub().stats().fleet_results, 1);
-    assert_eq!(holder.gateway.hub().stats().fleet_results, 0);
+    assert_eq!(other.gateway.watches().stats().fleet_results, 1);
+    assert_eq!(holder.gateway.watches().stats().fleet_results, 0);
     // The holder's reads are a jittered step apart (75-100 % of the
     // interval): at most one per interval, however many replicas watch.
     let bound = elapsed.as_secs_f64() / (0.75 * POLL.as_secs_f64()) + 1.0;

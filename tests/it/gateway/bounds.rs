@@ -65,9 +65,9 @@ async fn a_stream_that_reaches_its_lifetime_ends_unavailable_and_may_watch_again
     let end = end.expect("the stream ends with an error");
     assert_error(&end, Code::Unavailable, "WATCH_LIFETIME_REACHED");
     assert!(retryable(&end), "RetryInfo: watching again is safe");
-    let hub = gw.gateway.hub();
+    let watches = gw.gateway.watches();
     eventually("the watcher is released", EVENT_WAIT, async || {
-        hub.stats().watchers == 0
+        watches.stats().watchers == 0
     })
     .await;
 

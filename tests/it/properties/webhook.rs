@@ -6,8 +6,8 @@
 use base64::Engine as _;
 use http::{HeaderMap, HeaderValue};
 use idgate::events::{
-    auth::{self, AuthFailure},
     config::{BasicCredentials, HmacSecret},
+    delivery_proof::{self, AuthFailure},
 };
 use proptest::prelude::*;
 
@@ -54,27 +54,27 @@ proptest! {
         window in any::<u64>(),
     ) {
         let h = headers(&[
-            (auth::HEADER_ID, id),
-            (auth::HEADER_TIMESTAMP, timestamp),
-            (auth::HEADER_SIGNATURE, signature),
+            (delivery_proof::HEADER_ID, id),
+            (delivery_proof::HEADER_TIMESTAMP, timestamp),
+            (delivery_proof::HEADER_SIGNATURE, signature),
             ("authorization", authorization),
         ]);
-        match auth::check_signature(&h, &body, &secret(), now, window) {
+        match delivery_proof::check_signature(&h, &body, &secret(), now, window) {
             Ok(()) => prop_assert!(false, "an unsigned delivery was accepted"),
             Err(f) => prop_assert!(matches!(
                 f,
                 AuthFailure::InvalidSignature | AuthFailure::StaleTimestamp
             )),
         }
-        let _ = auth::has_signature_headers(&h);
-        if let Some(id) = auth::delivery_id(&h) {
+        let _ = delivery_proof::has_signature_headers(&h);
+        if let Some(id) = delivery_proof::delivery_id(&h) {
             prop_assert!(!id.is_empty() && id.len() <= 256);
         }
         let creds = BasicCredentials {
             user: "vendor".into(),
             password: idgate::domain::Password::new("pa:ss"),
         };
-        prop_assert_ne!(auth::check_basic(&h, &creds), Some(true));
+        prop_assert_ne!(delivery_proof::check_basic(&h, &creds), Some(true));
     }
 
     /// A delivery signed by `sign` verifies inside the window and in no
@@ -88,11 +88,11 @@ proptest! {
         body in any_bytes(128),
         other_body in any_bytes(128),
     ) {
-        let signature = auth::sign(&secret(), &id, ts, &body);
+        let signature = delivery_proof::sign(&secret(), &id, ts, &body);
         let h = headers(&[
-            (auth::HEADER_ID, Some(id.clone().into_bytes())),
-            (auth::HEADER_TIMESTAMP, Some(ts.to_string().into_bytes())),
-            (auth::HEADER_SIGNATURE, Some(signature.into_bytes())),
+            (delivery_proof::HEADER_ID, Some(id.clone().into_bytes())),
+            (delivery_proof::HEADER_TIMESTAMP, Some(ts.to_string().into_bytes())),
+            (delivery_proof::HEADER_SIGNATURE, Some(signature.into_bytes())),
         ]);
         let now = ts.wrapping_add(skew % 2_000_000);
         let expected = if now.abs_diff(ts) <= window {
@@ -100,10 +100,10 @@ proptest! {
         } else {
             Err(AuthFailure::StaleTimestamp)
         };
-        prop_assert_eq!(auth::check_signature(&h, &body, &secret(), now, window), expected);
+        prop_assert_eq!(delivery_proof::check_signature(&h, &body, &secret(), now, window), expected);
         if other_body != body {
             prop_assert_eq!(
-                auth::check_signature(&h, &other_body, &secret(), now, window),
+                delivery_proof::check_signature(&h, &other_body, &secret(), now, window),
                 Err(AuthFailure::InvalidSignature)
             );
         }
@@ -125,19 +125,19 @@ proptest! {
         let ts = 1_700_000_000;
         let mut candidates = decoys.clone();
         let at = at.min(candidates.len());
-        candidates.insert(at, auth::sign(&secret(), "msg_1", ts, body));
+        candidates.insert(at, delivery_proof::sign(&secret(), "msg_1", ts, body));
         let h = headers(&[
-            (auth::HEADER_ID, Some(b"msg_1".to_vec())),
-            (auth::HEADER_TIMESTAMP, Some(ts.to_string().into_bytes())),
-            (auth::HEADER_SIGNATURE, Some(candidates.join(" ").into_bytes())),
+            (delivery_proof::HEADER_ID, Some(b"msg_1".to_vec())),
+            (delivery_proof::HEADER_TIMESTAMP, Some(ts.to_string().into_bytes())),
+            (delivery_proof::HEADER_SIGNATURE, Some(candidates.join(" ").into_bytes())),
         ]);
         let v1_before = candidates[..at].iter().filter(|c| c.starts_with("v1,")).count();
-        let expected = if v1_before < auth::MAX_SIGNATURE_CANDIDATES {
+        let expected = if v1_before < delivery_proof::MAX_SIGNATURE_CANDIDATES {
             Ok(())
         } else {
             Err(AuthFailure::InvalidSignature)
         };
-        prop_assert_eq!(auth::check_signature(&h, body, &secret(), ts, 300), expected);
+        prop_assert_eq!(delivery_proof::check_signature(&h, body, &secret(), ts, 300), expected);
     }
 
     /// A signing secret from the configuration: accepted, or refused with

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use base64::Engine as _;
-use idgate::events::{HmacSecret, auth};
+use idgate::events::{HmacSecret, delivery_proof};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::wait::EVENT_WAIT;
@@ -36,7 +36,7 @@ pub fn signed(
     body: impl Into<Vec<u8>>,
 ) -> reqwest::RequestBuilder {
     let body = body.into();
-    let signature = auth::sign(
+    let signature = delivery_proof::sign(
         &HmacSecret::parse(secret).expect("secret"),
         id,
         timestamp,

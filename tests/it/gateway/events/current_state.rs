@@ -32,7 +32,7 @@ async fn a_watch_on_a_journey_already_complete_answers_at_once_without_a_webhook
     let watched = drain(gw.watch(by_ref(&journey.journey_ref)).await).await;
     assert_ends_complete(&watched, &journey.journey_ref);
     assert_eq!(watched.0.len(), 1, "{:?}", statuses(&watched.0));
-    let stats = gw.gateway.hub().stats();
+    let stats = gw.gateway.watches().stats();
     assert_eq!((stats.result_reads, stats.notice_timeouts), (1, 0));
     assert_eq!(gw.result_reads(), 1);
     gw.stop().await;
@@ -53,7 +53,7 @@ async fn after_the_liveness_proof_a_watch_reads_at_once_though_the_webhook_is_lo
     gw.finish_processing();
     let watched = drain(gw.watch(by_appkey(&journey.appkey)).await).await;
     assert_ends_complete(&watched, &journey.journey_ref);
-    assert_eq!(gw.gateway.hub().stats().notice_timeouts, 0);
+    assert_eq!(gw.gateway.watches().stats().notice_timeouts, 0);
     assert_eq!(gw.sandbox().webhook_stats().attempts, 0);
     gw.stop().await;
 }
@@ -71,7 +71,7 @@ async fn a_watch_opened_at_creation_outlasts_a_slow_end_user_and_ends_with_the_r
         gw.result_reads() >= 20
     })
     .await;
-    assert_eq!(gw.gateway.hub().stats().watchers, 1, "still watched");
+    assert_eq!(gw.gateway.watches().stats().watchers, 1, "still watched");
     assert!(gw.pass_3d(&created.appkey).await.valid);
     gw.submit_rg(&created.appkey).await;
     gw.finish_processing();
@@ -92,11 +92,11 @@ async fn a_made_up_appkey_is_given_up_after_max_not_found() {
     let end = end.expect("the watch ends with an error");
     assert_error(&end, tonic::Code::NotFound, "RESULT_NOT_AVAILABLE");
     assert_eq!(gw.result_reads(), 3, "no read after the third 404");
-    let hub = gw.gateway.hub();
-    tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
+    let watches = gw.gateway.watches();
+    tokio::time::timeout(EVENT_WAIT, watches.tasks_finished())
         .await
         .expect("the reading task stops");
-    assert_eq!(hub.stats().watchers, 0);
+    assert_eq!(watches.stats().watchers, 0);
     gw.stop().await;
 }
 

@@ -177,8 +177,8 @@ async fn forged_unauthenticated_stale_or_oversize_webhooks_are_refused_and_trigg
     assert!(chunked.starts_with("HTTP/1.1 413"), "{chunked}");
     assert!(chunked.contains("payload_too_large"), "{chunked}");
 
-    // The hub was never told, so nothing was read and the watcher sleeps.
-    let stats = gw.gateway.hub().stats();
+    // The watches was never told, so nothing was read and the watcher sleeps.
+    let stats = gw.gateway.watches().stats();
     assert_eq!(stats.notices_received, 0);
     assert_eq!(stats.result_reads, 0);
     assert_eq!(gw.result_reads(), 0);
@@ -254,7 +254,7 @@ async fn the_same_delivery_twice_is_processed_once() {
     let watched = drain(watcher).await;
     assert_ends_complete(&watched, &journey.journey_ref);
     assert_eq!(watched.0.len(), 1);
-    assert_eq!(gw.gateway.hub().stats().notices_received, 2);
+    assert_eq!(gw.gateway.watches().stats().notices_received, 2);
     assert_eq!(gw.webhook_metric("duplicate").await, 2);
     assert_eq!(gw.webhook_metric("accepted").await, 2);
     assert_eq!(gw.result_reads(), 1);

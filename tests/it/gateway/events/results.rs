@@ -32,18 +32,18 @@ async fn every_watcher_receives_the_result_once_pushed_by_the_webhook() {
         streams.push(gw.watch(by_appkey(&journey.appkey)).await);
         streams.push(gw.watch(by_ref(&journey.journey_ref)).await);
     }
-    let hub = gw.gateway.hub();
-    assert_eq!((hub.stats().journeys, hub.stats().watchers), (1, 6));
+    let watches = gw.gateway.watches();
+    assert_eq!((watches.stats().journeys, watches.stats().watchers), (1, 6));
     // The current state first: the proof went through this gateway, so
     // one read (still processing), shared by the six.
     eventually("the current state is read", EVENT_WAIT, async || {
-        hub.stats().result_reads == 1
+        watches.stats().result_reads == 1
     })
     .await;
     // Halfway through processing: nothing more is read before the notice.
     gw.clock.advance(Duration::from_millis(1500));
     assert_eq!(gw.result_reads(), 1);
-    assert_eq!(hub.stats().result_reads, 1);
+    assert_eq!(watches.stats().result_reads, 1);
     assert_eq!(gw.sandbox().webhook_stats().queued, 0);
 
     gw.finish_processing();
@@ -58,7 +58,7 @@ async fn every_watcher_receives_the_result_once_pushed_by_the_webhook() {
     }
     let webhook = gw.sandbox().webhook_stats();
     assert_eq!((webhook.queued, webhook.delivered), (1, 1));
-    let stats = hub.stats();
+    let stats = watches.stats();
     assert_eq!(stats.notices_received, 1);
     // Two reads, each shared by the six watchers: the current state, and
     // the result after the notice.
@@ -101,7 +101,7 @@ async fn the_embedded_sandbox_sends_with_the_webhook_secrets_the_gateway_was_giv
         );
         let watched = drain(watcher).await;
         assert_ends_complete(&watched, &journey.journey_ref);
-        assert_eq!(gw.gateway.hub().stats().notices_received, 1, "{case}");
+        assert_eq!(gw.gateway.watches().stats().notices_received, 1, "{case}");
         // The current state at once (the proof went through the gateway),
         // then one read on the notice: two, or one if the first came after
         // the clock moved.
@@ -152,7 +152,7 @@ async fn a_journey_that_fails_processing_ends_every_watcher_with_the_error_resul
         let result = last.result.as_ref().expect("the error result");
         assert_eq!(result.status(), JourneyStatus::Error);
     }
-    assert_eq!(gw.gateway.hub().stats().notices_received, 1);
+    assert_eq!(gw.gateway.watches().stats().notices_received, 1);
     assert!((1..=2).contains(&gw.result_reads()));
     gw.stop().await;
 }
@@ -218,7 +218,7 @@ async fn a_notice_before_the_result_is_complete_still_ends_with_the_complete_res
     let rest = drain(watcher).await;
     assert_ends_complete(&rest, &created.journey_ref);
     assert_eq!(rest.0.len(), 1, "each status once: {:?}", statuses(&rest.0));
-    assert_eq!(gw.gateway.hub().stats().notices_received, 1);
+    assert_eq!(gw.gateway.watches().stats().notices_received, 1);
     gw.stop().await;
 }
 
@@ -243,7 +243,7 @@ async fn with_the_webhook_disabled_watchers_complete_by_reading_from_the_start()
         assert!(watched.0.len() <= 2, "{:?}", statuses(&watched.0));
     }
     assert_eq!(gw.sandbox().webhook_stats().attempts, 0);
-    let stats = gw.gateway.hub().stats();
+    let stats = gw.gateway.watches().stats();
     assert_eq!((stats.notices_received, stats.notice_timeouts), (0, 0));
     assert!(stats.result_reads >= 1);
     gw.stop().await;

@@ -1,5 +1,5 @@
 //! Watching at scale: a thousand watchers on a hundred journeys all end
-//! with their result, each read shared by all of its journey's watchers, and the hub (and the process's
+//! with their result, each read shared by all of its journey's watchers, and the watches (and the process's
 //! memory) returns to its baseline round after round.
 
 use futures_util::{StreamExt as _, stream};
@@ -88,12 +88,12 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
         .buffer_unordered(16)
         .collect()
         .await;
-    let hub = gw.gateway.hub();
-    assert_eq!(records_held(hub, &journeys), JOURNEYS);
+    let watches = gw.gateway.watches();
+    assert_eq!(records_held(watches, &journeys), JOURNEYS);
     let baseline = vm_rss_kib();
 
     let watchers = open_watchers(&gw, &journeys, PER_JOURNEY).await;
-    let stats = hub.stats();
+    let stats = watches.stats();
     assert_eq!(
         (stats.journeys, stats.watchers, stats.tasks),
         (JOURNEYS, JOURNEYS * PER_JOURNEY, JOURNEYS)
@@ -103,7 +103,7 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
     eventually(
         "each journey's current state is read",
         EVENT_WAIT,
-        async || hub.stats().result_reads == JOURNEYS as u64,
+        async || watches.stats().result_reads == JOURNEYS as u64,
     )
     .await;
     let peak = vm_rss_kib();
@@ -116,14 +116,14 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
     // watchers.
     assert_eq!(gw.result_reads(), 2 * JOURNEYS as u64);
 
-    tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
+    tokio::time::timeout(EVENT_WAIT, watches.tasks_finished())
         .await
         .expect("reading tasks stop");
-    let stats = hub.stats();
+    let stats = watches.stats();
     assert_eq!((stats.journeys, stats.watchers, stats.tasks), (0, 0, 0));
     // What stays is bounded by configuration: one reference and one
     // notice per journey, not per watcher.
-    assert_eq!(records_held(hub, &journeys), JOURNEYS);
+    assert_eq!(records_held(watches, &journeys), JOURNEYS);
     assert_eq!(stats.notices_remembered, JOURNEYS);
     let after = vm_rss_kib();
 
@@ -135,12 +135,12 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
     for _ in 0..ROUNDS_AFTER_THE_FIRST {
         let watchers = open_watchers(&gw, &journeys, PER_JOURNEY).await;
         all_end_complete(watchers).await;
-        tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
+        tokio::time::timeout(EVENT_WAIT, watches.tasks_finished())
             .await
             .expect("reading tasks stop");
-        let stats = hub.stats();
+        let stats = watches.stats();
         assert_eq!((stats.journeys, stats.watchers, stats.tasks), (0, 0, 0));
-        assert_eq!(records_held(hub, &journeys), JOURNEYS);
+        assert_eq!(records_held(watches, &journeys), JOURNEYS);
         after_rounds.push(vm_rss_kib());
     }
     println!(
@@ -175,10 +175,13 @@ async fn a_thousand_watchers_on_a_hundred_journeys_complete_and_the_hub_returns_
 }
 
 /// How many of `journeys` the gateway holds the record of.
-fn records_held(hub: &idgate::events::JourneyHub, journeys: &[v1::CreateJourneyResponse]) -> usize {
+fn records_held(
+    watches: &idgate::events::JourneyWatches,
+    journeys: &[v1::CreateJourneyResponse],
+) -> usize {
     journeys
         .iter()
         .filter_map(|j| idgate::domain::JourneyRef::parse(&j.journey_ref))
-        .filter(|j| hub.journeys().held(j).is_some())
+        .filter(|j| watches.journeys().held(j).is_some())
         .count()
 }

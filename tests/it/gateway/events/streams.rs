@@ -25,7 +25,7 @@ async fn a_reference_this_gateway_did_not_issue_is_not_found() {
         .await
         .expect_err("malformed reference");
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
-    assert_eq!(gw.gateway.hub().stats().journeys, 0);
+    assert_eq!(gw.gateway.watches().stats().journeys, 0);
     gw.stop().await;
 }
 
@@ -47,15 +47,15 @@ async fn the_callers_deadline_ends_the_stream_with_deadline_exceeded() {
     let end = end.expect("the stream ends with an error");
     assert_eq!(end.code(), tonic::Code::DeadlineExceeded, "{end:?}");
     assert_eq!(reason(&end), "DEADLINE_EXCEEDED");
-    let hub = gw.gateway.hub();
+    let watches = gw.gateway.watches();
     eventually("the watcher is released", EVENT_WAIT, async || {
-        hub.stats().watchers == 0
+        watches.stats().watchers == 0
     })
     .await;
-    tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
+    tokio::time::timeout(EVENT_WAIT, watches.tasks_finished())
         .await
         .expect("the reading task stops");
-    assert_eq!(hub.stats().journeys, 0);
+    assert_eq!(watches.stats().journeys, 0);
     // The current state, read once; no polling while the notice is awaited.
     assert!(gw.result_reads() <= 1);
     gw.stop().await;
@@ -67,26 +67,26 @@ async fn a_cancelled_stream_releases_its_watcher() {
     let journey = gw.journey_in_processing().await;
     let first = gw.watch(by_appkey(&journey.appkey)).await;
     let second = gw.watch(by_ref(&journey.journey_ref)).await;
-    let hub = gw.gateway.hub();
-    assert_eq!((hub.stats().journeys, hub.stats().watchers), (1, 2));
+    let watches = gw.gateway.watches();
+    assert_eq!((watches.stats().journeys, watches.stats().watchers), (1, 2));
 
     drop(first);
     eventually(
         "the cancelled watcher is released",
         EVENT_WAIT,
-        async || hub.stats().watchers == 1,
+        async || watches.stats().watchers == 1,
     )
     .await;
-    assert_eq!(hub.stats().journeys, 1);
+    assert_eq!(watches.stats().journeys, 1);
     drop(second);
     eventually("the journey is released", EVENT_WAIT, async || {
-        hub.stats().journeys == 0
+        watches.stats().journeys == 0
     })
     .await;
-    tokio::time::timeout(EVENT_WAIT, hub.tasks_finished())
+    tokio::time::timeout(EVENT_WAIT, watches.tasks_finished())
         .await
         .expect("the reading task stops");
-    assert_eq!(hub.stats().watchers, 0);
+    assert_eq!(watches.stats().watchers, 0);
 
     // Nobody watches: the notice is delivered but reads nothing (the
     // current state was read at most once, while watched).
@@ -103,7 +103,7 @@ async fn shutting_down_ends_open_watch_streams() {
     let gw = TestGateway::start_with(|c| c.watch.webhook_grace_secs = 3600).await;
     let journey = gw.journey_in_processing().await;
     let watcher = gw.watch(by_appkey(&journey.appkey)).await;
-    let hub = gw.gateway.hub().clone();
+    let watches = gw.gateway.watches().clone();
     tokio::time::timeout(EVENT_WAIT, gw.stop())
         .await
         .expect("the gateway stops with a watcher open");
@@ -112,6 +112,6 @@ async fn shutting_down_ends_open_watch_streams() {
     let end = end.expect("the stream ends with an error");
     assert_eq!(end.code(), tonic::Code::Unavailable, "{end:?}");
     assert_eq!(reason(&end), "SHUTTING_DOWN");
-    let stats = hub.stats();
+    let stats = watches.stats();
     assert_eq!((stats.journeys, stats.watchers), (0, 0));
 }

@@ -7,13 +7,13 @@
 //! with no such test yet is listed in [`NOT_YET`], which the guard reports
 //! rather than hides.
 
-mod guard;
+mod spend;
 
 use std::path::Path;
 
 use idgate::error::Reason;
 
-use self::guard::Sources;
+use self::spend::Sources;
 
 /// Reason -> the end-to-end test that triggers it (its function name).
 const COVERED: &[(Reason, &str)] = &[

@@ -13,13 +13,13 @@ pub(super) struct BudgetLabels {
 }
 
 /// The spending guard's series.
-pub(super) struct GuardSeries {
+pub(super) struct SpendSeries {
     pub(super) idempotency: Family<OutcomeLabels, Counter>,
     pub(super) remaining: Family<BudgetLabels, Gauge>,
     pub(super) refusals: Family<BudgetLabels, Counter>,
 }
 
-impl GuardSeries {
+impl SpendSeries {
     pub(super) fn register(registry: &mut Registry) -> Self {
         let series = Self {
             idempotency: Family::default(),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::{
     Error,
-    channels::figures::{ChannelTally, ErrorCounts, LATENCY_BOUNDS_MS, LatencyHistogram},
+    channels::vendor_stats::{ChannelTally, ErrorCounts, LATENCY_BOUNDS_MS, LatencyHistogram},
     proto::v1 as pb,
 };
 
@@ -87,7 +87,7 @@ pub fn figures_to_proto(name: &str, t: &ChannelTally) -> pb::ChannelFigures {
 
 /// Why a `GetChannelFigures` answer cannot be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FiguresError {
+pub enum VendorStatsError {
     /// The gateway buckets latency differently (another release).
     #[error("the gateway's latency buckets differ from this client's; use the same release")]
     Buckets,
@@ -96,15 +96,15 @@ pub enum FiguresError {
 /// Reads a `GetChannelFigures` answer back into tallies by channel name.
 pub fn figures_from_proto(
     resp: &pb::GetChannelFiguresResponse,
-) -> Result<BTreeMap<String, ChannelTally>, FiguresError> {
+) -> Result<BTreeMap<String, ChannelTally>, VendorStatsError> {
     if resp.latency_bounds_ms != LATENCY_BOUNDS_MS {
-        return Err(FiguresError::Buckets);
+        return Err(VendorStatsError::Buckets);
     }
     let histogram = |counts: &[u64]| {
         if counts.is_empty() {
             return Ok(LatencyHistogram::default());
         }
-        LatencyHistogram::from_counts(counts).ok_or(FiguresError::Buckets)
+        LatencyHistogram::from_counts(counts).ok_or(VendorStatsError::Buckets)
     };
     let mut out = BTreeMap::new();
     for c in &resp.channels {
@@ -155,7 +155,7 @@ mod tests {
             latency_bounds_ms: vec![1, 2],
             ..resp
         };
-        assert_eq!(figures_from_proto(&other), Err(FiguresError::Buckets));
+        assert_eq!(figures_from_proto(&other), Err(VendorStatsError::Buckets));
     }
 
     #[test]

@@ -1,23 +1,23 @@
-//! One watcher's claim on its journey's entry in the hub.
+//! One watcher's claim on its journey's entry in the watches.
 
 use std::sync::Arc;
 
-use super::HubInner;
+use super::WatchesInner;
 use crate::domain::JourneyRef;
 
 /// One watcher's claim on its journey. Dropping it (the stream is dropped:
 /// the call ended, was cancelled or timed out) releases the claim; the
 /// last one out stops the journey's task and removes its entry.
 pub(crate) struct WatcherGuard {
-    hub: Arc<HubInner>,
+    watches: Arc<WatchesInner>,
     journey: JourneyRef,
     id: u64,
 }
 
 impl WatcherGuard {
-    pub(super) fn new(hub: &Arc<HubInner>, journey: &JourneyRef, id: u64) -> Self {
+    pub(super) fn new(watches: &Arc<WatchesInner>, journey: &JourneyRef, id: u64) -> Self {
         Self {
-            hub: hub.clone(),
+            watches: watches.clone(),
             journey: journey.clone(),
             id,
         }
@@ -26,7 +26,7 @@ impl WatcherGuard {
 
 impl Drop for WatcherGuard {
     fn drop(&mut self) {
-        let mut state = self.hub.lock();
+        let mut state = self.watches.lock();
         let Some(entry) = state.journeys.get_mut(&self.journey) else {
             return;
         };

@@ -8,7 +8,7 @@
 //! SubmitDocument* ---------------------------> budget (submit_documents) --> journey core (/document)
 //! ```
 //!
-//! Both halves keep their state in the [`GuardStore`]: fleet-wide on
+//! Both halves keep their state in the [`SpendStore`]: fleet-wide on
 //! Redis, per process in memory. Which appkey a request made, its owner
 //! and the profile that pays for it are the journey's record
 //! ([`JourneyStore`]), which the guard writes at creation and reads on
@@ -31,7 +31,7 @@ pub use idempotency::{Begin, Claim, Idempotency, Replayed};
 use time::OffsetDateTime;
 
 use crate::{
-    cluster::{ClusterError, GuardStore, JourneyStore, MemoryGuard, MemoryJourneys},
+    cluster::{ClusterError, JourneyStore, MemoryJourneys, MemorySpend, SpendStore},
     context::CallContext,
     domain::{Caller, CallerName, EndUser, JourneyRecord, RequestId},
     error::Error,
@@ -50,7 +50,7 @@ fn recording_error(e: ClusterError) -> Error {
     }
 }
 
-/// A journey from [`Guard::create_journey`].
+/// A journey from [`SpendGuard::create_journey`].
 #[derive(Debug)]
 pub struct Created {
     /// The journey.
@@ -70,19 +70,19 @@ struct Inner {
 
 /// The spending guard. Cheap to clone.
 #[derive(Clone)]
-pub struct Guard {
+pub struct SpendGuard {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Guard {
+impl std::fmt::Debug for SpendGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Guard")
+        f.debug_struct("SpendGuard")
             .field("profiles", &self.inner.profiles)
             .finish_non_exhaustive()
     }
 }
 
-impl Default for Guard {
+impl Default for SpendGuard {
     /// One process, no budgets, the default idempotency window and
     /// journey retention, profiles unknown (every call is billed to none).
     fn default() -> Self {
@@ -91,7 +91,7 @@ impl Default for Guard {
             &IdempotencyConfig::default(),
             &[],
             Vec::new(),
-            Arc::new(MemoryGuard::default()),
+            Arc::new(MemorySpend::default()),
             Arc::new(MemoryJourneys::new(
                 journeys.retention(),
                 journeys.max_entries,
@@ -101,7 +101,7 @@ impl Default for Guard {
     }
 }
 
-impl Guard {
+impl SpendGuard {
     /// A guard over `state` for the operator `profiles` (configuration
     /// order), with `budgets` (validated), recording journeys in
     /// `journeys`.
@@ -109,7 +109,7 @@ impl Guard {
         idempotency: &IdempotencyConfig,
         budgets: &[BudgetConfig],
         profiles: Vec<String>,
-        state: Arc<dyn GuardStore>,
+        state: Arc<dyn SpendStore>,
         journeys: Arc<dyn JourneyStore>,
         metrics: Metrics,
     ) -> Self {

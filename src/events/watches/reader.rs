@@ -28,7 +28,7 @@ use tokio::{sync::watch, time::Instant};
 use tracing::Instrument as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use super::{End, Heard, HubInner, Snapshot};
+use super::{End, Heard, Snapshot, WatchesInner};
 use crate::{
     Error,
     cluster::journeys::now_unix,
@@ -40,15 +40,15 @@ use crate::{
 /// result source), its drop ends the watch with an error rather than
 /// leaving watchers waiting forever.
 pub(super) struct Publisher {
-    hub: Arc<HubInner>,
+    watches: Arc<WatchesInner>,
     events: watch::Sender<Snapshot>,
 }
 
 impl Publisher {
-    pub(super) fn new(hub: &Arc<HubInner>, events: watch::Sender<Snapshot>) -> Self {
-        hub.tasks.fetch_add(1, Ordering::AcqRel);
+    pub(super) fn new(watches: &Arc<WatchesInner>, events: watch::Sender<Snapshot>) -> Self {
+        watches.tasks.fetch_add(1, Ordering::AcqRel);
         Self {
-            hub: hub.clone(),
+            watches: watches.clone(),
             events,
         }
     }
@@ -86,14 +86,14 @@ impl Drop for Publisher {
                 Error::Internal("the journey's result reader stopped".to_owned()).into(),
             ));
         }
-        self.hub.tasks.fetch_sub(1, Ordering::AcqRel);
-        self.hub.tasks_changed.notify_waiters();
+        self.watches.tasks.fetch_sub(1, Ordering::AcqRel);
+        self.watches.tasks_changed.notify_waiters();
     }
 }
 
 /// The task of one watched journey.
 pub(super) struct Reader {
-    pub(super) hub: Arc<HubInner>,
+    pub(super) watches: Arc<WatchesInner>,
     pub(super) journey: JourneyRef,
     pub(super) appkey: Appkey,
     /// Issued here: when the journey's record ends (Unix seconds), until
@@ -108,7 +108,7 @@ pub(super) struct Reader {
 
 impl Reader {
     pub(super) async fn run(mut self) {
-        let settings = self.hub.settings.clone();
+        let settings = self.watches.settings.clone();
         let mut notice_open = true;
         let mut notice = self.notices.borrow_and_update().is_some();
         if self.shared_result().await.is_break() {
@@ -120,7 +120,7 @@ impl Reader {
             // The current state first: once the liveness proof went
             // through the gateway the result may be final already (its
             // notice lost, or heard before this gateway started).
-            if self.hub.progress.submitted(&self.journey).await {
+            if self.watches.progress.submitted(&self.journey).await {
                 let turn = backoff.step() + settings.read_timeout;
                 if self.read_once(&mut not_found, turn).await.is_break() {
                     return;
@@ -132,7 +132,7 @@ impl Reader {
                     Err(_) => notice_open = false,
                 },
                 () = tokio::time::sleep(settings.webhook_grace) => {
-                    self.hub.notice_timeouts.fetch_add(1, Ordering::Relaxed);
+                    self.watches.notice_timeouts.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(
                         journey = %self.journey,
                         "no completion notice within the grace period; reading the result"
@@ -184,10 +184,10 @@ impl Reader {
     /// Ends the watch with the final result another replica of the fleet
     /// read and shared, if there is one.
     async fn shared_result(&self) -> std::ops::ControlFlow<()> {
-        match self.hub.progress.shared_result(&self.journey).await {
+        match self.watches.progress.shared_result(&self.journey).await {
             Some(result) if is_final(result.status()) => {
                 tracing::info!(journey = %self.journey, "journey result ready (read by another replica)");
-                self.hub.fleet_results.fetch_add(1, Ordering::Relaxed);
+                self.watches.fleet_results.fetch_add(1, Ordering::Relaxed);
                 self.publisher.end(End::Result(Arc::new(result)));
                 std::ops::ControlFlow::Break(())
             }
@@ -201,7 +201,7 @@ impl Reader {
             JourneyStatus::Error => "error",
             _ => "complete",
         };
-        self.hub
+        self.watches
             .progress
             .share_result(&self.journey, result, label)
             .await;
@@ -217,11 +217,16 @@ impl Reader {
         if self.shared_result().await.is_break() {
             return Break(());
         }
-        if !self.hub.progress.take_read_turn(&self.journey, turn).await {
+        if !self
+            .watches
+            .progress
+            .take_read_turn(&self.journey, turn)
+            .await
+        {
             // Another replica reads for the fleet this round.
             return Continue(());
         }
-        self.hub.result_reads.fetch_add(1, Ordering::Relaxed);
+        self.watches.result_reads.fetch_add(1, Ordering::Relaxed);
         let notice = self.notices.borrow().clone();
         // Its own trace: the read serves every watcher of the journey and
         // is caused by the notice; links say so.
@@ -240,7 +245,12 @@ impl Reader {
         if let Some(link) = &self.watch_link {
             span.add_link(link.clone());
         }
-        let read = self.hub.source.fetch(&self.appkey).instrument(span).await;
+        let read = self
+            .watches
+            .source
+            .fetch(&self.appkey)
+            .instrument(span)
+            .await;
         match &read {
             Err(e) if e.classify().0 == tonic::Code::NotFound => *not_found += 1,
             _ => *not_found = 0,
@@ -286,7 +296,7 @@ impl Reader {
                 tracing::info!(journey = %self.journey, "the journey's retention ended without a result; giving up");
                 true
             }
-            None if not_found >= self.hub.settings.max_not_found => {
+            None if not_found >= self.watches.settings.max_not_found => {
                 tracing::info!(
                     journey = %self.journey,
                     not_found,

@@ -47,7 +47,7 @@ fn the_wilson_interval_brackets_the_rate() {
 
 #[test]
 fn buckets_age_out_after_the_retention_and_windows_sum_minutes() {
-    let f = ChannelFigures::new(3);
+    let f = VendorStats::new(3);
     let grant = |t: &mut ChannelTally| t.sessions_started += 1;
     for minute in [100, 100, 101, 102] {
         f.update("primary", minute, grant);
@@ -68,7 +68,7 @@ fn a_minute_of_one_channel_costs_about_0_4_kb() {
 
 #[test]
 fn channels_beyond_the_cap_evict_the_stalest() {
-    let f = ChannelFigures::new(10);
+    let f = VendorStats::new(10);
     for i in 0..=MAX_FIGURE_CHANNELS {
         f.update(&format!("c{i}"), i as u64, |t| t.valid += 1);
     }
@@ -80,7 +80,7 @@ fn channels_beyond_the_cap_evict_the_stalest() {
 
 #[test]
 fn outcomes_and_errors_are_counted_by_class() {
-    let f = ChannelFigures::default();
+    let f = VendorStats::default();
     let op = Operation::Liveness3D;
     let invalid = CallOutcome {
         op,

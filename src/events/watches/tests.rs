@@ -17,9 +17,9 @@ fn notice(key: &str, status: NoticeStatus) -> Notice {
     }
 }
 
-fn hub_with(settings: WatchSettings) -> (JourneyHub, Arc<ScriptedSource>) {
+fn hub_with(settings: WatchSettings) -> (JourneyWatches, Arc<ScriptedSource>) {
     let source = Arc::new(ScriptedSource::default());
-    (JourneyHub::new(source.clone(), settings), source)
+    (JourneyWatches::new(source.clone(), settings), source)
 }
 
 fn is_final(item: &Result<WatchJourneyResponse, tonic::Status>, status: JourneyStatus) -> bool {
@@ -28,17 +28,17 @@ fn is_final(item: &Result<WatchJourneyResponse, tonic::Status>, status: JourneyS
 
 #[tokio::test]
 async fn nothing_is_read_before_the_notice_and_the_watcher_then_gets_the_result() {
-    let (hub, source) = hub_with(settings());
-    let waiting = hub.watch(by_appkey("key-a")).unwrap();
-    let other = hub.watch(by_appkey("key-b")).unwrap();
-    assert!(hub.notify(notice("key-b", NoticeStatus::Complete)));
+    let (watches, source) = hub_with(settings());
+    let waiting = watches.watch(by_appkey("key-a")).unwrap();
+    let other = watches.watch(by_appkey("key-b")).unwrap();
+    assert!(watches.notify(notice("key-b", NoticeStatus::Complete)));
     let items = collect(other).await;
     assert_eq!(items.len(), 1);
     assert!(is_final(&items[0], JourneyStatus::Complete));
     // key-a's task has run meanwhile and must still be waiting.
     assert_eq!(source.reads("key-a"), 0);
 
-    hub.notify(notice("key-a", NoticeStatus::Complete));
+    watches.notify(notice("key-a", NoticeStatus::Complete));
     let items = collect(waiting).await;
     let last = items.last().unwrap().as_ref().unwrap();
     assert_eq!(
@@ -54,7 +54,7 @@ async fn nothing_is_read_before_the_notice_and_the_watcher_then_gets_the_result(
 
 #[tokio::test]
 async fn a_notice_while_the_result_still_says_processing_ends_with_the_complete_result() {
-    let (hub, source) = hub_with(settings());
+    let (watches, source) = hub_with(settings());
     source.script(
         "k",
         &[
@@ -63,8 +63,8 @@ async fn a_notice_while_the_result_still_says_processing_ends_with_the_complete_
             Step::Status(JourneyStatus::Complete),
         ],
     );
-    let stream = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let stream = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     let items = collect(stream).await;
     // Each distinct status once, then the result.
     assert_eq!(
@@ -79,13 +79,13 @@ async fn a_notice_while_the_result_still_says_processing_ends_with_the_complete_
 
 #[tokio::test]
 async fn a_result_that_never_settles_ends_the_watch_with_result_not_settled() {
-    let (hub, source) = hub_with(WatchSettings {
+    let (watches, source) = hub_with(WatchSettings {
         settle_limit: Duration::from_millis(30),
         ..settings()
     });
     source.script("k", &[Step::Status(JourneyStatus::NotProcessed)]);
-    let stream = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let stream = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     let items = collect(stream).await;
     assert_eq!(statuses(&items), [JourneyStatus::NotProcessed]);
     let err = items.last().unwrap().as_ref().unwrap_err();
@@ -96,7 +96,7 @@ async fn a_result_that_never_settles_ends_the_watch_with_result_not_settled() {
 
 #[tokio::test]
 async fn without_a_webhook_watchers_complete_through_the_fallback() {
-    let (hub, source) = hub_with(WatchSettings {
+    let (watches, source) = hub_with(WatchSettings {
         webhook_grace: Duration::from_millis(20),
         ..settings()
     });
@@ -108,18 +108,18 @@ async fn without_a_webhook_watchers_complete_through_the_fallback() {
             Step::Status(JourneyStatus::Complete),
         ],
     );
-    let items = collect(hub.watch(by_appkey("k")).unwrap()).await;
+    let items = collect(watches.watch(by_appkey("k")).unwrap()).await;
     assert_eq!(
         statuses(&items),
         [JourneyStatus::Processing, JourneyStatus::Complete]
     );
-    assert_eq!(hub.stats().notices_received, 0);
+    assert_eq!(watches.stats().notices_received, 0);
     assert_eq!(source.reads("k"), 3);
 }
 
 #[tokio::test]
 async fn a_notice_during_fallback_polling_cuts_the_backoff_short() {
-    let (hub, source) = hub_with(WatchSettings {
+    let (watches, source) = hub_with(WatchSettings {
         webhook_grace: Duration::ZERO,
         poll_initial: Duration::from_secs(3600),
         poll_max: Duration::from_secs(3600),
@@ -132,32 +132,32 @@ async fn a_notice_during_fallback_polling_cuts_the_backoff_short() {
             Step::Status(JourneyStatus::Complete),
         ],
     );
-    let mut stream = hub.watch(by_appkey("k")).unwrap();
+    let mut stream = watches.watch(by_appkey("k")).unwrap();
     let first = stream.next().await.unwrap().unwrap();
     assert_eq!(first.status(), JourneyStatus::Processing);
     // The task now sleeps for an hour unless the notice wakes it.
-    hub.notify(notice("k", NoticeStatus::Complete));
+    watches.notify(notice("k", NoticeStatus::Complete));
     let rest = collect(stream).await;
     assert!(is_final(&rest[0], JourneyStatus::Complete));
 }
 
 #[tokio::test]
 async fn a_notice_that_arrived_before_the_first_watcher_is_read_at_once() {
-    let (hub, source) = hub_with(settings());
-    assert!(!hub.notify(notice("k", NoticeStatus::Complete)));
-    assert_eq!(hub.stats().notices_remembered, 1);
+    let (watches, source) = hub_with(settings());
+    assert!(!watches.notify(notice("k", NoticeStatus::Complete)));
+    assert_eq!(watches.stats().notices_remembered, 1);
     assert_eq!(source.total(), 0, "an unwatched journey is not read");
-    let items = collect(hub.watch(by_appkey("k")).unwrap()).await;
+    let items = collect(watches.watch(by_appkey("k")).unwrap()).await;
     assert!(is_final(&items[0], JourneyStatus::Complete));
     assert_eq!(source.reads("k"), 1);
 }
 
 #[tokio::test]
 async fn an_error_notice_ends_with_the_error_result() {
-    let (hub, source) = hub_with(settings());
+    let (watches, source) = hub_with(settings());
     source.script("k", &[Step::Status(JourneyStatus::Error)]);
-    let stream = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Error));
+    let stream = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Error));
     let items = collect(stream).await;
     assert_eq!(items.len(), 1);
     assert!(is_final(&items[0], JourneyStatus::Error));
@@ -165,12 +165,12 @@ async fn an_error_notice_ends_with_the_error_result() {
 
 #[tokio::test]
 async fn many_watchers_of_one_journey_share_one_read() {
-    let (hub, source) = hub_with(settings());
+    let (watches, source) = hub_with(settings());
     let streams: Vec<_> = (0..50)
-        .map(|_| hub.watch(by_appkey("k")).unwrap())
+        .map(|_| watches.watch(by_appkey("k")).unwrap())
         .collect();
-    assert_eq!(hub.stats().tasks, 1);
-    hub.notify(notice("k", NoticeStatus::Complete));
+    assert_eq!(watches.stats().tasks, 1);
+    watches.notify(notice("k", NoticeStatus::Complete));
     for stream in streams {
         let items = collect(stream).await;
         assert!(is_final(&items[0], JourneyStatus::Complete));
@@ -180,7 +180,7 @@ async fn many_watchers_of_one_journey_share_one_read() {
 
 #[tokio::test]
 async fn a_slow_watcher_does_not_hold_up_the_others_and_skips_to_the_latest_state() {
-    let (hub, source) = hub_with(settings());
+    let (watches, source) = hub_with(settings());
     source.script(
         "k",
         &[
@@ -189,9 +189,9 @@ async fn a_slow_watcher_does_not_hold_up_the_others_and_skips_to_the_latest_stat
             Step::Status(JourneyStatus::Complete),
         ],
     );
-    let slow = hub.watch(by_appkey("k")).unwrap();
-    let fast = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let slow = watches.watch(by_appkey("k")).unwrap();
+    let fast = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     // The slow stream is never polled while the fast one runs to the end.
     let fast_items = collect(fast).await;
     assert_eq!(
@@ -209,94 +209,94 @@ async fn a_slow_watcher_does_not_hold_up_the_others_and_skips_to_the_latest_stat
 
 #[tokio::test]
 async fn dropping_the_last_stream_stops_the_task_and_frees_the_journey() {
-    let (hub, source) = hub_with(settings());
-    let a = hub.watch(by_appkey("k")).unwrap();
-    let b = hub.watch(by_appkey("k")).unwrap();
-    let s = hub.stats();
+    let (watches, source) = hub_with(settings());
+    let a = watches.watch(by_appkey("k")).unwrap();
+    let b = watches.watch(by_appkey("k")).unwrap();
+    let s = watches.stats();
     assert_eq!((s.journeys, s.watchers, s.tasks), (1, 2, 1));
     drop(a);
-    let s = hub.stats();
+    let s = watches.stats();
     assert_eq!((s.journeys, s.watchers), (1, 1));
     drop(b);
-    let s = hub.stats();
+    let s = watches.stats();
     assert_eq!((s.journeys, s.watchers), (0, 0));
-    tokio::time::timeout(Duration::from_secs(5), hub.tasks_finished())
+    tokio::time::timeout(Duration::from_secs(5), watches.tasks_finished())
         .await
         .unwrap();
-    assert_eq!(hub.stats().tasks, 0);
+    assert_eq!(watches.stats().tasks, 0);
     // Nobody watches any more: a notice wakes nothing and reads nothing.
-    assert!(!hub.notify(notice("k", NoticeStatus::Complete)));
+    assert!(!watches.notify(notice("k", NoticeStatus::Complete)));
     assert_eq!(source.total(), 0);
 }
 
 #[tokio::test]
 async fn finished_streams_release_their_journey() {
-    let (hub, _source) = hub_with(settings());
-    let stream = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let (watches, _source) = hub_with(settings());
+    let stream = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     collect(stream).await;
-    tokio::time::timeout(Duration::from_secs(5), hub.tasks_finished())
+    tokio::time::timeout(Duration::from_secs(5), watches.tasks_finished())
         .await
         .unwrap();
-    let s = hub.stats();
+    let s = watches.stats();
     assert_eq!((s.journeys, s.watchers, s.tasks), (0, 0, 0));
 }
 
 #[tokio::test]
 async fn a_reference_issued_by_create_journey_is_watchable_and_others_are_unknown() {
-    let (hub, _source) = hub_with(settings());
-    let journey = hub.register(&Appkey::new("k")).await.unwrap();
-    let stream = hub.watch(WatchTarget::Journey(journey)).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let (watches, _source) = hub_with(settings());
+    let journey = watches.register(&Appkey::new("k")).await.unwrap();
+    let stream = watches.watch(WatchTarget::Journey(journey)).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     let items = collect(stream).await;
     assert!(is_final(&items[0], JourneyStatus::Complete));
 
     let unknown = JourneyRef::from_appkey(&Appkey::new("never-registered"));
-    let err = hub.watch(WatchTarget::Journey(unknown)).err().unwrap();
+    let err = watches.watch(WatchTarget::Journey(unknown)).err().unwrap();
     assert!(matches!(err, Error::JourneyUnknown));
-    assert_eq!(hub.stats().journeys, 0);
+    assert_eq!(watches.stats().journeys, 0);
 }
 
 #[tokio::test]
 async fn watchers_beyond_the_limits_are_refused() {
-    let (hub, _source) = hub_with(WatchSettings {
+    let (watches, _source) = hub_with(WatchSettings {
         max_watchers_per_journey: 2,
         max_journeys: 1,
         ..settings()
     });
-    let _a = hub.watch(by_appkey("k")).unwrap();
-    let _b = hub.watch(by_appkey("k")).unwrap();
-    let err = hub.watch(by_appkey("k")).err().unwrap();
+    let _a = watches.watch(by_appkey("k")).unwrap();
+    let _b = watches.watch(by_appkey("k")).unwrap();
+    let err = watches.watch(by_appkey("k")).err().unwrap();
     assert_eq!(err.reason(), "WATCH_LIMIT_REACHED");
-    let err = hub.watch(by_appkey("other")).err().unwrap();
+    let err = watches.watch(by_appkey("other")).err().unwrap();
     assert_eq!(err.reason(), "WATCH_LIMIT_REACHED");
-    assert_eq!(hub.stats().watchers, 2);
+    assert_eq!(watches.stats().watchers, 2);
 }
 
 #[tokio::test]
 async fn the_callers_grpc_timeout_ends_the_stream_with_deadline_exceeded() {
-    let (hub, source) = hub_with(settings());
+    let (watches, source) = hub_with(settings());
     let mut metadata = tonic::metadata::MetadataMap::new();
     metadata.insert("grpc-timeout", "20m".parse().unwrap());
     let ctx = CallContext::from_metadata(&metadata);
-    let items = collect(hub.watch_until(by_appkey("k"), &ctx).unwrap()).await;
+    let items = collect(watches.watch_until(by_appkey("k"), &ctx).unwrap()).await;
     assert_eq!(items.len(), 1);
     assert_eq!(
         items[0].as_ref().unwrap_err().code(),
         tonic::Code::DeadlineExceeded
     );
-    assert_eq!(hub.stats().journeys, 0);
+    assert_eq!(watches.stats().journeys, 0);
     assert_eq!(source.total(), 0);
 }
 
 #[tokio::test]
 async fn a_permanent_read_failure_reaches_every_watcher() {
     let key = "canary-appkey-0001";
-    let (hub, source) = hub_with(settings());
+    let (watches, source) = hub_with(settings());
     source.script(key, &[Step::Unauthorized]);
-    let a = hub.watch(by_appkey(key)).unwrap();
-    let b = hub.watch(by_appkey(key)).unwrap();
-    hub.notify(notice(key, NoticeStatus::Complete));
+    let a = watches.watch(by_appkey(key)).unwrap();
+    let b = watches.watch(by_appkey(key)).unwrap();
+    watches.notify(notice(key, NoticeStatus::Complete));
     for stream in [a, b] {
         let items = collect(stream).await;
         assert_eq!(items.len(), 1);
@@ -309,22 +309,22 @@ async fn a_permanent_read_failure_reaches_every_watcher() {
 
 #[tokio::test]
 async fn a_panicking_result_source_ends_the_watch_with_an_internal_error() {
-    let (hub, source) = hub_with(settings());
+    let (watches, source) = hub_with(settings());
     source.script("k", &[Step::Panic]);
-    let stream = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let stream = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     let items = collect(stream).await;
     assert_eq!(items.len(), 1);
     assert_eq!(items[0].as_ref().unwrap_err().code(), tonic::Code::Internal);
-    tokio::time::timeout(Duration::from_secs(5), hub.tasks_finished())
+    tokio::time::timeout(Duration::from_secs(5), watches.tasks_finished())
         .await
         .unwrap();
 }
 
 #[tokio::test]
 async fn watching_outside_a_runtime_is_an_error_not_a_panic() {
-    let (hub, _source) = hub_with(settings());
-    let result = std::thread::spawn(move || hub.watch(by_appkey("k")).err())
+    let (watches, _source) = hub_with(settings());
+    let result = std::thread::spawn(move || watches.watch(by_appkey("k")).err())
         .join()
         .unwrap();
     assert!(matches!(result, Some(Error::Internal(_))));
@@ -346,35 +346,35 @@ fn backoff_doubles_up_to_the_maximum_with_bounded_jitter() {
 
 #[tokio::test]
 async fn closing_the_hub_ends_every_watch_and_refuses_new_ones() {
-    let (hub, source) = hub_with(settings());
-    let a = hub.watch(by_appkey("k")).unwrap();
-    let b = hub.watch(by_appkey("other")).unwrap();
-    hub.close();
+    let (watches, source) = hub_with(settings());
+    let a = watches.watch(by_appkey("k")).unwrap();
+    let b = watches.watch(by_appkey("other")).unwrap();
+    watches.close();
     for stream in [a, b] {
         let items = collect(stream).await;
         assert_eq!(items.len(), 1);
         let err = items[0].as_ref().unwrap_err();
         assert_eq!(err.code(), tonic::Code::Unavailable);
     }
-    let err = hub.watch(by_appkey("k")).err().unwrap();
+    let err = watches.watch(by_appkey("k")).err().unwrap();
     assert_eq!(err.reason(), "SHUTTING_DOWN");
-    tokio::time::timeout(Duration::from_secs(5), hub.tasks_finished())
+    tokio::time::timeout(Duration::from_secs(5), watches.tasks_finished())
         .await
         .unwrap();
-    let s = hub.stats();
+    let s = watches.stats();
     assert_eq!((s.journeys, s.watchers, s.tasks), (0, 0, 0));
     assert_eq!(source.total(), 0);
 }
 
 #[tokio::test]
 async fn a_reader_gives_up_after_max_not_found_consecutive_404s() {
-    let (hub, source) = hub_with(WatchSettings {
+    let (watches, source) = hub_with(WatchSettings {
         max_not_found: 3,
         ..settings()
     });
     source.script("k", &[Step::NotFound]);
-    let stream = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let stream = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     let items = collect(stream).await;
     let err = items.last().unwrap().as_ref().unwrap_err();
     assert_eq!(err.code(), tonic::Code::NotFound);
@@ -383,7 +383,7 @@ async fn a_reader_gives_up_after_max_not_found_consecutive_404s() {
 
 #[tokio::test]
 async fn a_read_between_404s_starts_the_count_again() {
-    let (hub, source) = hub_with(WatchSettings {
+    let (watches, source) = hub_with(WatchSettings {
         max_not_found: 3,
         ..settings()
     });
@@ -398,8 +398,8 @@ async fn a_read_between_404s_starts_the_count_again() {
             Step::Status(JourneyStatus::Complete),
         ],
     );
-    let stream = hub.watch(by_appkey("k")).unwrap();
-    hub.notify(notice("k", NoticeStatus::Complete));
+    let stream = watches.watch(by_appkey("k")).unwrap();
+    watches.notify(notice("k", NoticeStatus::Complete));
     let items = collect(stream).await;
     assert!(is_final(items.last().unwrap(), JourneyStatus::Complete));
     assert_eq!(source.reads("k"), 6);
@@ -407,13 +407,13 @@ async fn a_read_between_404s_starts_the_count_again() {
 
 #[tokio::test]
 async fn a_stream_past_its_lifetime_ends_unavailable_and_frees_its_watcher() {
-    let (hub, _source) = hub_with(WatchSettings {
+    let (watches, _source) = hub_with(WatchSettings {
         max_stream_lifetime: Duration::from_millis(50),
         ..settings()
     });
-    let items = collect(hub.watch(by_appkey("k")).unwrap()).await;
+    let items = collect(watches.watch(by_appkey("k")).unwrap()).await;
     let err = items.last().unwrap().as_ref().unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unavailable);
     assert!(err.message().contains("lifetime"), "{}", err.message());
-    assert_eq!(hub.stats().watchers, 0);
+    assert_eq!(watches.stats().watchers, 0);
 }

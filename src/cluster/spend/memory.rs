@@ -2,7 +2,7 @@
 //! bounded, expiring map, with a [`Notify`] per pending claim for the
 //! calls that wait on it, and budget windows counted in memory.
 //!
-//! [`RedisGuard`](super::RedisGuard) keeps one of these too, and counts
+//! [`RedisSpend`](super::RedisSpend) keeps one of these too, and counts
 //! budgets here while Redis is unreachable.
 
 use std::{
@@ -14,11 +14,11 @@ use std::{
 
 use tokio::{sync::Notify, time::Instant};
 
-use super::GuardStore;
+use super::SpendStore;
 use crate::{
     cluster::{
-        BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse, ready,
-        seal::Digester,
+        BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse,
+        encryption::Digester, ready,
     },
     ttl::TtlMap,
 };
@@ -56,19 +56,19 @@ struct Window {
 }
 
 /// Idempotency records and budget windows of one process.
-pub struct MemoryGuard {
+pub struct MemorySpend {
     idem: Arc<Mutex<TtlMap<String, Slot>>>,
     windows: Mutex<HashMap<String, Window>>,
     digester: Digester,
 }
 
-impl std::fmt::Debug for MemoryGuard {
+impl std::fmt::Debug for MemorySpend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryGuard").finish_non_exhaustive()
+        f.debug_struct("MemorySpend").finish_non_exhaustive()
     }
 }
 
-impl Default for MemoryGuard {
+impl Default for MemorySpend {
     /// The default bounds of [`Ttls`](crate::cluster::Ttls).
     fn default() -> Self {
         let ttls = crate::cluster::Ttls::default();
@@ -76,7 +76,7 @@ impl Default for MemoryGuard {
     }
 }
 
-impl MemoryGuard {
+impl MemorySpend {
     /// Completed records live `ttl`; at most `max_entries` are held (the
     /// oldest is forgotten first). Request digests are keyed at random
     /// (no other process compares them).
@@ -201,7 +201,7 @@ impl MemoryGuard {
     }
 }
 
-/// [`MemoryGuard::wait`] on its records.
+/// [`MemorySpend::wait`] on its records.
 async fn wait(
     idem: &Mutex<TtlMap<String, Slot>>,
     key: &str,
@@ -237,7 +237,7 @@ async fn wait(
 }
 
 /// The guard's records of one process.
-impl GuardStore for MemoryGuard {
+impl SpendStore for MemorySpend {
     fn digester(&self) -> Digester {
         self.digester.clone()
     }
@@ -296,7 +296,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiter_wakes_on_completion_and_sees_the_record() {
-        let guard = Arc::new(MemoryGuard::new(Duration::from_secs(60), 10));
+        let guard = Arc::new(MemorySpend::new(Duration::from_secs(60), 10));
         assert_eq!(guard.claim("k", "r1", Duration::from_secs(30)), None);
         assert_eq!(
             guard.claim("k", "r1", Duration::from_secs(30)),
@@ -315,7 +315,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_released_claim_is_absent_to_its_waiters_and_claimable_again() {
-        let guard = Arc::new(MemoryGuard::new(Duration::from_secs(60), 10));
+        let guard = Arc::new(MemorySpend::new(Duration::from_secs(60), 10));
         assert_eq!(guard.claim("k", "r1", Duration::from_secs(30)), None);
         let waiter = {
             let guard = guard.clone();
@@ -330,7 +330,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_expired_claim_is_absent() {
-        let guard = MemoryGuard::new(Duration::from_secs(60), 10);
+        let guard = MemorySpend::new(Duration::from_secs(60), 10);
         assert_eq!(guard.claim("k", "r1", Duration::from_secs(5)), None);
         assert_eq!(
             guard.wait("k", "r1", Duration::from_secs(60)).await,
@@ -341,7 +341,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_window_lets_its_limit_through_then_refuses_until_it_reopens() {
-        let guard = MemoryGuard::new(Duration::from_secs(60), 10);
+        let guard = MemorySpend::new(Duration::from_secs(60), 10);
         let windows = vec![
             BudgetWindow {
                 name: "op:create_journey:minute".into(),

@@ -1,4 +1,4 @@
-//! What the fleet shares for the spending guard (`crate::guard`):
+//! What the fleet shares for the spending guard (`crate::spend`):
 //! idempotency records of `CreateJourney` and budget window counters.
 //! Which appkey a request made, who owns it and which profile pays for it
 //! are the journey's record (`cluster::journeys`), not the guard's.
@@ -8,24 +8,24 @@
 //! journey reference and the expiry. Budget windows are named by configuration names
 //! only (operator profile, operation, window).
 //!
-//! - `memory`: [`MemoryGuard`], one process (and the fallback the Redis
+//! - `memory`: [`MemorySpend`], one process (and the fallback the Redis
 //!   store counts budgets in while Redis is unreachable).
-//! - `redis`: [`RedisGuard`], its keys and scripts.
+//! - `redis`: [`RedisSpend`], its keys and scripts.
 
 mod memory;
 mod redis;
 
 use std::time::Duration;
 
-pub use memory::MemoryGuard;
-pub use redis::RedisGuard;
+pub use memory::MemorySpend;
+pub use redis::RedisSpend;
 
-use super::{BoxFuture, ClusterError, seal::Digester};
+use super::{BoxFuture, ClusterError, encryption::Digester};
 use crate::domain::JourneyRef;
 
 /// Where the spending guard keeps its records. Every method answers
 /// within the implementation's command timeout.
-pub trait GuardStore: Send + Sync + 'static {
+pub trait SpendStore: Send + Sync + 'static {
     /// The keyed digester whose digests every replica of this store
     /// agrees on (random per process for memory).
     fn digester(&self) -> Digester;

@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use idgate::{guard::BilledOperation, proto::v1, sandbox::samples};
+use idgate::{proto::v1, sandbox::samples, spend::BilledOperation};
 use tonic::Code;
 use tonic_types::StatusExt as _;
 
 use super::EVENT_WAIT;
-use crate::gateway::guard::budget;
+use crate::gateway::spend::budget;
 use crate::support::{
     fleet::Fleet,
     gateway::{TestGateway, assert_error, happy_person, reason, retryable},

@@ -9,11 +9,11 @@ use std::{sync::Arc, time::Duration};
 use idgate::{
     config::{Config, UpstreamConfig},
     domain::Operation,
-    guard::{BilledOperation, BudgetConfig},
     proto::v1,
     sandbox::{
         FaultAction, FaultRule, ManualClock, SandboxConfig, SandboxHandle, samples::DocumentType,
     },
+    spend::{BilledOperation, BudgetConfig},
 };
 use tonic::Code;
 use tonic_types::StatusExt as _;

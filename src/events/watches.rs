@@ -1,4 +1,4 @@
-//! The journey hub: one result-reading task per watched journey, shared by
+//! The journey watches: one result-reading task per watched journey, shared by
 //! all of that journey's watchers.
 //!
 //! A journey gets a task when its first watcher arrives and loses it when
@@ -56,7 +56,7 @@ use crate::{
 
 /// The journey a `WatchJourney` caller names, validated by the API layer:
 /// by its appkey, or by the reference `CreateJourney` returned (which the
-/// hub resolves through the journey records).
+/// watches resolves through the journey records).
 #[derive(Debug, Clone)]
 pub enum WatchTarget {
     /// The journey's appkey.
@@ -84,9 +84,9 @@ pub(crate) enum End {
     Failed(tonic::Status),
 }
 
-/// Counts of the hub's live state, for tests and telemetry.
+/// Counts of the watches' live state, for tests and telemetry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HubStats {
+pub struct WatchStats {
     /// Journeys with at least one watcher.
     pub journeys: usize,
     /// Watchers across all journeys.
@@ -112,11 +112,11 @@ pub struct HubStats {
 /// The `WatchJourney` core: journeys being watched and their reading
 /// tasks. Cheap to clone (shared).
 #[derive(Clone)]
-pub struct JourneyHub {
-    inner: Arc<HubInner>,
+pub struct JourneyWatches {
+    inner: Arc<WatchesInner>,
 }
 
-pub(crate) struct HubInner {
+pub(crate) struct WatchesInner {
     source: Arc<dyn DynResultSource>,
     /// The journey records, for watch by reference and to tell a journey
     /// issued here (watched until its result) from a foreign appkey.
@@ -124,7 +124,7 @@ pub(crate) struct HubInner {
     /// Submitted steps, the fleet's read turn, shared results.
     progress: Arc<dyn ProgressStore>,
     settings: WatchSettings,
-    state: Mutex<HubState>,
+    state: Mutex<WatchesState>,
     tasks: AtomicUsize,
     tasks_changed: Notify,
     notices_received: AtomicU64,
@@ -133,7 +133,7 @@ pub(crate) struct HubInner {
     fleet_results: AtomicU64,
 }
 
-/// A notice as the hub keeps it: what it announced, and the span of the
+/// A notice as the watches keep it: what it announced, and the span of the
 /// webhook request that brought it (result reads it triggers link to it).
 #[derive(Clone, Debug)]
 struct Heard {
@@ -141,13 +141,13 @@ struct Heard {
     link: Option<SpanContext>,
 }
 
-struct HubState {
+struct WatchesState {
     journeys: HashMap<JourneyRef, JourneyEntry>,
     /// Recent notices by journey, watched or not, so that a watcher that
     /// arrives after the notice reads at once.
     notices: TtlMap<JourneyRef, Heard>,
     next_id: u64,
-    /// Set by [`JourneyHub::close`]: no new watchers.
+    /// Set by [`JourneyWatches::close`]: no new watchers.
     closed: bool,
 }
 
@@ -160,8 +160,8 @@ struct JourneyEntry {
     task: AbortHandle,
 }
 
-impl JourneyHub {
-    /// A hub reading results through `source`, with journey records of
+impl JourneyWatches {
+    /// A watches reading results through `source`, with journey records of
     /// its own (the default retention).
     pub fn new<S: ResultSource>(source: S, settings: WatchSettings) -> Self {
         let c = JourneysConfig::default();
@@ -169,7 +169,7 @@ impl JourneyHub {
         Self::with_journeys(source, settings, Arc::new(journeys))
     }
 
-    /// A hub whose journey references resolve through `journeys` (the
+    /// A watches whose journey references resolve through `journeys` (the
     /// gateway's one store of journey records).
     pub fn with_journeys<S: ResultSource>(
         source: S,
@@ -181,7 +181,7 @@ impl JourneyHub {
         Self::with_stores(source, settings, journeys, Arc::new(progress))
     }
 
-    /// A hub on the gateway's stores: its journey records and the
+    /// A watches on the gateway's stores: its journey records and the
     /// progress it shares with the fleet.
     pub fn with_stores<S: ResultSource>(
         source: S,
@@ -191,12 +191,12 @@ impl JourneyHub {
     ) -> Self {
         let notices = TtlMap::new(settings.notice_ttl, settings.notice_max_entries);
         Self {
-            inner: Arc::new(HubInner {
+            inner: Arc::new(WatchesInner {
                 source: Arc::new(source),
                 journeys,
                 progress,
                 settings,
-                state: Mutex::new(HubState {
+                state: Mutex::new(WatchesState {
                     journeys: HashMap::new(),
                     notices,
                     next_id: 0,
@@ -229,7 +229,7 @@ impl JourneyHub {
         self.watch_viewed(target, ctx, JourneyResult::clone)
     }
 
-    /// [`JourneyHub::watch_until`], giving the watcher `view` of the final
+    /// [`JourneyWatches::watch_until`], giving the watcher `view` of the final
     /// result (the caller's `result_view`).
     pub fn watch_viewed(
         &self,
@@ -253,7 +253,7 @@ impl JourneyHub {
         self.notify_traced(notice, None)
     }
 
-    /// [`JourneyHub::notify`], remembering `link`, the span context of the
+    /// [`JourneyWatches::notify`], remembering `link`, the span context of the
     /// webhook request that brought the notice: the result reads the notice
     /// triggers carry a span link to it.
     pub fn notify_traced(&self, notice: Notice, link: Option<SpanContext>) -> bool {
@@ -314,10 +314,10 @@ impl JourneyHub {
     }
 
     /// Counts of the live state.
-    pub fn stats(&self) -> HubStats {
+    pub fn stats(&self) -> WatchStats {
         let mut state = self.inner.lock();
         state.notices.purge(Instant::now());
-        HubStats {
+        WatchStats {
             journeys: state.journeys.len(),
             watchers: state.journeys.values().map(|j| j.watchers).sum(),
             tasks: self.inner.tasks.load(Ordering::Acquire),
@@ -408,7 +408,7 @@ impl JourneyHub {
         )
         .filter(SpanContext::is_valid);
         let reader = Reader {
-            hub: self.inner.clone(),
+            watches: self.inner.clone(),
             journey: journey.clone(),
             appkey,
             retained_until,
@@ -433,16 +433,16 @@ impl JourneyHub {
     }
 }
 
-impl std::fmt::Debug for JourneyHub {
+impl std::fmt::Debug for JourneyWatches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JourneyHub")
+        f.debug_struct("JourneyWatches")
             .field("stats", &self.stats())
             .finish()
     }
 }
 
-impl HubInner {
-    fn lock(&self) -> MutexGuard<'_, HubState> {
+impl WatchesInner {
+    fn lock(&self) -> MutexGuard<'_, WatchesState> {
         // Every critical section leaves the state consistent before it can
         // panic, so a poisoned lock is still usable.
         crate::sync::lock(&self.state)

@@ -25,7 +25,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use super::config::{BilledOperation, BudgetConfig};
 use crate::{
-    cluster::{BudgetTake, BudgetWindow, GuardStore},
+    cluster::{BudgetTake, BudgetWindow, SpendStore},
     error::Error,
     telemetry::Metrics,
 };
@@ -46,7 +46,7 @@ pub struct Budgets {
     limits: Arc<HashMap<(String, BilledOperation), Limits>>,
     /// Entries naming a caller: (profile, caller, operation).
     by_caller: Arc<HashMap<(String, String, BilledOperation), Limits>>,
-    state: Arc<dyn GuardStore>,
+    state: Arc<dyn SpendStore>,
     metrics: Metrics,
 }
 
@@ -67,7 +67,7 @@ fn warn_at(limit: u64) -> u64 {
 impl Budgets {
     /// The budgets of `config` (validated), counted in `state`; the
     /// remaining gauges start at each limit.
-    pub fn new(config: &[BudgetConfig], state: Arc<dyn GuardStore>, metrics: Metrics) -> Self {
+    pub fn new(config: &[BudgetConfig], state: Arc<dyn SpendStore>, metrics: Metrics) -> Self {
         let mut limits = HashMap::new();
         let mut by_caller = HashMap::new();
         for b in config {
@@ -203,7 +203,7 @@ impl Budgets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::MemoryGuard;
+    use crate::cluster::MemorySpend;
 
     #[test]
     fn the_warning_threshold_is_80_percent_rounded_up() {
@@ -226,7 +226,7 @@ mod tests {
                 per_minute: Some(2),
                 per_day: Some(100),
             }],
-            Arc::new(MemoryGuard::default()),
+            Arc::new(MemorySpend::default()),
             metrics.clone(),
         );
         assert!(budgets.covers(BilledOperation::CreateJourney));
@@ -274,7 +274,7 @@ mod tests {
         };
         let budgets = Budgets::new(
             &[entry(None, 3), entry(Some("greedy"), 1)],
-            Arc::new(MemoryGuard::default()),
+            Arc::new(MemorySpend::default()),
             Metrics::default(),
         );
         let op = BilledOperation::StartSession3D;

@@ -1,5 +1,6 @@
-//! Authentication of webhook deliveries: HTTP Basic, and Standard Webhooks
-//! HMAC-SHA256 signatures over the raw body.
+//! What proves a webhook delivery came from the vendor: HTTP Basic
+//! credentials, or a Standard Webhooks HMAC-SHA256 signature over the raw
+//! body.
 //!
 //! Every comparison of a secret is constant-time: Basic credentials are
 //! compared as SHA-256 digests (so lengths do not leak either), signatures

@@ -20,7 +20,7 @@
 //! A completed record names the journey, not its appkey: a replay reads
 //! the appkey from the journey's record (`cluster::journeys`), and only
 //! when that record's owner and request key are this call's
-//! ([`crate::guard::Guard::create_journey`]). The journey is recorded
+//! ([`crate::spend::SpendGuard::create_journey`]). The journey is recorded
 //! before the claim completes, so no waiter sees a journey without its
 //! owner.
 //!
@@ -34,7 +34,7 @@ use std::{sync::Arc, time::Duration};
 
 use super::config::IdempotencyConfig;
 use crate::{
-    cluster::{ClusterError, GuardStore, IdemRecord, IdemState, seal::Digester},
+    cluster::{ClusterError, IdemRecord, IdemState, SpendStore, encryption::Digester},
     context::CallContext,
     domain::{CallerName, EndUser, JourneyRef, RequestId, RequestKey},
     error::Error,
@@ -119,7 +119,7 @@ pub struct Replayed {
 /// The idempotency of `CreateJourney`, over the shared state.
 #[derive(Clone)]
 pub struct Idempotency {
-    state: Arc<dyn GuardStore>,
+    state: Arc<dyn SpendStore>,
     digester: Digester,
     ttl: Duration,
     pending_ttl: Duration,
@@ -136,7 +136,7 @@ impl std::fmt::Debug for Idempotency {
 
 impl Idempotency {
     /// Idempotency with the windows of `config`, over `state`.
-    pub fn new(config: &IdempotencyConfig, state: Arc<dyn GuardStore>, metrics: Metrics) -> Self {
+    pub fn new(config: &IdempotencyConfig, state: Arc<dyn SpendStore>, metrics: Metrics) -> Self {
         Self {
             digester: state.digester(),
             state,
@@ -230,7 +230,7 @@ impl Idempotency {
 /// otherwise (the call failed, or its caller went away), it releases the
 /// `request_id` so that a retry may try again.
 pub struct Claim {
-    state: Arc<dyn GuardStore>,
+    state: Arc<dyn SpendStore>,
     key: RequestKey,
     request: String,
     ttl: Duration,

@@ -28,7 +28,7 @@ use std::{
 };
 
 use super::call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict};
-use crate::{cluster::FiguresStore, domain::Operation, sync::lock};
+use crate::{cluster::VendorStatsStore, domain::Operation, sync::lock};
 
 pub mod fleet;
 mod tally;
@@ -53,7 +53,7 @@ type TallyMap = HashMap<String, VecDeque<(u64, ChannelTally)>, foldhash::fast::R
 
 /// The rolling per-minute figures of every channel of this gateway.
 #[derive(Debug)]
-pub struct ChannelFigures {
+pub struct VendorStats {
     retention_minutes: u32,
     /// By channel name (from configuration; looked up on every 3D call).
     channels: Mutex<TallyMap>,
@@ -61,7 +61,7 @@ pub struct ChannelFigures {
     fleet: OnceLock<FleetShare>,
 }
 
-impl Default for ChannelFigures {
+impl Default for VendorStats {
     fn default() -> Self {
         Self::new(DEFAULT_RETENTION_MINUTES)
     }
@@ -100,13 +100,13 @@ fn minute_now() -> u64 {
         .map_or(0, |d| d.as_secs() / 60)
 }
 
-impl OutcomeSink for ChannelFigures {
+impl OutcomeSink for VendorStats {
     fn record(&self, channel: &str, outcome: &CallOutcome<'_>) {
-        ChannelFigures::record(self, channel, outcome);
+        VendorStats::record(self, channel, outcome);
     }
 }
 
-impl ChannelFigures {
+impl VendorStats {
     /// Figures kept for `retention_minutes` (at least 1, at most
     /// [`MAX_RETENTION_MINUTES`]).
     pub fn new(retention_minutes: u32) -> Self {
@@ -119,7 +119,7 @@ impl ChannelFigures {
 
     /// Shares these figures with the fleet through `store` (the first
     /// store given).
-    pub fn share(&self, store: Arc<dyn FiguresStore>) {
+    pub fn share(&self, store: Arc<dyn VendorStatsStore>) {
         let _ = self.fleet.set(FleetShare::new(store));
     }
 
@@ -191,7 +191,7 @@ impl ChannelFigures {
 
     /// The fleet's tally of every channel over the last `minutes` minutes,
     /// from Redis; `None` for one process or when Redis does not answer
-    /// (then [`ChannelFigures::window`] is this replica's own).
+    /// (then [`VendorStats::window`] is this replica's own).
     pub async fn fleet_window(&self, minutes: u32) -> Option<BTreeMap<String, ChannelTally>> {
         let now = minute_now();
         let first = now.saturating_sub(u64::from(minutes.max(1)) - 1);

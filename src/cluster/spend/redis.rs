@@ -17,12 +17,12 @@
 
 use std::time::Duration;
 
-use super::{GuardStore, MemoryGuard};
+use super::{MemorySpend, SpendStore};
 use crate::{
     cluster::{
         BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse,
+        encryption::Digester,
         redis::{RedisConn, millis},
-        seal::Digester,
     },
     domain::JourneyRef,
 };
@@ -63,16 +63,16 @@ fn pending(request: &str) -> String {
 
 /// The spending guard's records on Redis. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct RedisGuard {
+pub struct RedisSpend {
     conn: RedisConn,
     /// Budgets counted while Redis is unreachable.
-    local: std::sync::Arc<MemoryGuard>,
+    local: std::sync::Arc<MemorySpend>,
 }
 
-impl RedisGuard {
+impl RedisSpend {
     /// The records on `conn`; `local` counts budgets while Redis is
     /// unreachable.
-    pub(in crate::cluster) fn new(conn: RedisConn, local: MemoryGuard) -> Self {
+    pub(in crate::cluster) fn new(conn: RedisConn, local: MemorySpend) -> Self {
         Self {
             conn,
             local: std::sync::Arc::new(local),
@@ -264,7 +264,7 @@ impl RedisGuard {
     }
 }
 
-impl GuardStore for RedisGuard {
+impl SpendStore for RedisSpend {
     fn digester(&self) -> Digester {
         self.conn.digester().clone()
     }

@@ -1,6 +1,6 @@
 //! The figures this replica shares with the fleet ([`FleetShare`]): what
 //! it records is also queued here and added to the fleet's per-minute
-//! buckets on Redis ([`crate::cluster::FiguresStore`]) every
+//! buckets on Redis ([`crate::cluster::VendorStatsStore`]) every
 //! [`FLUSH_INTERVAL`] by a task of its own, so no call waits on Redis; and
 //! a window of the fleet's figures, read back from any replica.
 //!
@@ -18,7 +18,7 @@ use std::{
 
 use super::{ChannelTally, ERROR_CLASSES, LATENCY_BUCKETS, LatencyHistogram};
 use crate::{
-    cluster::{ClusterError, FigureDelta, FiguresStore},
+    cluster::{ClusterError, FigureDelta, VendorStatsStore},
     sync::lock,
 };
 
@@ -35,7 +35,7 @@ type Pending = BTreeMap<u64, HashMap<String, ChannelTally>>;
 
 /// This replica's share of the fleet's figures.
 pub struct FleetShare {
-    store: Arc<dyn FiguresStore>,
+    store: Arc<dyn VendorStatsStore>,
     pending: Mutex<Pending>,
 }
 
@@ -47,7 +47,7 @@ impl std::fmt::Debug for FleetShare {
 
 impl FleetShare {
     /// Shares through `store`.
-    pub(super) fn new(store: Arc<dyn FiguresStore>) -> Self {
+    pub(super) fn new(store: Arc<dyn VendorStatsStore>) -> Self {
         Self {
             store,
             pending: Mutex::new(Pending::new()),
