@@ -30,6 +30,7 @@ mod fixed_port;
 #[path = "support/fleet.rs"]
 mod fleet;
 
+use idgate::testing::GatewayParts as _;
 use std::{
     collections::BTreeMap,
     net::SocketAddr,

@@ -82,12 +82,6 @@ impl CallContext {
     pub fn is_expired(&self) -> bool {
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
-
-    /// This context, or one ending at `limit` if that comes first: the
-    /// budget of one attempt that has its own timeout.
-    pub fn capped_at(&self, limit: Instant) -> Self {
-        Self::with_deadline(self.deadline.map_or(limit, |d| d.min(limit)))
-    }
 }
 
 /// Parses the gRPC `TimeoutValue TimeoutUnit` form (`100m`, `5S`, ...):
@@ -153,22 +147,8 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn capping_keeps_the_earlier_instant() {
-        let now = Instant::now();
-        let near = now + Duration::from_millis(10);
-        let far = now + Duration::from_secs(10);
-        assert_eq!(
-            CallContext::unbounded().capped_at(far).deadline(),
-            Some(far)
-        );
-        assert_eq!(
-            CallContext::with_deadline(near).capped_at(far).deadline(),
-            Some(near)
-        );
-        assert_eq!(
-            CallContext::with_deadline(far).capped_at(near).deadline(),
-            Some(near)
-        );
+    async fn a_deadline_expires_when_its_instant_passes() {
+        let near = Instant::now() + Duration::from_millis(10);
         assert!(!CallContext::with_deadline(near).is_expired());
         tokio::time::advance(Duration::from_millis(10)).await;
         assert!(CallContext::with_deadline(near).is_expired());

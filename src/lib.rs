@@ -7,7 +7,7 @@
 //! prints any cycle):
 //!
 //! ```text
-//! cli -> server -> config -> sandbox, api -> auth, guard, events -> journey,
+//! testing -> cli -> server -> config -> sandbox, api -> auth, spend, events -> journey,
 //!     channels -> error, cluster -> upstream -> telemetry -> leaves
 //! leaves: domain, context, config_source, proto, ttl, sync, net, tls
 //! ```
@@ -24,7 +24,8 @@
 //!   takes labels, and knows no upstream or channel type.
 //! - [`cluster`]: the state a fleet of replicas shares, one store trait
 //!   per concern (journey directory, session bindings, webhook dedupe and
-//!   notice fan-out, channel control state, guard records), each in memory
+//!   notice fan-out, channel control state, spending records, vendor
+//!   figures, rollout state, watch progress), each in memory
 //!   or on Redis, composed in [`Shared`](cluster::Shared).
 //! - [`upstream`]: the REST client, its wire types and its client spans;
 //!   it calls on whatever [`HttpPools`](upstream::HttpPools) it is given.
@@ -53,6 +54,9 @@
 //!   core). Nothing below `server` knows threads exist: `upstream` is
 //!   handed its pools ([`upstream::HttpPools`]), admission a call hook.
 //! - [`cli`]: every subcommand that talks to a running gateway.
+//! - [`testing`]: the one door to what tests and measurements look into
+//!   (a running gateway's parts, the credential cache); nothing needs it
+//!   to run or embed a gateway.
 #![forbid(unsafe_code)]
 
 pub mod api;
@@ -74,6 +78,7 @@ pub mod server;
 pub mod spend;
 pub mod sync;
 pub mod telemetry;
+pub mod testing;
 pub mod tls;
 mod ttl;
 pub mod upstream;

@@ -169,9 +169,9 @@ impl JourneyWatches {
         Self::with_journeys(source, settings, Arc::new(journeys))
     }
 
-    /// A watches whose journey references resolve through `journeys` (the
+    /// Watches whose journey references resolve through `journeys` (the
     /// gateway's one store of journey records).
-    pub fn with_journeys<S: ResultSource>(
+    fn with_journeys<S: ResultSource>(
         source: S,
         settings: WatchSettings,
         journeys: Arc<dyn JourneyStore>,

@@ -118,7 +118,7 @@ impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Credentials")
             .field("profiles", &self.inner.order)
-            .field("exchanges", &self.exchanges())
+            .field("exchanges", &self.inner.exchanges.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -155,20 +155,6 @@ impl Credentials {
                 slots,
                 exchanges: AtomicU64::new(0),
             }),
-        }
-    }
-
-    /// How many `/credencial` exchanges this cache has started (each
-    /// counted once, whatever its transport retries).
-    pub fn exchanges(&self) -> u64 {
-        self.inner.exchanges.load(Ordering::Relaxed)
-    }
-
-    /// Marks every cached credential as expired, so the next use
-    /// refreshes (tests, and operators rotating passwords).
-    pub fn expire_now(&self) {
-        for slot in self.inner.slots.values() {
-            lock(&slot.state).cached = None;
         }
     }
 
@@ -305,6 +291,28 @@ fn fresh(state: &SlotState) -> Option<CredentialToken> {
         .as_ref()
         .filter(|c| OffsetDateTime::now_utc() < c.refresh_at)
         .map(|c| c.token.clone())
+}
+
+/// What a test reads of, and does to, the credential cache; reached
+/// through [`crate::testing`].
+pub trait CredentialsParts {
+    /// How many `/credencial` exchanges this cache has started (each
+    /// counted once, whatever its transport retries).
+    fn exchanges(&self) -> u64;
+    /// Marks every cached credential as expired, so the next use refreshes.
+    fn expire_now(&self);
+}
+
+impl CredentialsParts for Credentials {
+    fn exchanges(&self) -> u64 {
+        self.inner.exchanges.load(Ordering::Relaxed)
+    }
+
+    fn expire_now(&self) {
+        for slot in self.inner.slots.values() {
+            lock(&slot.state).cached = None;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! - [`OperatorConfig`] (`operators`): `[[operators]]`, whose passwords
 //!   live outside the TOML.
 
-mod credentials;
+pub(crate) mod credentials;
 mod operators;
 
 pub use credentials::{CredentialPolicy, Credentials};

@@ -113,36 +113,6 @@ impl Gateway {
         self.reloadable.sandbox.as_ref()
     }
 
-    /// The embedded sandbox, mutably (to stop one of its channels).
-    pub fn sandbox_mut(&mut self) -> Option<&mut SandboxHandle> {
-        self.reloadable.sandbox.as_mut()
-    }
-
-    /// The 3D channel router.
-    pub fn router(&self) -> &Arc<ChannelRouter> {
-        &self.services.router
-    }
-
-    /// The journey watches (watchers, directory).
-    pub fn watches(&self) -> &JourneyWatches {
-        &self.services.watches
-    }
-
-    /// The journey core (credentials, REST client).
-    pub fn core(&self) -> &JourneyCore {
-        &self.services.core
-    }
-
-    /// The metrics registry.
-    pub fn metrics(&self) -> &Metrics {
-        &self.services.metrics
-    }
-
-    /// The shared state (in memory, or the fleet's on Redis).
-    pub fn shared_state(&self) -> &Shared {
-        &self.services.shared
-    }
-
     /// Re-reads the listeners' certificates, then the configuration file,
     /// and applies what can change at run time: certificates (served from
     /// the next connection on), the channel set, the `[[callers]]` table
@@ -276,5 +246,51 @@ impl Gateway {
         if let Some(sandbox) = reloadable.sandbox {
             sandbox.shutdown().await;
         }
+    }
+}
+
+/// The parts of a running gateway a test or a measurement looks into, to
+/// assert what a call did (the router's counters, the watches, the shared
+/// state) or to break something on purpose. None is needed to run or embed
+/// a gateway, so none sits on [`Gateway`] itself; reached through
+/// [`crate::testing`].
+pub trait GatewayParts {
+    /// The embedded sandbox, mutably (to stop one of its channels).
+    fn sandbox_mut(&mut self) -> Option<&mut SandboxHandle>;
+    /// The 3D channel router.
+    fn router(&self) -> &Arc<ChannelRouter>;
+    /// The journey watches (watchers, their readers).
+    fn watches(&self) -> &JourneyWatches;
+    /// The journey core (credentials, REST client).
+    fn core(&self) -> &JourneyCore;
+    /// The metrics registry.
+    fn metrics(&self) -> &Metrics;
+    /// The shared state (in memory, or the fleet's on Redis).
+    fn shared_state(&self) -> &Shared;
+}
+
+impl GatewayParts for Gateway {
+    fn sandbox_mut(&mut self) -> Option<&mut SandboxHandle> {
+        self.reloadable.sandbox.as_mut()
+    }
+
+    fn router(&self) -> &Arc<ChannelRouter> {
+        &self.services.router
+    }
+
+    fn watches(&self) -> &JourneyWatches {
+        &self.services.watches
+    }
+
+    fn core(&self) -> &JourneyCore {
+        &self.services.core
+    }
+
+    fn metrics(&self) -> &Metrics {
+        &self.services.metrics
+    }
+
+    fn shared_state(&self) -> &Shared {
+        &self.services.shared
     }
 }

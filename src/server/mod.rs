@@ -30,7 +30,7 @@ mod callers;
 mod connections;
 mod edge;
 mod fleet;
-mod gateway;
+pub(crate) mod gateway;
 mod listeners;
 mod max_age;
 mod notices;

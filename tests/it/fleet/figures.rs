@@ -5,6 +5,7 @@
 //! reaches Redis once it is back.
 
 use idgate::cli::{channels::AdminTarget, compare};
+use idgate::testing::GatewayParts as _;
 use serde_json::Value;
 
 use super::EVENT_WAIT;

@@ -12,6 +12,7 @@ use crate::support::{
     proxy::CutProxy,
     wait::eventually,
 };
+use idgate::testing::GatewayParts as _;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_on_one_replica_ends_the_watches_on_the_others_with_one_read_for_the_fleet() {

@@ -5,6 +5,7 @@
 //! and so does one without the password of sentinels that require one.
 
 use idgate::proto::v1;
+use idgate::testing::GatewayParts as _;
 
 use super::EVENT_WAIT;
 use crate::support::{

@@ -3,6 +3,7 @@
 //! a replica started later from its first call; a contingency hold started
 //! on one replica steers every replica to the alternative channel.
 
+use idgate::testing::GatewayParts as _;
 use std::collections::BTreeMap;
 
 use idgate::{domain::Operation, proto::v1};

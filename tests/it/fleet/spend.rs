@@ -3,6 +3,7 @@
 //! is a gated proxy in front of the fleet's sandbox, so a first call can
 //! be held at `/appkey` while the second arrives on another replica.
 
+use idgate::testing::GatewayParts as _;
 use std::time::Duration;
 
 use idgate::{proto::v1, sandbox::samples, spend::BilledOperation};

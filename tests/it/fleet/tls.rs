@@ -9,6 +9,7 @@
 //! refuses fleet-wide changes.
 
 use idgate::config::Config;
+use idgate::testing::GatewayParts as _;
 
 use super::EVENT_WAIT;
 use crate::support::{

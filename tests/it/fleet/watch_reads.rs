@@ -3,6 +3,7 @@
 //! journey's read turn and polls for the fleet, and the final result it
 //! reads reaches every other replica's watchers without another read.
 
+use idgate::testing::GatewayParts as _;
 use std::time::{Duration, Instant};
 
 use super::EVENT_WAIT;

@@ -8,6 +8,7 @@
 
 use base64::Engine as _;
 use idgate::proto::v1;
+use idgate::testing::GatewayParts as _;
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
     net::TcpStream,

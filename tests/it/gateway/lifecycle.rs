@@ -5,6 +5,7 @@
 //! the result before a liveness proof. Time moves on the sandbox's
 //! `ManualClock`; nothing sleeps.
 
+use idgate::testing::{CredentialsParts as _, GatewayParts as _};
 use std::time::Duration;
 
 use crate::support::gateway::*;

@@ -4,6 +4,7 @@
 //! the second arrives), never with sleeps; refusals are proven by the
 //! sandbox's call counts.
 
+use idgate::testing::GatewayParts as _;
 use std::{sync::Arc, time::Duration};
 
 use idgate::{

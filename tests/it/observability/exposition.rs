@@ -3,6 +3,7 @@
 //! hops off loopback warned at start and counted by kind, without a URL.
 
 use idgate::domain::{Appkey, JourneyRef};
+use idgate::testing::GatewayParts as _;
 
 use super::*;
 use crate::support::{gateway, metrics};

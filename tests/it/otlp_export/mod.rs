@@ -6,6 +6,7 @@
 mod audit;
 mod settings;
 
+use idgate::testing::GatewayParts as _;
 use idgate::{
     proto::v1::journey_service_client::JourneyServiceClient,
     telemetry::{OtlpProtocol, TelemetryBuilder},

@@ -12,6 +12,7 @@
 //! Sentinel set or a Redis Cluster: each says how a replica is pointed at
 //! it ([`FleetRedis`]).
 
+use idgate::testing::GatewayParts as _;
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use idgate::{

@@ -1,6 +1,7 @@
 //! The credential cache: one exchange for many callers, caching, and the
 //! single refresh-and-retry of `/appkey` after a 401.
 
+use idgate::testing::CredentialsParts as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

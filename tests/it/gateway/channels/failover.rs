@@ -4,6 +4,7 @@
 //! left, or a channel is named that does not exist, the caller is told
 //! with the right status and `RetryInfo` or none.
 
+use idgate::testing::GatewayParts as _;
 use idgate::{
     domain::Operation,
     proto::v1::{self, RoutingMode},

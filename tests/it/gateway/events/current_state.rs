@@ -6,6 +6,7 @@
 //! appkey the gateway did not issue is given up after `max_not_found`.
 
 use idgate::proto::v1::JourneyStatus;
+use idgate::testing::GatewayParts as _;
 
 use super::{assert_ends_complete, happy_3d_plan};
 use crate::support::{

@@ -4,6 +4,7 @@
 
 use base64::Engine as _;
 use idgate::proto::v1;
+use idgate::testing::GatewayParts as _;
 use reqwest::StatusCode;
 
 use super::{assert_ends_complete, basic};

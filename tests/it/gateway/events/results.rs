@@ -3,6 +3,7 @@
 //! result of a failed journey, the fallback reads when no notice comes,
 //! and `RESULT_NOT_SETTLED` when the result never settles.
 
+use idgate::testing::GatewayParts as _;
 use std::time::Duration;
 
 use idgate::{

@@ -4,6 +4,7 @@
 
 use futures_util::{StreamExt as _, stream};
 use idgate::proto::v1;
+use idgate::testing::GatewayParts as _;
 
 use super::assert_ends_complete;
 use crate::support::{

@@ -2,6 +2,7 @@
 //! stream ended by the caller's deadline, by the caller, or by the
 //! gateway's shutdown releases its watcher and reads nothing more.
 
+use idgate::testing::GatewayParts as _;
 use std::time::Duration;
 
 use crate::support::{
