@@ -110,11 +110,6 @@ impl<K: Hash + Eq + Clone, V> TtlMap<K, V> {
         self.entries.len()
     }
 
-    /// True when no entry is held.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Drops every expired entry. Expiry follows insertion order, so this
     /// stops at the first live entry.
     pub(crate) fn purge(&mut self, now: Instant) {
@@ -230,7 +225,7 @@ mod tests {
         assert!(!m.remove_if(&"a", |v| *v == 2));
         assert_eq!(m.peek(&"a", t0), Some(&1));
         assert!(m.remove_if(&"a", |v| *v == 1));
-        assert!(m.is_empty());
+        assert_eq!(m.len(), 0);
         assert!(!m.remove_if(&"a", |_| true));
         // The removed key's stale queue item does not count against the bound.
         m.insert("b", 2, t0);

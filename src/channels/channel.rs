@@ -14,6 +14,7 @@ use super::{
     config::ChannelSpec,
 };
 use crate::{
+    cluster::Issuer,
     domain::Operation,
     upstream::{ChannelEndpoint, UpstreamError},
 };
@@ -132,6 +133,19 @@ pub struct Channel {
     breaker: Breaker,
     drained: AtomicBool,
     stats: Arc<ChannelStats>,
+}
+
+/// A binding holds the channel generation that issued a session: a
+/// reload that changes the channel makes a new generation, and the
+/// session's verification still goes to the old one.
+impl Issuer for Arc<Channel> {
+    fn name(&self) -> &str {
+        Channel::name(self)
+    }
+
+    fn is(&self, other: &Self) -> bool {
+        Arc::ptr_eq(self, other)
+    }
 }
 
 impl Channel {

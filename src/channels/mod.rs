@@ -5,7 +5,6 @@
 //! - [`transport`]: the seam to the REST client ([`Liveness3DTransport`]).
 //! - [`router`]: [`ChannelRouter`], which picks the channel of every call.
 //! - [`breaker`]: the per-channel circuit breaker.
-//! - [`bindings`]: which channel issued the session of an appkey.
 //! - [`channel`]: a channel at run time, its counters and snapshots.
 //! - [`weighted`]: the per-journey weighted split of new sessions.
 //! - [`outcome`]: one record per call, and the one place that counts it.
@@ -17,7 +16,6 @@
 //! tonic services in `api::admin`; `idgate channels` in `cli::channels`.
 //! Operators' guide: `docs/channels.md`.
 
-pub mod bindings;
 pub mod breaker;
 pub mod call_outcome;
 pub mod channel;

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! api, guard, events -------> JourneyStore    journeys.rs   journey ref -> record (sealed)
-//! channels::ChannelRouter -> BindingStore    bindings.rs   journey ref -> channel name
+//! channels::ChannelRouter -> BindingStore    bindings.rs   journey ref -> issuing channel
 //!                      |---> ControlStore    control.rs    routing mode, drains, hold
 //! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
@@ -72,7 +72,7 @@ use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use tokio::sync::broadcast;
 
-pub use bindings::{BindingStore, MemoryBindings, RedisBindings};
+pub use bindings::{BindingStore, Bound, Issuer, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
@@ -121,6 +121,8 @@ pub struct Ttls {
     pub journey_unknown: Duration,
     /// 3D session bindings (`[routing] binding_ttl_secs`).
     pub binding: Duration,
+    /// Most 3D session bindings a replica holds (`[routing] max_bindings`).
+    pub binding_max_entries: usize,
     /// Webhook deliveries remembered for dedupe (`[webhook] dedupe_ttl_secs`).
     pub dedupe: Duration,
     /// Most deliveries remembered in memory.
@@ -145,6 +147,7 @@ impl Default for Ttls {
             journey_max_entries: 100_000,
             journey_unknown: Duration::from_secs(30),
             binding: Duration::from_secs(600),
+            binding_max_entries: 100_000,
             dedupe: Duration::from_secs(900),
             dedupe_max_entries: 100_000,
             idempotency: Duration::from_secs(86_400),
@@ -174,8 +177,6 @@ pub enum FleetEvent {
 pub struct Shared {
     /// The journey records: owner, appkey, profile, request, by reference.
     pub journeys: Arc<dyn JourneyStore>,
-    /// Journey reference -> the channel that issued its 3D session.
-    pub bindings: Arc<dyn BindingStore>,
     /// Webhook deliveries seen, and completion notices told.
     pub dedupe: Arc<dyn DedupeStore>,
     /// Routing mode, drained channels, contingency hold.
@@ -193,6 +194,8 @@ pub struct Shared {
     pub progress: Arc<dyn ProgressStore>,
     /// The last conformance probe verdict of each channel.
     pub probes: Arc<dyn ProbeStore>,
+    /// How long 3D session bindings live, and how many a replica holds.
+    bindings: (Duration, usize),
     /// The fleet's connection; `None` for one process.
     redis: Option<(RedisConn, RedisControl)>,
     /// What one process tells itself: nothing (no other replica).
@@ -213,7 +216,6 @@ impl Shared {
     pub fn memory(ttls: Ttls) -> Self {
         Self {
             journeys: Arc::new(MemoryJourneys::new(ttls.journey, ttls.journey_max_entries)),
-            bindings: Arc::new(MemoryBindings),
             dedupe: Arc::new(MemoryDedupe::new(ttls.dedupe, ttls.dedupe_max_entries)),
             control: Arc::new(MemoryControl),
             guard: Arc::new(MemorySpend::new(
@@ -224,8 +226,23 @@ impl Shared {
             rollout: Arc::new(MemoryRollout::default()),
             progress: Arc::new(MemoryProgress::new(ttls.journey, ttls.journey_max_entries)),
             probes: Arc::new(MemoryProbes::default()),
+            bindings: (ttls.binding, ttls.binding_max_entries),
             redis: None,
             events: broadcast::channel(1).0,
+        }
+    }
+
+    /// The store of 3D session bindings whose issuers are `I` (the
+    /// router's channel generations, which this module cannot name): in
+    /// memory for one process; for a fleet, on Redis in front of the
+    /// replica's own. A new store each call: its one user (the router)
+    /// holds the one it asked for.
+    pub fn session_bindings<I: Issuer>(&self) -> Arc<dyn BindingStore<I>> {
+        let (ttl, max_entries) = self.bindings;
+        let local = MemoryBindings::new(ttl, max_entries);
+        match &self.redis {
+            None => Arc::new(local),
+            Some((conn, _)) => Arc::new(RedisBindings::new(conn.clone(), ttl, local)),
         }
     }
 
@@ -245,7 +262,6 @@ impl Shared {
                 ttls.journey_max_entries,
                 ttls.journey_unknown,
             )),
-            bindings: Arc::new(RedisBindings::new(conn.clone(), ttls.binding)),
             dedupe: Arc::new(RedisDedupe::new(
                 conn.clone(),
                 ttls.dedupe,
@@ -266,6 +282,7 @@ impl Shared {
             )),
             probes: Arc::new(RedisProbes::new(conn.clone())),
             events: broadcast::channel(1).0,
+            bindings: (ttls.binding, ttls.binding_max_entries),
             redis: Some((conn, control)),
         })
     }

@@ -36,6 +36,7 @@ pub(super) fn shared_state(
         journey_max_entries: config.journeys.max_entries,
         journey_unknown: Duration::from_secs(config.journeys.unknown_ttl_secs),
         binding: Duration::from_secs(config.routing.binding_ttl_secs),
+        binding_max_entries: config.routing.max_bindings,
         dedupe: webhook.dedupe_ttl,
         dedupe_max_entries: webhook.dedupe_max_entries,
         idempotency: Duration::from_secs(config.idempotency.ttl_secs),

@@ -244,7 +244,7 @@ fn build_services(
             &config.routing,
             Arc::new(HttpTransport::new(client)),
         )?
-        .with_shared(shared.bindings.clone(), shared.control.clone())
+        .with_shared(shared.session_bindings(), shared.control.clone())
         .with_shared_figures(shared.figures.clone())
         .with_metrics(metrics.clone()),
     );

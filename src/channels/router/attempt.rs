@@ -15,7 +15,7 @@ use crate::{
         transport::SessionGrant,
     },
     context::CallContext,
-    domain::{Appkey, JourneyRef, Operation},
+    domain::{Appkey, Operation},
     sync::lock,
     upstream::UpstreamError,
 };
@@ -81,8 +81,8 @@ impl ChannelRouter {
             }
             let e = match result {
                 Ok(grant) => {
-                    let held = self.on_granted(set, channel, appkey, &grant, now);
-                    self.share_grant(channel, appkey, held).await;
+                    let held = self.hold_on_contingency(set, channel, &grant, now);
+                    self.record_grant(channel, appkey, held).await;
                     return Attempt::Granted(StartedSession {
                         grant,
                         channel: channel.name().to_owned(),
@@ -109,13 +109,12 @@ impl ChannelRouter {
         }
     }
 
-    /// Binds the appkey to `channel` and starts a contingency hold when
-    /// the primary answered in contingency; true when a hold started.
-    fn on_granted(
+    /// Starts a contingency hold when the primary answered in
+    /// contingency; true when a hold started.
+    fn hold_on_contingency(
         &self,
         set: &ChannelSet,
         channel: &Arc<Channel>,
-        appkey: &Appkey,
         grant: &SessionGrant,
         now: Instant,
     ) -> bool {
@@ -129,7 +128,6 @@ impl ChannelRouter {
                 "primary answered in contingency; preferring the alternative"
             );
         }
-        lock(&self.bindings).insert(JourneyRef::from_appkey(appkey), Arc::clone(channel), now);
         hold
     }
 }

@@ -1,10 +1,10 @@
-//! The router in a fleet: bindings and control state shared through
-//! [`BindingStore`](crate::cluster::BindingStore) and
-//! [`ControlStore`](crate::cluster::ControlStore).
+//! The router's state that outlives a call: session bindings in its
+//! [`BindingStore`](crate::cluster::BindingStore), and the control state
+//! the fleet shares through [`ControlStore`](crate::cluster::ControlStore).
 //!
-//! - A granted session is bound here (with its channel generation) and in
-//!   the fleet (by channel name), so any replica can route its
-//!   verification without the caller's hint.
+//! - A granted session is bound with its channel generation; in a fleet
+//!   the store also shares the channel's name, so any replica can route
+//!   the verification without the caller's hint.
 //! - `SetRoutingMode`, `DrainChannel` and `UndrainChannel` are written to
 //!   the fleet first and applied here only once written: a change the
 //!   fleet could not take is refused (`CLUSTER_UNAVAILABLE`) and applied
@@ -13,8 +13,8 @@
 //! - A contingency hold started here is told to the fleet, so every
 //!   replica prefers the alternative for the rest of it.
 //!
-//! Circuit breakers stay per replica. In one process (`MemoryBindings`, `MemoryControl`) the
-//! shared calls are no-ops and the router behaves as it always did.
+//! Circuit breakers stay per replica. In one process the bindings are the
+//! memory store's and there is no one to tell of a control change.
 
 use std::{sync::Arc, sync::atomic::Ordering};
 
@@ -27,21 +27,21 @@ use crate::{
         channel::{Channel, ChannelSnapshot},
         config::RoutingMode,
     },
-    cluster::{ControlChange, ControlState},
+    cluster::{Bound, ControlChange, ControlState},
     domain::{Appkey, JourneyRef},
     sync::lock,
 };
 
 impl ChannelRouter {
-    /// Tells the fleet which channel issued the session of `appkey` and,
-    /// when `held`, that a contingency hold started. Waits for the binding
-    /// (at most the cluster's command timeout), so a verification sent to
-    /// another replica right after finds it.
-    pub(super) async fn share_grant(&self, channel: &Arc<Channel>, appkey: &Appkey, held: bool) {
+    /// Binds the session of `appkey` to `channel` and, when `held`, tells
+    /// the fleet that a contingency hold started. Waits for the binding
+    /// (in a fleet, at most the cluster's command timeout), so a
+    /// verification sent to another replica right after finds it.
+    pub(super) async fn record_grant(&self, channel: &Arc<Channel>, appkey: &Appkey, held: bool) {
         let journey = JourneyRef::from_appkey(appkey);
         if self
-            .shared_bindings
-            .bind_session(&journey, channel.name())
+            .bindings
+            .bind_session(journey.clone(), Arc::clone(channel))
             .await
             .is_err()
         {
@@ -62,25 +62,21 @@ impl ChannelRouter {
         }
     }
 
-    /// The channel the fleet bound `journey` to, when it is configured here.
-    pub(super) async fn shared_binding(&self, journey: &JourneyRef) -> Option<Arc<Channel>> {
-        let name = self
-            .shared_bindings
-            .bound_channel(journey)
-            .await
-            .ok()
-            .flatten()?;
-        let channel = self.current().get(&name).cloned();
-        if channel.is_none() {
-            tracing::warn!(channel = %name, journey = %journey, "the fleet bound a session to a channel not configured here");
+    /// The channel generation that issued the session of `journey`: this
+    /// replica's own binding, or the channel of that name here when
+    /// another replica bound it. A store that cannot answer counts as
+    /// unbound (the caller may still name the channel).
+    pub(super) async fn bound_channel(&self, journey: &JourneyRef) -> Option<Arc<Channel>> {
+        match self.bindings.bound_channel(journey).await.ok().flatten()? {
+            Bound::Here(channel) => Some(channel),
+            Bound::Elsewhere(name) => {
+                let channel = self.current().get(&name).cloned();
+                if channel.is_none() {
+                    tracing::warn!(channel = %name, journey = %journey, "the fleet bound a session to a channel not configured here");
+                }
+                channel
+            }
         }
-        channel
-    }
-
-    /// Drops the fleet's binding of `journey` if it still names `target`
-    /// (in the background: the caller has its answer).
-    pub(super) fn forget_shared(&self, journey: &JourneyRef, target: &Channel) {
-        self.shared_bindings.release_session(journey, target.name());
     }
 
     /// `SetRoutingMode` for the fleet: checked here, written to the fleet,

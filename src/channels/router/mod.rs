@@ -40,7 +40,6 @@ use std::{
 use tokio::time::Instant;
 
 use super::{
-    bindings::SessionBindings,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{ChannelConfigError, ChannelSpec, RoutingConfig, RoutingMode},
     outcome::OutcomeRecorder,
@@ -101,14 +100,14 @@ pub struct ChannelRouter {
     mode: Mutex<RoutingMode>,
     contingency_hold: Duration,
     hold_until: Mutex<Option<Instant>>,
-    bindings: Mutex<SessionBindings>,
+    /// Which channel generation issued each 3D session: this process's
+    /// own, and the fleet's with `[cluster]` (see `fleet`).
+    bindings: Arc<dyn BindingStore<Arc<Channel>>>,
     /// Session-token attempts on the channel of a forced mode.
     forced_session_attempts: u32,
     /// Where every call's outcome is counted: channel counters, vendor
     /// figures, `/metrics`.
     outcomes: OutcomeRecorder,
-    /// The fleet's shared bindings (see `fleet`).
-    shared_bindings: Arc<dyn BindingStore>,
     /// The fleet's shared control state (see `fleet`).
     shared_control: Arc<dyn ControlStore>,
     /// True once the mode and drains in force came from the fleet.
@@ -161,13 +160,12 @@ impl ChannelRouter {
             mode: Mutex::new(routing.mode.clone()),
             contingency_hold: Duration::from_secs(routing.contingency_hold_secs),
             hold_until: Mutex::new(None),
-            bindings: Mutex::new(SessionBindings::new(
+            bindings: Arc::new(MemoryBindings::new(
                 Duration::from_secs(routing.binding_ttl_secs),
                 routing.max_bindings,
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
             outcomes: OutcomeRecorder::new(VendorStats::new(routing.figures_retention_minutes)),
-            shared_bindings: Arc::new(MemoryBindings),
             shared_control: Arc::new(MemoryControl),
             fleet_control: AtomicBool::new(false),
         })
@@ -208,10 +206,10 @@ impl ChannelRouter {
     /// `[cluster]`).
     pub fn with_shared(
         mut self,
-        bindings: Arc<dyn BindingStore>,
+        bindings: Arc<dyn BindingStore<Arc<Channel>>>,
         control: Arc<dyn ControlStore>,
     ) -> Self {
-        self.shared_bindings = bindings;
+        self.bindings = bindings;
         self.shared_control = control;
         self
     }
@@ -237,7 +235,7 @@ impl ChannelRouter {
         RouterSnapshot {
             mode: self.mode(),
             contingency_hold_active: lock(&self.hold_until).is_some_and(|u| now < u),
-            bindings: lock(&self.bindings).len(),
+            bindings: self.bindings.local_len(),
             channels: self.current().iter().map(|c| c.snapshot(now)).collect(),
             fleet_control: self.fleet_control.load(Ordering::Acquire),
         }

@@ -10,7 +10,6 @@ use crate::{
     context::CallContext,
     domain::{Appkey, JourneyRef, Operation, SessionToken},
     proto::v1::LivenessVerdict,
-    sync::lock,
     upstream::UpstreamError,
 };
 
@@ -40,11 +39,7 @@ impl ChannelRouter {
         let key = JourneyRef::from_appkey(appkey);
         let now = Instant::now();
         let requested = channel.filter(|n| !n.is_empty());
-        let local = lock(&self.bindings).get(&key, now);
-        let bound = match local {
-            Some(b) => Some(b),
-            None => self.shared_binding(&key).await,
-        };
+        let bound = self.bound_channel(&key).await;
         let target = match (bound, requested) {
             (Some(b), Some(name)) if b.name() != name => {
                 return Err(Error::ChannelMismatch {
@@ -91,14 +86,10 @@ impl ChannelRouter {
                     "3D verification failed; not retried"
                 );
                 if !e.is_upstream_fault() {
-                    lock(&self.bindings).remove_if(&key, &target);
-                    self.forget_shared(&key, &target);
+                    self.bindings.release_session(&key, &target);
                 }
             }
-            Ok(_) => {
-                lock(&self.bindings).remove_if(&key, &target);
-                self.forget_shared(&key, &target);
-            }
+            Ok(_) => self.bindings.release_session(&key, &target),
         }
         result.map_err(Error::Upstream)
     }
