@@ -182,7 +182,14 @@ mod tests {
             ("config/serving.rs", include_str!("serving.rs")),
             ("upstream/config.rs", include_str!("../upstream/config.rs")),
             ("channels/config.rs", include_str!("../channels/config.rs")),
-            ("events/config.rs", include_str!("../events/config.rs")),
+            (
+                "events/webhook/config.rs",
+                include_str!("../events/webhook/config.rs"),
+            ),
+            (
+                "events/watches/config.rs",
+                include_str!("../events/watches/config.rs"),
+            ),
             ("cluster/config.rs", include_str!("../cluster/config.rs")),
             ("spend/config.rs", include_str!("../spend/config.rs")),
             ("sandbox/config.rs", include_str!("../sandbox/config.rs")),

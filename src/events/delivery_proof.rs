@@ -11,7 +11,7 @@ use hmac::{Hmac, Mac};
 use http::HeaderMap;
 use sha2::Sha256;
 
-use super::config::{BasicCredentials, HmacSecret};
+use super::{BasicCredentials, HmacSecret};
 use crate::domain::{authorization_credentials, secrets_match};
 
 /// Standard Webhooks header: the delivery's unique id.

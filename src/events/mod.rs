@@ -14,12 +14,10 @@
 //!   its Basic credentials or HMAC signature.
 //! - [`watches`]: [`JourneyWatches`], the per-journey read loops shared by
 //!   watchers, and the stream each watcher gets ([`WatchStream`]).
-//! - [`config`]: `[webhook]` and `[watch]`.
 //!
 //! Appkeys travel only inside [`Appkey`]; logs and errors name journeys by
 //! their [`JourneyRef`](crate::domain::JourneyRef).
 
-pub mod config;
 pub mod delivery_proof;
 #[cfg(test)]
 mod testing;
@@ -29,11 +27,10 @@ pub mod webhook;
 
 use std::{future::Future, pin::Pin, sync::Arc};
 
-pub use config::{
-    BasicCredentials, HmacSecret, WatchConfig, WatchSettings, WebhookConfig, WebhookSettings,
-};
+pub use watches::config::{WatchConfig, WatchSettings};
 pub use watches::{JourneyWatches, WatchStats, WatchTarget};
 pub use watches::{ResultViewer, WatchStream};
+pub use webhook::config::{BasicCredentials, HmacSecret, WebhookConfig, WebhookSettings};
 pub use webhook::{RejectReason, WebhookReceiver, WebhookStats};
 
 use crate::{domain::Appkey, proto::v1::JourneyResult};

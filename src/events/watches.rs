@@ -44,7 +44,8 @@ use tokio::{
 
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use super::{DynResultSource, Notice, NoticeStatus, ResultSource, config::WatchSettings};
+use self::config::WatchSettings;
+use super::{DynResultSource, Notice, NoticeStatus, ResultSource};
 use crate::{
     Error,
     cluster::{JourneyStore, JourneysConfig, MemoryJourneys, MemoryProgress, ProgressStore},
@@ -449,6 +450,7 @@ impl WatchesInner {
     }
 }
 
+pub mod config;
 #[cfg(test)]
 mod current_state_tests;
 mod journeys;

@@ -39,9 +39,9 @@ use serde::Deserialize;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
+use self::config::WebhookSettings;
 use super::{
     Notice, NoticeStatus,
-    config::WebhookSettings,
     delivery_proof::{self, AuthFailure},
     throttle::LogThrottle,
     watches::JourneyWatches,
@@ -478,6 +478,8 @@ async fn receive(
     )
         .into_response()
 }
+
+pub mod config;
 
 #[cfg(test)]
 mod tests;

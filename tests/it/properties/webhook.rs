@@ -6,7 +6,7 @@
 use base64::Engine as _;
 use http::{HeaderMap, HeaderValue};
 use idgate::events::{
-    config::{BasicCredentials, HmacSecret},
+    BasicCredentials, HmacSecret,
     delivery_proof::{self, AuthFailure},
 };
 use proptest::prelude::*;
