@@ -183,6 +183,10 @@ mod tests {
             ("upstream/config.rs", include_str!("../upstream/config.rs")),
             ("channels/config.rs", include_str!("../channels/config.rs")),
             (
+                "channels/config/routing.rs",
+                include_str!("../channels/config/routing.rs"),
+            ),
+            (
                 "events/webhook/config.rs",
                 include_str!("../events/webhook/config.rs"),
             ),
