@@ -1,13 +1,31 @@
-//! A per-channel circuit breaker with exponential ejection.
+//! A per-channel circuit breaker that opens on a failure *rate*, recovers
+//! through several trial calls, and never makes the gateway refuse what a
+//! vendor might serve.
 //!
 //! Why a breaker at all: when a vendor channel is down, every new 3D session
 //! would otherwise wait for a connect error or a timeout before failing over,
-//! so callers pay the full channel timeout on each start. After
-//! `failure_threshold` consecutive upstream faults the breaker *opens* and
-//! the router skips the channel without calling it. After a back-off it lets
-//! exactly one probe through (*half-open*); the probe's outcome closes the
-//! breaker or re-opens it for twice as long (capped), so a channel that stays
-//! down is tried less and less often.
+//! so callers pay the full channel timeout on each start. Why a rate and not
+//! a run of failures: with many callers in flight, a vendor that fails one
+//! call in ten produces five failures in a row within milliseconds, and a
+//! breaker that opens on that turns partial faults into an outage.
+//!
+//! ```text
+//!            rate >= failure_rate_percent over window_secs (>= minimum_calls),
+//!            or failure_threshold unanswered calls in a row
+//!   Closed ---------------------------------------------------------> Open
+//!     ^                                                                |
+//!     |  a trial (or panic-routed) call succeeds        open time ends |
+//!     +------------------------------- HalfOpen <----------------------+
+//!                                      | a trial fails: Open again, for
+//!                                      | twice as long (up to max_ejection_ms)
+//! ```
+//!
+//! - Open: calls are refused until the open time ends; the router sends
+//!   them elsewhere, or, when every channel is open, to the one open
+//!   longest (panic routing, `router::session`), whose success closes it.
+//! - Half-open: up to `half_open_trials` calls go through at once; the
+//!   first success closes the circuit, a failure opens it again.
+//! - The open time resets on success.
 //!
 //! Only upstream faults count ([`crate::upstream::UpstreamError::is_upstream_fault`]):
 //! a 2xx and a 4xx both prove the channel answers, so both are successes
@@ -16,11 +34,15 @@
 //! Time is passed in (`tokio::time::Instant`) so that tests drive it with
 //! `tokio::time::pause()` and the state machine stays pure.
 
+mod config;
+mod window;
+
 use std::{sync::Mutex, time::Duration};
 
 use tokio::time::Instant;
 
-use super::config::BreakerConfig;
+pub use config::BreakerConfig;
+use window::Window;
 
 /// What the breaker says about a channel, for routing and for operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +51,7 @@ pub enum CircuitState {
     Closed,
     /// Calls are refused until the back-off ends.
     Open,
-    /// The back-off has ended: one probe call may go (or is in flight).
+    /// The back-off has ended: trial calls may go.
     HalfOpen,
 }
 
@@ -54,26 +76,55 @@ impl CircuitState {
     }
 }
 
+/// What one call said about the channel's health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    /// The channel answered (2xx or 4xx).
+    Answered,
+    /// An upstream fault; `answered` when the channel did answer (5xx, a
+    /// malformed body), not when nothing came back (connection refused or
+    /// failed, timed out).
+    Fault { answered: bool },
+    /// Nothing learnt (cancelled, or cut by the caller's own deadline).
+    Unknown,
+}
+
 #[derive(Debug, Clone, Copy)]
 enum State {
     Closed,
     Open { until: Instant },
-    HalfOpen { probe_in_flight: bool },
+    HalfOpen { trials: u32 },
+}
+
+/// Which door a permit came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Door {
+    /// A closed circuit.
+    Closed,
+    /// One of a half-open circuit's trials.
+    Trial,
+    /// Panic routing past an open circuit.
+    Panic,
 }
 
 #[derive(Debug)]
 struct Inner {
     state: State,
-    /// Upstream faults since the last success (probes included).
+    window: Window,
+    /// Upstream faults since the last success.
     consecutive_failures: u32,
+    /// Calls in a row that got no answer at all (the fast path).
+    unanswered: u32,
     /// Openings since the last success; drives the back-off.
     ejections: u32,
     /// Times the breaker opened, ever (a metric).
     times_opened: u64,
+    /// When the circuit opened, until it closes again.
+    open_since: Option<Instant>,
 }
 
 /// The breaker of one channel. Cheap to consult: one short, uncontended
-/// lock, never held across an `.await`.
+/// lock, never held across an `.await`; recording a call allocates nothing.
 #[derive(Debug)]
 pub struct Breaker {
     config: BreakerConfig,
@@ -91,35 +142,42 @@ pub struct BreakerSnapshot {
     pub ejections: u32,
     /// Times the breaker opened since the channel was configured.
     pub times_opened: u64,
+    /// Calls and failures within the sliding window.
+    pub window_calls: u32,
+    /// Failures within the sliding window.
+    pub window_failures: u32,
 }
 
-/// The breaker refused the call: the channel is open, or its one probe is
-/// already in flight.
+/// The breaker refused the call: the circuit is open, or every trial of
+/// its half-open state is in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rejected;
 
 /// Leave to make one call through the breaker. Report the outcome with
-/// [`Permit::success`], [`Permit::failure`] or [`Permit::neutral`]; a permit
-/// dropped without an outcome (the caller went away) frees the probe slot
-/// so the breaker cannot stay half-open forever.
+/// [`Permit::report`]; a permit dropped without an outcome (the caller went
+/// away) frees its trial slot so the breaker cannot stay half-open forever.
 #[derive(Debug)]
 #[must_use = "report the call's outcome on the permit"]
 pub struct Permit<'a> {
     breaker: &'a Breaker,
-    probe: bool,
+    door: Door,
     settled: bool,
 }
 
 impl Breaker {
     /// A closed breaker.
     pub fn new(config: BreakerConfig) -> Self {
+        let window = Window::new(config.window_secs, Instant::now());
         Self {
             config,
             inner: Mutex::new(Inner {
                 state: State::Closed,
+                window,
                 consecutive_failures: 0,
+                unanswered: 0,
                 ejections: 0,
                 times_opened: 0,
+                open_since: None,
             }),
         }
     }
@@ -136,38 +194,53 @@ impl Breaker {
     }
 
     /// Asks to make a call at `now`: granted while closed, refused while
-    /// open, and granted to exactly one probe once the back-off has ended.
+    /// open, and granted to up to `half_open_trials` calls at once once the
+    /// back-off has ended.
     pub fn try_acquire(&self, now: Instant) -> Result<Permit<'_>, Rejected> {
         let mut inner = self.lock();
-        let probe = match inner.state {
-            State::Closed => false,
+        let door = match inner.state {
+            State::Closed => Door::Closed,
             State::Open { until } if now < until => return Err(Rejected),
-            State::Open { .. }
-            | State::HalfOpen {
-                probe_in_flight: false,
-            } => {
-                inner.state = State::HalfOpen {
-                    probe_in_flight: true,
-                };
-                true
+            State::Open { .. } => {
+                inner.state = State::HalfOpen { trials: 1 };
+                Door::Trial
             }
-            State::HalfOpen {
-                probe_in_flight: true,
-            } => return Err(Rejected),
+            State::HalfOpen { trials } if trials < self.config.half_open_trials => {
+                inner.state = State::HalfOpen { trials: trials + 1 };
+                Door::Trial
+            }
+            State::HalfOpen { .. } => return Err(Rejected),
         };
-        Ok(Permit {
+        Ok(self.permit(door))
+    }
+
+    /// A call past a refusing circuit, because every channel refuses
+    /// (panic routing): granted always; its success closes the circuit,
+    /// its failure changes nothing (the open time does not grow).
+    pub fn panic_acquire(&self) -> Permit<'_> {
+        self.permit(Door::Panic)
+    }
+
+    fn permit(&self, door: Door) -> Permit<'_> {
+        Permit {
             breaker: self,
-            probe,
+            door,
             settled: false,
-        })
+        }
+    }
+
+    /// When the circuit opened, while it is not closed: panic routing picks
+    /// the channel open longest.
+    pub fn open_since(&self) -> Option<Instant> {
+        self.lock().open_since
     }
 
     /// Records the outcome of a call that was not gated by the breaker
-    /// (a sticky verification). It updates the failure count and can open a
-    /// closed breaker, but never closes an open one: only a probe does that,
-    /// so a late answer from before the outage cannot flood a sick channel.
-    pub fn record(&self, fault: bool, now: Instant) {
-        self.settle(false, Some(fault), now);
+    /// (a sticky verification). It feeds the window and can open a closed
+    /// breaker, but never closes an open one: only a trial does that, so a
+    /// late answer from before the outage cannot flood a sick channel.
+    pub fn record(&self, health: Health, now: Instant) {
+        self.settle(Door::Closed, health, now);
     }
 
     /// The state at `now`, for operators and metrics.
@@ -178,15 +251,18 @@ impl Breaker {
             State::Open { until } if now < until => CircuitState::Open,
             State::Open { .. } | State::HalfOpen { .. } => CircuitState::HalfOpen,
         };
+        let (window_calls, window_failures) = inner.window.totals(now);
         BreakerSnapshot {
             state,
             consecutive_failures: inner.consecutive_failures,
             ejections: inner.ejections,
             times_opened: inner.times_opened,
+            window_calls,
+            window_failures,
         }
     }
 
-    /// Back-off of the `n`th consecutive ejection (1-based): the base,
+    /// Open time of the `n`th consecutive ejection (1-based): the base,
     /// doubled per ejection, capped.
     fn backoff(&self, n: u32) -> Duration {
         let base = self.config.base_ejection_ms;
@@ -197,44 +273,80 @@ impl Breaker {
         Duration::from_millis(ms)
     }
 
-    /// Applies an outcome. `fault: None` means "no verdict" (cancelled, or
-    /// timed out by the caller's own deadline): a probe slot is freed and
-    /// nothing else changes.
-    fn settle(&self, probe: bool, fault: Option<bool>, now: Instant) {
+    /// Whether the window or the run of unanswered calls says open.
+    fn trips(&self, inner: &Inner, now: Instant) -> bool {
+        if inner.unanswered >= self.config.failure_threshold {
+            return true;
+        }
+        let (calls, failures) = inner.window.totals(now);
+        calls >= self.config.minimum_calls
+            && u64::from(failures) * 100
+                >= u64::from(self.config.failure_rate_percent) * u64::from(calls)
+    }
+
+    fn open(&self, inner: &mut Inner, now: Instant) {
+        inner.ejections = inner.ejections.saturating_add(1);
+        inner.times_opened = inner.times_opened.saturating_add(1);
+        inner.open_since.get_or_insert(now);
+        inner.state = State::Open {
+            until: now + self.backoff(inner.ejections),
+        };
+    }
+
+    fn close(inner: &mut Inner) {
+        inner.state = State::Closed;
+        inner.ejections = 0;
+        inner.unanswered = 0;
+        inner.consecutive_failures = 0;
+        inner.open_since = None;
+        inner.window.clear();
+    }
+
+    /// Applies one call's outcome.
+    fn settle(&self, door: Door, health: Health, now: Instant) {
         let mut inner = self.lock();
-        match (fault, probe) {
-            (None, true) => {
-                if let State::HalfOpen { .. } = inner.state {
-                    inner.state = State::HalfOpen {
-                        probe_in_flight: false,
-                    };
-                }
-            }
-            (None, false) => {}
-            (Some(false), true) => {
-                inner.state = State::Closed;
-                inner.consecutive_failures = 0;
-                inner.ejections = 0;
-            }
-            (Some(false), false) => {
-                if let State::Closed = inner.state {
-                    inner.consecutive_failures = 0;
-                    inner.ejections = 0;
-                }
-            }
-            (Some(true), probe) => {
-                inner.consecutive_failures = inner.consecutive_failures.saturating_add(1);
-                let open = if probe {
-                    true
-                } else {
-                    matches!(inner.state, State::Closed)
-                        && inner.consecutive_failures >= self.config.failure_threshold
+        if door == Door::Trial {
+            if let State::HalfOpen { trials } = inner.state {
+                inner.state = State::HalfOpen {
+                    trials: trials.saturating_sub(1),
                 };
-                if open {
-                    inner.ejections = inner.ejections.saturating_add(1);
-                    inner.times_opened = inner.times_opened.saturating_add(1);
-                    let until = now + self.backoff(inner.ejections);
-                    inner.state = State::Open { until };
+            }
+        }
+        match health {
+            Health::Unknown => {}
+            Health::Answered => {
+                inner.consecutive_failures = 0;
+                inner.unanswered = 0;
+                match (door, inner.state) {
+                    // Proof the channel serves again: close, whatever
+                    // another trial said meanwhile.
+                    (Door::Trial | Door::Panic, _) => Self::close(&mut inner),
+                    (Door::Closed, State::Closed) => {
+                        inner.ejections = 0;
+                        inner.window.record(now, false);
+                    }
+                    // A late answer from before the circuit opened.
+                    (Door::Closed, _) => {}
+                }
+            }
+            Health::Fault { answered } => {
+                inner.consecutive_failures = inner.consecutive_failures.saturating_add(1);
+                inner.unanswered = if answered {
+                    0
+                } else {
+                    inner.unanswered.saturating_add(1)
+                };
+                match (door, inner.state) {
+                    (Door::Trial, State::HalfOpen { .. }) => self.open(&mut inner, now),
+                    (Door::Closed, State::Closed) => {
+                        inner.window.record(now, true);
+                        if self.trips(&inner, now) {
+                            self.open(&mut inner, now);
+                        }
+                    }
+                    // A panic call, or an outcome that arrives after the
+                    // circuit changed: the state stands.
+                    _ => {}
                 }
             }
         }
@@ -242,121 +354,26 @@ impl Breaker {
 }
 
 impl Permit<'_> {
-    /// The channel answered (2xx or 4xx).
-    pub fn success(mut self, now: Instant) {
+    /// Reports what the call said about the channel.
+    pub fn report(mut self, health: Health, now: Instant) {
         self.settled = true;
-        self.breaker.settle(self.probe, Some(false), now);
+        self.breaker.settle(self.door, health, now);
     }
 
-    /// The channel failed with an upstream fault.
-    pub fn failure(mut self, now: Instant) {
-        self.settled = true;
-        self.breaker.settle(self.probe, Some(true), now);
-    }
-
-    /// The call says nothing about the channel's health (e.g. the caller's
-    /// own deadline cut it short).
-    pub fn neutral(mut self, now: Instant) {
-        self.settled = true;
-        self.breaker.settle(self.probe, None, now);
+    /// True when this call is one of a half-open circuit's trials.
+    pub fn is_trial(&self) -> bool {
+        self.door == Door::Trial
     }
 }
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
         if !self.settled {
-            self.breaker.settle(self.probe, None, Instant::now());
+            self.breaker
+                .settle(self.door, Health::Unknown, Instant::now());
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn breaker(threshold: u32, base: u64, max: u64) -> Breaker {
-        Breaker::new(BreakerConfig {
-            failure_threshold: threshold,
-            base_ejection_ms: base,
-            max_ejection_ms: max,
-        })
-    }
-
-    fn fail(b: &Breaker, now: Instant) {
-        b.try_acquire(now).expect("permit").failure(now);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn opens_after_threshold_consecutive_faults_only() {
-        let b = breaker(3, 1000, 60_000);
-        let t = Instant::now();
-        fail(&b, t);
-        fail(&b, t);
-        // A success in between resets the streak.
-        b.try_acquire(t).unwrap().success(t);
-        fail(&b, t);
-        fail(&b, t);
-        assert_eq!(b.snapshot(t).state, CircuitState::Closed);
-        fail(&b, t);
-        assert_eq!(b.snapshot(t).state, CircuitState::Open);
-        assert_eq!(b.try_acquire(t).unwrap_err(), Rejected);
-        assert_eq!(b.snapshot(t).times_opened, 1);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn lets_one_probe_through_after_backoff_and_closes_on_success() {
-        let b = breaker(1, 1000, 60_000);
-        let t = Instant::now();
-        fail(&b, t);
-        assert!(b.try_acquire(t + Duration::from_millis(999)).is_err());
-        let at = t + Duration::from_millis(1000);
-        let probe = b.try_acquire(at).expect("probe after back-off");
-        assert!(probe.probe);
-        assert!(b.try_acquire(at).is_err(), "only one probe at a time");
-        assert_eq!(b.snapshot(at).state, CircuitState::HalfOpen);
-        probe.success(at);
-        let s = b.snapshot(at);
-        assert_eq!(s.state, CircuitState::Closed);
-        assert_eq!((s.consecutive_failures, s.ejections), (0, 0));
-        assert!(!b.try_acquire(at).unwrap().probe);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn backoff_doubles_per_failed_probe_and_is_capped() {
-        let b = breaker(1, 1000, 3000);
-        let mut t = Instant::now();
-        fail(&b, t);
-        let mut backoff = 1000;
-        for expected in [2000u64, 3000, 3000] {
-            t += Duration::from_millis(backoff);
-            b.try_acquire(t).expect("probe").failure(t);
-            let ms = Duration::from_millis;
-            assert!(b.try_acquire(t + ms(expected - 1)).is_err());
-            assert_eq!(b.snapshot(t + ms(expected - 1)).state, CircuitState::Open);
-            assert_eq!(b.snapshot(t + ms(expected)).state, CircuitState::HalfOpen);
-            backoff = expected;
-        }
-        assert_eq!(b.snapshot(t).ejections, 4);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn dropped_probe_frees_the_slot() {
-        let b = breaker(1, 10, 100);
-        let t = Instant::now();
-        fail(&b, t);
-        let at = t + Duration::from_millis(10);
-        drop(b.try_acquire(at).unwrap());
-        assert!(b.try_acquire(at).unwrap().probe);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn ungated_outcomes_open_but_never_close() {
-        let b = breaker(2, 1000, 60_000);
-        let t = Instant::now();
-        b.record(true, t);
-        b.record(true, t);
-        assert_eq!(b.snapshot(t).state, CircuitState::Open);
-        b.record(false, t);
-        assert_eq!(b.snapshot(t).state, CircuitState::Open);
-    }
-}
+mod tests;

@@ -163,4 +163,8 @@ pub trait OutcomeSink: Send + Sync + 'static {
     /// Counts a failed session start on `channel` that is being tried on
     /// another channel (a routing decision, not a call).
     fn failover(&self, _channel: &str) {}
+
+    /// Counts a session start sent to `channel` past its open circuit,
+    /// because every channel's circuit refused (panic routing).
+    fn panic(&self, _channel: &str) {}
 }

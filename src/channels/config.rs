@@ -14,13 +14,14 @@
 //! base_url = "https://service.example/facecaptcha"
 //! priority = 0
 //! timeout_ms = 10000
-//! breaker = { failure_threshold = 5, base_ejection_ms = 1000, max_ejection_ms = 60000 }
+//! breaker = { failure_rate_percent = 50, minimum_calls = 20, window_secs = 10 }
 //! ```
 
 use std::{collections::HashSet, time::Duration};
 
 use serde::Deserialize;
 
+pub use super::breaker::BreakerConfig;
 pub use super::names::valid_name;
 use crate::upstream::ChannelEndpoint;
 
@@ -123,29 +124,6 @@ fn default_timeout_ms() -> u64 {
     10_000
 }
 
-/// Circuit breaker settings of one channel.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BreakerConfig {
-    /// Consecutive upstream faults that open the circuit.
-    pub failure_threshold: u32,
-    /// Back-off of the first ejection, in milliseconds; doubles with each
-    /// consecutive ejection.
-    pub base_ejection_ms: u64,
-    /// Longest back-off, in milliseconds.
-    pub max_ejection_ms: u64,
-}
-
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        Self {
-            failure_threshold: 5,
-            base_ejection_ms: 1000,
-            max_ejection_ms: 60_000,
-        }
-    }
-}
-
 /// `[embedded_channels]`: the call settings of the 3D channels the gateway
 /// takes from the embedded sandbox (no `[upstream]` and no `[[channels]]`).
 ///
@@ -246,13 +224,7 @@ fn check_call_settings(
     if timeout_ms == 0 {
         return Err("timeout_ms must be positive");
     }
-    if b.failure_threshold == 0 || b.base_ejection_ms == 0 {
-        return Err("breaker.failure_threshold and breaker.base_ejection_ms must be positive");
-    }
-    if b.max_ejection_ms < b.base_ejection_ms {
-        return Err("breaker.max_ejection_ms must be at least base_ejection_ms");
-    }
-    Ok(())
+    b.validate()
 }
 
 /// Checks `[[channels]]` and `[routing]` together.

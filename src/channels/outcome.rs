@@ -93,6 +93,14 @@ impl OutcomeRecorder {
         }
     }
 
+    /// Counts a session start sent past `to`'s open circuit because every
+    /// channel refused (panic routing).
+    pub fn panic(&self, to: &Channel) {
+        for sink in &self.sinks {
+            sink.panic(to.name());
+        }
+    }
+
     /// Counts a failed session start on `from` that is being tried on
     /// another channel.
     pub fn failover(&self, from: &Channel) {
@@ -128,6 +136,10 @@ impl OutcomeSink for ChannelSeries {
 
     fn failover(&self, channel: &str) {
         self.0.record_channel_failover(channel);
+    }
+
+    fn panic(&self, channel: &str) {
+        self.0.record_channel_panic(channel);
     }
 }
 

@@ -71,6 +71,11 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
             b.max_ejection_ms,
             Ms,
         );
+        add(
+            &format!("channels[{i}].breaker.window_secs"),
+            b.window_secs,
+            S,
+        );
     }
     let e = &c.embedded_channels;
     add("embedded_channels.timeout_ms", e.timeout_ms, Ms);
@@ -83,6 +88,11 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
         "embedded_channels.breaker.max_ejection_ms",
         e.breaker.max_ejection_ms,
         Ms,
+    );
+    add(
+        "embedded_channels.breaker.window_secs",
+        e.breaker.window_secs,
+        S,
     );
     add(
         "routing.contingency_hold_secs",
@@ -185,6 +195,10 @@ mod tests {
             (
                 "channels/config/routing.rs",
                 include_str!("../channels/config/routing.rs"),
+            ),
+            (
+                "channels/breaker/config.rs",
+                include_str!("../channels/breaker/config.rs"),
             ),
             (
                 "events/webhook/config.rs",

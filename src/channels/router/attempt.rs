@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 
 use tokio::time::Instant;
 
-use super::{ChannelRouter, StartedSession, budget, health};
+use super::{ChannelRouter, Health, StartedSession, budget, health};
 use crate::{
     channels::{
         call_outcome::CallOutcome,
@@ -34,8 +34,9 @@ pub(super) enum Attempt {
 impl ChannelRouter {
     /// Starts a session on `channel`, trying up to `attempts` times while
     /// the failure is transient (what the REST client itself retries:
-    /// connect, timeout, 502-504), the circuit admits the call and the
-    /// caller's deadline leaves room.
+    /// connect, timeout, 502-504), the circuit admits the call (or, when
+    /// `panic`, past the circuit: every channel refused) and the caller's
+    /// deadline leaves room.
     pub(super) async fn start_on(
         &self,
         ctx: &CallContext,
@@ -44,17 +45,23 @@ impl ChannelRouter {
         appkey: &Appkey,
         user_agent: &str,
         attempts: u32,
+        panic: bool,
     ) -> Attempt {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let Ok(permit) = channel.breaker().try_acquire(Instant::now()) else {
+            let breaker = channel.breaker();
+            let permit = if panic {
+                breaker.panic_acquire()
+            } else if let Ok(permit) = breaker.try_acquire(Instant::now()) {
+                permit
+            } else {
                 self.outcomes.record(channel, &CallOutcome::circuit_open());
                 return Attempt::Skipped("circuit open");
             };
             let now = Instant::now();
             if ctx.is_expired() {
-                permit.neutral(now);
+                permit.report(Health::Unknown, now);
                 return Attempt::Failed(UpstreamError::DeadlineExceeded {
                     op: Operation::SessionToken3D,
                 });
@@ -74,11 +81,7 @@ impl ChannelRouter {
             let now = Instant::now();
             self.outcomes
                 .record(channel, &CallOutcome::session(&result, now - sent));
-            match health(&result, caller_bound) {
-                Some(true) => permit.failure(now),
-                Some(false) => permit.success(now),
-                None => permit.neutral(now),
-            }
+            permit.report(health(&result, caller_bound), now);
             let e = match result {
                 Ok(grant) => {
                     let held = self.hold_on_contingency(set, channel, &grant, now);

@@ -40,6 +40,7 @@ use std::{
 use tokio::time::Instant;
 
 use super::{
+    breaker::Health,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{ChannelConfigError, ChannelSpec, RoutingConfig, RoutingMode},
     outcome::OutcomeRecorder,
@@ -112,6 +113,9 @@ pub struct ChannelRouter {
     shared_control: Arc<dyn ControlStore>,
     /// True once the mode and drains in force came from the fleet.
     fleet_control: AtomicBool,
+    /// True while every channel's circuit refuses and session starts are
+    /// panic-routed (logged once per episode).
+    panicking: AtomicBool,
 }
 
 impl std::fmt::Debug for ChannelRouter {
@@ -134,15 +138,24 @@ fn budget(channel: &Channel, ctx: &CallContext, now: Instant) -> (Instant, bool)
     }
 }
 
-/// The breaker's view of an outcome: `Some(true)` fault, `Some(false)` the
-/// channel answered, `None` no verdict (cut short by the caller's deadline,
-/// or refused by this gateway's own bulkhead before anything was sent).
-fn health<T>(result: &Result<T, UpstreamError>, caller_bound: bool) -> Option<bool> {
+/// The breaker's view of an outcome: the channel answered (a 2xx or a
+/// 4xx), failed (with or without an answer), or nothing was learnt (cut
+/// short by the caller's deadline, or refused by this gateway's own
+/// bulkhead before anything was sent).
+fn health<T>(result: &Result<T, UpstreamError>, caller_bound: bool) -> Health {
     match result {
-        Ok(_) => Some(false),
-        Err(UpstreamError::Timeout { .. }) if caller_bound => None,
-        Err(UpstreamError::Saturated { .. }) => None,
-        Err(e) => Some(e.is_upstream_fault()),
+        Ok(_) => Health::Answered,
+        Err(UpstreamError::Timeout { .. }) if caller_bound => Health::Unknown,
+        Err(UpstreamError::Saturated { .. } | UpstreamError::DeadlineExceeded { .. }) => {
+            Health::Unknown
+        }
+        Err(
+            UpstreamError::Connect { .. }
+            | UpstreamError::Timeout { .. }
+            | UpstreamError::Transport { .. },
+        ) => Health::Fault { answered: false },
+        Err(e) if e.is_upstream_fault() => Health::Fault { answered: true },
+        Err(_) => Health::Answered,
     }
 }
 
@@ -168,6 +181,7 @@ impl ChannelRouter {
             outcomes: OutcomeRecorder::new(VendorStats::new(routing.figures_retention_minutes)),
             shared_control: Arc::new(MemoryControl),
             fleet_control: AtomicBool::new(false),
+            panicking: AtomicBool::new(false),
         })
     }
 

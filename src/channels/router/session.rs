@@ -1,15 +1,24 @@
 //! Starting a 3D session across channels: the candidates in order,
 //! failing over to the next on an upstream fault (`auto`, weighted); a
 //! forced mode's one channel is tried alone (see `attempt`).
+//!
+//! Panic routing: when every candidate that is not drained refuses the
+//! call because its circuit is open, the call goes to the one whose
+//! circuit has been open longest, as Envoy routes to every host below its
+//! panic threshold. For a liveness vendor a refused call and a failed call
+//! cost the end user the same, but only the tried call notices that the
+//! vendor is back (and its success closes the circuit). Counted
+//! (`idgate_channel_panic_total`) and logged once per episode.
+//! `NO_CHANNEL_AVAILABLE` is left for drained or unconfigured channels.
 
-use std::sync::Arc;
+use std::sync::{Arc, atomic::Ordering};
 
 use tokio::time::Instant;
 
 use super::{ChannelRouter, StartedSession, attempt::Attempt};
 use crate::{
     Error,
-    channels::channel::Channel,
+    channels::channel::{Channel, ChannelSet},
     context::CallContext,
     domain::{Appkey, Operation},
     upstream::UpstreamError,
@@ -43,13 +52,15 @@ impl ChannelRouter {
         let mut failed_last: Option<Arc<Channel>> = None;
         let mut last_error: Option<UpstreamError> = None;
         let mut saturated = false;
+        let mut refused: Vec<Arc<Channel>> = Vec::new();
+        let mut tried = false;
         for channel in candidates {
             if channel.is_drained() {
                 notes.push(format!("{}: drained", channel.name()));
                 continue;
             }
             let outcome = self
-                .start_on(ctx, &set, &channel, appkey, user_agent, attempts)
+                .start_on(ctx, &set, &channel, appkey, user_agent, attempts, false)
                 .await;
             if !matches!(outcome, Attempt::Skipped(_)) {
                 if let Some(previous) = failed_last.take() {
@@ -62,13 +73,18 @@ impl ChannelRouter {
                 }
             }
             let error = match outcome {
-                Attempt::Granted(started) => return Ok(started),
+                Attempt::Granted(started) => {
+                    self.end_panic();
+                    return Ok(started);
+                }
                 Attempt::Skipped(note) => {
                     notes.push(format!("{}: {note}", channel.name()));
+                    refused.push(channel);
                     continue;
                 }
                 Attempt::Failed(e) => e,
             };
+            tried = true;
             if let UpstreamError::Saturated { .. } = error {
                 // This gateway's own bulkhead, not the vendor: no failover
                 // count, no breaker verdict; the next channel may have room.
@@ -86,6 +102,13 @@ impl ChannelRouter {
             failed_last = Some(channel);
             last_error = Some(error);
         }
+        if !tried {
+            if let Some(channel) = longest_open(&refused) {
+                return self
+                    .panic_route(ctx, &set, channel, appkey, user_agent, attempts)
+                    .await;
+            }
+        }
         if last_error.is_some() && ctx.is_expired() {
             return Err(Error::DeadlineExceeded("3D session start"));
         }
@@ -96,4 +119,53 @@ impl ChannelRouter {
         }
         Err(Error::NoChannelAvailable(notes.join(", ")))
     }
+
+    /// Sends the session start to `channel` past its open circuit, because
+    /// every candidate refused (see the module's doc).
+    async fn panic_route(
+        &self,
+        ctx: &CallContext,
+        set: &ChannelSet,
+        channel: &Arc<Channel>,
+        appkey: &Appkey,
+        user_agent: &str,
+        attempts: u32,
+    ) -> Result<StartedSession, Error> {
+        self.outcomes.panic(channel);
+        if !self.panicking.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                channel = channel.name(),
+                "every 3D channel's circuit is open: routing to the one open longest"
+            );
+        }
+        match self
+            .start_on(ctx, set, channel, appkey, user_agent, attempts, true)
+            .await
+        {
+            Attempt::Granted(started) => Ok(started),
+            Attempt::Failed(e) if ctx.is_expired() && e.is_upstream_fault() => {
+                Err(Error::DeadlineExceeded("3D session start"))
+            }
+            Attempt::Failed(e) => Err(Error::Upstream(e)),
+            Attempt::Skipped(note) => Err(Error::NoChannelAvailable(format!(
+                "{}: {note}",
+                channel.name()
+            ))),
+        }
+    }
+
+    /// A session start went through a circuit that admitted it: a panic
+    /// episode, if any, is over.
+    fn end_panic(&self) {
+        if self.panicking.swap(false, Ordering::Relaxed) {
+            tracing::info!("a 3D channel's circuit admits calls again: panic routing ended");
+        }
+    }
+}
+
+/// The channel whose circuit has been open longest.
+fn longest_open(refused: &[Arc<Channel>]) -> Option<&Arc<Channel>> {
+    refused
+        .iter()
+        .min_by_key(|c| c.breaker().open_since().unwrap_or_else(Instant::now))
 }

@@ -74,9 +74,7 @@ impl ChannelRouter {
         let now = Instant::now();
         self.outcomes
             .record(&target, &CallOutcome::verification(&result, now - sent));
-        if let Some(fault) = health(&result, caller_bound) {
-            target.breaker().record(fault, now);
-        }
+        target.breaker().record(health(&result, caller_bound), now);
         match &result {
             Err(e) => {
                 tracing::warn!(

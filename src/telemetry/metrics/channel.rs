@@ -42,6 +42,7 @@ pub enum ChannelSessionEnd {
 /// Every per-channel family.
 pub(super) struct ChannelSeries {
     failovers: Family<ChannelLabels, Counter>,
+    panics: Family<ChannelLabels, Counter>,
     circuit_state: Family<ChannelLabels, Gauge>,
     sessions: Family<ChannelLabels, Counter>,
     session_failures: Family<ChannelLabels, Counter>,
@@ -54,6 +55,7 @@ impl ChannelSeries {
     pub(super) fn register(registry: &mut Registry) -> Self {
         let series = Self {
             failovers: Family::default(),
+            panics: Family::default(),
             circuit_state: Family::default(),
             sessions: Family::default(),
             session_failures: Family::default(),
@@ -67,6 +69,11 @@ impl ChannelSeries {
             "idgate_channel_failovers",
             "3D sessions that failed on a channel and moved to the next one, by the failed channel",
             series.failovers.clone(),
+        );
+        registry.register(
+            "idgate_channel_panic",
+            "3D session starts sent past a channel's open circuit because every channel's circuit refused (panic routing), by the channel tried",
+            series.panics.clone(),
         );
         registry.register(
             "idgate_channel_circuit_state",
@@ -150,6 +157,15 @@ impl Metrics {
         self.inner
             .channels
             .failovers
+            .get_or_create(&labels(channel))
+            .inc();
+    }
+
+    /// Counts a session start panic-routed to `channel`.
+    pub fn record_channel_panic(&self, channel: &str) {
+        self.inner
+            .channels
+            .panics
             .get_or_create(&labels(channel))
             .inc();
     }

@@ -26,8 +26,11 @@ pub(super) async fn start_gateway() -> TestGateway {
             Some(secret_file("webhook-password-for-prometheus-test"));
         config.embedded_channels.breaker = BreakerConfig {
             failure_threshold: 3,
+            minimum_calls: 3,
+            failure_rate_percent: 100,
             base_ejection_ms: 600_000,
             max_ejection_ms: 600_000,
+            ..BreakerConfig::default()
         };
         config.rollout = RolloutConfig {
             tick_ms: 50,

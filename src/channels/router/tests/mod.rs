@@ -8,6 +8,7 @@
 
 mod control;
 mod failover;
+mod panic;
 mod reload;
 mod surface;
 mod verification;
@@ -177,10 +178,15 @@ impl Liveness3DTransport for Double {
 
 fn spec(name: &str, priority: i32, threshold: u32) -> ChannelSpec {
     ChannelSpec {
+        // `threshold` faults in a row open the circuit: every call failed.
         breaker: BreakerConfig {
             failure_threshold: threshold,
+            minimum_calls: threshold,
+            failure_rate_percent: 100,
             base_ejection_ms: 1000,
             max_ejection_ms: 8000,
+            half_open_trials: 1,
+            ..BreakerConfig::default()
         },
         ..ChannelSpec::new(name, format!("http://{name}.test"), priority)
     }

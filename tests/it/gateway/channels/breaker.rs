@@ -20,8 +20,12 @@ async fn primary_ejected_for(ejection_ms: u64) -> (TestGateway, u64, String) {
     let gw = TestGateway::start_with(|c| {
         c.embedded_channels.breaker = BreakerConfig {
             failure_threshold: 2,
+            minimum_calls: 2,
+            failure_rate_percent: 100,
             base_ejection_ms: ejection_ms,
             max_ejection_ms: ejection_ms,
+            half_open_trials: 1,
+            ..BreakerConfig::default()
         };
     })
     .await;
