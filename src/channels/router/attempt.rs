@@ -23,6 +23,16 @@ use crate::{
 /// Pause before a forced mode tries its channel's session token again.
 const FORCED_RETRY_PAUSE: Duration = Duration::from_millis(50);
 
+/// How a channel's session start may be tried.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tries {
+    /// Attempts while the failure is transient (a forced mode's retries).
+    pub(super) attempts: u32,
+    /// Past the channel's open circuit: every channel refused (panic
+    /// routing).
+    pub(super) panic: bool,
+}
+
 /// How one channel's session start ended.
 pub(super) enum Attempt {
     Granted(StartedSession),
@@ -44,9 +54,9 @@ impl ChannelRouter {
         channel: &Arc<Channel>,
         appkey: &Appkey,
         user_agent: &str,
-        attempts: u32,
-        panic: bool,
+        tries: Tries,
     ) -> Attempt {
+        let Tries { attempts, panic } = tries;
         let mut attempt = 0;
         loop {
             attempt += 1;

@@ -15,7 +15,10 @@ use std::sync::{Arc, atomic::Ordering};
 
 use tokio::time::Instant;
 
-use super::{ChannelRouter, StartedSession, attempt::Attempt};
+use super::{
+    ChannelRouter, StartedSession,
+    attempt::{Attempt, Tries},
+};
 use crate::{
     Error,
     channels::channel::{Channel, ChannelSet},
@@ -60,7 +63,17 @@ impl ChannelRouter {
                 continue;
             }
             let outcome = self
-                .start_on(ctx, &set, &channel, appkey, user_agent, attempts, false)
+                .start_on(
+                    ctx,
+                    &set,
+                    &channel,
+                    appkey,
+                    user_agent,
+                    Tries {
+                        attempts,
+                        panic: false,
+                    },
+                )
                 .await;
             if !matches!(outcome, Attempt::Skipped(_)) {
                 if let Some(previous) = failed_last.take() {
@@ -139,7 +152,17 @@ impl ChannelRouter {
             );
         }
         match self
-            .start_on(ctx, set, channel, appkey, user_agent, attempts, true)
+            .start_on(
+                ctx,
+                set,
+                channel,
+                appkey,
+                user_agent,
+                Tries {
+                    attempts,
+                    panic: true,
+                },
+            )
             .await
         {
             Attempt::Granted(started) => Ok(started),
