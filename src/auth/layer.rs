@@ -26,7 +26,7 @@ use super::{
     config::{AuthConfig, AuthMode, CallerConfig},
     jwks::{Jwks, JwksError, Refresh},
     jwt::{JwtRefusal, JwtVerifier},
-    mtls::identity_of,
+    mtls::{NoIdentity, identity_of},
     policy::{CallerTable, Identity, Policy},
 };
 use crate::{
@@ -189,8 +189,7 @@ impl Authenticator {
         let identity = match (&self.jwt, bearer(headers)) {
             (Some(verifier), Some(token)) => Identity::JwtSubject(verifier.verify(token?).await?),
             _ if self.mode.accepts_mtls() => Identity::Mtls(
-                peer_identity(extensions)
-                    .ok_or(Refusal::Unauthenticated("no_certificate_identity"))?,
+                peer_identity(extensions).map_err(|no| Refusal::Unauthenticated(no.as_str()))?,
             ),
             _ => return Err(Refusal::Unauthenticated("no_credential")),
         };
@@ -240,9 +239,12 @@ fn bearer(headers: &HeaderMap) -> Option<Result<&str, Refusal>> {
 }
 
 /// The identity of the connection's verified client certificate.
-fn peer_identity(extensions: &http::Extensions) -> Option<super::mtls::MtlsIdentity> {
-    let certs = extensions.get::<TlsConnectInfo<ConnInfo>>()?.peer_certs()?;
-    identity_of(certs.first()?)
+fn peer_identity(extensions: &http::Extensions) -> Result<super::mtls::MtlsIdentity, NoIdentity> {
+    let certs = extensions
+        .get::<TlsConnectInfo<ConnInfo>>()
+        .and_then(TlsConnectInfo::peer_certs)
+        .ok_or(NoIdentity::NoName)?;
+    identity_of(certs.first().ok_or(NoIdentity::NoName)?)
 }
 
 /// [`Authenticator`] as a tower layer for the public listener.

@@ -145,6 +145,7 @@ struct Inner {
     guard: GuardSeries,
     rollout: RolloutSeries,
     auth: AuthSeries,
+    tls: TlsSeries,
     watch_journeys: Gauge,
     watch_watchers: Gauge,
     watch_result_reads: Counter,
@@ -427,6 +428,7 @@ mod registry;
 mod rollout;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod upstream;
 
 use auth::AuthSeries;
@@ -439,6 +441,7 @@ pub use hops::PLAINTEXT_HOP_KINDS;
 use labels::LabelInterner;
 pub use labels::{ChannelLabel, http_status_label};
 use rollout::RolloutSeries;
+use tls::TlsSeries;
 
 use otel::OtelRed;
 use upstream::{RejectedLabels, UpstreamLabels};

@@ -32,7 +32,7 @@ impl AuthSeries {
         );
         registry.register(
             "idgate_auth_refusals",
-            "Public calls refused by caller policy, by reason (CALLER_UNAUTHENTICATED, CALLER_UNKNOWN, OPERATION_NOT_ALLOWED, PROFILE_NOT_ALLOWED) and cause (no_credential, malformed, expired, not_yet_valid, audience, issuer, signature, algorithm, unknown_key, missing_claim, no_certificate_identity, no_caller_entry, or the operation refused)",
+            "Public calls refused by caller policy, by reason (CALLER_UNAUTHENTICATED, CALLER_UNKNOWN, OPERATION_NOT_ALLOWED, PROFILE_NOT_ALLOWED) and cause (no_credential, malformed, expired, not_yet_valid, audience, issuer, signature, algorithm, unknown_key, missing_claim, no_certificate_identity, spiffe_not_single_uri, no_caller_entry, or the operation refused)",
             series.refusals.clone(),
         );
         registry.register(

@@ -5,6 +5,7 @@
 //! gateway in front of a real upstream refuses to start open).
 
 mod audit;
+mod certificates;
 mod foreign;
 mod jwks_url;
 mod jwt;
