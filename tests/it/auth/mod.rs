@@ -13,6 +13,7 @@ mod limits;
 mod mtls;
 mod owners;
 mod policy;
+mod refusals;
 mod request_ids;
 mod startup;
 mod views;
