@@ -39,6 +39,14 @@ enum Command {
         #[arg(long, short, env = "IDGATE_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Loads and validates a configuration as `serve` would, reading every
+    /// file it names, binding nothing and calling nothing: exit 0 with a
+    /// one-line summary, or 1 with the error (a pre-deploy check).
+    Check {
+        /// Configuration file (TOML); `IDGATE_*` variables override it.
+        #[arg(long, short, env = "IDGATE_CONFIG")]
+        config: PathBuf,
+    },
     /// Runs the sandbox alone: the reference REST service, for local tests.
     Sandbox {
         /// Configuration file whose [sandbox] table configures it.
@@ -263,6 +271,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             signals.serve_until_stopped(&gateway).await;
             gateway.shutdown().await;
             flush_telemetry(telemetry).await;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { config } => {
+            let loaded = Config::load(Some(&config)).context("loading configuration")?;
+            let checked = idgate::server::check(&loaded).context("checking configuration")?;
+            println!("{}: {checked}", config.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Sandbox { config } => {

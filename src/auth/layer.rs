@@ -150,6 +150,25 @@ impl Authenticator {
         })
     }
 
+    /// What [`Authenticator::from_config`] reads and refuses, with no
+    /// network call: the JWKS file parsed (a URL's client built, nothing
+    /// fetched) and the caller table built. `Some` of the JWKS file's key
+    /// count. For `idgate check`.
+    pub fn check(
+        auth: &AuthConfig,
+        callers: &[CallerConfig],
+    ) -> Result<Option<usize>, AuthSetupError> {
+        if auth.mode == AuthMode::None {
+            return Ok(None);
+        }
+        let keys = match (&auth.jwt, auth.mode.accepts_jwt()) {
+            (Some(config), true) => Jwks::check(&config.location()?)?,
+            _ => None,
+        };
+        CallerTable::build(callers)?;
+        Ok(keys)
+    }
+
     /// The mode.
     pub fn mode(&self) -> AuthMode {
         self.mode
