@@ -157,7 +157,7 @@ impl JwtVerifier {
     pub async fn verify(&self, token: &str) -> Result<Arc<str>, Refused> {
         let digest: Digest = Sha256::digest(token.as_bytes()).into();
         let now = Instant::now();
-        let keys = self.jwks.current();
+        let mut keys = self.jwks.current();
         if let Some(subject) = self.verified.get(&digest, now, &keys) {
             return Ok(subject);
         }
@@ -167,8 +167,7 @@ impl JwtVerifier {
                 remembered: true,
             });
         }
-        let (checked, keys) = self.check(token, keys).await;
-        match checked {
+        match self.check(token, &mut keys).await {
             Ok((subject, exp)) => {
                 self.remember(digest, &subject, exp, now, keys);
                 Ok(subject)
@@ -183,35 +182,21 @@ impl JwtVerifier {
         }
     }
 
-    /// Checks `token` in full against `keys` (refreshed once for an
-    /// unknown `kid`): its subject and `exp`, and the keys it was checked
+    /// Checks `token` in full: its subject and `exp`. `keys` are refreshed
+    /// once for an unknown `kid`, and are then the set it was checked
     /// against.
     async fn check(
         &self,
         token: &str,
-        mut keys: Arc<KeySet>,
-    ) -> (Result<(Arc<str>, Option<u64>), JwtRefusal>, Arc<KeySet>) {
-        let header = match decode_header(token) {
-            Ok(header) => header,
-            Err(e) => return (Err(JwtRefusal::of(e.kind())), keys),
-        };
+        keys: &mut Arc<KeySet>,
+    ) -> Result<(Arc<str>, Option<u64>), JwtRefusal> {
+        let header = decode_header(token).map_err(|e| JwtRefusal::of(e.kind()))?;
         let kid = header.kid.as_deref();
         if keys.find(kid).is_none() && self.jwks.refresh_for_unknown_kid().await {
-            keys = self.jwks.current();
+            *keys = self.jwks.current();
         }
-        let checked = self.check_with(token, header.alg, kid, &keys);
-        (checked, keys)
-    }
-
-    fn check_with(
-        &self,
-        token: &str,
-        alg: jsonwebtoken::Algorithm,
-        kid: Option<&str>,
-        keys: &KeySet,
-    ) -> Result<(Arc<str>, Option<u64>), JwtRefusal> {
         let key = keys.find(kid).ok_or(JwtRefusal::UnknownKey)?;
-        if alg != key.alg {
+        if header.alg != key.alg {
             return Err(JwtRefusal::Algorithm);
         }
         let mut validation = Validation::new(key.alg);

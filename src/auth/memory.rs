@@ -10,7 +10,10 @@
 //! (a flood of distinct tokens costs the flood its own signature checks,
 //! never unbounded memory).
 
-use std::{collections::HashMap, sync::Arc, sync::Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
 
 use tokio::time::Instant;
 
