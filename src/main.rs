@@ -39,9 +39,8 @@ enum Command {
         #[arg(long, short, env = "IDGATE_CONFIG")]
         config: Option<PathBuf>,
     },
-    /// Loads and validates a configuration as `serve` would, reading every
-    /// file it names, binding nothing and calling nothing: exit 0 with a
-    /// one-line summary, or 1 with the error (a pre-deploy check).
+    /// Validates a configuration as `serve` would and reads the files it
+    /// names, binding and calling nothing (a pre-deploy check).
     Check {
         /// Configuration file (TOML); `IDGATE_*` variables override it.
         #[arg(long, short, env = "IDGATE_CONFIG")]
