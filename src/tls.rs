@@ -4,7 +4,7 @@
 //!   listener, a certificate chain and its key, and optionally the CAs
 //!   whose client certificates are required (mTLS), the CRLs that revoke
 //!   some, and whether a client certificate without an extended key usage
-//!   is one ([`client_certs`]: only a clientAuth EKU says so by default).
+//!   is one (`client_certs`: only a clientAuth EKU says so by default).
 //! - [`ServerTls`]: the loaded rustls configuration of one listener;
 //!   [`ServerTls::reload`] re-reads the files (SIGHUP) and swaps it in: the
 //!   next connection is served with the new certificate, connections
