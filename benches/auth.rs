@@ -1,7 +1,9 @@
 //! What caller authentication costs per call on the public listener: a
 //! bearer token already verified (the cache the hop sees on every call of
 //! a caller after its first), a token verified from scratch (ES256 and
-//! EdDSA signature checks), and the open gateway (`[auth] mode = "none"`).
+//! EdDSA signature checks), a token refused for its signature and sent
+//! again (what a client stuck on a bad token, or a flood of them, costs),
+//! and the open gateway (`[auth] mode = "none"`).
 //!
 //! `cargo bench --bench auth`
 
@@ -122,6 +124,15 @@ fn authentication(c: &mut Criterion) {
             )
         });
     }
+    // Signed by a key the JWKS does not hold, under a kid it does: the
+    // signature check fails, every time the token is sent.
+    let forged = token(&key("es", Algorithm::ES256), "es", 0);
+    c.bench_function("auth_refused_token_sent_again", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(auth.authenticate(black_box(&forged), &extensions).await)
+                .expect_err("refused")
+        })
+    });
     let open = Authenticator::open(Arc::new(NoEvents));
     let none = HeaderMap::new();
     c.bench_function("auth_open_gateway", |b| {

@@ -39,6 +39,13 @@ enum Command {
         #[arg(long, short, env = "IDGATE_CONFIG")]
         config: Option<PathBuf>,
     },
+    /// Validates a configuration as `serve` would and reads the files it
+    /// names, binding and calling nothing (a pre-deploy check).
+    Check {
+        /// Configuration file (TOML); `IDGATE_*` variables override it.
+        #[arg(long, short, env = "IDGATE_CONFIG")]
+        config: PathBuf,
+    },
     /// Runs the sandbox alone: the reference REST service, for local tests.
     Sandbox {
         /// Configuration file whose [sandbox] table configures it.
@@ -263,6 +270,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             signals.serve_until_stopped(&gateway).await;
             gateway.shutdown().await;
             flush_telemetry(telemetry).await;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { config } => {
+            let loaded = Config::load(Some(&config)).context("loading configuration")?;
+            let checked = idgate::server::check(&loaded).context("checking configuration")?;
+            println!("{}: {checked}", config.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Sandbox { config } => {

@@ -5,7 +5,7 @@ use std::{
     net::SocketAddr,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicU32, AtomicUsize, Ordering},
     },
 };
 
@@ -25,12 +25,14 @@ pub fn no_delay(tcp: &mut TcpStream) {
     no_delay_on(tcp);
 }
 
-/// The requests one connection is serving, for its idle timeout, and its
-/// `WatchJourney` streams, for the per-connection cap.
+/// The requests one connection is serving, for its idle timeout; its
+/// `WatchJourney` streams, for the per-connection cap; and its calls
+/// refused authentication in a row, for the cap on those.
 #[derive(Debug, Default)]
 pub struct Activity {
     in_flight: AtomicUsize,
     watches: AtomicUsize,
+    refused_in_a_row: AtomicU32,
     /// When the last request ended (its idle clock), as Tokio time.
     last_end: Mutex<Option<Instant>>,
 }
@@ -51,6 +53,21 @@ impl Activity {
             })
             .ok()
             .map(|_| WatchSlot(Arc::clone(self)))
+    }
+
+    /// Counts a call refused authentication; how many have been, in a row.
+    pub fn refused(&self) -> u32 {
+        self.refused_in_a_row
+            .fetch_add(1, Ordering::AcqRel)
+            .saturating_add(1)
+    }
+
+    /// An authenticated call ends the run of refusals.
+    pub fn authenticated(&self) {
+        // A load first: the common case writes nothing.
+        if self.refused_in_a_row.load(Ordering::Relaxed) != 0 {
+            self.refused_in_a_row.store(0, Ordering::Relaxed);
+        }
     }
 
     /// `None` while a request is in flight; else when the last one ended
@@ -93,13 +110,25 @@ pub struct ConnInfo {
     pub age: Arc<ConnectionAge>,
 }
 
+impl ConnInfo {
+    /// The connection of a request, plaintext or TLS, from its extensions.
+    pub fn of(extensions: &http::Extensions) -> Option<&ConnInfo> {
+        extensions.get::<ConnInfo>().or_else(|| {
+            extensions
+                .get::<tonic::transport::server::TlsConnectInfo<ConnInfo>>()
+                .map(tonic::transport::server::TlsConnectInfo::get_ref)
+        })
+    }
+}
+
 /// Where a connection is in its life (`[serving] max_connection_age_secs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgePhase {
     /// Serving as usual.
     Open,
-    /// Past its maximum age: told to go away (HTTP/2 GOAWAY), its calls in
-    /// flight finishing within the grace.
+    /// Told to go away (HTTP/2 GOAWAY), its calls in flight finishing
+    /// within the grace: past its maximum age, or sooner
+    /// ([`ConnectionAge::go_away`]).
     Aged,
     /// Closed, however it ended.
     Closed,
@@ -137,6 +166,13 @@ impl ConnectionAge {
         })
     }
 
+    /// Tells the connection to go away now, whatever its age (its client
+    /// keeps sending credentials that are refused); true when it was
+    /// still open.
+    pub fn go_away(&self) -> bool {
+        self.age()
+    }
+
     /// Marks the connection closed.
     pub fn close(&self) {
         self.phase.send_replace(AgePhase::Closed);
@@ -150,12 +186,9 @@ impl ConnectionAge {
         self.reaches(|p| p != AgePhase::Open)
     }
 
-    /// Resolves once the connection has closed.
-    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + 'static + use<> {
-        let reached = self.reaches(|p| p == AgePhase::Closed);
-        async move {
-            reached.await;
-        }
+    /// The phase the connection is in now.
+    pub fn phase(&self) -> AgePhase {
+        *self.phase.borrow()
     }
 
     fn reaches(

@@ -2,7 +2,9 @@
 //!
 //! - [`TlsConfig`] (`[tls.grpc]`, `[tls.http]`, `[tls.admin]`): per
 //!   listener, a certificate chain and its key, and optionally the CAs
-//!   whose client certificates are required (mTLS).
+//!   whose client certificates are required (mTLS), the CRLs that revoke
+//!   some, and whether a client certificate without an extended key usage
+//!   is one (`client_certs`: only a clientAuth EKU says so by default).
 //! - [`ServerTls`]: the loaded rustls configuration of one listener;
 //!   [`ServerTls::reload`] re-reads the files (SIGHUP) and swaps it in: the
 //!   next connection is served with the new certificate, connections
@@ -12,7 +14,10 @@
 //!   listener or from any stream of accepted connections
 //!   ([`TlsIncoming::from_stream`], e.g. those a connection gate admits).
 //!   Handshakes run in tasks of their own, so a slow or silent client
-//!   holds up no one; a failed one is logged and dropped.
+//!   holds up no one; a failed one is logged, reported by its cause
+//!   ([`HandshakeEvents`]: `expired`, `revoked`, ...) and dropped.
+
+mod client_certs;
 
 use std::{
     io,
@@ -32,9 +37,8 @@ use tokio::{
 use tokio_rustls::{
     TlsAcceptor,
     rustls::{
-        self, RootCertStore, ServerConfig,
+        self, CertificateError, ServerConfig,
         pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
-        server::WebPkiClientVerifier,
     },
     server::TlsStream,
 };
@@ -72,6 +76,44 @@ pub struct ListenerTls {
     /// issued by one of them.
     #[serde(default)]
     pub client_ca_file: Option<PathBuf>,
+    /// PEM CRLs of the client CA (or of its intermediates): a client
+    /// certificate they list fails the handshake. Re-read on SIGHUP.
+    #[serde(default)]
+    pub crl_files: Vec<PathBuf>,
+    /// Accept a client certificate with no extended key usage at all (by
+    /// default only one whose EKU names clientAuth is a client's).
+    #[serde(default)]
+    pub allow_no_eku: bool,
+}
+
+impl ListenerTls {
+    /// A listener's certificate and key, no client certificates asked.
+    pub fn new(cert_file: PathBuf, key_file: PathBuf) -> Self {
+        Self {
+            cert_file,
+            key_file,
+            client_ca_file: None,
+            crl_files: Vec::new(),
+            allow_no_eku: false,
+        }
+    }
+
+    /// The keys that say something of client certificates only make sense
+    /// beside `client_ca_file`; `section` is `tls.grpc`, ...
+    pub fn validate(&self, section: &str) -> Result<(), String> {
+        if self.client_ca_file.is_some() {
+            return Ok(());
+        }
+        match (self.crl_files.is_empty(), self.allow_no_eku) {
+            (true, false) => Ok(()),
+            (false, _) => Err(format!(
+                "[{section}] crl_files revokes client certificates, but no {section}.client_ca_file asks for them"
+            )),
+            (true, true) => Err(format!(
+                "[{section}] allow_no_eku is about client certificates, but no {section}.client_ca_file asks for them"
+            )),
+        }
+    }
 }
 
 /// Why a listener's TLS could not be set up. Names files, never their
@@ -81,7 +123,7 @@ pub enum TlsError {
     /// A file could not be read or holds no usable PEM item.
     #[error("{what} {}: {reason}", path.display())]
     File {
-        /// `certificate`, `private key` or `client CA`.
+        /// `certificate`, `private key`, `client CA` or `CRL`.
         what: &'static str,
         /// The file.
         path: PathBuf,
@@ -169,8 +211,8 @@ impl ServerTls {
         }))
     }
 
-    /// Re-reads the certificate, key and client CA files; on success the
-    /// next connection is served with them. On failure the running
+    /// Re-reads the certificate, key, client CA and CRL files; on success
+    /// the next connection is served with them. On failure the running
     /// configuration stays.
     pub fn reload(&self) -> Result<(), TlsError> {
         let config = build(self.listener, &self.settings, &self.alpn, self.client_certs)?;
@@ -198,21 +240,13 @@ fn build(
         .with_safe_default_protocol_versions()
         .map_err(|e| config_error(e.to_string()))?;
     let builder = match &settings.client_ca_file {
-        Some(path) => {
-            let mut roots = RootCertStore::empty();
-            for cert in certificates("client CA", path)? {
-                roots
-                    .add(cert)
-                    .map_err(|e| file_error("client CA", path, e))?;
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-            let verifier = match client_certs {
-                ClientCerts::Required => verifier,
-                ClientCerts::Optional => verifier.allow_unauthenticated(),
-            };
-            let verifier = verifier.build().map_err(|e| config_error(e.to_string()))?;
-            builder.with_client_cert_verifier(verifier)
-        }
+        Some(ca_file) => builder.with_client_cert_verifier(client_certs::verifier(
+            listener,
+            settings,
+            ca_file,
+            client_certs,
+            provider,
+        )?),
         None => builder.with_no_client_auth(),
     };
     let mut config = builder
@@ -220,6 +254,44 @@ fn build(
         .map_err(|e| config_error(e.to_string()))?;
     config.alpn_protocols = alpn.to_vec();
     Ok(Arc::new(config))
+}
+
+/// What the handshakes of a listener report: implemented by the gateway's
+/// metrics. Labels are fixed words.
+pub trait HandshakeEvents: Send + Sync + 'static {
+    /// A handshake on `listener` failed for `cause` (see [`refusal_cause`]).
+    fn handshake_failed(&self, listener: &'static str, cause: &'static str);
+}
+
+/// Why a handshake failed, as a fixed word: `expired`, `not_yet_valid`,
+/// `revoked`, `unknown_issuer` (no trusted CA signed it: none of that
+/// name, or one whose signature does not verify), `not_client_auth` (no
+/// clientAuth EKU),
+/// `bad_certificate` (any other certificate fault), `no_certificate`,
+/// `timeout` (see [`HANDSHAKE_TIMEOUT`]) or `protocol`.
+pub fn refusal_cause(error: &io::Error) -> &'static str {
+    let Some(rustls) = error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    else {
+        return "protocol";
+    };
+    match rustls {
+        rustls::Error::InvalidCertificate(e) => match e {
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => "expired",
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                "not_yet_valid"
+            }
+            CertificateError::Revoked => "revoked",
+            CertificateError::UnknownIssuer | CertificateError::BadSignature => "unknown_issuer",
+            CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+                "not_client_auth"
+            }
+            _ => "bad_certificate",
+        },
+        rustls::Error::NoCertificatesPresented => "no_certificate",
+        _ => "protocol",
+    }
 }
 
 /// Connections accepted on a listener, after their TLS handshake.
@@ -234,8 +306,12 @@ where
 {
     /// Runs the handshake of `tls` on every connection `accepted` yields
     /// (a listener's, or those a connection gate admitted), until this
-    /// value is dropped or `accepted` ends.
-    pub fn from_stream<S, E>(accepted: S, tls: Arc<ServerTls>) -> Self
+    /// value is dropped or `accepted` ends; each failure told to `events`.
+    pub fn from_stream<S, E>(
+        accepted: S,
+        tls: Arc<ServerTls>,
+        events: Arc<dyn HandshakeEvents>,
+    ) -> Self
     where
         S: Stream<Item = Result<IO, E>> + Send + 'static,
         E: std::fmt::Display + Send,
@@ -259,15 +335,19 @@ where
                 let acceptor = tls.acceptor();
                 let tx = tx.clone();
                 let listener = tls.listener;
+                let events = Arc::clone(&events);
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
                         Ok(Ok(stream)) => {
                             let _ = tx.send(stream).await;
                         }
                         Ok(Err(e)) => {
-                            tracing::info!(listener, error = %e, "TLS handshake refused");
+                            let cause = refusal_cause(&e);
+                            events.handshake_failed(listener, cause);
+                            tracing::info!(listener, cause, error = %e, "TLS handshake refused");
                         }
                         Err(_) => {
+                            events.handshake_failed(listener, "timeout");
                             tracing::info!(listener, "TLS handshake timed out");
                         }
                     }

@@ -242,6 +242,17 @@ impl Jwks {
         Ok(jwks)
     }
 
+    /// What [`Jwks::load`] reads, without fetching anything: a file's
+    /// keys, parsed (`Some` of their count); a URL's client, built with its
+    /// `ca_file` roots (`None`: the keys are fetched at start only). For
+    /// `idgate check`.
+    pub fn check(location: &JwksLocation) -> Result<Option<usize>, JwksError> {
+        match location {
+            JwksLocation::File(path) => read_file(path).map(|set| Some(set.len())),
+            JwksLocation::Url { extra_roots, .. } => fetch_client(extra_roots).map(|_| None),
+        }
+    }
+
     /// The current keys.
     pub fn current(&self) -> Arc<KeySet> {
         Arc::clone(&sync::read(&self.keys))
@@ -253,10 +264,7 @@ impl Jwks {
         let _one = self.fetching.lock().await;
         let loaded = match &self.source {
             // A small local file, read on start and SIGHUP only.
-            Source::File(path) => match std::fs::read(path) {
-                Ok(bytes) => KeySet::parse(&bytes),
-                Err(e) => Err(JwksError::Read(e.kind())),
-            },
+            Source::File(path) => read_file(path),
             Source::Url {
                 uri,
                 client,
@@ -333,6 +341,14 @@ impl Jwks {
                 uri.path()
             ),
         }
+    }
+}
+
+/// The keys of a JWKS file.
+fn read_file(path: &std::path::Path) -> Result<KeySet, JwksError> {
+    match std::fs::read(path) {
+        Ok(bytes) => KeySet::parse(&bytes),
+        Err(e) => Err(JwksError::Read(e.kind())),
     }
 }
 

@@ -14,13 +14,14 @@
 //! - the subject claim must be a non-empty string.
 //!
 //! Signature checks cost tens of microseconds, so a verified token is
-//! remembered (by its SHA-256, never its text) until it expires, at most
-//! [`CACHE_TTL`], and only while the key set it was checked against is the
-//! current one.
+//! remembered ([`TokenMemory`]) until it expires, at most [`CACHE_TTL`];
+//! and a refused one for [`REFUSAL_TTL`], so that a client sending a bad
+//! token again and again pays for one check, not one per call. A refusal
+//! that time may undo (`nbf` not reached yet) is not remembered.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
@@ -31,13 +32,13 @@ use tokio::time::Instant;
 use super::{
     config::JwtConfig,
     jwks::{Jwks, KeySet},
+    memory::{Digest, TokenMemory},
 };
-use crate::sync;
 
 /// Longest a verified token is remembered.
 pub const CACHE_TTL: Duration = Duration::from_secs(60);
-/// Most tokens remembered at once.
-const CACHE_ENTRIES: usize = 10_000;
+/// How long a refused token is refused again without a check.
+pub const REFUSAL_TTL: Duration = Duration::from_secs(60);
 
 /// Why a token was refused: a fixed set, used as a metric label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,12 +96,31 @@ impl JwtRefusal {
             _ => JwtRefusal::Malformed,
         }
     }
+
+    /// Whether the same token is refused again later: every cause but
+    /// `nbf`, which time reaches.
+    fn lasts(self) -> bool {
+        self != JwtRefusal::NotYetValid
+    }
 }
 
-struct Remembered {
-    subject: Arc<str>,
-    until: Instant,
-    keys: Arc<KeySet>,
+/// A refused token: why, and whether the refusal was remembered (no
+/// signature check this time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    /// Why the token was refused.
+    pub refusal: JwtRefusal,
+    /// True when answered from the memory of refused tokens.
+    pub remembered: bool,
+}
+
+impl From<JwtRefusal> for Refused {
+    fn from(refusal: JwtRefusal) -> Self {
+        Self {
+            refusal,
+            remembered: false,
+        }
+    }
 }
 
 /// Verifies bearer tokens of one issuer.
@@ -110,7 +130,8 @@ pub struct JwtVerifier {
     audience: String,
     subject_claim: String,
     leeway: u64,
-    verified: Mutex<HashMap<[u8; 32], Remembered, foldhash::fast::RandomState>>,
+    verified: TokenMemory<Arc<str>>,
+    refused: TokenMemory<JwtRefusal>,
 }
 
 impl JwtVerifier {
@@ -122,7 +143,8 @@ impl JwtVerifier {
             audience: config.audience.clone(),
             subject_claim: config.subject_claim.clone(),
             leeway: config.leeway_secs,
-            verified: Mutex::new(HashMap::default()),
+            verified: TokenMemory::default(),
+            refused: TokenMemory::default(),
         }
     }
 
@@ -132,17 +154,46 @@ impl JwtVerifier {
     }
 
     /// The subject of a valid token.
-    pub async fn verify(&self, token: &str) -> Result<Arc<str>, JwtRefusal> {
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+    pub async fn verify(&self, token: &str) -> Result<Arc<str>, Refused> {
+        let digest: Digest = Sha256::digest(token.as_bytes()).into();
         let now = Instant::now();
         let mut keys = self.jwks.current();
-        if let Some(subject) = self.remembered(&digest, now, &keys) {
+        if let Some(subject) = self.verified.get(&digest, now, &keys) {
             return Ok(subject);
         }
+        if let Some(refusal) = self.refused.get(&digest, now, &keys) {
+            return Err(Refused {
+                refusal,
+                remembered: true,
+            });
+        }
+        match self.check(token, &mut keys).await {
+            Ok((subject, exp)) => {
+                self.remember(digest, &subject, exp, now, keys);
+                Ok(subject)
+            }
+            Err(refusal) => {
+                if refusal.lasts() {
+                    self.refused
+                        .insert(digest, refusal, now, now + REFUSAL_TTL, keys);
+                }
+                Err(refusal.into())
+            }
+        }
+    }
+
+    /// Checks `token` in full: its subject and `exp`. `keys` are refreshed
+    /// once for an unknown `kid`, and are then the set it was checked
+    /// against.
+    async fn check(
+        &self,
+        token: &str,
+        keys: &mut Arc<KeySet>,
+    ) -> Result<(Arc<str>, Option<u64>), JwtRefusal> {
         let header = decode_header(token).map_err(|e| JwtRefusal::of(e.kind()))?;
         let kid = header.kid.as_deref();
         if keys.find(kid).is_none() && self.jwks.refresh_for_unknown_kid().await {
-            keys = self.jwks.current();
+            *keys = self.jwks.current();
         }
         let key = keys.find(kid).ok_or(JwtRefusal::UnknownKey)?;
         if header.alg != key.alg {
@@ -161,19 +212,12 @@ impl JwtVerifier {
             _ => return Err(JwtRefusal::MissingClaim),
         };
         let exp = data.claims.get("exp").and_then(serde_json::Value::as_u64);
-        self.remember(digest, &subject, exp, now, keys);
-        Ok(subject)
-    }
-
-    fn remembered(&self, digest: &[u8; 32], now: Instant, keys: &Arc<KeySet>) -> Option<Arc<str>> {
-        let cache = sync::lock(&self.verified);
-        let hit = cache.get(digest)?;
-        (hit.until > now && Arc::ptr_eq(&hit.keys, keys)).then(|| Arc::clone(&hit.subject))
+        Ok((subject, exp))
     }
 
     fn remember(
         &self,
-        digest: [u8; 32],
+        digest: Digest,
         subject: &Arc<str>,
         exp: Option<u64>,
         now: Instant,
@@ -187,24 +231,10 @@ impl JwtVerifier {
             Duration::from_secs(exp.saturating_add(self.leeway).saturating_sub(unix_now))
         });
         let ttl = left.min(CACHE_TTL);
-        if ttl.is_zero() {
-            return;
+        if !ttl.is_zero() {
+            self.verified
+                .insert(digest, Arc::clone(subject), now, now + ttl, keys);
         }
-        let mut cache = sync::lock(&self.verified);
-        if cache.len() >= CACHE_ENTRIES {
-            cache.retain(|_, r| r.until > now);
-            if cache.len() >= CACHE_ENTRIES {
-                cache.clear();
-            }
-        }
-        cache.insert(
-            digest,
-            Remembered {
-                subject: Arc::clone(subject),
-                until: now + ttl,
-                keys,
-            },
-        );
     }
 }
 

@@ -148,13 +148,22 @@ async fn time_claims_are_checked_with_the_leeway() {
     let f = fixture(&[&key], "sub").await;
     let v = &f.verifier;
     let expired = key.sign(&with(claims(), "exp", json!(now() - 120)));
-    assert_eq!(v.verify(&expired).await, Err(JwtRefusal::Expired));
+    assert_eq!(
+        v.verify(&expired).await.map_err(|r| r.refusal),
+        Err(JwtRefusal::Expired)
+    );
     let within_leeway = key.sign(&with(claims(), "exp", json!(now() - 5)));
     assert!(v.verify(&within_leeway).await.is_ok());
     let early = key.sign(&with(claims(), "nbf", json!(now() + 120)));
-    assert_eq!(v.verify(&early).await, Err(JwtRefusal::NotYetValid));
+    assert_eq!(
+        v.verify(&early).await.map_err(|r| r.refusal),
+        Err(JwtRefusal::NotYetValid)
+    );
     let no_exp = key.sign(&without(claims(), "exp"));
-    assert_eq!(v.verify(&no_exp).await, Err(JwtRefusal::MissingClaim));
+    assert_eq!(
+        v.verify(&no_exp).await.map_err(|r| r.refusal),
+        Err(JwtRefusal::MissingClaim)
+    );
 }
 
 #[tokio::test]
@@ -171,7 +180,10 @@ async fn time_claims_at_the_edge_of_the_integer_range_saturate_rather_than_overf
     let since_epoch = key.sign(&with(claims(), "nbf", json!(0)));
     assert!(v.verify(&since_epoch).await.is_ok());
     let far_future = key.sign(&with(claims(), "nbf", json!(u64::MAX)));
-    assert_eq!(v.verify(&far_future).await, Err(JwtRefusal::NotYetValid));
+    assert_eq!(
+        v.verify(&far_future).await.map_err(|r| r.refusal),
+        Err(JwtRefusal::NotYetValid)
+    );
 }
 
 #[tokio::test]
@@ -195,7 +207,7 @@ async fn issuer_and_audience_must_match_and_be_present() {
         ),
         (key.sign(&without(claims(), "iss")), JwtRefusal::Issuer),
     ] {
-        assert_eq!(v.verify(&token).await, Err(want));
+        assert_eq!(v.verify(&token).await.map_err(|r| r.refusal), Err(want));
     }
     let among = key.sign(&with(claims(), "aud", json!(["other", AUD])));
     assert!(v.verify(&among).await.is_ok());
@@ -207,13 +219,16 @@ async fn a_signature_by_another_key_under_the_same_kid_is_refused() {
     let impostor = TestKey::es256("k");
     let f = fixture(&[&key], "sub").await;
     let token = impostor.sign(&claims());
-    assert_eq!(f.verifier.verify(&token).await, Err(JwtRefusal::Signature));
+    assert_eq!(
+        f.verifier.verify(&token).await.map_err(|r| r.refusal),
+        Err(JwtRefusal::Signature)
+    );
     let mut tampered = key.sign(&claims());
     let payload = B64.encode(with(claims(), "sub", json!("svc-root")).to_string());
     let parts: Vec<&str> = tampered.split('.').collect();
     tampered = format!("{}.{payload}.{}", parts[0], parts[2]);
     assert_eq!(
-        f.verifier.verify(&tampered).await,
+        f.verifier.verify(&tampered).await.map_err(|r| r.refusal),
         Err(JwtRefusal::Signature)
     );
 }
@@ -228,7 +243,12 @@ async fn alg_none_is_refused() {
             B64.encode(header.to_string()),
             B64.encode(claims().to_string())
         );
-        let refused = f.verifier.verify(&token).await.unwrap_err();
+        let refused = f
+            .verifier
+            .verify(&token)
+            .await
+            .map_err(|r| r.refusal)
+            .unwrap_err();
         assert!(
             matches!(refused, JwtRefusal::Malformed | JwtRefusal::Algorithm),
             "{refused:?}"
@@ -245,7 +265,10 @@ async fn hs256_signed_with_the_public_key_is_refused() {
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some("k".into());
         let token = encode(&header, &claims(), &EncodingKey::from_secret(&secret)).unwrap();
-        assert_eq!(f.verifier.verify(&token).await, Err(JwtRefusal::Algorithm));
+        assert_eq!(
+            f.verifier.verify(&token).await.map_err(|r| r.refusal),
+            Err(JwtRefusal::Algorithm)
+        );
     }
 }
 
@@ -255,7 +278,10 @@ async fn an_unknown_kid_is_refused_and_a_lone_key_serves_tokens_without_kid() {
     let f = fixture(&[&key], "sub").await;
     let stranger = TestKey::es256("other");
     assert_eq!(
-        f.verifier.verify(&stranger.sign(&claims())).await,
+        f.verifier
+            .verify(&stranger.sign(&claims()))
+            .await
+            .map_err(|r| r.refusal),
         Err(JwtRefusal::UnknownKey)
     );
     let mut header = Header::new(Algorithm::ES256);
@@ -273,13 +299,13 @@ async fn the_subject_comes_from_the_configured_claim() {
     for bad in [json!(""), json!(42)] {
         let token = key.sign(&with(claims(), "client_id", bad));
         assert_eq!(
-            f.verifier.verify(&token).await,
+            f.verifier.verify(&token).await.map_err(|r| r.refusal),
             Err(JwtRefusal::MissingClaim)
         );
     }
     let token = key.sign(&claims());
     assert_eq!(
-        f.verifier.verify(&token).await,
+        f.verifier.verify(&token).await.map_err(|r| r.refusal),
         Err(JwtRefusal::MissingClaim)
     );
 }
@@ -294,10 +320,52 @@ async fn a_remembered_token_is_checked_again_once_the_keys_change() {
     let rotated = TestKey::es256("k");
     std::fs::write(&f.path, jwks_of(&[&rotated])).unwrap();
     f.verifier.jwks().reload().await.unwrap();
-    assert_eq!(f.verifier.verify(&token).await, Err(JwtRefusal::Signature));
+    assert_eq!(
+        f.verifier.verify(&token).await.map_err(|r| r.refusal),
+        Err(JwtRefusal::Signature)
+    );
     assert!(f.verifier.verify(&rotated.sign(&claims())).await.is_ok());
     // A broken file keeps the last good keys.
     std::fs::write(&f.path, "{not json").unwrap();
     assert!(f.verifier.jwks().reload().await.is_err());
     assert!(f.verifier.verify(&rotated.sign(&claims())).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_refused_token_sent_again_is_refused_from_memory_with_its_cause() {
+    let key = TestKey::es256("k");
+    let f = fixture(&[&key], "sub").await;
+    let forged = TestKey::es256("k").sign(&claims());
+    let first = f.verifier.verify(&forged).await.unwrap_err();
+    assert_eq!(
+        (first.refusal, first.remembered),
+        (JwtRefusal::Signature, false)
+    );
+    let again = f.verifier.verify(&forged).await.unwrap_err();
+    assert_eq!(
+        (again.refusal, again.remembered),
+        (JwtRefusal::Signature, true)
+    );
+    // A good token is not refused for its neighbour's sake.
+    assert!(f.verifier.verify(&key.sign(&claims())).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_refusal_that_time_or_a_key_rotation_may_undo_is_checked_again() {
+    let key = TestKey::es256("k");
+    let f = fixture(&[&key], "sub").await;
+    let early = key.sign(&with(claims(), "nbf", json!(now() + 3600)));
+    for _ in 0..2 {
+        let refused = f.verifier.verify(&early).await.unwrap_err();
+        assert!(!refused.remembered, "nbf is reached in time");
+    }
+    // A token of a key the issuer has not published yet...
+    let next = TestKey::es256("next");
+    let token = next.sign(&claims());
+    assert!(f.verifier.verify(&token).await.is_err());
+    assert!(f.verifier.verify(&token).await.unwrap_err().remembered);
+    // ...is served once the key set that holds its key is read.
+    std::fs::write(&f.path, jwks_of(&[&key, &next])).unwrap();
+    f.verifier.jwks().reload().await.unwrap();
+    assert!(f.verifier.verify(&token).await.is_ok());
 }

@@ -9,6 +9,11 @@
 //! once: `UNAUTHENTICATED`/`CALLER_UNAUTHENTICATED` or
 //! `PERMISSION_DENIED`/`CALLER_UNKNOWN`. Health checks pass untouched, so
 //! probes need no credential.
+//!
+//! Refusals cost little: a refused token is refused again from memory
+//! (`jwt`), and a connection whose last [`MAX_REFUSALS_IN_A_ROW`] calls
+//! were all refused is told to go away (HTTP/2 GOAWAY): its client must
+//! open a new connection, a TCP and TLS handshake, to try again.
 
 use std::{
     future::Future,
@@ -25,8 +30,8 @@ use super::{
     AuthEvents, Refusals,
     config::{AuthConfig, AuthMode, CallerConfig},
     jwks::{Jwks, JwksError, Refresh},
-    jwt::{JwtRefusal, JwtVerifier},
-    mtls::identity_of,
+    jwt::{JwtRefusal, JwtVerifier, Refused},
+    mtls::{NoIdentity, identity_of},
     policy::{CallerTable, Identity, Policy},
 };
 use crate::{
@@ -39,6 +44,9 @@ use crate::{
 
 /// Paths never authenticated: health probes.
 const OPEN_PREFIX: &str = "/grpc.health.v1.Health/";
+
+/// Refused calls in a row after which a connection is told to go away.
+pub const MAX_REFUSALS_IN_A_ROW: u32 = 20;
 
 /// Why a call was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +150,25 @@ impl Authenticator {
         })
     }
 
+    /// What [`Authenticator::from_config`] reads and refuses, with no
+    /// network call: the JWKS file parsed (a URL's client built, nothing
+    /// fetched) and the caller table built. `Some` of the JWKS file's key
+    /// count. For `idgate check`.
+    pub fn check(
+        auth: &AuthConfig,
+        callers: &[CallerConfig],
+    ) -> Result<Option<usize>, AuthSetupError> {
+        if auth.mode == AuthMode::None {
+            return Ok(None);
+        }
+        let keys = match (&auth.jwt, auth.mode.accepts_jwt()) {
+            (Some(config), true) => Jwks::check(&config.location()?)?,
+            _ => None,
+        };
+        CallerTable::build(callers)?;
+        Ok(keys)
+    }
+
     /// The mode.
     pub fn mode(&self) -> AuthMode {
         self.mode
@@ -187,10 +214,14 @@ impl Authenticator {
             return Ok(Arc::clone(&self.open));
         }
         let identity = match (&self.jwt, bearer(headers)) {
-            (Some(verifier), Some(token)) => Identity::JwtSubject(verifier.verify(token?).await?),
+            (Some(verifier), Some(token)) => Identity::JwtSubject(
+                verifier
+                    .verify(token?)
+                    .await
+                    .map_err(|r| self.refused_token(r))?,
+            ),
             _ if self.mode.accepts_mtls() => Identity::Mtls(
-                peer_identity(extensions)
-                    .ok_or(Refusal::Unauthenticated("no_certificate_identity"))?,
+                peer_identity(extensions).map_err(|no| Refusal::Unauthenticated(no.as_str()))?,
             ),
             _ => return Err(Refusal::Unauthenticated("no_credential")),
         };
@@ -199,6 +230,29 @@ impl Authenticator {
             Identity::Mtls(_) => "mtls",
         };
         self.policy.resolve(&identity).ok_or(Refusal::Unknown(kind))
+    }
+
+    /// A refused token as a refusal; one refused from memory counted.
+    fn refused_token(&self, refused: Refused) -> Refusal {
+        if refused.remembered {
+            self.events.refused_from_memory();
+        }
+        refused.refusal.into()
+    }
+
+    /// Counts a refusal on the connection of `extensions`, and tells the
+    /// connection to go away when it is the last of a row too long.
+    fn refused_on_connection(&self, extensions: &http::Extensions) {
+        let Some(conn) = ConnInfo::of(extensions) else {
+            return;
+        };
+        if conn.activity.refused() >= MAX_REFUSALS_IN_A_ROW && conn.age.go_away() {
+            self.events.connection_closed_for_refusals();
+            tracing::debug!(
+                refused_in_a_row = MAX_REFUSALS_IN_A_ROW,
+                "connection told to go away after refused calls"
+            );
+        }
     }
 
     /// Answers a refusal: counted; a valid identity that is no caller is
@@ -240,9 +294,12 @@ fn bearer(headers: &HeaderMap) -> Option<Result<&str, Refusal>> {
 }
 
 /// The identity of the connection's verified client certificate.
-fn peer_identity(extensions: &http::Extensions) -> Option<super::mtls::MtlsIdentity> {
-    let certs = extensions.get::<TlsConnectInfo<ConnInfo>>()?.peer_certs()?;
-    identity_of(certs.first()?)
+fn peer_identity(extensions: &http::Extensions) -> Result<super::mtls::MtlsIdentity, NoIdentity> {
+    let certs = extensions
+        .get::<TlsConnectInfo<ConnInfo>>()
+        .and_then(TlsConnectInfo::peer_certs)
+        .ok_or(NoIdentity::NoName)?;
+    identity_of(certs.first().ok_or(NoIdentity::NoName)?)
 }
 
 /// [`Authenticator`] as a tower layer for the public listener.
@@ -316,12 +373,16 @@ where
                 .await
             {
                 Ok(caller) => {
+                    if let Some(conn) = ConnInfo::of(request.extensions()) {
+                        conn.activity.authenticated();
+                    }
                     let extensions = request.extensions_mut();
                     extensions.insert(caller);
                     extensions.insert(Refusals(Arc::clone(&auth.events)));
                     Ok(inner.call(request).await?.map(tonic::body::Body::new))
                 }
                 Err(refusal) => {
+                    auth.refused_on_connection(request.extensions());
                     Ok(auth.refused(refusal, request.uri().path(), request.extensions()))
                 }
             }

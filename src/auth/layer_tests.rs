@@ -19,6 +19,8 @@ impl AuthEvents for Counted {
         self.0.lock().unwrap().push((reason, cause));
     }
     fn jwks_fetch_failed(&self) {}
+    fn refused_from_memory(&self) {}
+    fn connection_closed_for_refusals(&self) {}
 }
 
 const TABLE: &str = r#"
@@ -202,4 +204,46 @@ async fn the_layer_hands_the_caller_on_or_answers_with_the_reason() {
             ("CALLER_UNKNOWN", "no_caller_entry")
         ]
     );
+}
+
+#[tokio::test]
+async fn the_twentieth_refusal_in_a_row_tells_the_connection_to_go_away() {
+    use crate::net::{Activity, AgePhase, ConnectionAge};
+
+    let key = TestKey::es256("k");
+    let (auth, _file) = authenticator(&key, Arc::default()).await;
+    let mut svc = AuthLayer::new(Arc::new(auth)).layer(tower::service_fn(
+        |_: Request<tonic::body::Body>| async {
+            Ok::<_, Infallible>(Response::new(tonic::body::Body::empty()))
+        },
+    ));
+    let conn = ConnInfo {
+        remote: "127.0.0.1:1".parse().unwrap(),
+        activity: Arc::new(Activity::default()),
+        age: Arc::new(ConnectionAge::new(None)),
+    };
+    let forged = format!("Bearer {}", token(&TestKey::es256("k"), "svc-a"));
+    let good = format!("Bearer {}", token(&key, "svc-a"));
+    let mut call = async |authorization: &str| {
+        let mut request = Request::new(tonic::body::Body::empty());
+        *request.uri_mut() = "/idgate.v1.JourneyService/CreateJourney".parse().unwrap();
+        *request.headers_mut() = headers(Some(authorization));
+        request.extensions_mut().insert(conn.clone());
+        svc.call(request).await.unwrap();
+    };
+    let phase = || conn.age.phase();
+    for _ in 0..MAX_REFUSALS_IN_A_ROW - 1 {
+        call(&forged).await;
+    }
+    call(&good).await;
+    for _ in 0..MAX_REFUSALS_IN_A_ROW - 1 {
+        call(&forged).await;
+    }
+    assert_eq!(
+        phase(),
+        AgePhase::Open,
+        "an authenticated call ends the run"
+    );
+    call(&forged).await;
+    assert_eq!(phase(), AgePhase::Aged, "told to go away");
 }

@@ -11,6 +11,7 @@
 //! - [`config`]: `[auth]`, `[auth.jwt]`, `[[callers]]`;
 //! - [`jwks`]: the keys (file or URL, cached, refreshed);
 //! - [`jwt`]: token verification, the algorithm pinned by the key;
+//! - `memory`: the tokens it accepted and refused, by digest, bounded;
 //! - [`mtls`]: the identity of a client certificate;
 //! - [`policy`]: the caller table, swapped whole on SIGHUP;
 //! - [`layer`]: the tower layer and the [`Authenticator`] it asks.
@@ -24,6 +25,7 @@ pub mod config;
 pub mod jwks;
 pub mod jwt;
 pub mod layer;
+mod memory;
 pub mod mtls;
 pub mod policy;
 
@@ -40,6 +42,12 @@ pub trait AuthEvents: Send + Sync + 'static {
     fn refused(&self, reason: &'static str, cause: &'static str);
     /// A JWKS fetch or read failed (the last good keys stay).
     fn jwks_fetch_failed(&self);
+    /// A token was refused from memory, without a signature check (the
+    /// refusal itself is also counted by [`AuthEvents::refused`]).
+    fn refused_from_memory(&self);
+    /// A connection was told to go away after
+    /// [`MAX_REFUSALS_IN_A_ROW`](layer::MAX_REFUSALS_IN_A_ROW) refused calls.
+    fn connection_closed_for_refusals(&self);
 }
 
 /// The refusal counter, left by the layer in each request's extensions
@@ -55,6 +63,8 @@ pub struct NoEvents;
 impl AuthEvents for NoEvents {
     fn refused(&self, _: &'static str, _: &'static str) {}
     fn jwks_fetch_failed(&self) {}
+    fn refused_from_memory(&self) {}
+    fn connection_closed_for_refusals(&self) {}
 }
 
 /// The gateway's metrics count what authentication reports.
@@ -65,5 +75,13 @@ impl AuthEvents for crate::telemetry::Metrics {
 
     fn jwks_fetch_failed(&self) {
         self.record_jwks_fetch_failure();
+    }
+
+    fn refused_from_memory(&self) {
+        self.record_auth_refused_from_memory();
+    }
+
+    fn connection_closed_for_refusals(&self) {
+        self.record_auth_connection_closed();
     }
 }

@@ -1,9 +1,16 @@
-//! The identity of a verified mTLS client certificate: its SPIFFE ID (the
-//! first URI SAN that starts with `spiffe://`), else its first DNS SAN.
+//! The identity of a verified mTLS client certificate: its SPIFFE ID, else
+//! its first DNS SAN.
+//!
+//! A SPIFFE ID is taken as the X.509-SVID specification says: the
+//! certificate's one and only URI SAN. A certificate that names a
+//! `spiffe://` URI beside another URI is no SVID and has no identity at
+//! all (not its DNS name either: it claimed to be a workload and is not a
+//! well-formed one).
 //!
 //! The listener's TLS setup has already verified the chain against the
-//! client CA; this only reads the leaf. A certificate with neither name has
-//! no identity (refused as unauthenticated).
+//! client CA, the CRLs and the clientAuth usage (`tls::client_certs`);
+//! this only reads the leaf. A certificate with no identity is refused as
+//! unauthenticated, with the cause [`NoIdentity::as_str`].
 
 use x509_parser::{extensions::GeneralName, prelude::FromDer as _};
 
@@ -16,22 +23,55 @@ pub enum MtlsIdentity {
     Dns(String),
 }
 
-/// The identity of the leaf certificate `der`, if it names one.
-pub fn identity_of(der: &[u8]) -> Option<MtlsIdentity> {
-    let (_, cert) = x509_parser::certificate::X509Certificate::from_der(der).ok()?;
-    let san = cert.subject_alternative_name().ok()??;
-    let names = &san.value.general_names;
-    let spiffe = names.iter().find_map(|n| match n {
-        GeneralName::URI(uri) if uri.starts_with("spiffe://") => Some(*uri),
-        _ => None,
-    });
-    if let Some(uri) = spiffe {
-        return Some(MtlsIdentity::Spiffe(uri.to_owned()));
+/// Why a verified certificate gives no identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoIdentity {
+    /// Neither a SPIFFE ID nor a DNS name (or an unreadable certificate).
+    NoName,
+    /// A `spiffe://` URI SAN that is not the certificate's only URI SAN.
+    NotAnSvid,
+}
+
+impl NoIdentity {
+    /// The refusal's cause label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoIdentity::NoName => "no_certificate_identity",
+            NoIdentity::NotAnSvid => "spiffe_not_single_uri",
+        }
     }
-    names.iter().find_map(|n| match n {
-        GeneralName::DNSName(dns) => Some(MtlsIdentity::Dns((*dns).to_owned())),
-        _ => None,
-    })
+}
+
+/// The identity of the leaf certificate `der`.
+pub fn identity_of(der: &[u8]) -> Result<MtlsIdentity, NoIdentity> {
+    let (_, cert) =
+        x509_parser::certificate::X509Certificate::from_der(der).map_err(|_| NoIdentity::NoName)?;
+    let san = cert
+        .subject_alternative_name()
+        .ok()
+        .flatten()
+        .ok_or(NoIdentity::NoName)?;
+    let names = &san.value.general_names;
+    let uris: Vec<&str> = names
+        .iter()
+        .filter_map(|n| match n {
+            GeneralName::URI(uri) => Some(*uri),
+            _ => None,
+        })
+        .collect();
+    if uris.iter().any(|uri| uri.starts_with("spiffe://")) {
+        return match uris.as_slice() {
+            [svid] => Ok(MtlsIdentity::Spiffe((*svid).to_owned())),
+            _ => Err(NoIdentity::NotAnSvid),
+        };
+    }
+    names
+        .iter()
+        .find_map(|n| match n {
+            GeneralName::DNSName(dns) => Some(MtlsIdentity::Dns((*dns).to_owned())),
+            _ => None,
+        })
+        .ok_or(NoIdentity::NoName)
 }
 
 #[cfg(test)]
@@ -51,14 +91,37 @@ mod tests {
     fn a_spiffe_id_wins_over_dns_names() {
         let der = cert(vec![
             SanType::DnsName("api.onboarding.svc".try_into().unwrap()),
-            SanType::URI("https://not-spiffe.example".try_into().unwrap()),
             SanType::URI("spiffe://corp/ns/onboarding/sa/api".try_into().unwrap()),
         ]);
         assert_eq!(
             identity_of(&der),
-            Some(MtlsIdentity::Spiffe(
+            Ok(MtlsIdentity::Spiffe(
                 "spiffe://corp/ns/onboarding/sa/api".into()
             ))
+        );
+    }
+
+    #[test]
+    fn a_spiffe_id_beside_another_uri_is_no_svid_and_no_identity() {
+        for other in [
+            "https://not-spiffe.example",
+            "spiffe://corp/ns/other/sa/api",
+        ] {
+            let der = cert(vec![
+                SanType::DnsName("api.onboarding.svc".try_into().unwrap()),
+                SanType::URI(other.try_into().unwrap()),
+                SanType::URI("spiffe://corp/ns/onboarding/sa/api".try_into().unwrap()),
+            ]);
+            assert_eq!(identity_of(&der), Err(NoIdentity::NotAnSvid), "{other}");
+        }
+        // A URI that is no SPIFFE ID leaves the DNS name the identity.
+        let der = cert(vec![
+            SanType::URI("https://not-spiffe.example".try_into().unwrap()),
+            SanType::DnsName("api.onboarding.svc".try_into().unwrap()),
+        ]);
+        assert_eq!(
+            identity_of(&der),
+            Ok(MtlsIdentity::Dns("api.onboarding.svc".into()))
         );
     }
 
@@ -70,9 +133,9 @@ mod tests {
         ]);
         assert_eq!(
             identity_of(&der),
-            Some(MtlsIdentity::Dns("first.example".into()))
+            Ok(MtlsIdentity::Dns("first.example".into()))
         );
-        assert_eq!(identity_of(&cert(vec![])), None);
-        assert_eq!(identity_of(b"not a certificate"), None);
+        assert_eq!(identity_of(&cert(vec![])), Err(NoIdentity::NoName));
+        assert_eq!(identity_of(b"not a certificate"), Err(NoIdentity::NoName));
     }
 }

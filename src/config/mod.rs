@@ -162,6 +162,7 @@ impl Config {
         let callers = self.callers.iter().map(|c| c.name.as_str());
         crate::spend::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;
+        self.validate_tls()?;
         self.rollout.validate().map_err(ConfigError::Invalid)?;
         self.probe.validate().map_err(ConfigError::Invalid)?;
         self.cluster.validate()
@@ -221,6 +222,17 @@ impl Config {
         }
         self.check_tokens_over_tls()?;
         crate::auth::validate_callers(&self.callers, auth.mode, &self.operator_profiles())
+    }
+
+    /// Each listener's client-certificate keys beside its client CA.
+    fn validate_tls(&self) -> Result<(), ConfigError> {
+        let TlsConfig { grpc, http, admin } = &self.tls;
+        for (section, tls) in [("tls.grpc", grpc), ("tls.http", http), ("tls.admin", admin)] {
+            if let Some(tls) = tls {
+                tls.validate(section).map_err(ConfigError::Invalid)?;
+            }
+        }
+        Ok(())
     }
 
     /// Bearer tokens only over TLS: a mode that takes them needs

@@ -28,12 +28,23 @@ pub(super) fn grpc_client_certs(config: &Config) -> ClientCerts {
     }
 }
 
+/// What the start refuses of `[auth]` before building anything: bearer
+/// tokens without TLS, and an open gateway in front of a real upstream
+/// that did not ask to be open.
+pub(super) fn check_required(config: &Config) -> Result<(), StartError> {
+    config.check_tokens_over_tls()?;
+    if config.auth.is_none() && config.upstream.is_some() {
+        return Err(ConfigError::Invalid(AUTH_REQUIRED.to_owned()).into());
+    }
+    Ok(())
+}
+
 /// Builds the authenticator (loading a JWKS file or fetching a URL).
 pub(super) async fn authentication(
     config: &Config,
     metrics: &Metrics,
 ) -> Result<Arc<Authenticator>, StartError> {
-    config.check_tokens_over_tls()?;
+    check_required(config)?;
     if config.auth.as_ref().is_some_and(|a| a.mode.accepts_jwt()) && config.tls.grpc.is_none() {
         tracing::warn!(
             key = "auth.allow_plaintext_tokens",
@@ -41,12 +52,9 @@ pub(super) async fn authentication(
         );
     }
     let events: Arc<dyn AuthEvents> = Arc::new(metrics.clone());
-    let auth = match (&config.auth, config.upstream.is_some()) {
-        (None, true) => {
-            return Err(ConfigError::Invalid(AUTH_REQUIRED.to_owned()).into());
-        }
-        (None, false) => Authenticator::open(events),
-        (Some(auth), _) => Authenticator::from_config(auth, &config.callers, events).await?,
+    let auth = match &config.auth {
+        None => Authenticator::open(events),
+        Some(auth) => Authenticator::from_config(auth, &config.callers, events).await?,
     };
     if auth.enabled() {
         tracing::info!(

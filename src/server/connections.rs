@@ -163,6 +163,13 @@ impl ConnectionGate {
         (self.listener, self.metrics.clone())
     }
 
+    /// Where this listener's TLS handshakes report their failures.
+    pub(super) fn handshake_events(&self) -> Arc<dyn crate::tls::HandshakeEvents> {
+        Arc::new(ListenerHandshakes {
+            metrics: self.metrics.clone(),
+        })
+    }
+
     /// Admits `stream` as a [`Conn`], or closes it at once when a cap is
     /// reached.
     fn admit(&self, stream: TcpStream, remote: SocketAddr) -> Option<Conn> {
@@ -257,6 +264,17 @@ impl ConnectionGate {
                 }
             }
         })
+    }
+}
+
+/// Refused handshakes, counted in the gateway's metrics.
+struct ListenerHandshakes {
+    metrics: Metrics,
+}
+
+impl crate::tls::HandshakeEvents for ListenerHandshakes {
+    fn handshake_failed(&self, listener: &'static str, cause: &'static str) {
+        self.metrics.record_tls_handshake_failure(listener, cause);
     }
 }
 

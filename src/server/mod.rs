@@ -14,6 +14,7 @@
 //! | `connections` | every accepted connection, bounded: caps, descriptor budget, idle timeout, maximum age, kill switch |
 //! | `stream_age`  | `WatchJourney` streams end `CONNECTION_AGED` when their connection ages |
 //! | `setup`       | each listener's TLS, and the process-wide connection budget          |
+//! | `check`       | `idgate check`: what a start reads and refuses, up to its first socket |
 //! | `upstream`    | the configured REST service and its operators, or                   |
 //! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
 //! | `fleet`       | the shared state (`[cluster]`) and what the other replicas send     |
@@ -27,6 +28,7 @@
 
 mod body_budget;
 mod callers;
+mod check;
 mod connections;
 mod edge;
 mod fleet;
@@ -70,6 +72,7 @@ use results::CoreResults;
 use runtime::ServingRuntime;
 use setup::{ListenerTlsSet, connection_budget};
 
+pub use check::{Checked, check};
 pub use gateway::Gateway;
 
 /// A gateway that could not start.

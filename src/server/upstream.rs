@@ -31,9 +31,15 @@ pub(super) async fn resolve(
     webhook_url: String,
     clock: Option<Arc<dyn Clock>>,
 ) -> Result<Upstream, StartError> {
-    let Some(up) = &config.upstream else {
-        return embedded::start(config, webhook, webhook_url, clock).await;
-    };
+    match &config.upstream {
+        Some(up) => configured(config, up),
+        None => embedded::start(config, webhook, webhook_url, clock).await,
+    }
+}
+
+/// The configured `[upstream]`: its operators' passwords read (from the
+/// environment or files) and its channels; nothing started or called.
+pub(super) fn configured(config: &Config, up: &UpstreamConfig) -> Result<Upstream, StartError> {
     let operators = config
         .operators
         .iter()

@@ -145,6 +145,7 @@ struct Inner {
     guard: SpendSeries,
     rollout: RolloutSeries,
     auth: AuthSeries,
+    tls: TlsSeries,
     watch_journeys: Gauge,
     watch_watchers: Gauge,
     watch_result_reads: Counter,
@@ -427,6 +428,7 @@ mod rollout;
 mod spend;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod upstream;
 
 use auth::AuthSeries;
@@ -439,6 +441,7 @@ pub use labels::{ChannelLabel, http_status_label};
 pub use plaintext_hops::PLAINTEXT_HOP_KINDS;
 use rollout::RolloutSeries;
 use spend::SpendSeries;
+use tls::TlsSeries;
 
 use otel::OtelRed;
 use upstream::{RejectedLabels, UpstreamLabels};

@@ -37,6 +37,7 @@ mod api_contract;
 mod auth;
 mod channels;
 mod clients;
+mod config_check;
 mod deploy;
 mod docs;
 mod events;

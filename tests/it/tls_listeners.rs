@@ -105,9 +105,8 @@ async fn a_journey_runs_over_mtls_and_a_client_without_a_certificate_is_refused(
     let (client_cert, client_key) = ca.write("client", &ca.leaf(&["tls-test-client"]));
     let mut config = test_config();
     config.tls.grpc = Some(ListenerTls {
-        cert_file,
-        key_file,
         client_ca_file: Some(ca.ca_file()),
+        ..ListenerTls::new(cert_file, key_file)
     });
     config.sandbox.processing_delay_ms = 100;
     config.watch.poll_initial_ms = 50;
@@ -162,11 +161,7 @@ async fn after_a_reload_the_next_connection_gets_the_new_certificate_and_open_on
     let (old_ca, new_ca) = (TestCa::new(), TestCa::new());
     let (cert_file, key_file) = old_ca.write("server", &old_ca.leaf(&SERVER_NAMES));
     let mut config = test_config();
-    config.tls.grpc = Some(ListenerTls {
-        cert_file: cert_file.clone(),
-        key_file: key_file.clone(),
-        client_ca_file: None,
-    });
+    config.tls.grpc = Some(ListenerTls::new(cert_file.clone(), key_file.clone()));
     let gw = start(config).await;
     let url = gw.grpc_url();
     let open = trusting(&old_ca)
@@ -207,11 +202,7 @@ async fn the_http_and_admin_listeners_serve_tls_and_the_channels_cli_reaches_adm
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ca = TestCa::new();
     let (cert_file, key_file) = ca.write("server", &ca.leaf(&SERVER_NAMES));
-    let section = ListenerTls {
-        cert_file,
-        key_file,
-        client_ca_file: None,
-    };
+    let section = ListenerTls::new(cert_file, key_file);
     let mut config = test_config();
     config.tls.http = Some(section.clone());
     config.tls.admin = Some(section);

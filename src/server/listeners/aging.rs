@@ -156,13 +156,14 @@ async fn serve_one<L, ResBody, IO>(
 }
 
 /// Resolves when the connection must be told to go away (its age, counted;
-/// or the listener's stop), or has closed by itself.
+/// told sooner, by [`ConnectionAge::go_away`]; or the listener's stop), or
+/// has closed by itself.
 fn go_away_when(
     age: Arc<ConnectionAge>,
     aged: AgedCount,
     stopped: watch::Receiver<bool>,
 ) -> impl Future<Output = ()> + Send + 'static {
-    let closed = age.closed();
+    let past_open = age.past_open();
     async move {
         let until_aged = async {
             match age.aged_at {
@@ -178,7 +179,7 @@ fn go_away_when(
                 }
             }
             () = until_stopped(stopped) => {}
-            () = closed => {}
+            _ = past_open => {}
         }
     }
 }

@@ -219,13 +219,14 @@ async fn serve_incoming<L, ResBody>(
     ResBody::Error: Into<tonic::codegen::StdError>,
 {
     let aged = AgedCount::of(&gate);
+    let handshakes = gate.handshake_events();
     let accepted = gate.incoming(listener);
     match tls {
         None => serve_each(router, accepted, aged, stopped).await,
         Some(tls) => {
             serve_each(
                 router,
-                TlsIncoming::from_stream(accepted, tls),
+                TlsIncoming::from_stream(accepted, tls, handshakes),
                 aged,
                 stopped,
             )

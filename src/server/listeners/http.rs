@@ -117,12 +117,13 @@ pub(in crate::server) fn serve_http(
         .timer(TokioTimer::new())
         .max_concurrent_streams(serving.max_concurrent_streams)
         .max_header_list_size(serving.max_header_list_bytes);
+    let handshakes = accept.gate.handshake_events();
     let accepted = accept.gate.incoming(accept.listener);
     match accept.tls {
         // With TLS configured, never plain text: every connection goes
         // through the handshake.
         Some(tls) => tokio::spawn(serve_connections(
-            TlsIncoming::from_stream(accepted, tls),
+            TlsIncoming::from_stream(accepted, tls, handshakes),
             app,
             builder,
             stopped,

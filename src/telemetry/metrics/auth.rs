@@ -1,5 +1,7 @@
 //! Authentication's series: whether callers are authenticated at all,
-//! refusals by reason and cause, and failed JWKS fetches. Labels are
+//! refusals by reason and cause (and how many cost no signature check),
+//! connections told to go away for refused calls, and failed JWKS
+//! fetches. Labels are
 //! fixed words (`CALLER_UNAUTHENTICATED`, `expired`, ...): never a caller,
 //! a subject or a token.
 
@@ -16,6 +18,8 @@ pub(super) struct AuthSeries {
     pub(super) enabled: Gauge,
     pub(super) refusals: Family<RefusalLabels, Counter>,
     pub(super) jwks_fetch_failures: Counter,
+    pub(super) refused_from_memory: Counter,
+    pub(super) connections_closed: Counter,
 }
 
 impl AuthSeries {
@@ -24,6 +28,8 @@ impl AuthSeries {
             enabled: Gauge::default(),
             refusals: Family::default(),
             jwks_fetch_failures: Counter::default(),
+            refused_from_memory: Counter::default(),
+            connections_closed: Counter::default(),
         };
         registry.register(
             "idgate_auth_enabled",
@@ -32,13 +38,23 @@ impl AuthSeries {
         );
         registry.register(
             "idgate_auth_refusals",
-            "Public calls refused by caller policy, by reason (CALLER_UNAUTHENTICATED, CALLER_UNKNOWN, OPERATION_NOT_ALLOWED, PROFILE_NOT_ALLOWED) and cause (no_credential, malformed, expired, not_yet_valid, audience, issuer, signature, algorithm, unknown_key, missing_claim, no_certificate_identity, no_caller_entry, or the operation refused)",
+            "Public calls refused by caller policy, by reason (CALLER_UNAUTHENTICATED, CALLER_UNKNOWN, OPERATION_NOT_ALLOWED, PROFILE_NOT_ALLOWED) and cause (no_credential, malformed, expired, not_yet_valid, audience, issuer, signature, algorithm, unknown_key, missing_claim, no_certificate_identity, spiffe_not_single_uri, no_caller_entry, or the operation refused)",
             series.refusals.clone(),
         );
         registry.register(
             "idgate_auth_jwks_fetch_failures",
             "JWKS fetches or file reads that failed; the last good keys stay in use",
             series.jwks_fetch_failures.clone(),
+        );
+        registry.register(
+            "idgate_auth_refused_from_memory",
+            "Bearer tokens refused again from the memory of refused tokens (60 s, by SHA-256), without a signature check; also counted in idgate_auth_refusals",
+            series.refused_from_memory.clone(),
+        );
+        registry.register(
+            "idgate_auth_connections_closed",
+            "Public connections told to go away (HTTP/2 GOAWAY) after 20 calls in a row were refused authentication",
+            series.connections_closed.clone(),
         );
         series
     }
@@ -62,6 +78,16 @@ impl Metrics {
     /// Counts one failed JWKS fetch or read.
     pub fn record_jwks_fetch_failure(&self) {
         self.inner.auth.jwks_fetch_failures.inc();
+    }
+
+    /// Counts one token refused from memory.
+    pub fn record_auth_refused_from_memory(&self) {
+        self.inner.auth.refused_from_memory.inc();
+    }
+
+    /// Counts one connection told to go away for refused calls.
+    pub fn record_auth_connection_closed(&self) {
+        self.inner.auth.connections_closed.inc();
     }
 
     /// How many JWKS fetches failed so far.

@@ -52,6 +52,7 @@ impl Metrics {
         let channel_series = ChannelSeries::register(&mut registry);
         let plaintext_hops = plaintext_hops::register(&mut registry);
         let auth = AuthSeries::register(&mut registry);
+        let tls = TlsSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -222,6 +223,7 @@ impl Metrics {
                 rollout,
                 channels: channel_series,
                 auth,
+                tls,
                 core_label: labels_interner.channel(CORE_CHANNEL),
                 labels: labels_interner,
             }),

@@ -5,6 +5,7 @@
 //! gateway in front of a real upstream refuses to start open).
 
 mod audit;
+mod certificates;
 mod foreign;
 mod jwks_url;
 mod jwt;
@@ -12,6 +13,7 @@ mod limits;
 mod mtls;
 mod owners;
 mod policy;
+mod refusals;
 mod request_ids;
 mod startup;
 mod views;

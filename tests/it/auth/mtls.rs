@@ -64,9 +64,8 @@ fn tls_config(ca: &TestCa) -> idgate::config::Config {
     let (cert_file, key_file) = ca.write("server", &ca.leaf(&["localhost", "127.0.0.1"]));
     let mut config = test_config();
     config.tls.grpc = Some(ListenerTls {
-        cert_file,
-        key_file,
         client_ca_file: Some(ca.ca_file()),
+        ..ListenerTls::new(cert_file, key_file)
     });
     config
 }

@@ -8,7 +8,10 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateRevocationListParams, CertifiedIssuer, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyIdMethod, KeyPair, RevokedCertParams, SerialNumber,
+};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{
     TlsAcceptor,
@@ -61,12 +64,22 @@ impl TestCa {
         (cert, key)
     }
 
-    /// A certificate for `names` (DNS names or IP addresses).
+    /// A certificate for `names` (DNS names or IP addresses), for a
+    /// server or a client (both extended key usages).
     pub fn leaf(&self, names: &[&str]) -> Leaf {
-        let key = KeyPair::generate().expect("key");
-        let params =
+        let mut params =
             CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
                 .expect("params");
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        self.sign(params)
+    }
+
+    /// A certificate of `params`, signed by this CA.
+    pub fn sign(&self, params: CertificateParams) -> Leaf {
+        let key = KeyPair::generate().expect("key");
         let cert = params.signed_by(&key, &self.issuer).expect("certificate");
         Leaf {
             cert_pem: cert.pem(),
@@ -74,6 +87,33 @@ impl TestCa {
             cert_der: cert.der().clone(),
             key_der: key.serialize_der(),
         }
+    }
+
+    /// Writes, as `NAME.crl.pem`, a CRL of this CA that revokes the
+    /// certificates of `serials`; returns its path.
+    pub fn write_crl(&self, name: &str, serials: &[u64]) -> PathBuf {
+        let now = time::OffsetDateTime::now_utc();
+        let crl = CertificateRevocationListParams {
+            this_update: now - time::Duration::hours(1),
+            next_update: now + time::Duration::days(1),
+            crl_number: SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: serials
+                .iter()
+                .map(|serial| RevokedCertParams {
+                    serial_number: SerialNumber::from(*serial),
+                    revocation_time: now - time::Duration::minutes(1),
+                    reason_code: None,
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: KeyIdMethod::Sha256,
+        }
+        .signed_by(&self.issuer)
+        .expect("CRL");
+        let path = self.dir.path().join(format!("{name}.crl.pem"));
+        std::fs::write(&path, crl.pem().expect("CRL PEM")).expect("CRL file");
+        path
     }
 }
 
@@ -81,17 +121,17 @@ impl TestCa {
     /// A client certificate whose subject alternative names are `sans`
     /// (a SPIFFE ID is a `SanType::URI`).
     pub fn leaf_with_sans(&self, sans: Vec<rcgen::SanType>) -> Leaf {
-        let key = KeyPair::generate().expect("key");
-        let mut params = CertificateParams::default();
-        params.subject_alt_names = sans;
-        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
-        Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-            cert_der: cert.der().clone(),
-            key_der: key.serialize_der(),
-        }
+        self.sign(client_params(sans))
     }
+}
+
+/// The parameters of a client certificate (clientAuth EKU) whose subject
+/// alternative names are `sans`, for tests to change before signing.
+pub fn client_params(sans: Vec<rcgen::SanType>) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.subject_alt_names = sans;
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params
 }
 
 /// Accepts TCP connections and completes their TLS handshake; a failed
