@@ -115,11 +115,20 @@ impl ChannelRouter {
             failed_last = Some(channel);
             last_error = Some(error);
         }
-        if !tried {
-            if let Some(channel) = longest_open(&refused) {
-                return self
-                    .panic_route(ctx, &set, channel, appkey, user_agent, attempts)
-                    .await;
+        if let Some(channel) = longest_open(&refused).filter(|_| !tried) {
+            // As when every channel was tried: a fault is the channels'
+            // unavailability, anything else the channel's answer.
+            match self
+                .panic_route(ctx, &set, channel, appkey, user_agent, attempts)
+                .await
+            {
+                Attempt::Granted(started) => return Ok(started),
+                Attempt::Failed(e) if e.is_upstream_fault() => {
+                    notes.push(format!("{} (panic-routed): {}", channel.name(), e.class()));
+                    last_error = Some(e);
+                }
+                Attempt::Failed(e) => return Err(Error::Upstream(e)),
+                Attempt::Skipped(note) => notes.push(format!("{}: {note}", channel.name())),
             }
         }
         if last_error.is_some() && ctx.is_expired() {
@@ -143,7 +152,7 @@ impl ChannelRouter {
         appkey: &Appkey,
         user_agent: &str,
         attempts: u32,
-    ) -> Result<StartedSession, Error> {
+    ) -> Attempt {
         self.outcomes.panic(channel);
         if !self.panicking.swap(true, Ordering::Relaxed) {
             tracing::warn!(
@@ -151,30 +160,18 @@ impl ChannelRouter {
                 "every 3D channel's circuit is open: routing to the one open longest"
             );
         }
-        match self
-            .start_on(
-                ctx,
-                set,
-                channel,
-                appkey,
-                user_agent,
-                Tries {
-                    attempts,
-                    panic: true,
-                },
-            )
-            .await
-        {
-            Attempt::Granted(started) => Ok(started),
-            Attempt::Failed(e) if ctx.is_expired() && e.is_upstream_fault() => {
-                Err(Error::DeadlineExceeded("3D session start"))
-            }
-            Attempt::Failed(e) => Err(Error::Upstream(e)),
-            Attempt::Skipped(note) => Err(Error::NoChannelAvailable(format!(
-                "{}: {note}",
-                channel.name()
-            ))),
-        }
+        self.start_on(
+            ctx,
+            set,
+            channel,
+            appkey,
+            user_agent,
+            Tries {
+                attempts,
+                panic: true,
+            },
+        )
+        .await
     }
 
     /// A session start went through a circuit that admitted it: a panic

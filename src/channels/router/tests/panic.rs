@@ -34,7 +34,7 @@ async fn both_open() -> (Arc<ChannelRouter>, Arc<Double>) {
 async fn with_every_circuit_open_a_start_goes_to_the_channel_open_longest() {
     let (router, double) = both_open().await;
     let err = start(&router, 2).await.unwrap_err();
-    assert!(matches!(err, Error::Upstream(_)), "{err:?}");
+    assert!(matches!(err, Error::NoChannelAvailable(_)), "{err:?}");
     assert_eq!(double.calls(), vec![session("primary")], "panic-routed");
     // The failure changed nothing: still open, for the same time.
     let p = channel(&router.snapshot(), "primary").clone();
