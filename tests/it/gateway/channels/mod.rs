@@ -14,6 +14,7 @@ use idgate::{
 mod admin;
 mod breaker;
 mod failover;
+mod partial_faults;
 mod reload;
 mod routing;
 mod verification;
