@@ -1,8 +1,10 @@
 //! Command-line front ends that talk to a running gateway: `idgate
 //! journey` (a whole journey through the public API) and `idgate channels`
 //! (run-time control and vendor figures through the admin API), over
-//! plaintext or TLS (`tls`). Argument parsing (clap) lives in `main.rs`.
+//! plaintext or TLS (`tls`). Every subcommand's arguments are in `args`
+//! (clap); the binary (`main.rs`) runs them.
 
+pub mod args;
 pub mod channels;
 pub mod compare;
 pub mod inputs;
