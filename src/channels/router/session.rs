@@ -56,7 +56,6 @@ impl ChannelRouter {
         let mut last_error: Option<UpstreamError> = None;
         let mut saturated = false;
         let mut refused: Vec<Arc<Channel>> = Vec::new();
-        let mut tried = false;
         for channel in candidates {
             if channel.is_drained() {
                 notes.push(format!("{}: drained", channel.name()));
@@ -97,7 +96,6 @@ impl ChannelRouter {
                 }
                 Attempt::Failed(e) => e,
             };
-            tried = true;
             if let UpstreamError::Saturated { .. } = error {
                 // This gateway's own bulkhead, not the vendor: no failover
                 // count, no breaker verdict; the next channel may have room.
@@ -115,11 +113,14 @@ impl ChannelRouter {
             failed_last = Some(channel);
             last_error = Some(error);
         }
-        if let Some(channel) = longest_open(&refused).filter(|_| !tried) {
+        // No channel was tried (a fault or a full bulkhead would say so):
+        // every one that is not drained refused.
+        let untried = last_error.is_none() && !saturated;
+        if let Some(channel) = longest_open(&refused).filter(|_| untried) {
             // As when every channel was tried: a fault is the channels'
             // unavailability, anything else the channel's answer.
             match self
-                .panic_route(ctx, &set, channel, appkey, user_agent, attempts)
+                .panic_route(ctx, &set, channel, appkey, user_agent)
                 .await
             {
                 Attempt::Granted(started) => return Ok(started),
@@ -143,7 +144,9 @@ impl ChannelRouter {
     }
 
     /// Sends the session start to `channel` past its open circuit, because
-    /// every candidate refused (see the module's doc).
+    /// every candidate refused (see the module's doc). Tried once, whatever
+    /// the mode: a forced mode's retries would only add load to a vendor
+    /// its circuit already found sick.
     async fn panic_route(
         &self,
         ctx: &CallContext,
@@ -151,7 +154,6 @@ impl ChannelRouter {
         channel: &Arc<Channel>,
         appkey: &Appkey,
         user_agent: &str,
-        attempts: u32,
     ) -> Attempt {
         self.outcomes.panic(channel);
         if !self.panicking.swap(true, Ordering::Relaxed) {
@@ -167,7 +169,7 @@ impl ChannelRouter {
             appkey,
             user_agent,
             Tries {
-                attempts,
+                attempts: 1,
                 panic: true,
             },
         )
