@@ -8,26 +8,20 @@
 
 use idgate::testing::GatewayParts as _;
 use idgate::{
-    auth::{AuthConfig, AuthMode},
-    cli::tls::ClientTls,
-    config::Config,
-    proto::v1::journey_service_client::JourneyServiceClient,
-    server::Gateway,
-    tls::ListenerTls,
+    cli::tls::ClientTls, config::Config, proto::v1::journey_service_client::JourneyServiceClient,
+    server::Gateway, tls::ListenerTls,
 };
 use rcgen::{ExtendedKeyUsagePurpose, SanType, SerialNumber};
 use tonic::Code;
 
+use super::mtls::{SPIFFE_ID, onboarding_by_spiffe_id};
 use crate::support::{
     gateway::{assert_error, happy_person, start_gateway, test_config},
-    jwt::callers,
     metrics::{counted, of},
     telemetry::quiet_telemetry,
     tls::{Leaf, TestCa, client_params},
     wait::{EVENT_WAIT, eventually},
 };
-
-const SPIFFE_ID: &str = "spiffe://corp.test/ns/onboarding/sa/api";
 
 fn svid(id: &str) -> rcgen::CertificateParams {
     client_params(vec![SanType::URI(id.try_into().expect("uri"))])
@@ -45,20 +39,7 @@ async fn gateway(ca: &TestCa, edit: impl FnOnce(&mut ListenerTls)) -> Gateway {
     edit(&mut tls);
     let mut config: Config = test_config();
     config.tls.grpc = Some(tls);
-    config.auth = Some(AuthConfig {
-        mode: AuthMode::Mtls,
-        jwt: None,
-        allow_plaintext_tokens: false,
-    });
-    config.callers = callers(&format!(
-        r#"
-        [[callers]]
-        name = "onboarding"
-        spiffe_id = "{SPIFFE_ID}"
-        operator_profiles = ["sandbox"]
-        operations = ["create_journey"]
-        "#
-    ));
+    onboarding_by_spiffe_id(&mut config);
     start_gateway(config).await
 }
 

@@ -21,7 +21,7 @@ use crate::support::{
     tls::TestCa,
 };
 
-const SPIFFE_ID: &str = "spiffe://corp.test/ns/onboarding/sa/api";
+pub(super) const SPIFFE_ID: &str = "spiffe://corp.test/ns/onboarding/sa/api";
 
 async fn create_as(url: &str, ca: &TestCa, cert: &str) -> Result<String, tonic::Status> {
     create_with(url, ca, Some(cert), None).await
@@ -83,12 +83,9 @@ fn leaf_for(ca: &TestCa, which: &str) -> crate::support::tls::Leaf {
     ca.leaf_with_sans(sans)
 }
 
-#[tokio::test]
-async fn a_spiffe_id_maps_to_its_caller_and_an_unlisted_certificate_is_unknown() {
-    let (_logs, _default) = quiet_telemetry();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let ca = TestCa::new();
-    let mut config = tls_config(&ca);
+/// mTLS callers, one of them: `onboarding`, by [`SPIFFE_ID`], allowed
+/// `CreateJourney`.
+pub(super) fn onboarding_by_spiffe_id(config: &mut idgate::config::Config) {
     config.auth = Some(AuthConfig {
         mode: AuthMode::Mtls,
         jwt: None,
@@ -103,6 +100,15 @@ async fn a_spiffe_id_maps_to_its_caller_and_an_unlisted_certificate_is_unknown()
         operations = ["create_journey"]
         "#
     ));
+}
+
+#[tokio::test]
+async fn a_spiffe_id_maps_to_its_caller_and_an_unlisted_certificate_is_unknown() {
+    let (_logs, _default) = quiet_telemetry();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ca = TestCa::new();
+    let mut config = tls_config(&ca);
+    onboarding_by_spiffe_id(&mut config);
     let gw = start_gateway(config).await;
     let url = gw.grpc_url();
 
