@@ -56,10 +56,12 @@ impl AuthMode {
 pub struct AuthConfig {
     /// How callers are authenticated.
     pub mode: AuthMode,
-    /// Accept bearer tokens on a public listener without `[tls.grpc]`: for
-    /// a mesh sidecar that terminates TLS on loopback. Anyone who reads a
-    /// token in clear is that caller until it expires, so it must be asked
-    /// for, and it is a WARN and a plaintext hop (`grpc_tokens`).
+    /// Accept bearer tokens without `[tls.grpc]` on a public listener
+    /// other machines reach: for a mesh sidecar that terminates TLS in the
+    /// pod. Anyone who reads a token in clear is that caller until it
+    /// expires, so it must be asked for, and it is a WARN and a plaintext
+    /// hop (`grpc_tokens`). A listener bound to loopback needs no switch
+    /// (`Config::takes_tokens_in_clear`).
     #[serde(default)]
     pub allow_plaintext_tokens: bool,
     /// JWT verification; required by `jwt` and `jwt_or_mtls`.

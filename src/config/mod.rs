@@ -235,19 +235,28 @@ impl Config {
         Ok(())
     }
 
-    /// Bearer tokens only over TLS: a mode that takes them needs
-    /// `[tls.grpc]`, unless `[auth] allow_plaintext_tokens` says a sidecar
-    /// terminates TLS on loopback. Checked at load and again at start (a
-    /// configuration built in code skips the load).
+    /// Bearer tokens arrive in clear: a mode that takes them, on a public
+    /// listener without `[tls.grpc]` bound to an address other machines
+    /// reach. A listener bound to loopback (a mesh sidecar's, a local
+    /// benchmark's) takes them from this host only: they never cross a
+    /// network, as an `http://` JWKS on loopback does not.
+    pub fn takes_tokens_in_clear(&self) -> bool {
+        self.auth.as_ref().is_some_and(|a| a.mode.accepts_jwt())
+            && self.tls.grpc.is_none()
+            && !self.listen.grpc.ip().is_loopback()
+    }
+
+    /// Bearer tokens only over TLS or on loopback: see
+    /// [`Self::takes_tokens_in_clear`]; `[auth] allow_plaintext_tokens`
+    /// accepts them in clear anyway (a sidecar on the pod's network
+    /// namespace reaching a listener bound to all addresses). Checked at
+    /// load and again at start (a configuration built in code skips the
+    /// load).
     pub fn check_tokens_over_tls(&self) -> Result<(), ConfigError> {
         match &self.auth {
-            Some(auth)
-                if auth.mode.accepts_jwt()
-                    && self.tls.grpc.is_none()
-                    && !auth.allow_plaintext_tokens =>
-            {
+            Some(auth) if self.takes_tokens_in_clear() && !auth.allow_plaintext_tokens => {
                 Err(ConfigError::Invalid(format!(
-                    "[auth] mode = \"{}\" takes bearer tokens, which would cross the network in clear: configure [tls.grpc], or set [auth] allow_plaintext_tokens = true (a mesh sidecar terminating TLS on loopback)",
+                    "[auth] mode = \"{}\" takes bearer tokens, which would cross the network in clear: configure [tls.grpc], bind [listen] grpc to loopback, or set [auth] allow_plaintext_tokens = true (a mesh sidecar terminating TLS)",
                     auth.mode.as_str()
                 )))
             }

@@ -90,14 +90,13 @@ impl Config {
                 check("otlp", var.to_owned(), &url, "http");
             }
         }
-        // Bearer tokens received without TLS (`allow_plaintext_tokens`).
-        if let Some(auth) = &self.auth {
-            if auth.mode.accepts_jwt() && self.tls.grpc.is_none() {
-                hops.push(PlaintextHop {
-                    kind: "grpc_tokens",
-                    key: "auth.allow_plaintext_tokens".to_owned(),
-                });
-            }
+        // Bearer tokens received without TLS off loopback
+        // (`allow_plaintext_tokens`).
+        if self.takes_tokens_in_clear() {
+            hops.push(PlaintextHop {
+                kind: "grpc_tokens",
+                key: "auth.allow_plaintext_tokens".to_owned(),
+            });
         }
         hops
     }

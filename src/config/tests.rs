@@ -226,13 +226,20 @@ fn auth_and_callers_are_checked_together() {
         err.to_string().contains("callers[0].operator_profiles[0]"),
         "{err}"
     );
-    // Bearer tokens need TLS on the public listener, unless asked for.
-    let plain = jwt.replace("allow_plaintext_tokens = true\n", "");
-    let err = Config::from_toml_and_env(&plain, env(&[]))
+    // Bearer tokens need TLS on a public listener other machines reach,
+    // unless asked for; on loopback they never leave the host.
+    let plain = format!(
+        "{}{callers}",
+        jwt.replace("allow_plaintext_tokens = true\n", "")
+    );
+    let reachable = format!("[listen]\ngrpc = \"0.0.0.0:50051\"\n{plain}");
+    let err = Config::from_toml_and_env(&reachable, env(&[]))
         .unwrap_err()
         .to_string();
     assert!(err.contains("[tls.grpc]"), "{err}");
     assert!(err.contains("allow_plaintext_tokens"), "{err}");
+    let on_loopback = Config::from_toml_and_env(&plain, env(&[])).unwrap();
+    assert!(!on_loopback.takes_tokens_in_clear());
 }
 
 #[test]

@@ -45,10 +45,10 @@ pub(super) async fn authentication(
     metrics: &Metrics,
 ) -> Result<Arc<Authenticator>, StartError> {
     check_required(config)?;
-    if config.auth.as_ref().is_some_and(|a| a.mode.accepts_jwt()) && config.tls.grpc.is_none() {
+    if config.takes_tokens_in_clear() {
         tracing::warn!(
             key = "auth.allow_plaintext_tokens",
-            "bearer tokens are taken on the public listener without TLS: only behind a sidecar that terminates TLS on loopback"
+            "bearer tokens are taken without TLS on a public listener other machines can reach: only behind a sidecar that terminates TLS"
         );
     }
     let events: Arc<dyn AuthEvents> = Arc::new(metrics.clone());

@@ -219,7 +219,7 @@ fn tokens_without_tls_and_callers_of_an_open_gateway_fail_the_check() {
     let plaintext = write(
         "plaintext.toml",
         &format!(
-            "[auth]\nmode = \"jwt\"\n[auth.jwt]\njwks_file = {jwks:?}\nissuer = \"i\"\naudience = \"a\"\n[[callers]]\nname = \"c\"\njwt_subject = \"s\"\noperations = [\"create_journey\"]\noperator_profiles = [\"sandbox\"]\n"
+            "[listen]\ngrpc = \"0.0.0.0:50051\"\n[auth]\nmode = \"jwt\"\n[auth.jwt]\njwks_file = {jwks:?}\nissuer = \"i\"\naudience = \"a\"\n[[callers]]\nname = \"c\"\njwt_subject = \"s\"\noperations = [\"create_journey\"]\noperator_profiles = [\"sandbox\"]\n"
         ),
     );
     let open = write(
