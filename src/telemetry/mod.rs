@@ -21,7 +21,8 @@
 //!   call.
 //! - [`journey`]: puts the journey reference on spans.
 //! - [`logs`]: `trace_id` / `span_id` on JSON log lines, the access log.
-//! - [`log_lines`]: stdout, written in batches on the serving threads.
+//! - [`log_lines`]: stdout, written in batches on the serving threads;
+//!   `json_lines` and `text_lines`: the lines, written without `core::fmt`.
 //! - [`metrics`]: the Prometheus registry and `GET /metrics`.
 //! - [`span_queue`]: the bounded, counted queue of spans waiting for export.
 //! - [`redact`]: the span field names that must never exist.
@@ -59,6 +60,7 @@ pub mod redact;
 pub mod setup;
 pub mod span_queue;
 mod text_fields;
+mod text_lines;
 mod timestamp;
 
 pub use client::{CallTarget, UpstreamCall, UpstreamRequest};

@@ -349,7 +349,8 @@ impl TelemetryBuilder {
             LogFormat::Text => super::lazy_fields::LazySpanFields
                 .and_then(
                     fmt.fmt_fields(super::lazy_fields::LazyTextFields)
-                        .with_ansi(false),
+                        .with_ansi(false)
+                        .event_format(super::text_lines::TextLines::default()),
                 )
                 .boxed(),
             LogFormat::Json => {
