@@ -163,7 +163,9 @@ impl Drop for AuditRecord {
 }
 
 /// The trace id of the call's server span (left in the request's
-/// extensions by the telemetry layer), or empty.
+/// extensions by the telemetry layer), or empty: lower-case hex, as its
+/// `Display` writes it, without the formatting machinery (every audited
+/// call asks).
 pub fn trace_id(extensions: &http::Extensions) -> String {
     use opentelemetry::trace::TraceContextExt as _;
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -171,7 +173,12 @@ pub fn trace_id(extensions: &http::Extensions) -> String {
         .get::<super::ServerSpan>()
         .map(|s| s.0.context().span().span_context().trace_id())
         .filter(|id| *id != opentelemetry::trace::TraceId::INVALID)
-        .map(|id| id.to_string())
+        .map(|id| {
+            let mut hex = [0; 32];
+            base16ct::lower::encode_str(&id.to_bytes(), &mut hex)
+                .map(str::to_owned)
+                .unwrap_or_default()
+        })
         .unwrap_or_default()
 }
 
@@ -244,6 +251,37 @@ impl RefusalLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trace_id_is_its_lower_case_hex_as_display_writes_it() {
+        use opentelemetry::trace::{
+            SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
+        };
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+
+        let tracer = opentelemetry::trace::noop::NoopTracerProvider::new();
+        let subscriber = tracing_subscriber::Registry::default().with(
+            tracing_opentelemetry::layer()
+                .with_tracer(opentelemetry::trace::TracerProvider::tracer(&tracer, "t")),
+        );
+        let id = TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").expect("hex");
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("grpc.server");
+            let parent = SpanContext::new(
+                id,
+                SpanId::from_hex("b7ad6b7169203331").expect("hex"),
+                TraceFlags::SAMPLED,
+                true,
+                TraceState::default(),
+            );
+            let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(parent));
+            let mut extensions = http::Extensions::new();
+            assert_eq!(trace_id(&extensions), "", "no server span");
+            extensions.insert(super::super::ServerSpan(span));
+            assert_eq!(trace_id(&extensions), id.to_string());
+        });
+    }
 
     #[test]
     fn unauthenticated_refusals_are_said_once_per_interval_with_their_count() {

@@ -142,16 +142,18 @@ mod tests {
         tracing::subscriber::with_default(subscriber, emit_at_every_level);
 
         let ours = CapturedLogs::new();
-        let subscriber = Registry::default().with(
-            LazySpanFields.and_then(full(&ours).event_format(TextLines::without_time())),
-        );
+        let subscriber = Registry::default()
+            .with(LazySpanFields.and_then(full(&ours).event_format(TextLines::without_time())));
         tracing::subscriber::with_default(subscriber, emit_at_every_level);
 
         let (expected, ours) = (expected.contents(), ours.contents());
         assert_eq!(ours, expected);
         assert_eq!(ours.lines().count(), 9, "{ours}");
         assert!(ours.contains("ERROR outer{a=1}:inner: "), "{ours}");
-        assert!(ours.contains("TRACE outer{a=1}:inner: some::target: trace"), "{ours}");
+        assert!(
+            ours.contains("TRACE outer{a=1}:inner: some::target: trace"),
+            "{ours}"
+        );
     }
 
     #[test]
@@ -171,10 +173,7 @@ mod tests {
             time.len() == 27 && time.as_bytes()[10] == b'T' && time.ends_with('Z'),
             "{line}"
         );
-        assert!(
-            time[..4].bytes().all(|b| b.is_ascii_digit()),
-            "{line}"
-        );
+        assert!(time[..4].bytes().all(|b| b.is_ascii_digit()), "{line}");
         assert!(rest.starts_with("  INFO "), "{line}");
         assert!(rest.ends_with(": timed\n"), "{line}");
     }
