@@ -23,11 +23,12 @@ use tonic_health::pb::{
 
 use crate::{jwt::BenchCaller, otlp_sink::Protocol};
 
-/// The operator password idgate is given; the fixed upstream never asks.
-const OPERATOR_PASSWORD: &str = "bench";
+/// The operator password idgate is given; the fixed upstream never asks
+/// (examples/deployed_capacity's sandbox is given it too).
+pub const OPERATOR_PASSWORD: &str = "bench";
 /// The variable holding the `[cluster]` sealing key. Not `IDGATE_*`: those
 /// are configuration overrides.
-const SEALING_KEY_ENV: &str = "HOP_SEALING_KEY";
+pub const SEALING_KEY_ENV: &str = "HOP_SEALING_KEY";
 
 /// What one row's idgate runs with.
 pub struct Setup<'a> {
@@ -168,7 +169,7 @@ impl Drop for Hop {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -194,26 +195,45 @@ pub fn idgate_binary(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// A new directory of this run's own for idgate's files (configuration,
+/// JWKS, stderr); the [`Hop`] started in it removes it.
+pub fn scratch_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "idgate-hop-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
 impl Hop {
     /// Starts idgate as `setup` says and waits until its gRPC health check
     /// says `SERVING`.
     pub async fn start(setup: &Setup<'_>) -> anyhow::Result<Hop> {
-        let dir = std::env::temp_dir().join(format!(
-            "idgate-hop-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir)?;
+        let dir = scratch_dir()?;
         let ports = (free_port()?, free_port()?, free_port()?);
         let auth = match setup.caller {
             Some(caller) => caller.config(&dir)?,
             None => "[auth]\nmode = \"none\"\n\n".to_owned(),
         };
-        let config = dir.join("idgate.toml");
-        std::fs::write(
-            &config,
-            config_toml(ports, setup.upstream, &auth, setup.redis_url.as_deref()),
-        )?;
+        let config = config_toml(ports, setup.upstream, &auth, setup.redis_url.as_deref());
+        Self::start_on(setup, dir, ports, &config).await
+    }
+
+    /// Starts idgate on `config`, a whole configuration file whose
+    /// listeners are `ports` (gRPC, HTTP, admin), with `setup`'s
+    /// environment, log format and stdout; `dir` ([`scratch_dir`]) holds
+    /// the files it names and is removed with the [`Hop`]. For a
+    /// configuration other than the hop's own (examples/deployed_capacity).
+    pub async fn start_on(
+        setup: &Setup<'_>,
+        dir: PathBuf,
+        ports: (u16, u16, u16),
+        config: &str,
+    ) -> anyhow::Result<Hop> {
+        let config_file = dir.join("idgate.toml");
+        std::fs::write(&config_file, config)?;
         let key = [
             *uuid::Uuid::new_v4().as_bytes(),
             *uuid::Uuid::new_v4().as_bytes(),
@@ -224,7 +244,7 @@ impl Hop {
         let mut command = Command::new(setup.binary);
         command
             .args(["serve", "--config"])
-            .arg(&config)
+            .arg(&config_file)
             .args(["--log-format", setup.log_format])
             .stdout(if setup.stdout_pipe {
                 Stdio::piped()

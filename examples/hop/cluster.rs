@@ -2,7 +2,7 @@
 //! starts on a free loopback port (the tests' own helper,
 //! `tests/it/support/redis.rs`: no persistence, ready only once the Redis
 //! on the port reports the child's pid in `INFO server`), stopped when the
-//! row ends.
+//! row ends. examples/deployed_capacity starts its Redis with it too.
 
 use std::process::{Command, Stdio};
 
@@ -18,7 +18,7 @@ pub fn start_redis() -> anyhow::Result<RedisServer> {
         .status();
     if let Err(e) = found {
         anyhow::bail!(
-            "cannot run redis-server ({e}): the --cluster rows need Debian's `redis-server` package (apt-get install redis-server)"
+            "cannot run redis-server ({e}): the hop's --cluster rows and examples/deployed_capacity need Debian's `redis-server` package (apt-get install redis-server)"
         );
     }
     // The helper panics if a started server never answers; run it where a

@@ -23,6 +23,13 @@ impl BenchCaller {
     /// sections that name it. `journeys = "any"`: the benchmark's appkey
     /// is no journey of this caller's.
     pub fn config(&self, dir: &Path) -> anyhow::Result<String> {
+        self.config_granting(dir, "operations = [\"session_3d\"]\njourneys = \"any\"\n")
+    }
+
+    /// As [`BenchCaller::config`], the caller's entry granting what
+    /// `grant` says (its keys after `name` and `jwt_subject`, TOML lines):
+    /// examples/deployed_capacity's caller runs whole journeys of its own.
+    pub fn config_granting(&self, dir: &Path, grant: &str) -> anyhow::Result<String> {
         use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD as B64};
         let raw = self.key.public_key_raw();
         let (x, y) = raw[1..].split_at(32);
@@ -35,7 +42,7 @@ impl BenchCaller {
         Ok(format!(
             "[auth]\nmode = \"jwt\"\nallow_plaintext_tokens = true\n\n\
              [auth.jwt]\njwks_file = \"{}\"\nissuer = \"https://issuer.bench\"\naudience = \"idgate\"\n\n\
-             [[callers]]\nname = \"bench\"\njwt_subject = \"{}\"\noperations = [\"session_3d\"]\njourneys = \"any\"\n",
+             [[callers]]\nname = \"bench\"\njwt_subject = \"{}\"\n{grant}",
             path.display(),
             Self::SUBJECT
         ))
