@@ -24,8 +24,13 @@ const IDLE_RSS: u64 = 64 * MIB;
 /// by doubling) in docs/capacity.md#memory-per-pod.
 const RSS_PER_BUDGET_BYTE: u64 = 7;
 
-/// What the rest of the heap gets beyond idle and the bodies in flight:
-/// connections, watch streams, caches, the allocator's slack.
+/// Resident bytes per open `WatchJourney` stream, rounded up from the 31
+/// KiB measured by examples/deployed_capacity with 10,000 open
+/// (docs/capacity.md#open-watches).
+const RSS_PER_WATCH: u64 = 32 * 1024;
+
+/// What the rest of the heap gets beyond idle, the bodies in flight and
+/// the watch streams: connections, caches, the allocator's slack.
 const HEAP_ROOM: u64 = 96 * MIB;
 
 #[test]
@@ -105,7 +110,8 @@ fn connections_age_within_minutes_so_new_replicas_reach_existing_callers() {
 }
 
 #[test]
-fn the_request_byte_budget_fits_the_pod_memory_limit_with_room_for_the_heap() {
+fn the_request_byte_budget_and_the_open_watches_fit_the_pod_memory_limit_with_room_for_the_heap()
+ {
     for m in Manifests::each() {
         let config = m.gateway_config();
         let budget = config.serving.max_body_bytes_in_flight as u64;
@@ -113,14 +119,17 @@ fn the_request_byte_budget_fits_the_pod_memory_limit_with_room_for_the_heap() {
         let resources = &m.container()["resources"];
         let limit = memory_bytes(resources["limits"]["memory"].as_str().expect("limit"));
         let request = memory_bytes(resources["requests"]["memory"].as_str().expect("request"));
-        let needed = IDLE_RSS + RSS_PER_BUDGET_BYTE * budget + HEAP_ROOM;
+        let watches = config.serving.max_streams as u64 * RSS_PER_WATCH;
+        let needed = IDLE_RSS + RSS_PER_BUDGET_BYTE * budget + watches + HEAP_ROOM;
         assert!(
             needed <= limit,
             "{}: {} MiB idle + {RSS_PER_BUDGET_BYTE} × {} MiB of request bytes in flight + {} MiB \
-             of heap = {} MiB > the {} MiB limit",
+             of open watches ({} streams) + {} MiB of heap = {} MiB > the {} MiB limit",
             m.overlay,
             IDLE_RSS / MIB,
             budget / MIB,
+            watches / MIB,
+            config.serving.max_streams,
             HEAP_ROOM / MIB,
             needed / MIB,
             limit / MIB
