@@ -4,7 +4,6 @@
 //! journeys in flight then finish.
 
 use std::{
-    collections::BTreeMap,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -30,18 +29,10 @@ pub enum Budget {
     Journeys(u64),
 }
 
-/// What one run saw.
-#[derive(Default)]
-pub struct Load {
-    pub completed: u64,
-    /// Failed journeys by gRPC code and `ErrorInfo` reason (never the
-    /// message: it may quote what the caller sent).
-    pub failed: BTreeMap<String, u64>,
-    /// Whole journeys', sorted.
-    pub latencies: Vec<Duration>,
-    /// Each RPC's, by step name, sorted.
-    pub steps: BTreeMap<&'static str, Vec<Duration>>,
-}
+/// What one run saw; its failures are keyed by gRPC code and
+/// `ErrorInfo` reason ([`failure_key`]; never the message: it may quote
+/// what the caller sent).
+pub use super::loads::Load;
 
 impl Load {
     pub fn failures(&self) -> u64 {
@@ -128,24 +119,7 @@ pub async fn drive(
             load
         });
     }
-    let mut total = Load::default();
-    while let Some(done) = tasks.join_next().await {
-        let Ok(load) = done else {
-            *total.failed.entry("caller panicked".into()).or_default() += 1;
-            continue;
-        };
-        total.completed += load.completed;
-        total.latencies.extend(load.latencies);
-        for (k, n) in load.failed {
-            *total.failed.entry(k).or_default() += n;
-        }
-    }
-    total.latencies.sort();
-    total.steps = steps.lock().map(|m| m.clone()).unwrap_or_default();
-    for v in total.steps.values_mut() {
-        v.sort();
-    }
-    total
+    Load::gather(tasks, &steps).await
 }
 
 #[cfg(test)]

@@ -84,6 +84,8 @@ mod fixed_port;
 mod journey;
 #[path = "../hop/jwt.rs"]
 mod jwt;
+#[path = "../support/load.rs"]
+mod loads;
 #[path = "../hop/otlp_sink.rs"]
 #[allow(dead_code)]
 mod otlp_sink;

@@ -52,6 +52,8 @@ mod envoy;
 mod fixed_port;
 #[path = "../support/journey.rs"]
 mod journey;
+#[path = "../support/load.rs"]
+mod loads;
 #[path = "../../tests/it/support/redis.rs"]
 #[allow(dead_code)]
 mod redis_server;
@@ -60,7 +62,6 @@ mod redis_server;
 mod replica;
 
 use std::{
-    collections::BTreeMap,
     path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, Instant},
@@ -109,16 +110,7 @@ const RESULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// that Envoy's worker threads (one per core) share the load.
 const WORKERS_PER_CONNECTION: usize = 4;
 
-/// What one load run saw.
-#[derive(Default)]
-struct Load {
-    completed: u64,
-    failed: BTreeMap<String, u64>,
-    /// Whole journeys', sorted.
-    latencies: Vec<Duration>,
-    /// Each step's, sorted.
-    steps: BTreeMap<&'static str, Vec<Duration>>,
-}
+use self::loads::Load;
 
 /// `concurrency` callers running whole journeys back to back through
 /// Envoy until `secs` have passed; the journeys in flight then finish.
@@ -157,24 +149,7 @@ async fn drive(channels: &[Channel], images: &[Bytes], concurrency: usize, secs:
             load
         });
     }
-    let mut total = Load::default();
-    while let Some(done) = tasks.join_next().await {
-        let Ok(load) = done else {
-            *total.failed.entry("caller panicked".into()).or_default() += 1;
-            continue;
-        };
-        total.completed += load.completed;
-        total.latencies.extend(load.latencies);
-        for (k, n) in load.failed {
-            *total.failed.entry(k).or_default() += n;
-        }
-    }
-    total.latencies.sort();
-    total.steps = steps.lock().map(|m| m.clone()).unwrap_or_default();
-    for v in total.steps.values_mut() {
-        v.sort();
-    }
-    total
+    Load::gather(tasks, &steps).await
 }
 
 fn idgate_binary() -> anyhow::Result<PathBuf> {

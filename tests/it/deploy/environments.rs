@@ -110,8 +110,7 @@ fn connections_age_within_minutes_so_new_replicas_reach_existing_callers() {
 }
 
 #[test]
-fn the_request_byte_budget_and_the_open_watches_fit_the_pod_memory_limit_with_room_for_the_heap()
- {
+fn the_request_byte_budget_and_the_open_watches_fit_the_pod_memory_limit_with_room_for_the_heap() {
     for m in Manifests::each() {
         let config = m.gateway_config();
         let budget = config.serving.max_body_bytes_in_flight as u64;
