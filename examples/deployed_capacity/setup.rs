@@ -154,7 +154,8 @@ pub fn caller_grant(room: &WatchRoom) -> String {
 /// `[cluster]`, JWT callers) on loopback ports, with the sandbox as the
 /// vendor and its channels, `room`'s watch limits, and `auth` (the
 /// `[auth]` and `[[callers]]` sections, from examples/hop/jwt.rs). What it
-/// leaves out of the overlay: TLS (loopback: `allow_plaintext_tokens`),
+/// leaves out of the overlay: TLS (the listeners are on loopback, where
+/// bearer tokens need none),
 /// Sentinel (one Redis of the run's own), the admin listener (no token),
 /// and the drain delay (0: the run ends at once).
 pub fn gateway_toml(

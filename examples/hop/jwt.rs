@@ -40,7 +40,7 @@ impl BenchCaller {
         let path = dir.join("jwks.json");
         std::fs::write(&path, jwks.to_string())?;
         Ok(format!(
-            "[auth]\nmode = \"jwt\"\nallow_plaintext_tokens = true\n\n\
+            "[auth]\nmode = \"jwt\"\n\n\
              [auth.jwt]\njwks_file = \"{}\"\nissuer = \"https://issuer.bench\"\naudience = \"idgate\"\n\n\
              [[callers]]\nname = \"bench\"\njwt_subject = \"{}\"\n{grant}",
             path.display(),
