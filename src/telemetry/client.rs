@@ -146,6 +146,14 @@ impl UpstreamCall {
     pub fn start(metrics: &Metrics, request: UpstreamRequest<'_>) -> Self {
         let target = &*request.target;
         let path = target.path.as_deref();
+        // A journey known from the caller's baggage counts too. Known
+        // before the span opens, it is one of the span's first values
+        // rather than a record later (each record is a trip through
+        // every layer).
+        let journey = request
+            .journey
+            .cloned()
+            .or_else(|| journey_from_context(&Span::current().context()));
         let span = tracing::info_span!(
             "http.client",
             otel.name = target.name.as_str(),
@@ -160,16 +168,8 @@ impl UpstreamCall {
             error.type = Empty,
             idgate.operation = request.operation.as_str(),
             idgate.channel = request.channel,
-            idgate.journey_ref = Empty,
+            idgate.journey_ref = journey.as_ref().map(JourneyRef::as_str),
         );
-        // A journey known from the caller's baggage counts too.
-        let journey = request
-            .journey
-            .cloned()
-            .or_else(|| journey_from_context(&Span::current().context()));
-        if let Some(journey) = &journey {
-            record_journey(&span, journey);
-        }
         Self {
             span,
             metrics: metrics.clone(),
