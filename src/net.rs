@@ -101,8 +101,11 @@ impl Drop for WatchSlot {
 /// What the request path knows of its connection (a request extension).
 #[derive(Debug, Clone)]
 pub struct ConnInfo {
-    /// The peer, for access logs.
+    /// The peer.
     pub remote: SocketAddr,
+    /// The peer as text, written once per connection: every access line
+    /// of the connection's calls shows it.
+    pub remote_text: Arc<str>,
     /// The connection's requests in flight.
     pub activity: Arc<Activity>,
     /// Where the connection is in its life, for the streams that must end

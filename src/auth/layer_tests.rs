@@ -219,6 +219,7 @@ async fn the_twentieth_refusal_in_a_row_tells_the_connection_to_go_away() {
     ));
     let conn = ConnInfo {
         remote: "127.0.0.1:1".parse().unwrap(),
+        remote_text: "127.0.0.1:1".into(),
         activity: Arc::new(Activity::default()),
         age: Arc::new(ConnectionAge::new(None)),
     };

@@ -209,6 +209,7 @@ impl ConnectionGate {
             stream,
             info: ConnInfo {
                 remote,
+                remote_text: remote.to_string().into(),
                 activity: Arc::clone(&activity),
                 age: Arc::new(ConnectionAge::new(aged_at)),
             },

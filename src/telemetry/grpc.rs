@@ -27,6 +27,7 @@ mod methods;
 mod status;
 
 use std::{
+    sync::Arc,
     task::{Context, Poll},
     time::Instant,
 };
@@ -151,10 +152,11 @@ where
                     ext.get::<tonic_conn::TlsConnectInfo<ConnInfo>>()
                         .map(tonic_conn::TlsConnectInfo::get_ref)
                 })
-                .map(|c| c.remote)
+                .map(|c| Arc::clone(&c.remote_text))
                 .or_else(|| {
                     ext.get::<tonic_conn::TcpConnectInfo>()
                         .and_then(tonic_conn::TcpConnectInfo::remote_addr)
+                        .map(|addr| addr.to_string().into())
                 })
         });
         let finisher = Finisher {

@@ -78,13 +78,13 @@ impl TraceIdsHandle {
 
 /// Writes the access log line of one finished RPC, inside its server span.
 /// `method` is a served method or `_OTHER`; `peer` the client's socket
-/// address, when known.
+/// address as text (written once per connection), when known.
 pub fn access(
     span: &Span,
     method: &str,
     code: tonic::Code,
     duration: std::time::Duration,
-    peer: Option<std::net::SocketAddr>,
+    peer: Option<&str>,
 ) {
     span.in_scope(|| {
         tracing::info!(

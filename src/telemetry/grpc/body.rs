@@ -5,8 +5,8 @@
 
 use std::{
     future::Future,
-    net::SocketAddr,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll, ready},
     time::Instant,
 };
@@ -38,8 +38,8 @@ pub(super) struct Finisher {
     /// its frames would cost a call a few hundred instructions for nothing.)
     pub(super) streams: bool,
     pub(super) in_flight: Option<InFlight>,
-    /// With the access log on: the peer's address, if known.
-    pub(super) access: Option<Option<SocketAddr>>,
+    /// With the access log on: the peer's address as text, if known.
+    pub(super) access: Option<Option<Arc<str>>>,
 }
 
 impl Finisher {
@@ -52,8 +52,8 @@ impl Finisher {
             record_status(&self.span, code);
             let elapsed = self.started.elapsed();
             self.metrics.record_rpc(self.method, code, elapsed);
-            if let Some(peer) = self.access {
-                access(&self.span, self.method, code, elapsed, peer);
+            if let Some(peer) = &self.access {
+                access(&self.span, self.method, code, elapsed, peer.as_deref());
             }
             drop(in_flight);
         }
