@@ -10,9 +10,10 @@
 //! other value formatted on the spot by [`TextFields`]) and leaves an empty
 //! `FormattedFields` so the fmt layer does not format them itself. When an
 //! event is about to be written, the spans in its scope get their fields
-//! written out (strings quoted and escaped then), byte for byte what the
-//! fmt layer would have written (a test compares the two), and the fmt
-//! layer prints them as before.
+//! written out (strings quoted and escaped then; a span's values already
+//! written for an earlier line are kept, and only those recorded since
+//! are added), byte for byte what the fmt layer would have written (a test
+//! compares the two), and the fmt layer prints them as before.
 //!
 //! Only for plain (non-ANSI) text: styled output keeps the fmt layer's own
 //! eager formatting.
@@ -56,15 +57,15 @@ impl<'w> FormatFields<'w> for LazyTextFields {
 /// One span's values, in the order the span opened with and recorded them.
 #[derive(Debug, Default)]
 struct Captured {
-    /// Every value, in order.
+    /// Every value, in order. The fmt layer joins the fields of a span's
+    /// first values and of each record by a space, so every field follows
+    /// the one before it after a space.
     entries: Vec<Entry>,
-    /// Where each `new_span` / `record` batch starts in `entries`: batches
-    /// are joined by a space, as the fmt layer's `add_fields` does.
-    batches: Vec<usize>,
     /// The text of the values: string values and pre-formatted fields.
     text: String,
-    /// `FormattedFields` holds the current values.
-    written: bool,
+    /// How many of `entries` `FormattedFields` already shows: a line
+    /// written after a record adds only the values recorded since.
+    shown: usize,
 }
 
 #[derive(Debug)]
@@ -80,18 +81,14 @@ enum Entry {
 /// Span values a lazy layer captured, written out when a line needs them
 /// ([`write_scope`]).
 pub(super) trait Pending: Send + Sync + 'static {
-    /// The fields as the fmt layer shows them, unless they were written
-    /// since the last value came; marks them written.
-    fn take_text(&mut self) -> Option<String>;
+    /// Brings `fields` (the span's `FormattedFields`) up to the values
+    /// captured so far, as the fmt layer would show them.
+    fn write_into(&mut self, fields: &mut String);
 }
 
 impl Pending for Captured {
-    fn take_text(&mut self) -> Option<String> {
-        if self.written {
-            return None;
-        }
-        self.written = true;
-        Some(self.write())
+    fn write_into(&mut self, fields: &mut String) {
+        self.write_new(fields);
     }
 }
 
@@ -108,9 +105,17 @@ where
     };
     for span in scope {
         let mut extensions = span.extensions_mut();
-        let Some(text) = extensions.get_mut::<C>().and_then(Pending::take_text) else {
+        // Both live in the span's extensions: take the text out to write
+        // it, and put it back.
+        let Some(mut text) = extensions
+            .get_mut::<FormattedFields<N>>()
+            .map(|f| std::mem::take(&mut f.fields))
+        else {
             continue;
         };
+        if let Some(pending) = extensions.get_mut::<C>() {
+            pending.write_into(&mut text);
+        }
         if let Some(fields) = extensions.get_mut::<FormattedFields<N>>() {
             fields.fields = text;
         }
@@ -119,45 +124,32 @@ where
 
 impl Captured {
     fn capture(&mut self, fields: impl RecordFields) {
-        self.batches.push(self.entries.len());
         fields.record(&mut Capture(self));
-        self.written = false;
     }
 
-    /// The fields as the fmt layer would have formatted them.
-    fn write(&self) -> String {
-        let mut out = String::with_capacity(self.text.len() + 16 * self.entries.len());
-        let ends = self
-            .batches
-            .iter()
-            .skip(1)
-            .copied()
-            .chain([self.entries.len()]);
-        for (start, end) in self.batches.iter().copied().zip(ends) {
-            let batch = &self.entries[start..end];
-            if batch.is_empty() {
-                continue;
-            }
+    /// Appends the values `out` (the fields as the fmt layer would have
+    /// formatted them up to [`Self::shown`]) does not show yet.
+    fn write_new(&mut self, out: &mut String) {
+        if self.shown == self.entries.len() {
+            return;
+        }
+        out.reserve(self.text.len() + 16 * (self.entries.len() - self.shown));
+        for entry in &self.entries[self.shown..] {
             if !out.is_empty() {
                 out.push(' ');
             }
-            for (i, entry) in batch.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                match entry {
-                    Entry::Str(field, value) => {
-                        let value = &self.text[value.clone()];
-                        let start = out.len();
-                        if format_field(&mut out, |v| v.record_str(field, value)).is_err() {
-                            out.truncate(start);
-                        }
+            match entry {
+                Entry::Str(field, value) => {
+                    let value = &self.text[value.clone()];
+                    let start = out.len();
+                    if format_field(out, |v| v.record_str(field, value)).is_err() {
+                        out.truncate(start);
                     }
-                    Entry::Formatted(field) => out.push_str(&self.text[field.clone()]),
                 }
+                Entry::Formatted(field) => out.push_str(&self.text[field.clone()]),
             }
         }
-        out
+        self.shown = self.entries.len();
     }
 }
 
@@ -218,9 +210,8 @@ where
         let declared = attrs.metadata().fields().len();
         let mut captured = Captured {
             entries: Vec::with_capacity(declared),
-            batches: Vec::with_capacity(4),
             text: String::with_capacity(24 * declared),
-            written: false,
+            shown: 0,
         };
         captured.capture(attrs);
         extensions.insert(captured);

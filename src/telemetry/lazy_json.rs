@@ -115,12 +115,13 @@ impl CapturedJson {
 }
 
 impl Pending for CapturedJson {
-    fn take_text(&mut self) -> Option<String> {
-        if self.written {
-            return None;
+    /// The object is written whole (the last value of a name wins, so a
+    /// new value may change what was written).
+    fn write_into(&mut self, fields: &mut String) {
+        if !self.written {
+            self.written = true;
+            *fields = self.serialize();
         }
-        self.written = true;
-        Some(self.serialize())
     }
 }
 
