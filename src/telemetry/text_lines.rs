@@ -7,9 +7,9 @@
 //! the calendar up; the level; every span's name, braces and colon; the
 //! target) through `write!`, so a line costs a dozen trips through the
 //! formatting machinery before its fields. Every audited call writes a
-//! line, and with the access log two: under the project's hop
-//! (`../shared/perf/run.py --deployed`, text logs) those trips were about
-//! 15,000 instructions a call. Here the pieces are appended as the text
+//! line, and with the access log two: under `../shared/perf/run.py
+//! --deployed` (text logs) those trips were about 15,000 instructions a
+//! call (docs/performance.md). Here the pieces are appended as the text
 //! they already are, and the timestamp comes from [`super::timestamp`]
 //! (this thread's last second kept, only the microseconds written). The
 //! fields (the event's and, already formatted, each span's) are written
