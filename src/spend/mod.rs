@@ -277,19 +277,7 @@ impl SpendGuard {
         profile: Option<&str>,
         caller: Option<&str>,
     ) -> Result<(), Error> {
-        if !self.inner.budgets.covers(operation) {
-            return Ok(());
-        }
-        let profile = profile
-            .map(str::to_owned)
-            .or_else(|| self.inner.profiles.first().cloned());
-        match profile {
-            Some(profile) => {
-                let budgets = &self.inner.budgets;
-                budgets.take_for(&profile, caller, operation).await
-            }
-            None => Ok(()),
-        }
+        self.bill_to(operation, profile, caller).await
     }
 
     /// Bills one `operation` on an appkey this gateway did not issue
@@ -301,19 +289,28 @@ impl SpendGuard {
         profile: Option<&str>,
         caller: Option<&str>,
     ) -> Result<(), Error> {
+        let known = profile.filter(|p| self.inner.profiles.iter().any(|known| known == p));
+        self.bill_to(operation, known, caller).await
+    }
+
+    /// Takes one `operation` from `profile`'s budgets (`None`: the first
+    /// profile's), and the caller's own on it.
+    async fn bill_to(
+        &self,
+        operation: BilledOperation,
+        profile: Option<&str>,
+        caller: Option<&str>,
+    ) -> Result<(), Error> {
         if !self.inner.budgets.covers(operation) {
             return Ok(());
         }
-        let profile = profile
-            .filter(|p| self.inner.profiles.iter().any(|known| known == p))
-            .map(str::to_owned)
-            .or_else(|| self.inner.profiles.first().cloned());
-        match profile {
-            Some(profile) => {
-                let budgets = &self.inner.budgets;
-                budgets.take_for(&profile, caller, operation).await
-            }
-            None => Ok(()),
-        }
+        let Some(profile) = profile.or_else(|| self.inner.profiles.first().map(String::as_str))
+        else {
+            return Ok(());
+        };
+        self.inner
+            .budgets
+            .take_for(profile, caller, operation)
+            .await
     }
 }
