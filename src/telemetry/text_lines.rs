@@ -21,7 +21,11 @@ use std::fmt;
 
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::{
-    fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields, format::Writer},
+    fmt::{
+        FmtContext, FormatEvent, FormatFields, FormattedFields,
+        format::Writer,
+        time::{FormatTime as _, SystemTime},
+    },
     registry::LookupSpan,
 };
 
@@ -64,10 +68,19 @@ where
     ) -> fmt::Result {
         let meta = event.metadata();
         if !self.without_time {
-            let mut stamp = Vec::with_capacity(32);
-            super::timestamp::push(&mut stamp, std::time::SystemTime::now());
-            // ASCII digits and separators only.
-            writer.write_str(std::str::from_utf8(&stamp).map_err(|_| fmt::Error)?)?;
+            match super::timestamp::stamp(std::time::SystemTime::now()) {
+                // ASCII digits and separators only.
+                Some(stamp) => {
+                    writer.write_str(std::str::from_utf8(&stamp).map_err(|_| fmt::Error)?)?;
+                }
+                // Outside years 1970 to 9999: the formatter's own code, as
+                // `Full` writes it.
+                None => {
+                    if SystemTime.format_time(&mut writer).is_err() {
+                        writer.write_str("<unknown time>")?;
+                    }
+                }
+            }
             writer.write_char(' ')?;
         }
         writer.write_str(level_text(meta.level()))?;

@@ -22,28 +22,44 @@ thread_local! {
     static LAST_SECOND: Cell<Option<(u64, [u8; SECOND_LEN])>> = const { Cell::new(None) };
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
+pub(super) const STAMP_LEN: usize = SECOND_LEN + 8;
+
+/// `now` as the formatter's timestamp, on the stack (a line written
+/// through a `fmt::Write` takes it without a buffer of its own); `None`
+/// outside years 1970 to 9999, which the formatter's own code writes.
+pub(super) fn stamp(now: SystemTime) -> Option<[u8; STAMP_LEN]> {
+    let since_epoch = now.duration_since(UNIX_EPOCH).ok()?;
+    let secs = since_epoch.as_secs();
+    let second = match LAST_SECOND.get() {
+        Some((cached, text)) if cached == secs => text,
+        _ => {
+            let text = second_text(secs)?;
+            LAST_SECOND.set(Some((secs, text)));
+            text
+        }
+    };
+    let mut out = [0; STAMP_LEN];
+    out[..SECOND_LEN].copy_from_slice(&second);
+    out[SECOND_LEN] = b'.';
+    let mut micros = since_epoch.subsec_micros();
+    for digit in out[SECOND_LEN + 1..STAMP_LEN - 1].iter_mut().rev() {
+        // A digit: `micros % 10` is below 10.
+        *digit = b'0' + (micros % 10) as u8;
+        micros /= 10;
+    }
+    out[STAMP_LEN - 1] = b'Z';
+    Some(out)
+}
+
 /// Appends `now` as the JSON formatter's timestamp (without quotes).
 /// Instants outside years 1970 to 9999 are written by the formatter's own
 /// code, as before.
 pub(super) fn push(line: &mut Vec<u8>, now: SystemTime) {
-    let Ok(since_epoch) = now.duration_since(UNIX_EPOCH) else {
-        return push_slow(line);
-    };
-    let secs = since_epoch.as_secs();
-    let second = match LAST_SECOND.get() {
-        Some((cached, text)) if cached == secs => text,
-        _ => match second_text(secs) {
-            Some(text) => {
-                LAST_SECOND.set(Some((secs, text)));
-                text
-            }
-            None => return push_slow(line),
-        },
-    };
-    line.extend_from_slice(&second);
-    line.push(b'.');
-    push_digits(line, since_epoch.subsec_micros(), 6);
-    line.push(b'Z');
+    match stamp(now) {
+        Some(text) => line.extend_from_slice(&text),
+        None => push_slow(line),
+    }
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` of the second `secs` after the epoch, for years
