@@ -35,14 +35,14 @@ use std::{
     },
 };
 
-use opentelemetry::trace::{SpanContext, TraceContextExt as _};
+use opentelemetry::trace::SpanContext;
 use tokio::{
     sync::{Notify, watch},
     task::AbortHandle,
     time::Instant,
 };
 
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+use crate::telemetry::spans::SpanExt as _;
 
 use self::config::WatchSettings;
 use super::{DynResultSource, Notice, NoticeStatus, ResultSource};
@@ -400,14 +400,8 @@ impl JourneyWatches {
         let id = state.next_id;
         state.next_id += 1;
         // The call that starts the task (WatchJourney), for a span link.
-        let watch_link = Some(
-            tracing::Span::current()
-                .context()
-                .span()
-                .span_context()
-                .clone(),
-        )
-        .filter(SpanContext::is_valid);
+        let watch_link =
+            Some(tracing::Span::current().span_context()).filter(SpanContext::is_valid);
         let reader = Reader {
             watches: self.inner.clone(),
             journey: journey.clone(),

@@ -24,6 +24,7 @@ use std::{
     time::Duration,
 };
 
+use crate::telemetry::spans::SpanExt as _;
 use axum::Extension;
 use axum::{
     Json, Router,
@@ -34,10 +35,8 @@ use axum::{
     routing::post,
 };
 use http_body_util::BodyExt as _;
-use opentelemetry::trace::TraceContextExt as _;
 use serde::Deserialize;
 use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use self::config::WebhookSettings;
 use super::{
@@ -462,7 +461,7 @@ async fn receive(
             .into_response();
     }
     let status = notice.status;
-    let link = span.context().span().span_context().clone();
+    let link = span.span_context();
     let watched = receiver.inner.watches.notify_traced(notice, Some(link));
     receiver.fan_out(&journey, status, &key).await;
     counters.accepted.fetch_add(1, Ordering::Relaxed);

@@ -13,8 +13,8 @@ use sha2::Sha256;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::telemetry::spans::SpanExt as _;
 use tracing::Instrument as _;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::app::App;
 use super::config::WebhookConfig;

@@ -167,11 +167,10 @@ impl Drop for AuditRecord {
 /// `Display` writes it, without the formatting machinery (every audited
 /// call asks).
 pub fn trace_id(extensions: &http::Extensions) -> String {
-    use opentelemetry::trace::TraceContextExt as _;
-    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    use super::spans::SpanExt as _;
     extensions
         .get::<super::ServerSpan>()
-        .map(|s| s.0.context().span().span_context().trace_id())
+        .map(|s| s.0.span_context().trace_id())
         .filter(|id| *id != opentelemetry::trace::TraceId::INVALID)
         .map(|id| {
             let mut hex = [0; 32];
@@ -257,14 +256,12 @@ mod tests {
         use opentelemetry::trace::{
             SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState,
         };
-        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-        use tracing_subscriber::layer::SubscriberExt as _;
+        use opentelemetry_sdk::trace::Sampler;
 
-        let tracer = opentelemetry::trace::noop::NoopTracerProvider::new();
-        let subscriber = tracing_subscriber::Registry::default().with(
-            tracing_opentelemetry::layer()
-                .with_tracer(opentelemetry::trace::TracerProvider::tracer(&tracer, "t")),
-        );
+        use crate::telemetry::spans::SpanExt as _;
+
+        let (subscriber, _batch, _captured) =
+            crate::telemetry::spans::tests::traced(Sampler::AlwaysOn);
         let id = TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").expect("hex");
         tracing::subscriber::with_default(subscriber, || {
             let span = tracing::info_span!("grpc.server");

@@ -20,10 +20,9 @@
 
 use std::{borrow::Cow, time::Instant};
 
+use super::spans::SpanExt as _;
 use http::{HeaderMap, Method, StatusCode, Uri};
-use opentelemetry::trace::TraceContextExt;
 use tracing::{Span, field::Empty};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{
     journey::{journey_from_context, record_journey},
@@ -191,7 +190,7 @@ impl UpstreamCall {
     /// span; when the gateway records no span, the caller's context
     /// unchanged) and the journey baggage into the outgoing headers.
     pub fn inject(&self, headers: &mut HeaderMap) {
-        let mut span_context = self.span.context().span().span_context().clone();
+        let mut span_context = self.span.span_context();
         if !span_context.is_valid() {
             if let Some(caller) = caller_of(&self.span) {
                 span_context = caller;

@@ -35,10 +35,10 @@ use std::{
 use http::{Request, Response};
 // tonic's accepted-connection types, under a name of their own:
 // telemetry spells no `server` module path.
+use super::spans::SpanExt as _;
 use tonic::transport::server as tonic_conn;
 use tower::{Layer, Service};
 use tracing::{Span, field::Empty};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 pub use body::{GrpcBody, ResponseFuture};
 pub use methods::OTHER;

@@ -14,12 +14,12 @@ use std::{
     task::{Context, Poll, ready},
 };
 
+use super::spans::SpanExt as _;
 use axum::extract::MatchedPath;
 use http::{Method, Request, Response};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 use tracing::{Span, field::Empty};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::{
     grpc::{OTHER, ServerSpan},

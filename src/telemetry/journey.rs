@@ -20,9 +20,9 @@
 //! dropped when it is not one, so a caller cannot write free text into
 //! spans through it.
 
+use super::spans::SpanExt as _;
 use opentelemetry::{Context, KeyValue, baggage::BaggageExt};
 use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::TelemetryConfig;
 use crate::domain::{CustomerReference, JourneyRef};

@@ -14,7 +14,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use opentelemetry::trace::{SpanContext, TraceContextExt};
+use opentelemetry::trace::SpanContext;
 use tracing::{Span, dispatcher::WeakDispatch};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
@@ -58,8 +58,7 @@ impl TraceIds {
             .dispatch
             .get()
             .and_then(WeakDispatch::upgrade)
-            .and_then(|d| tracing_opentelemetry::get_otel_context(&span.id(), &d))
-            .map(|cx| cx.span().span_context().clone())
+            .and_then(|d| super::spans::span_context(&d, &span.id()))
             .filter(SpanContext::is_valid);
         own.or_else(|| caller_in(span))
     }

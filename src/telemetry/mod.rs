@@ -59,6 +59,7 @@ pub mod propagation;
 pub mod redact;
 pub mod setup;
 pub mod span_queue;
+pub mod spans;
 mod text_fields;
 mod text_lines;
 mod timestamp;

@@ -21,7 +21,7 @@ use std::{
     path::PathBuf,
 };
 
-use opentelemetry::{KeyValue, trace::TracerProvider as _};
+use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::{
     Resource,
     metrics::{PeriodicReader, SdkMeterProvider},
@@ -35,7 +35,11 @@ use tracing_subscriber::{
     layer::{Layered, SubscriberExt},
 };
 
-use super::{OtelEnv, TelemetryConfig, span_queue::SpanExportStats};
+use super::{
+    OtelEnv, TelemetryConfig,
+    span_queue::SpanExportStats,
+    spans::{SpanLayer, sampler_from_env},
+};
 use super::{
     log_filter::LogFilter,
     logs::TraceIds,
@@ -303,7 +307,7 @@ impl TelemetryBuilder {
         };
         let span_stats = endpoint.is_some().then(SpanExportStats::default);
         let audit_endpoint = endpoint.clone().flatten();
-        let provider = match (endpoint, &span_stats) {
+        let exported = match (endpoint, &span_stats) {
             (Some(endpoint), Some(stats)) => Some(build_provider(
                 &self.service_name,
                 &OtlpSettings {
@@ -316,6 +320,7 @@ impl TelemetryBuilder {
             )?),
             _ => None,
         };
+        let (provider, queue) = exported.unzip();
 
         let metrics_endpoint = match self.metrics {
             MetricsTarget::Endpoint(e) => Some(Some(e)),
@@ -370,31 +375,26 @@ impl TelemetryBuilder {
         // The log layer alone: its filter is the subscriber's (nothing to
         // ask per span operation). Beside the exporter's layer, each layer
         // filters for itself.
-        let (global, layers) = match &provider {
+        let (global, layers) = match queue {
             None => (Some(filter), vec![log]),
-            Some(provider) => {
+            Some(queue) => {
                 let spans = NOT_EXPORTED
                     .iter()
                     .chain(&NOT_SPAN_EVENTS)
                     .fold(Targets::new().with_default(Level::INFO), |t, target| {
                         t.with_target(*target, LevelFilter::OFF)
                     });
-                let export = tracing_opentelemetry::layer()
-                    .with_tracer(provider.tracer(TRACER_NAME))
-                    // Spans carry their own attributes only: no source
-                    // location, thread, target or busy/idle times, which
-                    // cost a clock read on every poll of a call and bytes
-                    // on every exported span and told nothing a dashboard
-                    // reads. Nothing reads OpenTelemetry's current
-                    // context (the gateway asks each span for its own),
-                    // so entering a span does not activate it.
-                    .with_location(false)
-                    .with_threads(false)
-                    .with_target(false)
-                    .with_tracked_inactivity(false)
-                    .with_context_activation(false)
-                    .with_filter(spans)
-                    .boxed();
+                // Spans carry their own attributes only: no source
+                // location, thread, target or busy/idle times (a clock
+                // read on every poll of a call, bytes on every exported
+                // span, nothing a dashboard reads).
+                let export = SpanLayer::new(
+                    queue,
+                    InstrumentationScope::builder(TRACER_NAME).build(),
+                    sampler_from_env(&env),
+                )
+                .with_filter(spans)
+                .boxed();
                 (None, vec![log.with_filter(filter).boxed(), export])
             }
         };

@@ -163,7 +163,7 @@ impl SpanExportStats {
 mod export;
 mod pending;
 
-pub use export::EncodedBatch;
+pub use export::{EncodedBatch, SpanQueue};
 
 #[cfg(test)]
 mod tests;

@@ -23,10 +23,10 @@ use std::{
     time::Duration,
 };
 
+use crate::telemetry::spans::SpanExt as _;
 use opentelemetry::trace::SpanContext;
 use tokio::{sync::watch, time::Instant};
 use tracing::Instrument as _;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::{End, Heard, Snapshot, WatchesInner};
 use crate::{

@@ -1,23 +1,27 @@
-//! OTLP/protobuf, written straight from the SDK's span records.
+//! OTLP/protobuf, written straight from the spans the gateway keeps.
 //!
 //! `opentelemetry-otlp` turns each ended span into the generated protobuf
 //! structs first (an owned `String` per attribute key and value, a `Vec`
 //! per id) and encodes those. The gateway ends two or three spans per call,
 //! so that copy was most of what export cost (docs/performance.md). Here a
-//! span is encoded once, on the thread that ended it, into the bytes it
-//! takes inside an `ExportTraceServiceRequest`; a batch is those bytes
-//! behind a resource and a scope header.
+//! span's attributes, events and links are written as OTLP as they are
+//! recorded (`telemetry::spans`), the span around them once, on the thread
+//! that ended it (`span`), into the bytes it takes inside an
+//! `ExportTraceServiceRequest`; a batch is those bytes behind a resource
+//! and a scope header. [`put_span`] writes an SDK span record the same way.
 //!
 //! Field numbers and layout are those of `opentelemetry/proto/trace/v1/
 //! trace.proto` and `common/v1/common.proto` (OTLP 1.x); the unit tests
 //! decode what is written here with the generated structs and compare it
 //! to `opentelemetry-proto`'s own conversion of the same spans.
 
+use std::time::SystemTime;
+
 use opentelemetry::{
     Array, InstrumentationScope, KeyValue, Value,
-    trace::{SpanId, SpanKind, Status},
+    trace::{SpanKind, Status},
 };
-use opentelemetry_sdk::{Resource, trace::SpanData};
+use opentelemetry_sdk::Resource;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
 /// Span flags: the context says whether its parent is remote (bit 8), and
@@ -89,7 +93,7 @@ fn put_fixed32(out: &mut Vec<u8>, tag: u32, value: u32) {
     }
 }
 
-fn nanos(time: std::time::SystemTime) -> u64 {
+fn nanos(time: SystemTime) -> u64 {
     time.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
@@ -240,128 +244,6 @@ fn status_len(status: &Status) -> usize {
     opt_bytes_len(2, message.len()) + varint_len(3, code)
 }
 
-/// The body of a `Span.Event`.
-fn event_len(event: &opentelemetry::trace::Event) -> usize {
-    fixed64_len(1, nanos(event.timestamp))
-        + opt_bytes_len(2, event.name.len())
-        + attributes_len(3, &event.attributes)
-        + varint_len(4, u64::from(event.dropped_attributes_count))
-}
-
-/// The body of a `Span.Link`; `state` is its context's trace state header.
-fn link_len(link: &opentelemetry::trace::Link, state: &str) -> usize {
-    delimited_len(1, 16)
-        + delimited_len(2, 8)
-        + opt_bytes_len(3, state.len())
-        + attributes_len(4, &link.attributes)
-        + varint_len(5, u64::from(link.dropped_attributes_count))
-        + fixed32_len(
-            6,
-            span_flags(
-                link.span_context.trace_flags().to_u8(),
-                link.span_context.is_remote(),
-            ),
-        )
-}
-
-fn put_link(out: &mut Vec<u8>, link: &opentelemetry::trace::Link) {
-    let state = link.span_context.trace_state().header();
-    put_delimited_header(out, 13, link_len(link, &state));
-    put_bytes(out, 1, &link.span_context.trace_id().to_bytes());
-    put_bytes(out, 2, &link.span_context.span_id().to_bytes());
-    put_opt_bytes(out, 3, state.as_bytes());
-    put_attributes(out, 4, &link.attributes);
-    put_varint(out, 5, u64::from(link.dropped_attributes_count));
-    put_fixed32(
-        out,
-        6,
-        span_flags(
-            link.span_context.trace_flags().to_u8(),
-            link.span_context.is_remote(),
-        ),
-    );
-}
-
-/// The body of a `Span`; `state` is its trace state header.
-fn span_len(span: &SpanData, state: &str) -> usize {
-    let has_parent = span.parent_span_id != SpanId::INVALID;
-    delimited_len(1, 16)
-        + delimited_len(2, 8)
-        + opt_bytes_len(3, state.len())
-        + if has_parent { delimited_len(4, 8) } else { 0 }
-        + opt_bytes_len(5, span.name.len())
-        + varint_len(6, kind_number(&span.span_kind))
-        + fixed64_len(7, nanos(span.start_time))
-        + fixed64_len(8, nanos(span.end_time))
-        + attributes_len(9, &span.attributes)
-        + varint_len(10, u64::from(span.dropped_attributes_count))
-        + span
-            .events
-            .events
-            .iter()
-            .map(|e| delimited_len(11, event_len(e)))
-            .sum::<usize>()
-        + varint_len(12, u64::from(span.events.dropped_count))
-        + span
-            .links
-            .links
-            .iter()
-            .map(|l| delimited_len(13, link_len(l, &l.span_context.trace_state().header())))
-            .sum::<usize>()
-        + varint_len(14, u64::from(span.links.dropped_count))
-        + delimited_len(15, status_len(&span.status))
-        + fixed32_len(
-            16,
-            span_flags(
-                span.span_context.trace_flags().to_u8(),
-                span.parent_span_is_remote,
-            ),
-        )
-}
-
-/// Appends `span` to `out` as one entry of `ScopeSpans.spans` (field 2):
-/// key, length and the `Span` message.
-pub fn put_span(out: &mut Vec<u8>, span: &SpanData) {
-    let state = span.span_context.trace_state().header();
-    put_delimited_header(out, 2, span_len(span, &state));
-    put_bytes(out, 1, &span.span_context.trace_id().to_bytes());
-    put_bytes(out, 2, &span.span_context.span_id().to_bytes());
-    put_opt_bytes(out, 3, state.as_bytes());
-    if span.parent_span_id != SpanId::INVALID {
-        put_bytes(out, 4, &span.parent_span_id.to_bytes());
-    }
-    put_opt_bytes(out, 5, span.name.as_bytes());
-    put_varint(out, 6, kind_number(&span.span_kind));
-    put_fixed64(out, 7, nanos(span.start_time));
-    put_fixed64(out, 8, nanos(span.end_time));
-    put_attributes(out, 9, &span.attributes);
-    put_varint(out, 10, u64::from(span.dropped_attributes_count));
-    for event in &span.events.events {
-        put_delimited_header(out, 11, event_len(event));
-        put_fixed64(out, 1, nanos(event.timestamp));
-        put_opt_bytes(out, 2, event.name.as_bytes());
-        put_attributes(out, 3, &event.attributes);
-        put_varint(out, 4, u64::from(event.dropped_attributes_count));
-    }
-    put_varint(out, 12, u64::from(span.events.dropped_count));
-    for link in &span.links.links {
-        put_link(out, link);
-    }
-    put_varint(out, 14, u64::from(span.links.dropped_count));
-    let (message, code) = status_parts(&span.status);
-    put_delimited_header(out, 15, status_len(&span.status));
-    put_opt_bytes(out, 2, message.as_bytes());
-    put_varint(out, 3, code);
-    put_fixed32(
-        out,
-        16,
-        span_flags(
-            span.span_context.trace_flags().to_u8(),
-            span.parent_span_is_remote,
-        ),
-    );
-}
-
 /// A resource, encoded once: the `Resource` message's body and the
 /// `ResourceSpans.schema_url` it brings.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -440,5 +322,11 @@ pub fn request<'a>(
     out
 }
 
+mod span;
 #[cfg(test)]
 mod tests;
+
+pub use span::{
+    SpanParts, put_attribute, put_event, put_event_attribute, put_link, put_span, put_span_parts,
+    put_str_attribute, put_str_event_attribute,
+};

@@ -5,7 +5,7 @@ use super::*;
 use crate::telemetry::{
     audit_export::{AuditExport, resource_of},
     otlp::{log_target, span_target, transport::OtlpTransport},
-    span_queue::{EncodedBatch, SpanExportStats, SpanQueueConfig},
+    span_queue::{EncodedBatch, SpanExportStats, SpanQueue, SpanQueueConfig},
 };
 use opentelemetry_sdk::resource::TelemetryResourceDetector;
 
@@ -96,24 +96,28 @@ pub(super) fn build_meter_provider(
         .build())
 }
 
-/// The tracer provider: spans encoded as they end into the bounded,
-/// counted queue ([`EncodedBatch`]) and sent to the collector; what became
-/// of them counted in `stats`.
+/// The tracer provider and its export queue: spans encoded as they end
+/// into the bounded, counted queue ([`EncodedBatch`]) and sent to the
+/// collector; what became of them counted in `stats`. The gateway's span
+/// layer writes into the queue; the provider owns the export thread
+/// (flush, shutdown) and gives it the resource.
 pub(super) fn build_provider(
     service_name: &str,
     settings: &OtlpSettings,
     stats: &SpanExportStats,
     otel_env: &OtelEnv,
-) -> Result<SdkTracerProvider, TelemetryError> {
+) -> Result<(SdkTracerProvider, SpanQueue), TelemetryError> {
     let env = |name: &str| otel_env.var(name);
     let (target, options) = span_target(settings, &env)?;
     let queue = SpanQueueConfig::from_env(&env);
     let processor = EncodedBatch::new(OtlpTransport::new(target, options), queue, stats.clone())
         .map_err(|e| TelemetryError::Export(format!("cannot start the span export thread: {e}")))?;
-    Ok(SdkTracerProvider::builder()
+    let queue = processor.queue();
+    let provider = SdkTracerProvider::builder()
         .with_resource(resource_from(service_name, otel_env))
         .with_span_processor(processor)
-        .build())
+        .build();
+    Ok((provider, queue))
 }
 
 /// The export of audit records as OTLP logs (`[audit] otlp`), to the

@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use opentelemetry::Context;
+use opentelemetry::{Context, InstrumentationScope};
 use opentelemetry_sdk::{
     Resource,
     error::{OTelSdkError, OTelSdkResult},
@@ -118,36 +118,70 @@ impl EncodedBatch {
     }
 }
 
+/// Where the gateway's span layer puts the spans it ends
+/// (`telemetry::spans`): the queue of an [`EncodedBatch`], without the
+/// SDK's span records.
+#[derive(Debug, Clone)]
+pub struct SpanQueue {
+    shared: Arc<Shared>,
+}
+
+impl SpanQueue {
+    /// Queues one span of `scope`, which `encode` writes as an entry of
+    /// `ScopeSpans.spans` (`wire::put_span_parts`), or counts it dropped
+    /// when the queue is full.
+    pub fn push(&self, scope: &InstrumentationScope, encode: impl FnOnce(&mut Vec<u8>)) {
+        push(&self.shared, scope, encode);
+    }
+}
+
+impl EncodedBatch {
+    /// The queue's handle for the span layer.
+    pub fn queue(&self) -> SpanQueue {
+        SpanQueue {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// Encodes a span with `encode` on the calling thread and queues its
+/// bytes under `scope`.
+fn push(shared: &Shared, scope: &InstrumentationScope, encode: impl FnOnce(&mut Vec<u8>)) {
+    // A queue seen full (the gauge follows it without the lock) is not
+    // worth the encoding: while the collector is away every span would
+    // be encoded only to be dropped. The check under the lock below stays
+    // the one that bounds the queue.
+    if usize::try_from(shared.stats.queued.get())
+        .is_ok_and(|queued| queued >= shared.max_queue_size)
+    {
+        shared.stats.count("dropped", 1);
+        return;
+    }
+    SCRATCH.with_borrow_mut(|scratch| {
+        scratch.clear();
+        encode(scratch);
+        let full = {
+            let mut pending = shared.pending();
+            if pending.waiting() >= shared.max_queue_size {
+                drop(pending);
+                shared.stats.count("dropped", 1);
+                return;
+            }
+            pending.push(scope, scratch)
+        };
+        shared.stats.queued.inc();
+        if full {
+            shared.ready.notify_one();
+        }
+    });
+}
+
 impl SpanProcessor for EncodedBatch {
     fn on_start(&self, _span: &mut Span, _cx: &Context) {}
 
     fn on_end(&self, span: SpanData) {
-        // A queue seen full (the gauge follows it without the lock) is not
-        // worth the encoding: while the collector is away every span
-        // would be encoded only to be dropped. The check under the lock
-        // below stays the one that bounds the queue.
-        if usize::try_from(self.shared.stats.queued.get())
-            .is_ok_and(|queued| queued >= self.shared.max_queue_size)
-        {
-            self.shared.stats.count("dropped", 1);
-            return;
-        }
-        SCRATCH.with_borrow_mut(|scratch| {
-            scratch.clear();
-            wire::put_span(scratch, &span);
-            let full = {
-                let mut pending = self.shared.pending();
-                if pending.waiting() >= self.shared.max_queue_size {
-                    drop(pending);
-                    self.shared.stats.count("dropped", 1);
-                    return;
-                }
-                pending.push(&span.instrumentation_scope, scratch)
-            };
-            self.shared.stats.queued.inc();
-            if full {
-                self.shared.ready.notify_one();
-            }
+        push(&self.shared, &span.instrumentation_scope, |out| {
+            wire::put_span(out, &span);
         });
         // `span` is freed here, on the thread that allocated it.
     }
