@@ -78,6 +78,10 @@ pub(super) struct SpanFields<'a>(pub(super) &'a mut SpanState);
 
 impl SpanFields<'_> {
     fn special(&mut self, field: &Field, text: &str) -> bool {
+        // Most fields are attributes: one prefix test tells.
+        if !field.name().starts_with("otel.") {
+            return false;
+        }
         match field.name() {
             NAME => self.0.name = text.to_owned().into(),
             KIND => {
