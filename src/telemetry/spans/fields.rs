@@ -141,7 +141,9 @@ pub(super) struct EventFields {
     pub(super) attributes: Vec<u8>,
     /// The span's status, when the event sets it.
     pub(super) status: Option<Status>,
-    /// Attributes the event adds to the span (`Span` field 9 entries).
+    /// An error the event recorded (`record_error`): its message and the
+    /// chain of its sources, which the span takes as its
+    /// `exception.message` and `exception.stacktrace`.
     pub(super) span_exception: Option<(String, Value)>,
 }
 
