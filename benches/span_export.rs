@@ -5,6 +5,12 @@
 //! on its export thread). The span is a server span as the gateway makes
 //! it: the RPC's attributes, a remote parent, an OK status.
 //!
+//! And what a call's two spans cost end to end through the gateway's span
+//! layer (`telemetry::spans`): the server span opened with the RPC's
+//! fields and continued from the caller's context, the upstream client
+//! span opened under it, the statuses recorded, both closed, encoded and
+//! queued (the export thread's sending not counted).
+//!
 //! `cargo bench --bench span_export`
 
 use std::{
@@ -14,14 +20,30 @@ use std::{
 };
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use idgate::telemetry::otlp::wire;
+use idgate::telemetry::{
+    SpanExportStats,
+    otlp::{
+        transport::{Accepted, ExportFailure, Transport},
+        wire,
+    },
+    span_queue::{
+        DEFAULT_MAX_EXPORT_BATCH_SIZE, DEFAULT_MAX_QUEUE_SIZE, DEFAULT_SCHEDULE_DELAY,
+        EncodedBatch, SpanQueueConfig,
+    },
+    spans::{SpanExt as _, SpanLayer},
+};
 use opentelemetry::{
     InstrumentationScope, KeyValue,
-    trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState},
+    trace::{
+        SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId,
+        TraceState,
+    },
 };
 use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
+use opentelemetry_sdk::trace::{Sampler, SpanProcessor as _};
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
 use prost::Message as _;
+use tracing_subscriber::layer::SubscriberExt as _;
 
 fn server_span() -> SpanData {
     let start = SystemTime::UNIX_EPOCH + Duration::from_nanos(1_764_000_000_123_456_789);
@@ -89,5 +111,99 @@ fn span_export(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, span_export);
+/// A transport that takes every export and sends nothing.
+struct Discard;
+
+impl Transport for Discard {
+    async fn send(&mut self, _request: Vec<u8>) -> Result<Accepted, ExportFailure> {
+        Ok(Accepted { rejected: 0 })
+    }
+}
+
+/// One call's spans, as `telemetry::grpc` and `telemetry::client` open them.
+fn one_call(caller: &opentelemetry::Context) {
+    let server = tracing::info_span!(
+        "grpc.server",
+        otel.name = "idgate.v1.LivenessService/StartSession3D",
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = "idgate.v1.LivenessService",
+        rpc.method = "StartSession3D",
+        rpc.grpc.status_code = tracing::field::Empty,
+        idgate.journey_ref = "j-0af7651916cd43dd",
+        idgate.channel = tracing::field::Empty,
+    );
+    server.set_parent(caller.clone());
+    let client = server.in_scope(|| {
+        tracing::info_span!(
+            "http.client",
+            otel.name = "POST /3d/session-token",
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = "POST",
+            http.response.status_code = tracing::field::Empty,
+            url.path = "/3d/session-token",
+            url.template = "/3d/session-token",
+            server.address = "127.0.0.1",
+            server.port = 19081_i64,
+            idgate.operation = "session_token",
+            idgate.channel = "primary",
+            idgate.journey_ref = "j-0af7651916cd43dd",
+        )
+    });
+    black_box(client.span_context());
+    client.record("http.response.status_code", 200_i64);
+    drop(client);
+    server.record("idgate.channel", "primary");
+    server.record("rpc.grpc.status_code", 0_i64);
+}
+
+fn span_layer(c: &mut Criterion) {
+    let batch = EncodedBatch::new(
+        Discard,
+        SpanQueueConfig {
+            max_queue_size: DEFAULT_MAX_QUEUE_SIZE,
+            max_export_batch_size: DEFAULT_MAX_EXPORT_BATCH_SIZE,
+            schedule_delay: DEFAULT_SCHEDULE_DELAY,
+        },
+        SpanExportStats::default(),
+    )
+    .expect("export thread");
+    let layer = SpanLayer::new(
+        batch.queue(),
+        InstrumentationScope::builder("idgate").build(),
+        Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+    );
+    let subscriber = tracing_subscriber::Registry::default().with(layer);
+    let caller = opentelemetry::Context::new().with_remote_span_context(server_span().span_context);
+    let mut group = c.benchmark_group("span layer");
+    tracing::subscriber::with_default(subscriber, || {
+        group.bench_function(
+            "one call's two spans (open, record, close, encode, queue)",
+            |b| {
+                b.iter_custom(|iterations| {
+                    let mut spent = Duration::ZERO;
+                    // Rounds the queue holds whole, emptied between them, so
+                    // that every span is encoded (a full queue drops before
+                    // encoding).
+                    let mut left = iterations;
+                    while left > 0 {
+                        let round = left.min(4_000);
+                        let started = std::time::Instant::now();
+                        for _ in 0..round {
+                            one_call(&caller);
+                        }
+                        spent += started.elapsed();
+                        batch.force_flush().expect("flush");
+                        left -= round;
+                    }
+                    spent
+                })
+            },
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(benches, span_export, span_layer);
 criterion_main!(benches);
