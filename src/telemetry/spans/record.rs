@@ -203,26 +203,31 @@ impl SpanState {
     /// a new one), a new span id, and the sampler's decision, as the SDK's
     /// tracer gives them.
     pub(super) fn give_ids(&mut self) -> &Given {
-        if self.given.is_none() {
-            let given = if self.suppressed {
-                Given {
-                    context: SpanContext::empty_context(),
-                    parent_span_id: SpanId::INVALID,
-                    parent_is_remote: false,
-                    sampled: false,
-                }
-            } else {
-                self.decide()
-            };
-            if !given.sampled {
-                // Nothing recorded so far will leave.
-                self.attributes = Vec::new();
-                self.events = Vec::new();
-                self.links = Vec::new();
+        let given = match self.given.take() {
+            Some(given) => given,
+            None => self.first_ids(),
+        };
+        self.given.insert(given)
+    }
+
+    fn first_ids(&mut self) -> Given {
+        let given = if self.suppressed {
+            Given {
+                context: SpanContext::empty_context(),
+                parent_span_id: SpanId::INVALID,
+                parent_is_remote: false,
+                sampled: false,
             }
-            self.given = Some(given);
+        } else {
+            self.decide()
+        };
+        if !given.sampled {
+            // Nothing recorded so far will leave.
+            self.attributes = Vec::new();
+            self.events = Vec::new();
+            self.links = Vec::new();
         }
-        self.given.as_ref().expect("given above")
+        given
     }
 
     fn decide(&self) -> Given {
@@ -268,16 +273,18 @@ impl SpanState {
 
     /// The span's context with its parent's entries (baggage), built once.
     pub(super) fn context(&mut self) -> Context {
-        if self.context.is_none() {
-            let own = self.give_ids().context.clone();
-            let context = if own.is_valid() {
-                self.parent.with_remote_span_context(own)
-            } else {
-                self.parent.clone()
-            };
-            self.context = Some(context);
-        }
-        self.context.clone().expect("built above")
+        let context = match self.context.take() {
+            Some(context) => context,
+            None => {
+                let own = self.give_ids().context.clone();
+                if own.is_valid() {
+                    self.parent.with_remote_span_context(own)
+                } else {
+                    self.parent.clone()
+                }
+            }
+        };
+        self.context.insert(context).clone()
     }
 
     /// True when the span is to be exported (sampled), its ids given.
