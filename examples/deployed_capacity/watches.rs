@@ -114,17 +114,7 @@ pub async fn measure(
             answer.map(|r| r.into_inner().journey_ref)
         });
     }
-    let mut refs = Vec::with_capacity(count);
-    while let Some(done) = creating.join_next().await {
-        match done? {
-            Ok(journey_ref) => refs.push(journey_ref),
-            Err(status) => {
-                *failed
-                    .entry(format!("CreateJourney {}", failure_key(&status)))
-                    .or_default() += 1
-            }
-        }
-    }
+    let refs = gather(creating, "CreateJourney", &mut failed).await?;
     let create_seconds = started.elapsed().as_secs_f64();
     let created = rss_kib(pid)?;
 
@@ -148,17 +138,7 @@ pub async fn measure(
         });
     }
     // The streams stay open (held here) until the readings are done.
-    let mut streams = Vec::with_capacity(count);
-    while let Some(done) = opening.join_next().await {
-        match done? {
-            Ok(stream) => streams.push(stream),
-            Err(status) => {
-                *failed
-                    .entry(format!("WatchJourney {}", failure_key(&status)))
-                    .or_default() += 1
-            }
-        }
-    }
+    let streams = gather(opening, "WatchJourney", &mut failed).await?;
     let open_seconds = started.elapsed().as_secs_f64();
     tokio::time::sleep(SETTLE).await;
     let metrics = hop.metrics().await?;
@@ -181,6 +161,27 @@ pub async fn measure(
     drop(streams);
     drop(watch_channels);
     Ok(figures)
+}
+
+/// Waits for every call in `calls`: the answers, and each failure counted
+/// in `failed` under `rpc` and its code.
+async fn gather<T: 'static>(
+    mut calls: tokio::task::JoinSet<Result<T, tonic::Status>>,
+    rpc: &str,
+    failed: &mut BTreeMap<String, u64>,
+) -> anyhow::Result<Vec<T>> {
+    let mut answers = Vec::with_capacity(calls.len());
+    while let Some(done) = calls.join_next().await {
+        match done? {
+            Ok(answer) => answers.push(answer),
+            Err(status) => {
+                *failed
+                    .entry(format!("{rpc} {}", failure_key(&status)))
+                    .or_default() += 1
+            }
+        }
+    }
+    Ok(answers)
 }
 
 #[cfg(test)]

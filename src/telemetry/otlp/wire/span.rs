@@ -121,13 +121,13 @@ pub fn put_str_attribute(out: &mut Vec<u8>, key: &str, value: &str) {
     put_scalar_key_value(out, 9, key, &Scalar::Str(value));
 }
 
-/// Appends one attribute of an event (`Span.Event` field 3), without
-/// making a [`Value`] of it.
+/// Appends one attribute of an event (`Span.Event` field 3).
 pub fn put_event_attribute(out: &mut Vec<u8>, key: &str, value: &Value) {
     put_key_value(out, 3, key, value);
 }
 
-/// Appends one string attribute of an event (`Span.Event` field 3).
+/// Appends one string attribute of an event (`Span.Event` field 3),
+/// without making a [`Value`] of it.
 pub fn put_str_event_attribute(out: &mut Vec<u8>, key: &str, value: &str) {
     put_scalar_key_value(out, 3, key, &Scalar::Str(value));
 }
