@@ -141,6 +141,11 @@ pub enum FaultAction {
     /// 200 with JSON of the wrong shape: every field of the contract
     /// missing or of another type (`{"isContingency":"no","token":42}`).
     WrongShape,
+    /// `/appkey` only: 200 with the appkey issued last, while it lives,
+    /// as a vendor that deduplicates by CPF or `idExternoCliente` would
+    /// (the contract says each call issues a new one). Other operations,
+    /// or no live appkey: the normal answer.
+    RepeatAppkey,
 }
 
 /// The verdict a [`FaultAction::Verdict`] answers.

@@ -10,10 +10,11 @@ use bytes::Bytes;
 use super::FaultAction;
 use crate::sandbox::error::message_response;
 
-/// The response a fault gives; `None` for [`FaultAction::Delay`].
+/// The response a fault gives; `None` for [`FaultAction::Delay`] and for
+/// [`FaultAction::RepeatAppkey`] (the store's to answer: `ops::appkey`).
 pub(crate) fn response(action: FaultAction) -> Option<Response> {
     match action {
-        FaultAction::Delay => None,
+        FaultAction::Delay | FaultAction::RepeatAppkey => None,
         FaultAction::Status { status } => Some(message_response(
             StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             "injected fault",

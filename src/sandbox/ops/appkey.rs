@@ -61,6 +61,16 @@ pub(super) fn handle(app: &App, input: &Input, bad: Reject) -> Result<Response, 
     Ok(response)
 }
 
+/// The answer of a vendor that repeats itself: the appkey issued last,
+/// if it lives (`None`: answer normally).
+pub(super) fn repeated(app: &App) -> Option<Response> {
+    let appkey = app.store.last_appkey(app.clock.now())?;
+    let journey = JourneyRef::from_appkey(&Appkey::new(appkey.as_str()));
+    let mut response = Json(serde_json::json!({ "appkey": appkey })).into_response();
+    response.extensions_mut().insert(journey);
+    Some(response)
+}
+
 /// The token inside `token`: the whole `/credencial` body verbatim
 /// (`{"token": ..., "expires": ...}`), a JSON string, or the bare token.
 fn bare_token(raw: &str) -> Option<String> {

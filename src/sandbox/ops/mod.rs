@@ -20,7 +20,7 @@ use tracing::Instrument as _;
 
 use super::app::App;
 use super::error::Reject;
-use super::faults::{self, FaultPhase};
+use super::faults::{self, FaultAction, FaultPhase};
 use super::input::Input;
 use crate::domain::JourneyRef;
 use crate::domain::Operation;
@@ -84,6 +84,13 @@ pub(crate) async fn serve(
         if let Some(rule) = &fault {
             if rule.latency_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(rule.latency_ms)).await;
+            }
+            if rule.action == FaultAction::RepeatAppkey
+                && op == Operation::Appkey
+                && let Some(response) = appkey::repeated(&app)
+            {
+                tracing::info!("fault injected: an appkey issued again");
+                return response;
             }
             if rule.phase == FaultPhase::Before {
                 if let Some(response) = faults::response(rule.action) {

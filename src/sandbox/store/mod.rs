@@ -55,6 +55,9 @@ struct Inner {
     /// has a liveness proof and was not announced yet. An entry may be
     /// stale (appkey purged); [`Store::take_finished`] skips those.
     pending: BTreeMap<(OffsetDateTime, u64), String>,
+    /// The appkey issued last, for a vendor that repeats one
+    /// ([`FaultAction::RepeatAppkey`](crate::sandbox::faults::FaultAction)).
+    last_appkey: Option<String>,
     serial: u64,
     last_purge: Option<OffsetDateTime>,
     /// The earliest instant a purge can drop anything (`None`: nothing
@@ -213,7 +216,17 @@ impl Store {
                 session_keys: Vec::new(),
             },
         );
+        inner.last_appkey = Some(appkey.clone());
         Ok(appkey)
+    }
+
+    /// The appkey issued last, while it lives: what a vendor that
+    /// deduplicates by person answers a second `/appkey` with.
+    pub(crate) fn last_appkey(&self, now: OffsetDateTime) -> Option<String> {
+        let mut inner = self.locked(now);
+        let last = inner.last_appkey.clone()?;
+        inner.live_appkey(&last, now).ok()?;
+        Some(last)
     }
 
     /// `/challenge`: a new challenge key for an appkey without a proof.
