@@ -85,6 +85,7 @@ fn authenticators(rt: &tokio::runtime::Runtime) -> (Authenticator, Key, Key) {
         .block_on(Authenticator::from_config(
             &auth,
             &callers,
+            idgate::auth::Shares::UNBOUNDED,
             Arc::new(NoEvents),
         ))
         .expect("authenticator");

@@ -1,5 +1,8 @@
 //! Accepted connections as the request path sees them: their socket
-//! options, their peer, and the requests they are serving.
+//! options, their peer, and the requests they are serving; [`held`]: a
+//! response body that holds what its call holds.
+
+pub mod held;
 
 use std::{
     net::SocketAddr,
@@ -32,6 +35,7 @@ pub fn no_delay(tcp: &mut TcpStream) {
 pub struct Activity {
     in_flight: AtomicUsize,
     watches: AtomicUsize,
+    service_streams: AtomicUsize,
     refused_in_a_row: AtomicU32,
     /// When the last request ended (its idle clock), as Tokio time.
     last_end: Mutex<Option<Instant>>,
@@ -47,12 +51,13 @@ impl Activity {
     /// Counts a `WatchJourney` stream on this connection until the slot
     /// drops; `None` when `max` are already open.
     pub fn try_watch(self: &Arc<Self>, max: usize) -> Option<WatchSlot> {
-        self.watches
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| WatchSlot(Arc::clone(self)))
+        try_count(&self.watches, max).then(|| WatchSlot(Arc::clone(self)))
+    }
+
+    /// Counts a health `Watch` or reflection stream on this connection
+    /// until the slot drops; `None` when `max` are already open.
+    pub fn try_service_stream(self: &Arc<Self>, max: usize) -> Option<ServiceStreamSlot> {
+        try_count(&self.service_streams, max).then(|| ServiceStreamSlot(Arc::clone(self)))
     }
 
     /// Counts a call refused authentication; how many have been, in a row.
@@ -96,6 +101,25 @@ impl Drop for WatchSlot {
     fn drop(&mut self) {
         self.0.watches.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// A health `Watch` or reflection stream counted on its connection
+/// ([`Activity::try_service_stream`]); uncounted on drop.
+pub struct ServiceStreamSlot(Arc<Activity>);
+
+impl Drop for ServiceStreamSlot {
+    fn drop(&mut self) {
+        self.0.service_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Adds one to `count` if it is under `max`.
+fn try_count(count: &AtomicUsize, max: usize) -> bool {
+    count
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .is_ok()
 }
 
 /// What the request path knows of its connection (a request extension).

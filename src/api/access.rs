@@ -184,7 +184,7 @@ mod tests {
         let key = Appkey::new("appkey-of-a");
         let journey = JourneyRef::from_appkey(&key);
         let record = JourneyRecord::new(key.clone(), Some(CallerName::new("a")), now_unix());
-        store.register(&journey, &record).await.unwrap();
+        store.register(&journey, &record, usize::MAX).await.unwrap();
         let access = JourneyAccess::new(Arc::new(store), false);
         let a = caller("a", JourneyScope::Own);
         let b = caller("b", JourneyScope::Own);

@@ -8,9 +8,17 @@
 //!   1. the method -> its row in rpc::RPCS (health, reflection: untouched)
 //!   2. the caller's operations     else PERMISSION_DENIED/OPERATION_NOT_ALLOWED
 //!   3. the caller's slot (call or stream)  else RESOURCE_EXHAUSTED/CALLER_LIMIT_REACHED
-//!   4. the audit record, opened
+//!   4. the caller's share of request bytes, and the process's, not spent
+//!                                  else RESOURCE_EXHAUSTED/CALLER_LIMIT_REACHED (OVERLOADED)
+//!   5. the audit record, opened
+//!   --> the body held to the RPC's message limit and charged to the
+//!       caller's share as it arrives (request_bytes)
 //!   --> a Ticket in the request's extensions --> handler: admit() -> Admitted
 //! ```
+//!
+//! Reflection goes through the same door as a stream of the caller's
+//! (any configured caller may list the API): a caller, a stream slot, an
+//! audit record `reflection`. Health alone passes untouched.
 //!
 //! Each refusal here is counted with the auth layer's and written as one
 //! audit record. A request that reaches a handler without a ticket never
@@ -30,6 +38,7 @@ use http::{Request, Response};
 use tower::{Layer, Service};
 
 use super::{
+    request_bytes::RequestBytes,
     rpc::{Rpc, rpc_of},
     slots::{CallerSlots, Slot},
 };
@@ -37,6 +46,7 @@ use crate::{
     Error,
     auth::Refusals,
     domain::Caller,
+    net::held::holding,
     telemetry::audit::{AuditRecord, trace_id},
 };
 
@@ -61,15 +71,20 @@ impl TicketCell {
 }
 
 /// The admission door as a tower layer. Cheap to clone.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct AdmissionLayer {
     slots: CallerSlots,
+    bytes: RequestBytes,
 }
 
 impl AdmissionLayer {
-    /// A door with its own per-caller slot counts.
-    pub fn new() -> Self {
-        Self::default()
+    /// A door with its own per-caller slot counts, bounding request bytes
+    /// with `bytes`.
+    pub fn new(bytes: RequestBytes) -> Self {
+        Self {
+            slots: CallerSlots::default(),
+            bytes,
+        }
     }
 }
 
@@ -80,6 +95,7 @@ impl<S> Layer<S> for AdmissionLayer {
         Admission {
             inner,
             slots: self.slots.clone(),
+            bytes: self.bytes.clone(),
         }
     }
 }
@@ -89,7 +105,25 @@ impl<S> Layer<S> for AdmissionLayer {
 pub struct Admission<S> {
     inner: S,
     slots: CallerSlots,
+    bytes: RequestBytes,
 }
+
+/// The reflection services' path prefixes: admitted as a caller's stream.
+const REFLECTION: [&str; 2] = [
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+];
+
+/// The row reflection is admitted under: a stream any caller may open
+/// (its permission is not checked: listing the API is every caller's).
+const REFLECTION_ROW: Rpc = Rpc {
+    path: "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    permission: crate::domain::Permission::Watch,
+    audit: "reflection",
+    releases: false,
+    stream: true,
+    message: super::rpc::MessageSize::Small,
+};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -106,8 +140,10 @@ impl<S> Admission<S> {
     fn admit(
         &self,
         rpc: &'static Rpc,
-        extensions: &http::Extensions,
+        any_caller: bool,
+        request: &mut Request<tonic::body::Body>,
     ) -> Result<Ticket, Box<Response<tonic::body::Body>>> {
+        let extensions = request.extensions();
         let Some(caller) = extensions.get::<Arc<Caller>>().cloned() else {
             // Not through the auth layer: fail closed.
             return Err(Box::new(
@@ -121,7 +157,7 @@ impl<S> Admission<S> {
             audit.finish(error.reason().as_str());
             Box::new(tonic::Status::from(error).into_http())
         };
-        if !caller.may(rpc.permission) {
+        if !any_caller && !caller.may(rpc.permission) {
             let error = Error::OperationNotAllowed(rpc.permission);
             return Err(refuse(audit, error, rpc.permission.as_str()));
         }
@@ -139,6 +175,16 @@ impl<S> Admission<S> {
                 return Err(refuse(audit, error, cause));
             }
         };
+        let share = self.slots.bytes(&caller, slot.as_ref());
+        if let Some(error) = self
+            .bytes
+            .spent(share.as_ref().map(|(held, share)| (&**held, *share)))
+        {
+            return Err(refuse(audit, error, "max_body_bytes"));
+        }
+        let bytes = self.bytes.clone();
+        let body = std::mem::take(request.body_mut());
+        *request.body_mut() = tonic::body::Body::new(bytes.charge(body, rpc.message, share));
         Ok(Ticket {
             caller,
             audit,
@@ -177,11 +223,16 @@ where
     }
 
     fn call(&mut self, mut request: Request<tonic::body::Body>) -> Self::Future {
-        let Some(rpc) = rpc_of(request.uri().path()) else {
-            let call = self.inner.call(request);
-            return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });
+        let path = request.uri().path();
+        let (rpc, any_caller) = match rpc_of(path) {
+            Some(rpc) => (rpc, false),
+            None if REFLECTION.iter().any(|p| path.starts_with(p)) => (&REFLECTION_ROW, true),
+            None => {
+                let call = self.inner.call(request);
+                return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });
+            }
         };
-        let cell = match self.admit(rpc, request.extensions()) {
+        let cell = match self.admit(rpc, any_caller, &mut request) {
             Ok(ticket) => TicketCell(Arc::new(Mutex::new(Some(ticket)))),
             Err(refused) => return Box::pin(async move { Ok(*refused) }),
         };
@@ -189,10 +240,21 @@ where
         let call = self.inner.call(request);
         Box::pin(async move {
             let response = call.await?;
-            if let Some(unclaimed) = cell.take() {
+            let Some(unclaimed) = cell.take() else {
+                return Ok(response.map(tonic::body::Body::new));
+            };
+            if !any_caller {
                 unclaimed.audit.finish(&outcome_of(&response));
+                return Ok(response.map(tonic::body::Body::new));
             }
-            Ok(response.map(tonic::body::Body::new))
+            // Reflection: no handler claims the ticket; the stream keeps
+            // the caller's slot for as long as it is open.
+            match response.headers().contains_key("grpc-status") {
+                true => unclaimed.audit.finish(&outcome_of(&response)),
+                false => unclaimed.audit.finish("ok"),
+            }
+            let slot = unclaimed.slot;
+            Ok(response.map(|body| tonic::body::Body::new(holding(body, slot))))
         })
     }
 }

@@ -4,9 +4,14 @@
 //! valid request (`max_images` images of `max_image_bytes`) plus room for
 //! its other fields and framing, so that the two never disagree (a flat
 //! limit either refuses valid requests or lets a caller send far more than
-//! any valid one).
+//! any valid one). That limit is the document RPCs' alone: every other RPC
+//! carries a few hundred bytes of fields and takes at most
+//! `max_small_message_bytes` (64 KiB), so that a request padded with an
+//! unknown field cannot hold document-sized memory on a watch.
 
 use serde::Deserialize;
+
+use super::rpc::MessageSize;
 
 /// Room in a message for everything but its images: the other fields and
 /// the protobuf framing of each image.
@@ -23,7 +28,14 @@ pub struct LimitsConfig {
     /// Largest gRPC message accepted, in bytes; unset: derived from the
     /// image limits ([`LimitsConfig::grpc_message_bytes`]).
     pub max_grpc_message_bytes: Option<usize>,
+    /// Largest request message of every RPC that carries no image, in
+    /// bytes.
+    pub max_small_message_bytes: usize,
 }
+
+/// Default of `max_small_message_bytes`: a hundred times the largest
+/// valid request of the journey and liveness services.
+pub const DEFAULT_SMALL_MESSAGE_BYTES: usize = 64 * 1024;
 
 impl Default for LimitsConfig {
     fn default() -> Self {
@@ -31,6 +43,7 @@ impl Default for LimitsConfig {
             max_image_bytes: 8 * 1024 * 1024,
             max_images: 16,
             max_grpc_message_bytes: None,
+            max_small_message_bytes: DEFAULT_SMALL_MESSAGE_BYTES,
         }
     }
 }
@@ -45,6 +58,14 @@ impl LimitsConfig {
                 .saturating_mul(self.max_image_bytes)
                 .saturating_add(MESSAGE_OVERHEAD_BYTES)
         })
+    }
+
+    /// The largest request message of an RPC whose row says `size`.
+    pub fn message_bytes(&self, size: MessageSize) -> usize {
+        match size {
+            MessageSize::Small => self.max_small_message_bytes,
+            MessageSize::Document => self.grpc_message_bytes(),
+        }
     }
 }
 

@@ -29,6 +29,7 @@ mod document;
 mod journey;
 mod limits;
 mod liveness;
+mod request_bytes;
 pub mod rpc;
 mod slots;
 pub mod validate;
@@ -44,6 +45,7 @@ pub use document::DocumentApi;
 pub use journey::JourneyApi;
 pub use limits::LimitsConfig;
 pub use liveness::LivenessApi;
+pub use request_bytes::RequestBytes;
 
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,9 @@
 //! The public RPCs as the admission door knows them: for each method path,
 //! the operation a caller must be allowed ([`Permission`]), the name its
 //! audit record carries, whether it releases a result (the caller's view
-//! is recorded) and whether it is a stream (a watch slot, not a call
-//! slot). One table, so that a method cannot be served without a row: a
+//! is recorded), whether it is a stream (a watch slot, not a call
+//! slot) and the largest request message it accepts ([`MessageSize`]:
+//! only the document RPCs take document-sized messages). One table, so that a method cannot be served without a row: a
 //! unit test reads the proto's descriptor and fails on a public method
 //! missing here.
 
@@ -21,6 +22,20 @@ pub struct Rpc {
     pub releases: bool,
     /// True for a server stream (`WatchJourney`).
     pub stream: bool,
+    /// Which request-message limit applies.
+    pub message: MessageSize,
+}
+
+/// The two request-message limits of `[limits]`: a message is refused as
+/// soon as its length prefix is over its RPC's (Envoy's per-connection
+/// buffer limits, grpc-go's per-method `MaxRecvMsgSize`), so that no RPC
+/// but the document ones can make the gateway hold a large message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageSize {
+    /// A few hundred bytes of fields: `max_small_message_bytes`.
+    Small,
+    /// Images: `max_grpc_message_bytes`.
+    Document,
 }
 
 const fn rpc(path: &'static str, permission: Permission, audit: &'static str) -> Rpc {
@@ -30,6 +45,7 @@ const fn rpc(path: &'static str, permission: Permission, audit: &'static str) ->
         audit,
         releases: false,
         stream: false,
+        message: MessageSize::Small,
     }
 }
 
@@ -78,16 +94,22 @@ pub const RPCS: [Rpc; 9] = [
         Permission::Verify3D,
         "verify_3d",
     ),
-    rpc(
-        "/idgate.v1.DocumentService/SubmitDocumentImages",
-        Permission::Documents,
-        "documents",
-    ),
-    rpc(
-        "/idgate.v1.DocumentService/SubmitDigitalLicence",
-        Permission::Documents,
-        "documents",
-    ),
+    Rpc {
+        message: MessageSize::Document,
+        ..rpc(
+            "/idgate.v1.DocumentService/SubmitDocumentImages",
+            Permission::Documents,
+            "documents",
+        )
+    },
+    Rpc {
+        message: MessageSize::Document,
+        ..rpc(
+            "/idgate.v1.DocumentService/SubmitDigitalLicence",
+            Permission::Documents,
+            "documents",
+        )
+    },
 ];
 
 /// The public RPC served at `path`, if it is one.
@@ -121,6 +143,8 @@ mod tests {
         for path in &paths {
             let row = rpc_of(path).unwrap_or_else(|| panic!("{path} has no row"));
             assert_eq!(row.stream, path.ends_with("/WatchJourney"), "{path}");
+            let document = path.starts_with("/idgate.v1.DocumentService/");
+            assert_eq!(row.message == MessageSize::Document, document, "{path}");
         }
     }
 }

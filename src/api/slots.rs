@@ -1,6 +1,7 @@
-//! Per-caller limits on the public listener: unary calls in flight and
-//! `WatchJourney` streams open at once, per caller (`[[callers]]
-//! max_in_flight`, `max_watch_streams`), so that one caller cannot take
+//! Per-caller limits on the public listener: unary calls in flight,
+//! `WatchJourney` streams open at once and request bytes being received,
+//! per caller (`[[callers]] max_in_flight`, `max_watch_streams`,
+//! `max_body_bytes`, the last charged by [`request_bytes`](super::request_bytes)), so that one caller cannot take
 //! every slot of the gateway's own caps (`[serving] max_in_flight`,
 //! `max_streams`). Past its limit a call is refused at once with
 //! `RESOURCE_EXHAUSTED`/`CALLER_LIMIT_REACHED` (retryable); nothing
@@ -17,6 +18,7 @@ use std::{
     },
 };
 
+use super::request_bytes::Tally;
 use crate::{
     Error,
     domain::{Caller, CallerName},
@@ -26,6 +28,7 @@ use crate::{
 struct Counts {
     calls: AtomicUsize,
     streams: AtomicUsize,
+    bytes: Arc<Tally>,
 }
 
 /// The callers' counts. Cheap to clone (shared).
@@ -61,14 +64,37 @@ impl CallerSlots {
         self.take(caller, true, caller.limits.max_watch_streams)
     }
 
+    /// The request bytes `caller` is receiving, with its share (`None`:
+    /// the caller has no share of its own), read from the call's `slot`
+    /// when it holds one (no second lookup).
+    pub(super) fn bytes(
+        &self,
+        caller: &Caller,
+        slot: Option<&Slot>,
+    ) -> Option<(Arc<Tally>, usize)> {
+        let share = caller.limits.max_body_bytes;
+        if share == usize::MAX {
+            return None;
+        }
+        let tally = match slot {
+            Some(slot) => Arc::clone(&slot.counts.bytes),
+            None => Arc::clone(&self.counts_of(caller).bytes),
+        };
+        Some((tally, share))
+    }
+
+    fn counts_of(&self, caller: &Caller) -> Arc<Counts> {
+        crate::sync::lock(&self.counts)
+            .entry(caller.name.clone())
+            .or_default()
+            .clone()
+    }
+
     fn take(&self, caller: &Caller, stream: bool, limit: usize) -> Result<Option<Slot>, Error> {
         if limit == usize::MAX {
             return Ok(None);
         }
-        let counts = crate::sync::lock(&self.counts)
-            .entry(caller.name.clone())
-            .or_default()
-            .clone();
+        let counts = self.counts_of(caller);
         let counter = match stream {
             true => &counts.streams,
             false => &counts.calls,
@@ -96,6 +122,7 @@ mod tests {
         caller.limits = CallerLimits {
             max_in_flight: 2,
             max_watch_streams: 1,
+            ..CallerLimits::default()
         };
         let slots = CallerSlots::default();
         let (one, two) = (slots.call(&caller).unwrap(), slots.call(&caller).unwrap());

@@ -284,6 +284,15 @@ pub struct CallerConfig {
     /// [`CallerLimits::DEFAULT_MAX_WATCH_STREAMS`](crate::domain::CallerLimits)).
     #[serde(default)]
     pub max_watch_streams: Option<usize>,
+    /// Request bytes its calls may be receiving at once (default: an
+    /// equal part of `[serving] max_body_bytes_in_flight` among the
+    /// configured callers, at least its largest message).
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
+    /// Live journey records it may hold (default: an equal part of
+    /// `[journeys] max_entries` among the configured callers).
+    #[serde(default)]
+    pub max_journeys: Option<usize>,
 }
 
 impl CallerConfig {
@@ -408,6 +417,8 @@ pub fn validate_callers(
         for (key, value) in [
             ("max_in_flight", c.max_in_flight),
             ("max_watch_streams", c.max_watch_streams),
+            ("max_body_bytes", c.max_body_bytes),
+            ("max_journeys", c.max_journeys),
         ] {
             if value == Some(0) {
                 return Err(invalid(format!("{at}.{key} must be at least 1")));

@@ -32,7 +32,7 @@ use super::{
     jwks::{Jwks, JwksError, Refresh},
     jwt::{JwtRefusal, JwtVerifier, Refused},
     mtls::{NoIdentity, identity_of},
-    policy::{CallerTable, Identity, Policy},
+    policy::{CallerTable, Identity, Policy, Shares},
 };
 use crate::{
     Error,
@@ -102,6 +102,8 @@ pub struct Authenticator {
     events: Arc<dyn AuthEvents>,
     /// Unauthenticated refusals, said once per 10 s with their count.
     unauthenticated: RefusalLog,
+    /// What the caller table divides among callers, kept for reloads.
+    shares: Shares,
 }
 
 impl Authenticator {
@@ -114,6 +116,7 @@ impl Authenticator {
             open: Arc::new(Caller::open()),
             events,
             unauthenticated: RefusalLog::default(),
+            shares: Shares::UNBOUNDED,
         }
     }
 
@@ -122,6 +125,7 @@ impl Authenticator {
     pub async fn from_config(
         auth: &AuthConfig,
         callers: &[CallerConfig],
+        shares: Shares,
         events: Arc<dyn AuthEvents>,
     ) -> Result<Self, AuthSetupError> {
         if auth.mode == AuthMode::None {
@@ -143,10 +147,11 @@ impl Authenticator {
         Ok(Self {
             mode: auth.mode,
             jwt,
-            policy: Policy::new(CallerTable::build(callers)?),
+            policy: Policy::new(CallerTable::build(callers, &shares)?),
             open: Arc::new(Caller::open()),
             events,
             unauthenticated: RefusalLog::default(),
+            shares,
         })
     }
 
@@ -157,6 +162,7 @@ impl Authenticator {
     pub fn check(
         auth: &AuthConfig,
         callers: &[CallerConfig],
+        shares: Shares,
     ) -> Result<Option<usize>, AuthSetupError> {
         if auth.mode == AuthMode::None {
             return Ok(None);
@@ -165,7 +171,7 @@ impl Authenticator {
             (Some(config), true) => Jwks::check(&config.location()?)?,
             _ => None,
         };
-        CallerTable::build(callers)?;
+        CallerTable::build(callers, &shares)?;
         Ok(keys)
     }
 
@@ -187,7 +193,7 @@ impl Authenticator {
     /// SIGHUP: a new caller table, and the JWKS file read again (a URL is
     /// refreshed on its own). On any error the old table and keys stay.
     pub async fn reload(&self, callers: &[CallerConfig]) -> Result<(), AuthSetupError> {
-        let table = CallerTable::build(callers)?;
+        let table = CallerTable::build(callers, &self.shares)?;
         if let Some(jwks) = self.jwt.as_ref().map(JwtVerifier::jwks)
             && jwks.is_file()
         {

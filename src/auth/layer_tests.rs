@@ -49,7 +49,7 @@ async fn authenticator(key: &TestKey, events: Arc<Counted>) -> (Authenticator, t
         callers: Vec<CallerConfig>,
     }
     let callers = toml::from_str::<Doc>(TABLE).unwrap().callers;
-    let a = Authenticator::from_config(&auth, &callers, events)
+    let a = Authenticator::from_config(&auth, &callers, crate::auth::Shares::UNBOUNDED, events)
         .await
         .unwrap();
     (a, path)

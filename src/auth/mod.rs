@@ -31,7 +31,7 @@ pub mod policy;
 
 pub use config::{AuthConfig, AuthMode, CallerConfig, JwtConfig, validate_callers};
 pub use layer::{AuthLayer, AuthSetupError, Authenticator, Refusal};
-pub use policy::{CallerTable, Identity, Policy};
+pub use policy::{CallerTable, Identity, Policy, Shares};
 
 /// What the auth module reports for metrics: implemented by the
 /// gateway's metrics, by a counter in tests. Labels are fixed names.

@@ -23,6 +23,31 @@ pub enum Identity {
     Mtls(MtlsIdentity),
 }
 
+/// The process-wide bounds a caller table divides into per-caller shares
+/// (`[serving] max_body_bytes_in_flight`, `[journeys] max_entries`), and
+/// the message limits a byte share must hold one message of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shares {
+    /// Request bytes all calls may be receiving at once.
+    pub body_bytes: usize,
+    /// Live journey records the process holds.
+    pub journeys: usize,
+    /// The largest request message of an RPC without images.
+    pub small_message: usize,
+    /// The largest request message of a document RPC.
+    pub document_message: usize,
+}
+
+impl Shares {
+    /// No process-wide bound (unit tests).
+    pub const UNBOUNDED: Shares = Shares {
+        body_bytes: usize::MAX,
+        journeys: usize::MAX,
+        small_message: 0,
+        document_message: 0,
+    };
+}
+
 /// The callers by identity.
 #[derive(Debug, Default)]
 pub struct CallerTable {
@@ -33,22 +58,43 @@ pub struct CallerTable {
 
 impl CallerTable {
     /// Builds the table from validated `[[callers]]` entries (see
-    /// [`validate_callers`](super::config::validate_callers)); the errors
-    /// name keys.
-    pub fn build(callers: &[CallerConfig]) -> Result<Self, ConfigError> {
+    /// [`validate_callers`](super::config::validate_callers)), dividing
+    /// `shares` among them where an entry sets no share of its own; the
+    /// errors name keys.
+    pub fn build(callers: &[CallerConfig], shares: &Shares) -> Result<Self, ConfigError> {
         let mut table = Self::default();
         for (i, c) in callers.iter().enumerate() {
             let at = format!("callers[{i}]");
             let defaults = CallerLimits::default();
+            let permissions: crate::domain::Permissions = c.permissions(&at)?.into_iter().collect();
+            // A byte share must hold the largest message the caller may
+            // send, or that call could never be served.
+            let largest = match permissions.contains(crate::domain::Permission::Documents) {
+                true => shares.document_message,
+                false => shares.small_message,
+            };
+            let max_body_bytes = match c.max_body_bytes {
+                Some(set) if set < largest => {
+                    return Err(ConfigError::Invalid(format!(
+                        "{at}.max_body_bytes must hold the largest request message the caller may send ({largest} bytes)"
+                    )));
+                }
+                Some(set) => set,
+                None => CallerLimits::default_share(shares.body_bytes, callers.len(), largest),
+            };
             let caller = Arc::new(Caller {
                 name: CallerName::new(c.name.as_str()),
-                permissions: c.permissions(&at)?.into_iter().collect(),
+                permissions,
                 profiles: ProfileGrant::Only(c.operator_profiles.clone().into()),
                 journeys: c.scope(&at)?,
                 result_view: c.view(&at)?,
                 limits: CallerLimits {
                     max_in_flight: c.max_in_flight.unwrap_or(defaults.max_in_flight),
                     max_watch_streams: c.max_watch_streams.unwrap_or(defaults.max_watch_streams),
+                    max_body_bytes,
+                    max_journeys: c.max_journeys.unwrap_or_else(|| {
+                        CallerLimits::default_share(shares.journeys, callers.len(), 1)
+                    }),
                 },
             });
             let slots = [
@@ -154,7 +200,7 @@ mod tests {
 
     #[test]
     fn identities_resolve_to_their_callers() {
-        let table = CallerTable::build(&configs(TABLE)).unwrap();
+        let table = CallerTable::build(&configs(TABLE), &Shares::UNBOUNDED).unwrap();
         let a = table
             .resolve(&Identity::JwtSubject(
                 "system:serviceaccount:onboarding:api".into(),
@@ -164,7 +210,13 @@ mod tests {
         assert!(a.may(Permission::Watch) && !a.may(Permission::ReadResult));
         assert_eq!(a.journeys, JourneyScope::Own);
         assert_eq!(a.result_view, ResultView::Full);
-        assert_eq!(a.limits, CallerLimits::default());
+        assert_eq!(
+            (a.limits.max_in_flight, a.limits.max_watch_streams),
+            (
+                CallerLimits::DEFAULT_MAX_IN_FLIGHT,
+                CallerLimits::DEFAULT_MAX_WATCH_STREAMS
+            )
+        );
         let b = table
             .resolve(&Identity::Mtls(MtlsIdentity::Spiffe(
                 "spiffe://corp/ns/backoffice/sa/api".into(),
@@ -189,8 +241,46 @@ mod tests {
     }
 
     #[test]
+    fn shares_not_set_divide_the_process_s_bounds_among_the_callers() {
+        let shares = Shares {
+            body_bytes: 1000,
+            journeys: 90,
+            small_message: 10,
+            document_message: 600,
+        };
+        let table = CallerTable::build(&configs(TABLE), &shares).unwrap();
+        let callers = table.callers();
+        assert_eq!(callers.len(), 3);
+        for caller in &callers {
+            // Three callers: a third each.
+            assert_eq!(caller.limits.max_body_bytes, 333);
+            assert_eq!(caller.limits.max_journeys, 30);
+        }
+        // A byte share never below the largest message the caller may
+        // send: a document sender's default is one document message, and
+        // a share set below it is refused, naming the key.
+        let documents = TABLE.replace(
+            "legacy.corp.example\"\n        operations = [\"read_result\"]",
+            "legacy.corp.example\"\n        operations = [\"documents\"]",
+        );
+        assert_ne!(documents, TABLE);
+        let table = CallerTable::build(&configs(&documents), &shares).unwrap();
+        let legacy = table
+            .resolve(&Identity::Mtls(MtlsIdentity::Dns(
+                "legacy.corp.example".into(),
+            )))
+            .unwrap();
+        assert_eq!(legacy.limits.max_body_bytes, 600);
+        let set = format!("{TABLE}max_body_bytes = 5\n");
+        let err = CallerTable::build(&configs(&set), &shares)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("callers[2].max_body_bytes"), "{err}");
+    }
+
+    #[test]
     fn a_replaced_table_answers_from_then_on() {
-        let policy = Policy::new(CallerTable::build(&configs(TABLE)).unwrap());
+        let policy = Policy::new(CallerTable::build(&configs(TABLE), &Shares::UNBOUNDED).unwrap());
         let id = Identity::JwtSubject("system:serviceaccount:onboarding:api".into());
         let held = policy.resolve(&id).unwrap();
         policy.replace(CallerTable::default());

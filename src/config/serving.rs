@@ -23,9 +23,18 @@ pub struct ServingConfig {
     /// `WatchJourney` streams open at once on one connection, so one peer
     /// cannot hold every slot of `max_streams`.
     pub max_streams_per_connection: usize,
-    /// gRPC request bytes all calls may hold at once (a process-wide
-    /// budget); past it `RESOURCE_EXHAUSTED` / `OVERLOADED` at once.
+    /// gRPC request bytes all calls may be receiving at once (a
+    /// process-wide budget, divided among `[[callers]]` as their
+    /// `max_body_bytes` shares); a message's bytes are given back once it
+    /// is decoded. Past it `RESOURCE_EXHAUSTED` / `OVERLOADED` at once.
     pub max_body_bytes_in_flight: usize,
+    /// Health `Watch` and reflection streams open at once, whoever opens
+    /// them (health needs no credential); past it such a stream is
+    /// refused at once. Health `Check` is never refused.
+    pub max_service_streams: usize,
+    /// Health `Watch` and reflection streams open at once on one
+    /// connection.
+    pub max_service_streams_per_connection: usize,
     /// Open connections per listener; also bounded, across listeners, by
     /// the process's descriptor limit less a reserve for upstream sockets.
     pub max_connections: usize,
@@ -84,6 +93,8 @@ impl Default for ServingConfig {
             max_streams: 10_000,
             max_streams_per_connection: 100,
             max_body_bytes_in_flight: 256 * 1024 * 1024,
+            max_service_streams: 256,
+            max_service_streams_per_connection: 4,
             max_connections: 10_000,
             max_concurrent_streams: 256,
             http2_keepalive_interval_secs: 30,
@@ -116,6 +127,14 @@ impl ServingConfig {
             (
                 "serving.max_body_bytes_in_flight",
                 self.max_body_bytes_in_flight as u64,
+            ),
+            (
+                "serving.max_service_streams",
+                self.max_service_streams as u64,
+            ),
+            (
+                "serving.max_service_streams_per_connection",
+                self.max_service_streams_per_connection as u64,
             ),
             ("serving.max_connections", self.max_connections as u64),
             (

@@ -231,6 +231,12 @@ pub struct CallerLimits {
     pub max_in_flight: usize,
     /// `WatchJourney` streams open at once for this caller.
     pub max_watch_streams: usize,
+    /// Request bytes this caller's calls may be receiving at once: its
+    /// share of `[serving] max_body_bytes_in_flight`.
+    pub max_body_bytes: usize,
+    /// Live journey records this caller may hold: its share of
+    /// `[journeys] max_entries`.
+    pub max_journeys: usize,
 }
 
 impl CallerLimits {
@@ -242,11 +248,26 @@ impl CallerLimits {
     pub const DEFAULT_MAX_WATCH_STREAMS: usize = 1000;
 }
 
+impl CallerLimits {
+    /// The default share of a process-wide bound `total` for one of
+    /// `callers` configured callers: an equal part, so that whatever one
+    /// caller holds, every other still has its own part; but never less
+    /// than `at_least` (one largest message the caller may send: a share
+    /// below it could never be served).
+    pub fn default_share(total: usize, callers: usize, at_least: usize) -> usize {
+        (total / callers.max(1)).max(at_least)
+    }
+}
+
+/// The defaults of the limits that are not shares; the shares are the
+/// process's whole bounds until a caller table divides them.
 impl Default for CallerLimits {
     fn default() -> Self {
         Self {
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             max_watch_streams: Self::DEFAULT_MAX_WATCH_STREAMS,
+            max_body_bytes: usize::MAX,
+            max_journeys: usize::MAX,
         }
     }
 }
@@ -287,6 +308,8 @@ impl Caller {
             limits: CallerLimits {
                 max_in_flight: usize::MAX,
                 max_watch_streams: usize::MAX,
+                max_body_bytes: usize::MAX,
+                max_journeys: usize::MAX,
             },
         }
     }

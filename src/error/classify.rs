@@ -57,6 +57,10 @@ impl Error {
             Error::CallerLimitReached(_) => {
                 (Code::ResourceExhausted, Reason::CallerLimitReached, true)
             }
+            Error::CallerShareSpent { .. } => {
+                (Code::ResourceExhausted, Reason::CallerLimitReached, true)
+            }
+            Error::AppkeyRepeated => (Code::Internal, Reason::AppkeyRepeated, false),
             Error::RolloutConflict(_) => (Code::FailedPrecondition, Reason::RolloutConflict, false),
             Error::ChannelNotConforming(_) => (
                 Code::FailedPrecondition,

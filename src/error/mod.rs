@@ -133,7 +133,7 @@ pub enum Error {
     #[error("the gateway is at its limit of {0}; retry later")]
     Overloaded(&'static str),
     /// A request message is over the configured size.
-    #[error("the request message is over the {0} bytes this gateway accepts")]
+    #[error("the request message is over the {0} bytes this method accepts")]
     MessageTooLarge(usize),
     /// The request body did not arrive within the body timeout.
     #[error("the request body did not arrive within {0} ms")]
@@ -201,6 +201,27 @@ pub enum Error {
     /// `[[callers]]` limits allow (what: which one); nothing was started.
     #[error("the caller is at its limit of {0}; retry later")]
     CallerLimitReached(&'static str),
+    /// The caller holds its whole share of a resource the process shares
+    /// among its callers (what, the `[[callers]]` key, the share): this
+    /// caller alone is refused, and the message names its share, never
+    /// the process's bound.
+    #[error("the caller holds its share of {what} ({share}, `[[callers]] {key}`); retry later")]
+    CallerShareSpent {
+        /// What is shared: "request bytes in flight", "live journeys".
+        what: &'static str,
+        /// The `[[callers]]` key that sets the share.
+        key: &'static str,
+        /// The caller's share.
+        share: usize,
+    },
+    /// The vendor answered `/appkey` with an appkey of a journey this
+    /// gateway already holds (the contract says each call issues a new
+    /// one). The journey stays its first creator's; this call gets
+    /// nothing, and is not retried (the vendor may have billed it).
+    #[error(
+        "the service issued an appkey it had already issued for another journey; nothing was handed out"
+    )]
+    AppkeyRepeated,
     /// A rollout is already running (start), or none is (abort).
     #[error("{0}")]
     RolloutConflict(&'static str),

@@ -128,6 +128,9 @@ reasons! {
     /// The caller has as many calls or `WatchJourney` streams in flight as
     /// its `[[callers]]` limits allow; retry after the delay.
     CallerLimitReached => "CALLER_LIMIT_REACHED",
+    /// The vendor issued an appkey it had already issued for a journey
+    /// this gateway holds; the journey stays its first creator's.
+    AppkeyRepeated => "APPKEY_REPEATED",
     /// A rollout is already running, or none is running to abort.
     RolloutConflict => "ROLLOUT_CONFLICT",
     /// The channel failed its last conformance probe; pass `force`.

@@ -79,6 +79,10 @@ fn status(err: Error, field: Option<&str>) -> tonic::Status {
                 "no probe persons are configured",
             );
         }
+        Error::CallerShareSpent { key, share, .. } => {
+            metadata.insert("key".to_owned(), (*key).to_owned());
+            metadata.insert("share".to_owned(), share.to_string());
+        }
         Error::OperationNotAllowed(permission) => {
             metadata.insert("operation".to_owned(), permission.as_str().to_owned());
         }

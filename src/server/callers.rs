@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::StartError;
 use crate::{
-    auth::{AuthEvents, AuthMode, Authenticator},
+    auth::{AuthEvents, AuthMode, Authenticator, Shares},
     config::{Config, ConfigError},
     telemetry::Metrics,
     tls::ClientCerts,
@@ -39,6 +39,16 @@ pub(super) fn check_required(config: &Config) -> Result<(), StartError> {
     Ok(())
 }
 
+/// What the caller table divides among the configured callers.
+pub(super) fn shares(config: &Config) -> Shares {
+    Shares {
+        body_bytes: config.serving.max_body_bytes_in_flight,
+        journeys: config.journeys.max_entries,
+        small_message: config.limits.max_small_message_bytes,
+        document_message: config.limits.grpc_message_bytes(),
+    }
+}
+
 /// Builds the authenticator (loading a JWKS file or fetching a URL).
 pub(super) async fn authentication(
     config: &Config,
@@ -54,7 +64,9 @@ pub(super) async fn authentication(
     let events: Arc<dyn AuthEvents> = Arc::new(metrics.clone());
     let auth = match &config.auth {
         None => Authenticator::open(events),
-        Some(auth) => Authenticator::from_config(auth, &config.callers, events).await?,
+        Some(auth) => {
+            Authenticator::from_config(auth, &config.callers, shares(config), events).await?
+        }
     };
     if auth.enabled() {
         tracing::info!(

@@ -52,7 +52,7 @@ pub fn check(config: &Config) -> Result<Checked, StartError> {
     let auth = match &config.auth {
         None => "callers not authenticated (embedded sandbox)".to_owned(),
         Some(a) => {
-            let keys = Authenticator::check(a, &config.callers)?;
+            let keys = Authenticator::check(a, &config.callers, callers::shares(config))?;
             let jwks = keys.map_or(String::new(), |n| format!(", {n} JWKS key(s)"));
             format!(
                 "auth {} with {} caller(s){jwks}",

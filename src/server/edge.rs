@@ -10,12 +10,18 @@
 //! - The request body must arrive within `request_body_timeout`, or the
 //!   caller's deadline when sooner; a stalled upload is answered
 //!   `DEADLINE_EXCEEDED` / `REQUEST_BODY_TIMEOUT` and frees its slot.
-//! - Request bytes in flight share a process-wide budget
-//!   ([`body_budget`](super::body_budget)); past it `RESOURCE_EXHAUSTED` /
-//!   `OVERLOADED` at once, while health still answers.
-//! - A message over the size limit is `RESOURCE_EXHAUSTED` /
-//!   `MESSAGE_TOO_LARGE` (tonic says `OUT_OF_RANGE`, which no handler of
-//!   this API returns).
+//! - Health `Watch` and reflection streams (the infrastructure's, open to
+//!   load balancers and tools) are counted per connection and per process
+//!   (`max_service_streams_per_connection`, `max_service_streams`); past
+//!   either the stream is refused at once with `RESOURCE_EXHAUSTED` /
+//!   `OVERLOADED`, so that no peer, authenticated or not, can hold the
+//!   gateway's memory with streams. Health `Check` is never refused.
+//! - Request bytes are bounded after authentication, by the admission
+//!   door (`api::request_bytes`: each RPC's message limit, the caller's
+//!   share, the process's budget). A message tonic itself refuses (its
+//!   decompressed size over the service's limit) is `RESOURCE_EXHAUSTED` /
+//!   `MESSAGE_TOO_LARGE` naming the RPC's limit (tonic says
+//!   `OUT_OF_RANGE`, which no handler of this API returns).
 //!
 //! A `WatchJourney` response ends with `UNAVAILABLE` / `CONNECTION_AGED`
 //! when its connection reaches its maximum age ([`stream_age`](super::stream_age)).
@@ -46,20 +52,31 @@ use tonic::{Code, transport::server::TlsConnectInfo};
 use tower::{Layer, Service};
 
 use super::{
-    body_budget::{self, BodyBudget, BudgetBody, CallBytes},
     connections::{ActiveRequest, ConnInfo, WatchSlot},
     stream_age::AgedBody,
 };
-use crate::{Error, context::CallContext, telemetry::Metrics};
+use crate::{
+    Error,
+    api::rpc::{MessageSize, rpc_of},
+    context::CallContext,
+    net::{ServiceStreamSlot, held::holding},
+    telemetry::Metrics,
+};
 
 /// The long-lived streaming method, admitted under its own cap.
 const STREAMING: &str = "/idgate.v1.JourneyService/WatchJourney";
-/// Prefixes of what is never refused.
-const ALWAYS_ADMITTED: [&str; 3] = [
+/// Prefixes of the infrastructure's services: no call slot (never shed
+/// with the API's calls), counted only when a stream.
+const SERVICES: [&str; 3] = [
     "/grpc.health.v1.Health/",
     "/grpc.reflection.v1.ServerReflection/",
     "/grpc.reflection.v1alpha.ServerReflection/",
 ];
+/// The infrastructure's streams: health `Watch` and every reflection
+/// method (`ServerReflectionInfo`, a bidirectional stream).
+fn is_service_stream(path: &str) -> bool {
+    path == "/grpc.health.v1.Health/Watch" || SERVICES[1..].iter().any(|p| path.starts_with(p))
+}
 
 /// The limits the edge enforces.
 #[derive(Debug, Clone)]
@@ -70,12 +87,18 @@ pub(super) struct EdgeLimits {
     pub(super) max_streams: usize,
     /// `WatchJourney` streams open at once on one connection.
     pub(super) max_streams_per_connection: usize,
+    /// Health `Watch` and reflection streams open at once.
+    pub(super) max_service_streams: usize,
+    /// Health `Watch` and reflection streams open at once on one
+    /// connection.
+    pub(super) max_service_streams_per_connection: usize,
     /// Longest a request body may take to arrive.
     pub(super) request_body_timeout: Duration,
-    /// Largest message, for the `MESSAGE_TOO_LARGE` answer.
+    /// The document RPCs' message limit, for the `MESSAGE_TOO_LARGE`
+    /// answer.
     pub(super) max_message_bytes: usize,
-    /// Request bytes all calls may hold at once.
-    pub(super) max_body_bytes_in_flight: usize,
+    /// Every other RPC's message limit.
+    pub(super) max_small_message_bytes: usize,
 }
 
 /// Told when a unary call is admitted: the serving runtime's hook (its
@@ -107,7 +130,7 @@ impl Drop for EndOnDrop {
 pub(super) struct EdgeLayer {
     unary: Arc<Semaphore>,
     streams: Arc<Semaphore>,
-    bytes: Arc<BodyBudget>,
+    service_streams: Arc<Semaphore>,
     limits: Arc<EdgeLimits>,
     metrics: Metrics,
     calls: Arc<dyn CallEvents>,
@@ -124,7 +147,9 @@ impl EdgeLayer {
             streams: Arc::new(Semaphore::new(
                 limits.max_streams.clamp(1, Semaphore::MAX_PERMITS),
             )),
-            bytes: Arc::new(BodyBudget::new(limits.max_body_bytes_in_flight)),
+            service_streams: Arc::new(Semaphore::new(
+                limits.max_service_streams.clamp(1, Semaphore::MAX_PERMITS),
+            )),
             limits: Arc::new(limits),
             metrics,
             calls,
@@ -154,17 +179,21 @@ pub(super) struct Edge<S> {
 struct Held {
     _slot: Option<OwnedSemaphorePermit>,
     _watch: Option<WatchSlot>,
-    _bytes: Option<Arc<CallBytes>>,
+    _service: Option<ServiceStreamSlot>,
     _active: Option<ActiveRequest>,
     _call: Option<EndOnDrop>,
 }
 
-/// Wraps `body` so that it holds `held` until it ends or is dropped.
-pub(super) fn holding<B, H>(body: B, held: H) -> HoldingBody<B, H> {
-    HoldingBody {
-        inner: body,
-        _held: held,
-    }
+/// A refusal answered at once, before anything runs, counted under
+/// `limit`.
+fn refused<E: 'static>(
+    metrics: &Metrics,
+    limit: &'static str,
+    error: Error,
+) -> BoxFuture<Result<Response<tonic::body::Body>, E>> {
+    metrics.record_rpc_shed(limit);
+    let status: tonic::Status = error.into();
+    Box::pin(async move { Ok(status.into_http()) })
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -194,8 +223,10 @@ where
                 .get::<TlsConnectInfo<ConnInfo>>()
                 .map(TlsConnectInfo::get_ref)
         });
-        // One connection may not hold every watch slot of the process (the
-        // per-caller caps come with caller identity).
+        let service = SERVICES.iter().any(|p| path.starts_with(p));
+        let metrics = &layer.metrics;
+        // One connection may not hold every watch slot of the process (a
+        // caller's own cap is the admission door's).
         let watch = match conn {
             Some(conn) if path == STREAMING => {
                 match conn
@@ -204,25 +235,49 @@ where
                 {
                     Some(slot) => Some(slot),
                     None => {
-                        layer.metrics.record_rpc_shed("streams_per_connection");
-                        let status: tonic::Status = Error::WatchLimit(
-                            "this connection has the most WatchJourney streams allowed",
-                        )
-                        .into();
-                        return Box::pin(async move { Ok(status.into_http()) });
+                        return refused(
+                            metrics,
+                            "streams_per_connection",
+                            Error::WatchLimit(
+                                "this connection has the most WatchJourney streams allowed",
+                            ),
+                        );
                     }
                 }
             }
             _ => None,
         };
-        let always = ALWAYS_ADMITTED.iter().any(|p| path.starts_with(p));
-        if !always && layer.bytes.is_spent() {
-            layer.metrics.record_rpc_shed(body_budget::SHED_LABEL);
-            let status: tonic::Status = Error::Overloaded("request bytes in flight").into();
-            return Box::pin(async move { Ok(status.into_http()) });
-        }
-        let slot = if always {
-            None
+        // The infrastructure's streams: bounded per connection, then per
+        // process, whoever opens them.
+        let (service_slot, slot) = if service && is_service_stream(path) {
+            let on_connection = match conn {
+                Some(conn) => match conn
+                    .activity
+                    .try_service_stream(layer.limits.max_service_streams_per_connection)
+                {
+                    Some(slot) => Some(slot),
+                    None => {
+                        return refused(
+                            metrics,
+                            "service_streams_per_connection",
+                            Error::Overloaded("health and reflection streams on this connection"),
+                        );
+                    }
+                },
+                None => None,
+            };
+            match Arc::clone(&layer.service_streams).try_acquire_owned() {
+                Ok(permit) => (on_connection, Some(permit)),
+                Err(_) => {
+                    return refused(
+                        metrics,
+                        "service_streams",
+                        Error::Overloaded("health and reflection streams"),
+                    );
+                }
+            }
+        } else if service {
+            (None, None)
         } else {
             let (pool, limit, what) = if path == STREAMING {
                 (&layer.streams, "streams", "WatchJourney streams")
@@ -230,17 +285,13 @@ where
                 (&layer.unary, "in_flight", "calls in flight")
             };
             match Arc::clone(pool).try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => {
-                    layer.metrics.record_rpc_shed(limit);
-                    let status: tonic::Status = Error::Overloaded(what).into();
-                    return Box::pin(async move { Ok(status.into_http()) });
-                }
+                Ok(permit) => (None, Some(permit)),
+                Err(_) => return refused(metrics, limit, Error::Overloaded(what)),
             }
         };
         // Unary calls only: a watcher waits for long, not for a reply due
         // within microseconds.
-        let call_end = if slot.is_some() && path != STREAMING {
+        let call_end = if !service && path != STREAMING {
             layer.calls.began(now.into_std()).map(EndOnDrop)
         } else {
             None
@@ -256,14 +307,11 @@ where
             .map_or(own, |d| d.min(own));
         let timeout_ms =
             u64::try_from(deadline.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX);
-        let bytes = (!always).then(|| CallBytes::new(&layer.bytes));
-        let metrics = layer.metrics.clone();
-        let charged = bytes.clone();
+        let message_bytes = match rpc_of(path).map(|r| r.message) {
+            Some(MessageSize::Small) => layer.limits.max_small_message_bytes,
+            _ => layer.limits.max_message_bytes,
+        };
         let request = request.map(|body| {
-            let body = match charged {
-                Some(charged) => tonic::body::Body::new(BudgetBody::new(body, charged, metrics)),
-                None => body,
-            };
             tonic::body::Body::new(DeadlineBody {
                 inner: body,
                 deadline: Box::pin(tokio::time::sleep_until(deadline)),
@@ -271,20 +319,19 @@ where
                 done: false,
             })
         });
-        let max_message_bytes = layer.limits.max_message_bytes;
         let call = self.inner.call(request);
         Box::pin(async move {
             let response = call.await?;
             let held = Held {
                 _slot: slot,
                 _watch: watch,
-                _bytes: bytes,
+                _service: service_slot,
                 _active: active,
                 _call: call_end,
             };
             if grpc_status(&response) == Some(Code::OutOfRange) {
                 // Trailers-only: tonic refused the request message's size.
-                let status: tonic::Status = Error::MessageTooLarge(max_message_bytes).into();
+                let status: tonic::Status = Error::MessageTooLarge(message_bytes).into();
                 return Ok(status.into_http());
             }
             Ok(response.map(|body| match age {
@@ -300,39 +347,6 @@ fn grpc_status<B>(response: &Response<B>) -> Option<Code> {
     const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
     let raw = response.headers().get(&GRPC_STATUS)?.to_str().ok()?;
     raw.parse::<i32>().ok().map(Code::from)
-}
-
-pin_project! {
-    /// A response body that holds what its call holds (the admission slot,
-    /// the connection's activity) until it ends or is dropped.
-    pub(super) struct HoldingBody<B, H> {
-        #[pin]
-        inner: B,
-        _held: H,
-    }
-}
-
-impl<B, H> Body for HoldingBody<B, H>
-where
-    B: Body<Data = Bytes>,
-{
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        self.project().inner.poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
 }
 
 pin_project! {
@@ -422,8 +436,10 @@ mod tests {
                 max_streams: 8,
                 max_streams_per_connection: 8,
                 request_body_timeout: Duration::from_secs(5),
+                max_service_streams: 8,
+                max_service_streams_per_connection: 8,
                 max_message_bytes: 1024,
-                max_body_bytes_in_flight: 1 << 20,
+                max_small_message_bytes: 1024,
             },
             Metrics::default(),
             Arc::new(Hook(counted.clone())),

@@ -26,7 +26,6 @@
 //! listeners stop accepting and send GOAWAY, calls in flight get
 //! `shutdown_grace_secs` to finish, and whatever is left is closed.
 
-mod body_budget;
 mod callers;
 mod check;
 mod connections;
@@ -481,7 +480,13 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
             .with_guard(guard.clone())
             .with_access(access),
         auth: crate::auth::AuthLayer::new(services.auth.clone()),
-        admission: crate::api::AdmissionLayer::new(),
+        admission: crate::api::AdmissionLayer::new(crate::api::RequestBytes::new(
+            config.serving.max_body_bytes_in_flight,
+            config.limits.max_small_message_bytes,
+            config.limits.grpc_message_bytes(),
+            services.metrics.clone(),
+        )),
         max_message_bytes: config.limits.grpc_message_bytes(),
+        max_small_message_bytes: config.limits.max_small_message_bytes,
     }
 }

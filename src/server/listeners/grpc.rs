@@ -51,8 +51,11 @@ pub(in crate::server) struct PublicApi {
     pub(in crate::server) auth: AuthLayer,
     /// The one door of the public RPCs, after authentication.
     pub(in crate::server) admission: AdmissionLayer,
-    /// Largest message decoded or encoded.
+    /// Largest message decoded (the document service) or encoded (every
+    /// service: a result carries images).
     pub(in crate::server) max_message_bytes: usize,
+    /// Largest message the journey and liveness services decode.
+    pub(in crate::server) max_small_message_bytes: usize,
 }
 
 /// A tonic server with the per-connection limits of `serving`.
@@ -87,15 +90,17 @@ pub(in crate::server) async fn serve_public(
     health_reporter
         .set_serving::<DocumentServiceServer<DocumentApi>>()
         .await;
-    let max = api.max_message_bytes;
+    let (max, small) = (api.max_message_bytes, api.max_small_message_bytes);
     let edge = EdgeLayer::new(
         EdgeLimits {
             max_in_flight: serving.max_in_flight,
             max_streams: serving.max_streams,
             max_streams_per_connection: serving.max_streams_per_connection,
+            max_service_streams: serving.max_service_streams,
+            max_service_streams_per_connection: serving.max_service_streams_per_connection,
             request_body_timeout: Duration::from_millis(serving.request_body_timeout_ms),
             max_message_bytes: max,
-            max_body_bytes_in_flight: serving.max_body_bytes_in_flight,
+            max_small_message_bytes: api.max_small_message_bytes,
         },
         metrics,
         runtime.call_events(),
@@ -117,9 +122,9 @@ pub(in crate::server) async fn serve_public(
         ],
         &[FILE_DESCRIPTOR_SET, tonic_health::pb::FILE_DESCRIPTOR_SET],
     )?
-    .add_service(JourneyServiceServer::new(api.journeys).limits(max))
-    .add_service(LivenessServiceServer::new(api.liveness).limits(max))
-    .add_service(DocumentServiceServer::new(api.documents).limits(max));
+    .add_service(JourneyServiceServer::new(api.journeys).limits(small, max))
+    .add_service(LivenessServiceServer::new(api.liveness).limits(small, max))
+    .add_service(DocumentServiceServer::new(api.documents).limits(max, max));
     Ok((
         serve_grpc("gRPC", router, accept, stopped, Some(runtime))?,
         health_reporter,
@@ -235,17 +240,21 @@ async fn serve_incoming<L, ResBody>(
     }
 }
 
-/// The generated servers' size setters, behind one name.
+/// The generated servers' size setters, behind one name. The admission
+/// door refuses a message over its RPC's limit from its length prefix;
+/// tonic's decoding limit is the same, and also bounds a compressed
+/// message once decompressed.
 trait MessageLimits {
-    /// Caps decoded and encoded messages at `max` bytes.
-    fn limits(self, max: usize) -> Self;
+    /// Caps decoded messages at `decoded` bytes, encoded ones at
+    /// `encoded`.
+    fn limits(self, decoded: usize, encoded: usize) -> Self;
 }
 
 macro_rules! message_limits {
     ($($server:ident<$svc:ident>),*) => {$(
         impl<T: $svc> MessageLimits for $server<T> {
-            fn limits(self, max: usize) -> Self {
-                self.max_decoding_message_size(max).max_encoding_message_size(max)
+            fn limits(self, decoded: usize, encoded: usize) -> Self {
+                self.max_decoding_message_size(decoded).max_encoding_message_size(encoded)
             }
         }
     )*};

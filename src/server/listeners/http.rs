@@ -32,10 +32,8 @@ use super::{Accept, scrape::Scrape};
 use crate::{
     config::ServingConfig,
     events::WebhookReceiver,
-    server::{
-        connections::{Activity, Conn},
-        edge::holding,
-    },
+    net::held::holding,
+    server::connections::{Activity, Conn},
     telemetry::{HttpServerLayer, Metrics},
     tls::TlsIncoming,
 };

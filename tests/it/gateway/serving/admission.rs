@@ -162,3 +162,46 @@ async fn request_bytes_past_the_budget_in_flight_are_refused_overloaded_while_he
     .await;
     gw.stop().await;
 }
+
+#[tokio::test]
+async fn health_watch_streams_are_bounded_per_connection_and_per_process_while_checks_answer() {
+    let gw = TestGateway::start_with(|c| {
+        c.serving.max_service_streams = 3;
+        c.serving.max_service_streams_per_connection = 2;
+    })
+    .await;
+    let addr = gw.gateway.grpc_addr();
+    // No credential is needed to watch health: each stream is counted on
+    // its connection and in the process, whoever opens it.
+    let watch = async |channel: &tonic::transport::Channel| {
+        tonic_health::pb::health_client::HealthClient::new(channel.clone())
+            .watch(tonic_health::pb::HealthCheckRequest::default())
+            .await
+    };
+    let one = connect(addr).await;
+    let first = watch(&one).await.expect("a first stream");
+    let _second = watch(&one).await.expect("a second stream");
+    let err = watch(&one).await.expect_err("a third on one connection");
+    assert_error(&err, Code::ResourceExhausted, "OVERLOADED");
+    assert!(retryable(&err));
+
+    let two = connect(addr).await;
+    let _third = watch(&two).await.expect("another connection's first");
+    let err = watch(&two).await.expect_err("past the process's bound");
+    assert_error(&err, Code::ResourceExhausted, "OVERLOADED");
+    // A health check is never refused.
+    assert_eq!(health(&two, "").await, ServingStatus::Serving);
+
+    // A closed stream gives its place back.
+    drop(first);
+    eventually("a place comes back", EVENT_WAIT, async || {
+        watch(&one).await.is_ok()
+    })
+    .await;
+    let metrics = gw.metrics_text().await;
+    for limit in ["service_streams", "service_streams_per_connection"] {
+        let series = format!(r#"idgate_rpc_shed_total{{limit="{limit}"}}"#);
+        assert!(sample(&metrics, &series) >= 1, "{series}: {metrics}");
+    }
+    gw.stop().await;
+}

@@ -43,11 +43,13 @@ async fn undecodable_protobuf_is_invalid_argument_malformed_request_and_counted_
 
 #[tokio::test]
 async fn a_message_over_the_size_limit_is_resource_exhausted_message_too_large() {
-    let gw = TestGateway::start_with(|c| c.limits.max_grpc_message_bytes = Some(1024)).await;
+    // CreateJourney carries no image: the small limit is its own.
+    let gw = TestGateway::start_with(|c| c.limits.max_small_message_bytes = 1024).await;
     let mut person = happy_person();
     person.customer_reference = "X".repeat(2048);
     let err = gw.journeys().create_journey(person).await.unwrap_err();
     assert_error(&err, Code::ResourceExhausted, "MESSAGE_TOO_LARGE");
+    assert!(err.message().contains("1024 bytes"), "{err:?}");
     assert!(!retryable(&err));
     assert_eq!(gw.total_calls(), 0);
     let metrics = gw.metrics_text().await;
