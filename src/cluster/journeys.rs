@@ -9,15 +9,24 @@
 //! spend::Idempotency (a replay) ------------find--> the appkey, if owner and request match
 //! ```
 //!
+//! Every tier inserts a record once: a second registration of a live
+//! journey ([`ClusterError::Taken`], a vendor that issued one appkey
+//! twice) changes nothing, so the journey stays its first creator's. And
+//! every tier counts each owner's live records against its share
+//! (`[[callers]] max_journeys`, [`ClusterError::OwnerFull`]), so that one
+//! caller cannot fill the store its neighbours need.
+//!
 //! - [`MemoryJourneys`]: one process's whole store, bounded by `[journeys]
 //!   max_entries`. When full it refuses new journeys
 //!   ([`ClusterError::Full`]) rather than forget a live one: a forgotten
 //!   journey would become "foreign", and with `accept_foreign_appkeys`
 //!   anyone's.
 //! - [`RedisJourneys`]: the fleet's store, `{p}journey:<ref>` holding the
-//!   record sealed whole, with a [`MemoryJourneys`] in front as this
-//!   replica's cache (records never change, so a cached one is never
-//!   stale) and a short memory of references Redis said it does not hold.
+//!   record sealed whole (written `NX`), with a [`MemoryJourneys`] in
+//!   front as this replica's cache (records never change, so a cached one
+//!   is never stale) and a short memory of references Redis said it does
+//!   not hold; each owner's live records counted fleet-wide in a sorted
+//!   set of their expiries.
 //!
 //! A record older than the retention is not a record: an appkey past it is
 //! unknown here and refused like any foreign one, whatever tier still
@@ -34,22 +43,32 @@ pub use redis::RedisJourneys;
 use super::{BoxFuture, ClusterError};
 use crate::{
     config_source::ConfigError,
-    domain::{JourneyRecord, JourneyRef},
+    domain::{CallerName, JourneyRecord, JourneyRef},
 };
 
 /// Where journey records live. Every method answers within the
 /// implementation's command timeout.
 pub trait JourneyStore: Send + Sync + 'static {
-    /// Whether a new journey could be recorded now: Redis up, the memory
-    /// store not full. `CreateJourney` asks before it buys an appkey, so
-    /// that no appkey is bought that could not be recorded.
-    fn can_record(&self) -> Result<(), ClusterError>;
+    /// Whether a new journey of `owner` could be recorded now: Redis up,
+    /// the memory store not full, the owner under its `share` of live
+    /// records. `CreateJourney` asks before it buys an appkey, so that no
+    /// appkey is bought that could not be recorded.
+    fn can_record(
+        &self,
+        owner: Option<&CallerName>,
+        share: usize,
+    ) -> BoxFuture<Result<(), ClusterError>>;
 
-    /// Records `record` of `journey` for its retention.
+    /// Records `record` of `journey` for its retention, once: a live
+    /// record under `journey` is never replaced ([`ClusterError::Taken`]),
+    /// and an owner at its `share` records nothing
+    /// ([`ClusterError::OwnerFull`]; checked again here, since calls
+    /// racing past [`JourneyStore::can_record`] must not overshoot).
     fn register(
         &self,
         journey: &JourneyRef,
         record: &JourneyRecord,
+        share: usize,
     ) -> BoxFuture<Result<(), ClusterError>>;
 
     /// The record of `journey`, if it lives (`Err`: the fleet could not be

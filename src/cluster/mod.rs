@@ -107,6 +107,14 @@ pub enum ClusterError {
     /// holds (the journey records of a single replica).
     #[error("the store is full")]
     Full,
+    /// The owner of a new journey record holds as many live records as
+    /// its share allows (`[[callers]] max_journeys`).
+    #[error("the owner holds its share of records")]
+    OwnerFull,
+    /// A record already lives under the key: the first writer keeps it
+    /// (records are inserted once, in every tier).
+    #[error("a record already lives under the key")]
+    Taken,
 }
 
 /// How long shared entries live: the same as the in-memory tables'.

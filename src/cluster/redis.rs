@@ -398,6 +398,28 @@ impl RedisConn {
         .await
     }
 
+    /// `SET key value NX PX ttl`: true when written, false when `key`
+    /// already held a value (left as it was).
+    pub(super) async fn set_nx_px(
+        &self,
+        key: String,
+        value: String,
+        ttl: u64,
+    ) -> Result<bool, ClusterError> {
+        self.exec("SET", move |mut c| async move {
+            redis::cmd("SET")
+                .arg(&key)
+                .arg(&value)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl)
+                .query_async::<Option<String>>(&mut c)
+                .await
+        })
+        .await
+        .map(|written| written.is_some())
+    }
+
     /// `GET key`: the text stored under `key`, if any.
     pub(super) async fn get(&self, key: String) -> Result<Option<String>, ClusterError> {
         self.exec("GET", move |mut c| async move {

@@ -21,7 +21,7 @@
 pub mod delivery_proof;
 #[cfg(test)]
 mod testing;
-mod throttle;
+pub(crate) mod throttle;
 pub mod watches;
 pub mod webhook;
 

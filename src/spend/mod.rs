@@ -35,18 +35,27 @@ use crate::{
     context::CallContext,
     domain::{Caller, CallerName, EndUser, JourneyRecord, RequestId},
     error::Error,
+    events::throttle::LogThrottle,
     journey::NewJourney,
     telemetry::Metrics,
 };
 
 /// What a journey store's refusal means to `CreateJourney`: Redis down,
-/// retry later; a single replica full, shed load.
-fn recording_error(e: ClusterError) -> Error {
+/// retry later; a single replica full, shed load; the caller at its share
+/// of live journeys (`share`), this caller alone refused; a repeated
+/// appkey, the vendor broke the contract.
+fn recording_error(e: ClusterError, share: usize) -> Error {
     match e {
         ClusterError::Unavailable => Error::ClusterUnavailable,
         ClusterError::Full => {
             Error::Overloaded("the gateway holds the most journey records allowed")
         }
+        ClusterError::OwnerFull => Error::CallerShareSpent {
+            what: "live journeys",
+            key: "max_journeys",
+            share,
+        },
+        ClusterError::Taken => Error::AppkeyRepeated,
     }
 }
 
@@ -66,6 +75,10 @@ struct Inner {
     journeys: Arc<dyn JourneyStore>,
     /// Operator profiles in configuration order; the first is the default.
     profiles: Vec<String>,
+    metrics: Metrics,
+    /// Repeated appkeys are a vendor's fault a caller cannot cause at
+    /// will, but one vendor bug repeats on every call: a line a minute.
+    repeats: LogThrottle,
 }
 
 /// The spending guard. Cheap to clone.
@@ -116,9 +129,11 @@ impl SpendGuard {
         Self {
             inner: Arc::new(Inner {
                 idempotency: Idempotency::new(idempotency, state.clone(), metrics.clone()),
-                budgets: Budgets::new(budgets, state, metrics),
+                budgets: Budgets::new(budgets, state, metrics.clone()),
                 journeys,
                 profiles,
+                metrics,
+                repeats: LogThrottle::new(std::time::Duration::from_secs(60)),
             }),
         }
     }
@@ -167,9 +182,15 @@ impl SpendGuard {
     {
         let profile = self.profile(profile)?;
         let owner = caller.owner();
+        let share = caller.limits.max_journeys;
+        let recording = |e| recording_error(e, share);
         // Before any claim, budget or vendor call: no appkey is bought
         // that could not be recorded.
-        self.inner.journeys.can_record().map_err(recording_error)?;
+        self.inner
+            .journeys
+            .can_record(owner.as_ref(), share)
+            .await
+            .map_err(recording)?;
         let claim = match request_id {
             None => None,
             Some(id) => match self
@@ -217,14 +238,18 @@ impl SpendGuard {
         if let Err(e) = self
             .inner
             .journeys
-            .register(&journey.journey_ref, &record)
+            .register(&journey.journey_ref, &record, share)
             .await
         {
-            tracing::warn!(journey = %journey.journey_ref, "the new journey could not be recorded; CreateJourney fails rather than hand out an appkey the gateway cannot check");
+            if e == ClusterError::Taken {
+                self.repeated_appkey(&journey.journey_ref);
+            } else {
+                tracing::warn!(journey = %journey.journey_ref, "the new journey could not be recorded; CreateJourney fails rather than hand out an appkey the gateway cannot check");
+            }
             if let Some(claim) = claim {
                 claim.release().await;
             }
-            return Err(recording_error(e));
+            return Err(recording(e));
         }
         if let Some(claim) = claim {
             claim
@@ -235,6 +260,21 @@ impl SpendGuard {
             journey,
             replayed: false,
         })
+    }
+
+    /// The vendor issued the appkey of a live journey again: counted, and
+    /// said at most once a minute (the reference only; the journey stays
+    /// its first creator's, and this call's audit record says
+    /// `APPKEY_REPEATED`).
+    fn repeated_appkey(&self, journey: &crate::domain::JourneyRef) {
+        self.inner.metrics.record_appkey_repeat();
+        if let Some(suppressed) = self.inner.repeats.admit(tokio::time::Instant::now()) {
+            tracing::error!(
+                journey = %journey,
+                suppressed,
+                "the vendor issued an appkey it had already issued for a live journey; the journey stays its first creator's and this CreateJourney fails APPKEY_REPEATED"
+            );
+        }
     }
 
     /// The journey a completed request of `owner` made, from its record:
@@ -251,7 +291,7 @@ impl SpendGuard {
             .journeys
             .find(&replayed.journey)
             .await
-            .map_err(recording_error)?
+            .map_err(|e| recording_error(e, usize::MAX))?
             .ok_or(Error::JourneyUnknown)?;
         if record.owner.as_ref() != owner || record.request.as_ref() != Some(&replayed.key) {
             return Err(Error::JourneyNotOwned);

@@ -2,6 +2,7 @@
 //! whole store, and a fleet replica's cache in front of Redis.
 
 use std::{
+    collections::{HashMap, VecDeque},
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -11,7 +12,7 @@ use tokio::time::Instant;
 use super::{JourneyStore, lives, now_unix};
 use crate::{
     cluster::{BoxFuture, ClusterError, ready},
-    domain::{JourneyRecord, JourneyRef},
+    domain::{CallerName, JourneyRecord, JourneyRef},
     ttl::TtlMap,
 };
 
@@ -32,6 +33,31 @@ struct Entries {
     /// References the fleet said it holds no record of (`None`: none is
     /// remembered).
     unknown: Option<TtlMap<JourneyRef, ()>>,
+    /// Each owner's live records, as their creation times in the order
+    /// they were registered (a whole store only: a cache's owners are
+    /// counted by the fleet).
+    owners: HashMap<CallerName, VecDeque<i64>>,
+}
+
+impl Entries {
+    /// How many live records `owner` holds at `now` (unix seconds),
+    /// forgetting those past `retention_secs`.
+    fn owned(&mut self, owner: &CallerName, retention_secs: i64, now: i64) -> usize {
+        let Some(created) = self.owners.get_mut(owner) else {
+            return 0;
+        };
+        while created
+            .front()
+            .is_some_and(|at| at.saturating_add(retention_secs) <= now)
+        {
+            created.pop_front();
+        }
+        if created.is_empty() {
+            self.owners.remove(owner);
+            return 0;
+        }
+        created.len()
+    }
 }
 
 /// What the memory tier says of a reference.
@@ -67,6 +93,7 @@ impl MemoryJourneys {
             inner: Arc::new(Mutex::new(Entries {
                 known: TtlMap::new(retention, max_entries),
                 unknown: None,
+                owners: HashMap::new(),
             })),
             retention_secs: i64::try_from(retention.as_secs()).unwrap_or(i64::MAX),
             max_entries: max_entries.max(1),
@@ -126,35 +153,83 @@ impl MemoryJourneys {
     }
 }
 
-impl JourneyStore for MemoryJourneys {
-    fn can_record(&self) -> Result<(), ClusterError> {
-        if self.whole && self.len() >= self.max_entries {
-            return Err(ClusterError::Full);
+impl MemoryJourneys {
+    /// Why a new record of `owner` could not be held now (a whole store's
+    /// bounds), under the lock the caller holds.
+    fn refusal(
+        &self,
+        entries: &mut Entries,
+        owner: Option<&CallerName>,
+        share: usize,
+    ) -> Option<ClusterError> {
+        if !self.whole {
+            return None;
         }
-        Ok(())
+        entries.known.purge(Instant::now());
+        if entries.known.len() >= self.max_entries {
+            return Some(ClusterError::Full);
+        }
+        let owned = owner.map_or(0, |o| entries.owned(o, self.retention_secs, now_unix()));
+        (owned >= share).then_some(ClusterError::OwnerFull)
     }
 
-    /// The bound is checked and the record inserted under one lock, so
-    /// that two journeys created at once at `max_entries - 1` cannot both
-    /// pass and evict a live record.
-    fn register(
+    /// Inserts `record` unless a live one holds `journey` (`Taken`), or a
+    /// whole store's bounds refuse it; one lock, so that two journeys
+    /// created at once at a bound cannot both pass it.
+    pub(super) fn insert_once(
         &self,
         journey: &JourneyRef,
         record: &JourneyRecord,
-    ) -> BoxFuture<Result<(), ClusterError>> {
+        share: usize,
+    ) -> Result<(), ClusterError> {
         let now = Instant::now();
         let mut entries = self.lock();
-        if self.whole {
-            entries.known.purge(now);
-            if entries.known.len() >= self.max_entries {
-                return ready(Err(ClusterError::Full));
-            }
+        if entries
+            .known
+            .get(journey, now)
+            .is_some_and(|held| lives(held, self.retention_secs, now_unix()))
+        {
+            return Err(ClusterError::Taken);
+        }
+        if let Some(refused) = self.refusal(&mut entries, record.owner.as_ref(), share) {
+            return Err(refused);
         }
         if let Some(unknown) = &mut entries.unknown {
             unknown.remove_if(journey, |_| true);
         }
+        if self.whole
+            && let Some(owner) = &record.owner
+        {
+            entries
+                .owners
+                .entry(owner.clone())
+                .or_default()
+                .push_back(record.created_unix);
+        }
         entries.known.insert(journey.clone(), record.clone(), now);
-        ready(Ok(()))
+        Ok(())
+    }
+}
+
+impl JourneyStore for MemoryJourneys {
+    fn can_record(
+        &self,
+        owner: Option<&CallerName>,
+        share: usize,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        ready(match self.refusal(&mut self.lock(), owner, share) {
+            Some(refused) => Err(refused),
+            None => Ok(()),
+        })
+    }
+
+    fn register(
+        &self,
+        journey: &JourneyRef,
+        record: &JourneyRecord,
+        share: usize,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        ready(self.insert_once(journey, record, share))
     }
 
     fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>> {
@@ -198,12 +273,15 @@ mod tests {
         let store = MemoryJourneys::new(Duration::from_secs(60), 2);
         let records: Vec<_> = (0..3).map(|i| record(&format!("k{i}"))).collect();
         for (journey, record) in &records[..2] {
-            store.register(journey, record).await.unwrap();
+            store.register(journey, record, usize::MAX).await.unwrap();
         }
-        assert_eq!(store.can_record(), Err(ClusterError::Full));
+        assert_eq!(
+            store.can_record(None, usize::MAX).await,
+            Err(ClusterError::Full)
+        );
         let (journey, third) = &records[2];
         assert_eq!(
-            store.register(journey, third).await,
+            store.register(journey, third, usize::MAX).await,
             Err(ClusterError::Full)
         );
         assert_eq!(store.held(&records[0].0), Some(records[0].1.clone()));
@@ -221,6 +299,62 @@ mod tests {
         assert_eq!(cache.lookup(&j1), Lookup::Known(r1));
         cache.remember_unknown(&j0);
         assert_eq!(cache.lookup(&j0), Lookup::Unknown);
+    }
+
+    #[tokio::test]
+    async fn a_live_record_is_registered_once_and_its_first_owner_keeps_it() {
+        let store = MemoryJourneys::new(Duration::from_secs(60), 10);
+        let (journey, first) = record("k");
+        store.register(&journey, &first, 5).await.unwrap();
+        let mut second = first.clone();
+        second.owner = Some(CallerName::new("mallory"));
+        assert_eq!(
+            store.register(&journey, &second, 5).await,
+            Err(ClusterError::Taken)
+        );
+        assert_eq!(store.held(&journey), Some(first));
+    }
+
+    #[tokio::test]
+    async fn an_owner_at_its_share_is_refused_and_others_are_not() {
+        let store = MemoryJourneys::new(Duration::from_secs(60), 100);
+        let owned = |name: &str, i: usize| {
+            let appkey = Appkey::new(format!("{name}{i}"));
+            let record =
+                JourneyRecord::new(appkey.clone(), Some(CallerName::new(name)), now_unix());
+            (JourneyRef::from_appkey(&appkey), record)
+        };
+        for i in 0..3 {
+            let (journey, record) = owned("mallory", i);
+            store.register(&journey, &record, 3).await.unwrap();
+        }
+        let mallory = CallerName::new("mallory");
+        assert_eq!(
+            store.can_record(Some(&mallory), 3).await,
+            Err(ClusterError::OwnerFull)
+        );
+        let (journey, record) = owned("mallory", 3);
+        assert_eq!(
+            store.register(&journey, &record, 3).await,
+            Err(ClusterError::OwnerFull)
+        );
+        let alice = CallerName::new("alice");
+        assert_eq!(store.can_record(Some(&alice), 3).await, Ok(()));
+        let (journey, record) = owned("alice", 0);
+        assert_eq!(store.register(&journey, &record, 3).await, Ok(()));
+    }
+
+    #[tokio::test]
+    async fn an_owner_s_records_past_their_retention_leave_its_share() {
+        let store = MemoryJourneys::new(Duration::from_secs(60), 100);
+        let mallory = CallerName::new("mallory");
+        let appkey = Appkey::new("old");
+        let old = JourneyRecord::new(appkey.clone(), Some(mallory.clone()), now_unix() - 61);
+        store
+            .register(&JourneyRef::from_appkey(&appkey), &old, 1)
+            .await
+            .unwrap();
+        assert_eq!(store.can_record(Some(&mallory), 1).await, Ok(()));
     }
 
     #[test]

@@ -6,6 +6,13 @@
 //! so a value moved to another journey does not open. It expires with
 //! `[journeys] retention_hours`, counted from creation.
 //!
+//! A record is written `NX`: a live one is never replaced, whoever asks.
+//! Each owner's live records are counted fleet-wide in
+//! `{p}{journey-owners}:<owner>`, a sorted set of their references scored
+//! by expiry (the owner is a configured caller name, not personal data);
+//! a script trims the expired and adds the new one only under the owner's
+//! share, so replicas racing at the share cannot overshoot it.
+//!
 //! Values the previous release wrote (`<sealed appkey>[~<sealed owner>]`,
 //! no profile, no request) are still read, so a rolling upgrade keeps
 //! every live journey's owner; they expire within their own (shorter)
@@ -34,6 +41,26 @@ const RECORD_PREFIX: &str = "r1.";
 /// previous release.
 const LEGACY_OWNER_SEPARATOR: char = '~';
 
+/// Trims an owner's set of expired references (`ARGV[1]`: now, in
+/// milliseconds) and answers how many live ones it holds.
+const OWNED_SCRIPT: &str = r#"
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+return redis.call('ZCARD', KEYS[1])
+"#;
+
+/// Adds reference `ARGV[3]` expiring at `ARGV[2]` to an owner's set only
+/// while fewer than `ARGV[4]` live ones are held (`ARGV[1]`: now); keeps
+/// the set alive as long as its newest member. 1: added; 0: at the share.
+const OWN_SCRIPT: &str = r#"
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return 1
+"#;
+
 /// Journey records on Redis, with this replica's cache in front.
 #[derive(Clone)]
 pub struct RedisJourneys {
@@ -60,6 +87,56 @@ impl RedisJourneys {
 
     fn key(&self, journey: &JourneyRef) -> String {
         self.conn.key_of(&["journey:", journey.as_str()])
+    }
+
+    fn owner_key(&self, owner: &CallerName) -> String {
+        self.conn.tagged_key("journey-owners", owner.as_str())
+    }
+
+    /// How many live records `owner` holds fleet-wide.
+    async fn owned(&self, owner: &CallerName) -> Result<usize, ClusterError> {
+        let key = self.owner_key(owner);
+        let now = crate::cluster::redis::now_ms();
+        self.conn
+            .exec("EVAL", move |mut c| async move {
+                redis::cmd("EVAL")
+                    .arg(OWNED_SCRIPT)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(now)
+                    .query_async::<usize>(&mut c)
+                    .await
+            })
+            .await
+    }
+
+    /// Counts `journey` against `owner`'s share until `expires_ms`; false
+    /// when the owner is at its share.
+    async fn own(
+        &self,
+        owner: &CallerName,
+        journey: &JourneyRef,
+        expires_ms: u64,
+        share: usize,
+    ) -> Result<bool, ClusterError> {
+        let key = self.owner_key(owner);
+        let member = journey.as_str().to_owned();
+        let now = crate::cluster::redis::now_ms();
+        self.conn
+            .exec("EVAL", move |mut c| async move {
+                redis::cmd("EVAL")
+                    .arg(OWN_SCRIPT)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(now)
+                    .arg(expires_ms)
+                    .arg(&member)
+                    .arg(share)
+                    .query_async::<i64>(&mut c)
+                    .await
+            })
+            .await
+            .map(|added| added == 1)
     }
 
     fn retention_secs(&self) -> i64 {
@@ -115,14 +192,34 @@ impl RedisJourneys {
 }
 
 impl JourneyStore for RedisJourneys {
-    fn can_record(&self) -> Result<(), ClusterError> {
-        self.conn.check_up()
+    fn can_record(
+        &self,
+        owner: Option<&CallerName>,
+        share: usize,
+    ) -> BoxFuture<Result<(), ClusterError>> {
+        if let Err(down) = self.conn.check_up() {
+            return crate::cluster::ready(Err(down));
+        }
+        let Some(owner) = owner.filter(|_| share != usize::MAX).cloned() else {
+            return crate::cluster::ready(Ok(()));
+        };
+        let this = self.clone();
+        Box::pin(async move {
+            match this.owned(&owner).await? >= share {
+                true => Err(ClusterError::OwnerFull),
+                false => Ok(()),
+            }
+        })
     }
 
+    /// The record first (`NX`: a live one is never replaced), then its
+    /// place in the owner's share; a record the share refuses is deleted
+    /// again (it was this call's own).
     fn register(
         &self,
         journey: &JourneyRef,
         record: &JourneyRecord,
+        share: usize,
     ) -> BoxFuture<Result<(), ClusterError>> {
         let this = self.clone();
         let journey = journey.clone();
@@ -132,9 +229,21 @@ impl JourneyStore for RedisJourneys {
             let left = record.created_unix.saturating_add(this.retention_secs()) - now_unix();
             let ttl = Duration::from_secs(u64::try_from(left).unwrap_or(0).max(1));
             let sealed = this.encode(&journey, &record);
-            this.conn
-                .set_px(this.key(&journey), sealed, millis(ttl))
-                .await?;
+            let key = this.key(&journey);
+            if !this
+                .conn
+                .set_nx_px(key.clone(), sealed.clone(), millis(ttl))
+                .await?
+            {
+                return Err(ClusterError::Taken);
+            }
+            if let Some(owner) = record.owner.as_ref().filter(|_| share != usize::MAX) {
+                let expires_ms = crate::cluster::redis::now_ms().saturating_add(millis(ttl));
+                if !this.own(owner, &journey, expires_ms, share).await? {
+                    this.conn.delete_if(key, sealed).await?;
+                    return Err(ClusterError::OwnerFull);
+                }
+            }
             this.cache.remember(&journey, record);
             Ok(())
         })

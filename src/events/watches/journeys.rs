@@ -32,7 +32,7 @@ impl JourneyWatches {
         let record = JourneyRecord::new(appkey.clone(), None, now_unix());
         self.inner
             .journeys
-            .register(&journey, &record)
+            .register(&journey, &record, usize::MAX)
             .await
             .map_err(|_| Error::ClusterUnavailable)?;
         Ok(journey)

@@ -17,6 +17,7 @@ pub(super) struct SpendSeries {
     pub(super) idempotency: Family<OutcomeLabels, Counter>,
     pub(super) remaining: Family<BudgetLabels, Gauge>,
     pub(super) refusals: Family<BudgetLabels, Counter>,
+    pub(super) appkey_repeats: Counter,
 }
 
 impl SpendSeries {
@@ -25,6 +26,7 @@ impl SpendSeries {
             idempotency: Family::default(),
             remaining: Family::default(),
             refusals: Family::default(),
+            appkey_repeats: Counter::default(),
         };
         registry.register(
             "idgate_idempotent_requests",
@@ -41,11 +43,21 @@ impl SpendSeries {
             "Calls refused with BUDGET_EXCEEDED, per operator profile, billed operation and window",
             series.refusals.clone(),
         );
+        registry.register(
+            "idgate_appkey_repeats",
+            "CreateJourney calls refused APPKEY_REPEATED: the vendor issued an appkey of a journey the gateway already holds (the journey stays its first creator's)",
+            series.appkey_repeats.clone(),
+        );
         series
     }
 }
 
 impl Metrics {
+    /// Counts one appkey the vendor issued twice.
+    pub fn record_appkey_repeat(&self) {
+        self.inner.guard.appkey_repeats.inc();
+    }
+
     /// Counts one idempotent `CreateJourney` outcome (a fixed set).
     pub fn record_idempotency(&self, outcome: &'static str) {
         self.inner

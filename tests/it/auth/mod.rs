@@ -11,6 +11,7 @@ mod jwks_url;
 mod jwt;
 mod limits;
 mod mtls;
+mod neighbours;
 mod owners;
 mod policy;
 mod refusals;

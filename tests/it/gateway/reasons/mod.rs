@@ -188,6 +188,10 @@ const COVERED: &[(Reason, &str)] = &[
         "a_caller_past_its_stream_cap_is_refused_and_others_are_not",
     ),
     (
+        Reason::AppkeyRepeated,
+        "a_vendor_repeating_an_appkey_leaves_the_journey_to_its_first_creator",
+    ),
+    (
         Reason::RolloutConflict,
         "a_second_rollout_is_refused_while_one_runs_and_an_abort_puts_the_incumbent_back",
     ),
