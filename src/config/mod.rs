@@ -185,6 +185,11 @@ impl Config {
                 "limits.max_grpc_message_bytes must be at least 1".to_owned(),
             ));
         }
+        if self.limits.max_small_message_bytes == 0 {
+            return Err(ConfigError::Invalid(
+                "limits.max_small_message_bytes must be at least 1".to_owned(),
+            ));
+        }
         if self.serving.max_body_bytes_in_flight < message {
             return Err(ConfigError::Invalid(format!(
                 "serving.max_body_bytes_in_flight must be at least the gRPC message limit \

@@ -298,3 +298,17 @@ fn a_byte_budget_below_the_message_limit_fails_to_load_naming_the_key() {
     .unwrap();
     assert_eq!(c.limits.grpc_message_bytes(), 1_048_576);
 }
+
+#[test]
+fn the_small_message_limit_is_its_own_key_and_must_be_positive() {
+    let c =
+        Config::from_toml_and_env("[limits]\nmax_small_message_bytes = 4096\n", env(&[])).unwrap();
+    assert_eq!(
+        c.limits.message_bytes(crate::api::rpc::MessageSize::Small),
+        4096
+    );
+    let err = Config::from_toml_and_env("[limits]\nmax_small_message_bytes = 0\n", env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("limits.max_small_message_bytes"), "{err}");
+}

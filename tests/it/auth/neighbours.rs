@@ -279,8 +279,7 @@ async fn a_vendor_repeating_an_appkey_leaves_the_journey_to_its_first_creator() 
 }
 
 #[tokio::test]
-async fn a_repeated_appkey_leaves_the_journey_to_its_first_creator_across_replicas_sharing_redis()
-{
+async fn a_repeated_appkey_leaves_the_journey_to_its_first_creator_across_replicas_sharing_redis() {
     let key = TestKey::es256("neighbours-fleet");
     let auth = jwt_auth(Some(jwks_file(&[&key])), None);
     let mut fleet = Fleet::start(0, 1).await;
