@@ -9,7 +9,7 @@
 //! ```text
 //! testing -> cli -> server -> config -> sandbox, api -> auth, spend, events -> journey,
 //!     channels -> error, cluster -> upstream -> telemetry -> leaves
-//! leaves: domain, context, config_source, proto, ttl, sync, net, tls
+//! leaves: domain, context, config_source, proto, ttl, sync, net, tls, client
 //! ```
 //!
 //! - Leaves: [`domain`] (validated values, secret newtypes, the REST
@@ -19,7 +19,9 @@
 //!   generated `idgate.v1` API), `ttl` (expiring maps), [`sync`]
 //!   (poison-tolerant locks), [`net`] (accepted connections: socket options,
 //!   peer, requests in flight), [`tls`]
-//!   (the listeners' certificates, reloadable, and mTLS).
+//!   (the listeners' certificates, reloadable, and mTLS), [`client`] (the
+//!   transport for Rust callers that loses no call when the gateway ages
+//!   their connection).
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
 //!   takes labels, and knows no upstream or channel type.
 //! - [`cluster`]: the state a fleet of replicas shares, one store trait
@@ -63,6 +65,7 @@ pub mod api;
 pub mod auth;
 pub mod channels;
 pub mod cli;
+pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod config_source;

@@ -2,20 +2,49 @@
 //! one HTTP/2 connection for hours, so without an age every caller stays
 //! on the replica it first reached and replicas added later (by the HPA,
 //! by a rollout) never see it. At its age, give or take 10 %, a connection
-//! is told to go away (HTTP/2 GOAWAY, hyper's graceful shutdown): the
-//! caller's channel opens a new connection for its next call, which the
-//! Service spreads like any other; the calls in flight finish within
-//! `max_connection_age_grace_secs`, after which the connection is closed
-//! outright (by its [`Conn`](super::super::connections)). Its
-//! `WatchJourney` streams end at the age with `UNAVAILABLE` /
-//! `CONNECTION_AGED` (`server/stream_age.rs`), and the caller watches
-//! again. This is grpc-go's `MaxConnectionAge` / `MaxConnectionAgeGrace`
-//! (gRFC A9).
+//! is told to go away: the caller's channel opens a new connection for its
+//! next call, which the Service spreads like any other. This is grpc-go's
+//! `MaxConnectionAge` / `MaxConnectionAgeGrace` (gRFC A9).
+//!
+//! # The rotation sequence
+//!
+//! What goes on the wire (HTTP/2's graceful shutdown, RFC 9113 §6.8, as
+//! h2 implements it behind hyper's `graceful_shutdown`):
+//!
+//! 1. At the age, the connection's `WatchJourney` streams end between two
+//!    messages with `UNAVAILABLE` / `CONNECTION_AGED` trailers
+//!    (`server/stream_age.rs`), and the connection sends a GOAWAY whose
+//!    last stream id is 2^31-1 (it refuses nothing: it says "open no new
+//!    stream here") and a PING.
+//! 2. Every stream that arrives before the PING's acknowledgement is
+//!    served: the client sent it before it read the GOAWAY. (A stream
+//!    opened on an aged connection is served as usual; a `WatchJourney`
+//!    among them ends `CONNECTION_AGED` at once.)
+//! 3. On the acknowledgement, a second GOAWAY with the real last stream
+//!    id. A conformant client sends nothing after the first, so none is
+//!    above it; one that did would know from it that the stream was never
+//!    processed, and may send it again elsewhere.
+//! 4. The calls in flight finish, and the connection closes when the last
+//!    has. A client that never acknowledges the PING, or calls that run
+//!    past `max_connection_age_grace_secs`, are cut when the grace ends:
+//!    the connection's [`Conn`](super::super::connections) closes its
+//!    socket outright. That is the only place the gateway closes a
+//!    connection under a stream it accepted.
+//!
+//! So no stream fails that the client put on the wire before it read the
+//! GOAWAY. A client may still lose a call it had only queued: tonic's
+//! `Channel` queues it on the connection that has just read the GOAWAY,
+//! and hyper drops it there unsent (`CANCELLED`, "connection closed");
+//! `idgate::client` says why, and its `ResendingChannel` sends such a call
+//! again on a new connection. No server can prevent that loss: the call
+//! never reaches it.
 //!
 //! Each connection is served by a tonic server of its own, whose shutdown
-//! signal is that connection's age (or the listener's stop): tonic's own
-//! `max_connection_age` gives every connection the same age and, with a
-//! grace set, closes the connection without a GOAWAY first.
+//! signal is that connection's age (or the listener's stop): the server
+//! then calls `graceful_shutdown` on its one connection and returns when
+//! the connection has closed. tonic's own `max_connection_age` gives every
+//! connection the same age and, with a grace set, closes the connection
+//! without a GOAWAY first.
 
 use std::{
     future::{Future, pending},

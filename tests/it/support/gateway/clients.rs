@@ -1,7 +1,10 @@
 //! How tests reach a running gateway: its embedded sandbox, typed gRPC
-//! clients, the addresses of its HTTP listener, and a channel to any URL.
+//! clients (through tonic's `Channel`, or through idgate's
+//! [`ResendingChannel`] for a gateway whose connections age), the
+//! addresses of its HTTP listener, and a channel to any URL.
 
 use idgate::{
+    client::ResendingChannel,
     proto::v1::{
         document_service_client::DocumentServiceClient,
         journey_service_client::JourneyServiceClient,
@@ -9,9 +12,25 @@ use idgate::{
     },
     sandbox::SandboxHandle,
 };
-use tonic::transport::Channel;
+use tonic::{Status, body::Body, transport::Channel};
+use tower::{ServiceExt, util::BoxCloneSyncService};
 
 use super::TestGateway;
+
+/// What a [`TestGateway`]'s typed clients call through. Its errors are
+/// already the statuses the typed clients would make of them (a boxed
+/// error would not do: spawned calls could not prove it `'static`).
+pub type GatewayChannel = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Status>;
+
+/// tonic's `channel`, as a [`GatewayChannel`].
+pub fn through_tonic(channel: Channel) -> GatewayChannel {
+    BoxCloneSyncService::new(channel.map_err(|e| Status::from_error(Box::new(e))))
+}
+
+/// A [`ResendingChannel`] to `url` (`http://host:port`).
+pub fn resending(url: &str) -> ResendingChannel {
+    ResendingChannel::plaintext(url.parse().expect("url")).expect("an origin")
+}
 
 /// A channel connected to `url`.
 pub async fn connect(url: String) -> Channel {
@@ -28,18 +47,28 @@ impl TestGateway {
         self.gateway.sandbox().expect("embedded sandbox")
     }
 
+    /// From now on, this gateway's typed clients call through a
+    /// [`ResendingChannel`] of their own: no call is lost when the
+    /// gateway ages a connection (tonic's `Channel` loses the one it
+    /// queues as the GOAWAY arrives; `idgate::client` says why).
+    pub fn resend_unsent_calls(&mut self) {
+        let channel = resending(&self.gateway.grpc_url());
+        self.channel =
+            BoxCloneSyncService::new(channel.map_response(|response| response.map(Body::new)));
+    }
+
     /// A `JourneyService` client.
-    pub fn journeys(&self) -> JourneyServiceClient<Channel> {
+    pub fn journeys(&self) -> JourneyServiceClient<GatewayChannel> {
         JourneyServiceClient::new(self.channel.clone()).max_decoding_message_size(64 << 20)
     }
 
     /// A `LivenessService` client.
-    pub fn liveness(&self) -> LivenessServiceClient<Channel> {
+    pub fn liveness(&self) -> LivenessServiceClient<GatewayChannel> {
         LivenessServiceClient::new(self.channel.clone())
     }
 
     /// A `DocumentService` client.
-    pub fn documents(&self) -> DocumentServiceClient<Channel> {
+    pub fn documents(&self) -> DocumentServiceClient<GatewayChannel> {
         DocumentServiceClient::new(self.channel.clone()).max_encoding_message_size(64 << 20)
     }
 

@@ -13,7 +13,7 @@ use idgate::{
 };
 use tonic::transport::Channel;
 
-use super::{TestGateway, test_config, use_upstream};
+use super::{TestGateway, clients::through_tonic, test_config, use_upstream};
 
 /// Starts `config` as `idgate serve` does (the system clock), for tests
 /// that run in real time or on an upstream of their own.
@@ -67,7 +67,7 @@ impl TestGateway {
         TestGateway {
             gateway,
             clock,
-            channel,
+            channel: through_tonic(channel),
         }
     }
 

@@ -29,12 +29,11 @@ mod watch;
 use std::sync::Arc;
 
 use idgate::{sandbox::ManualClock, server::Gateway};
-use tonic::transport::Channel;
 
 pub use self::{
     admin::admin_token,
     assertions::{assert_error, bad_fields, reason, retryable},
-    clients::{WEBHOOK_PATH, connect},
+    clients::{GatewayChannel, WEBHOOK_PATH, connect, resending},
     config::{ADMIN_TOKEN, run_open, secret_file, test_config, use_upstream},
     lifecycle::{ExternalGateway, start_gateway},
     requests::{document_pair, happy_person, person, rg_images, snapshots_for, weights},
@@ -47,5 +46,6 @@ pub struct TestGateway {
     pub gateway: Gateway,
     /// The embedded sandbox's clock.
     pub clock: Arc<ManualClock>,
-    channel: Channel,
+    /// What the typed clients call through.
+    channel: GatewayChannel,
 }
