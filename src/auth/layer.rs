@@ -29,7 +29,7 @@ use tower::{Layer, Service};
 use super::{
     AuthEvents, Refusals,
     config::{AuthConfig, AuthMode, CallerConfig},
-    jwks::{Jwks, JwksError, Refresh},
+    jwks::{Jwks, JwksError, KeySet, Refresh},
     jwt::{JwtRefusal, JwtVerifier, Refused},
     mtls::{NoIdentity, identity_of},
     policy::{CallerTable, Identity, Policy},
@@ -91,6 +91,34 @@ pub enum AuthSetupError {
     /// The JWKS file could not be loaded.
     #[error(transparent)]
     Jwks(#[from] JwksError),
+}
+
+/// A reload of `[[callers]]` and of a JWKS file, checked and not yet in
+/// use ([`Authenticator::prepare_reload`]); dropping it changes nothing.
+pub struct CallersReload<'a> {
+    auth: &'a Authenticator,
+    table: CallerTable,
+    /// `None`: no JWKS file to read again.
+    keys: Option<KeySet>,
+}
+
+impl CallersReload<'_> {
+    /// How many callers the new table has.
+    pub fn callers(&self) -> usize {
+        self.table.callers().len()
+    }
+
+    /// Puts the reload in use: the keys, then the table (an open gateway
+    /// keeps its open caller).
+    pub fn commit(self) {
+        let Self { auth, table, keys } = self;
+        if let (Some(keys), Some(verifier)) = (keys, auth.jwt.as_ref()) {
+            verifier.jwks().install(keys);
+        }
+        if auth.enabled() {
+            auth.policy.replace(table);
+        }
+    }
 }
 
 /// Credentials to callers, per the mode.
@@ -184,19 +212,23 @@ impl Authenticator {
         &self.policy
     }
 
-    /// SIGHUP: a new caller table, and the JWKS file read again (a URL is
-    /// refreshed on its own). On any error the old table and keys stay.
-    pub async fn reload(&self, callers: &[CallerConfig]) -> Result<(), AuthSetupError> {
+    /// The checking half of a SIGHUP: the new caller table built and the
+    /// JWKS file read again (a URL is refreshed on its own), neither in
+    /// use until [`CallersReload::commit`]. Changes nothing.
+    pub fn prepare_reload(
+        &self,
+        callers: &[CallerConfig],
+    ) -> Result<CallersReload<'_>, AuthSetupError> {
         let table = CallerTable::build(callers)?;
-        if let Some(jwks) = self.jwt.as_ref().map(JwtVerifier::jwks)
-            && jwks.is_file()
-        {
-            jwks.reload().await?;
-        }
-        if self.enabled() {
-            self.policy.replace(table);
-        }
-        Ok(())
+        let keys = match self.jwt.as_ref() {
+            Some(verifier) => verifier.jwks().read_file_again()?,
+            None => None,
+        };
+        Ok(CallersReload {
+            auth: self,
+            table,
+            keys,
+        })
     }
 
     /// The key source, if tokens are accepted.

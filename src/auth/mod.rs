@@ -30,7 +30,7 @@ pub mod mtls;
 pub mod policy;
 
 pub use config::{AuthConfig, AuthMode, CallerConfig, JwtConfig, validate_callers};
-pub use layer::{AuthLayer, AuthSetupError, Authenticator, Refusal};
+pub use layer::{AuthLayer, AuthSetupError, Authenticator, CallersReload, Refusal};
 pub use policy::{CallerTable, Identity, Policy};
 
 /// What the auth module reports for metrics: implemented by the
