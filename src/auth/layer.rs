@@ -5,7 +5,8 @@
 //! carries one (a token that fails is refused, never passed over for the
 //! certificate), else the verified client certificate when the mode
 //! accepts mTLS. [`AuthLayer`] runs it before the handlers, inserts the
-//! `Arc<Caller>` into the request's extensions, and answers a refusal at
+//! `Arc<Caller>` and the [`Identity`] it was resolved from into the
+//! request's extensions, and answers a refusal at
 //! once: `UNAUTHENTICATED`/`CALLER_UNAUTHENTICATED` or
 //! `PERMISSION_DENIED`/`CALLER_UNKNOWN`. Health checks pass untouched, so
 //! probes need no credential.
@@ -32,7 +33,7 @@ use super::{
     jwks::{Jwks, JwksError, KeySet, Refresh},
     jwt::{JwtRefusal, JwtVerifier, Refused},
     mtls::{NoIdentity, identity_of},
-    policy::{CallerTable, Identity, Policy},
+    policy::{CallerTable, CallerUpdates, Identity, Policy},
 };
 use crate::{
     Error,
@@ -109,7 +110,8 @@ impl CallersReload<'_> {
     }
 
     /// Puts the reload in use: the keys, then the table (an open gateway
-    /// keeps its open caller).
+    /// keeps its open caller). Every open stream that
+    /// [subscribed](Authenticator::caller_updates) is woken.
     pub fn commit(self) {
         let Self { auth, table, keys } = self;
         if let (Some(keys), Some(verifier)) = (keys, auth.jwt.as_ref()) {
@@ -231,6 +233,13 @@ impl Authenticator {
         })
     }
 
+    /// The caller tables that replace the current one from now on: what
+    /// an open stream watches to end or narrow itself when a reload
+    /// removes or narrows its caller.
+    pub fn caller_updates(&self) -> CallerUpdates {
+        self.policy.subscribe()
+    }
+
     /// The key source, if tokens are accepted.
     pub fn jwks(&self) -> Option<&Arc<Jwks>> {
         self.jwt.as_ref().map(JwtVerifier::jwks)
@@ -242,8 +251,20 @@ impl Authenticator {
         headers: &HeaderMap,
         extensions: &http::Extensions,
     ) -> Result<Arc<Caller>, Refusal> {
+        let (caller, _) = self.identify(headers, extensions).await?;
+        Ok(caller)
+    }
+
+    /// [`Authenticator::authenticate`], with the identity the caller was
+    /// resolved from (`None`: the open caller), by which an open stream
+    /// re-checks its caller after a reload.
+    pub async fn identify(
+        &self,
+        headers: &HeaderMap,
+        extensions: &http::Extensions,
+    ) -> Result<(Arc<Caller>, Option<Identity>), Refusal> {
         if self.mode == AuthMode::None {
-            return Ok(Arc::clone(&self.open));
+            return Ok((Arc::clone(&self.open), None));
         }
         let identity = match (&self.jwt, bearer(headers)) {
             (Some(verifier), Some(token)) => Identity::JwtSubject(
@@ -261,7 +282,10 @@ impl Authenticator {
             Identity::JwtSubject(_) => "jwt",
             Identity::Mtls(_) => "mtls",
         };
-        self.policy.resolve(&identity).ok_or(Refusal::Unknown(kind))
+        match self.policy.resolve(&identity) {
+            Some(caller) => Ok((caller, Some(identity))),
+            None => Err(Refusal::Unknown(kind)),
+        }
     }
 
     /// A refused token as a refusal; one refused from memory counted.
@@ -400,16 +424,16 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = Arc::clone(&self.auth);
         Box::pin(async move {
-            match auth
-                .authenticate(request.headers(), request.extensions())
-                .await
-            {
-                Ok(caller) => {
+            match auth.identify(request.headers(), request.extensions()).await {
+                Ok((caller, identity)) => {
                     if let Some(conn) = ConnInfo::of(request.extensions()) {
                         conn.activity.authenticated();
                     }
                     let extensions = request.extensions_mut();
                     extensions.insert(caller);
+                    if let Some(identity) = identity {
+                        extensions.insert(identity);
+                    }
                     extensions.insert(Refusals(Arc::clone(&auth.events)));
                     Ok(inner.call(request).await?.map(tonic::body::Body::new))
                 }

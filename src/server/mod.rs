@@ -472,11 +472,15 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         guard.journeys().clone(),
         config.guard.accept_foreign_appkeys,
     );
+    let mut journeys = JourneyApi::new(core.clone(), watches.clone())
+        .with_telemetry(config.telemetry.clone())
+        .with_guard(guard.clone())
+        .with_access(access.clone());
+    if services.auth.enabled() {
+        journeys = journeys.with_caller_updates(services.auth.caller_updates());
+    }
     PublicApi {
-        journeys: JourneyApi::new(core.clone(), watches.clone())
-            .with_telemetry(config.telemetry.clone())
-            .with_guard(guard.clone())
-            .with_access(access.clone()),
+        journeys,
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone())
             .with_access(access.clone())

@@ -64,7 +64,9 @@ impl Gateway {
     /// `[embedded_channels]`), the `[[callers]]` table and a JWKS file,
     /// and every TLS listener's certificate, key, client CA and CRL files
     /// (served from the next connection on). Connections, session
-    /// bindings, calls in flight and open streams are kept.
+    /// bindings, calls in flight and open streams are kept, except the
+    /// `WatchJourney` streams of a caller the new table removes or
+    /// narrows (see `api::revocation`).
     pub fn reload_from(&self, config: &Config) -> Result<(), StartError> {
         let result = self.apply(config);
         self.reloaded(result)
@@ -101,7 +103,8 @@ impl Gateway {
     }
 
     /// Swaps everything in; cannot fail. Each prepared part knows what it
-    /// swaps.
+    /// swaps; the callers' table goes in after the channels and its keys,
+    /// so that the open streams it wakes meet the whole new state.
     fn commit(prepared: Prepared<'_>) -> Applied {
         let Prepared {
             tls,

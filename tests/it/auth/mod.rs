@@ -2,7 +2,7 @@
 //! to end, keys from a file and from a JWKS URL that rotates, SPIFFE IDs
 //! from client certificates, the `[[callers]]` policy (unknown callers,
 //! operations and operator profiles outside it), reloads of the callers
-//! (all or nothing), and secure defaults (a
+//! (all or nothing, reaching open streams), and secure defaults (a
 //! gateway in front of a real upstream refuses to start open).
 
 mod audit;
