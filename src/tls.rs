@@ -215,9 +215,20 @@ impl ServerTls {
     /// the next connection is served with them. On failure the running
     /// configuration stays.
     pub fn reload(&self) -> Result<(), TlsError> {
-        let config = build(self.listener, &self.settings, &self.alpn, self.client_certs)?;
-        *write(&self.current) = config;
+        self.install(self.prepare()?);
         Ok(())
+    }
+
+    /// The checking half of [`ServerTls::reload`]: the files read again
+    /// and built into a configuration, which is not served yet.
+    pub fn prepare(&self) -> Result<Arc<ServerConfig>, TlsError> {
+        build(self.listener, &self.settings, &self.alpn, self.client_certs)
+    }
+
+    /// Serves `config` (from [`ServerTls::prepare`]) from the next
+    /// connection on; open connections keep theirs.
+    pub fn install(&self, config: Arc<ServerConfig>) {
+        *write(&self.current) = config;
     }
 
     fn acceptor(&self) -> TlsAcceptor {

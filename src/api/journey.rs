@@ -5,9 +5,14 @@
 
 use tonic::{Request, Response, Status};
 
-use super::{Admitted, JourneyAccess, admit, validate};
+use super::{
+    Admitted, JourneyAccess, admit,
+    revocation::{Revocable, Revocations, Watched},
+    validate,
+};
 use crate::{
     Error,
+    auth::CallerUpdates,
     domain::Operation,
     events::{JourneyWatches, WatchStream, WatchTarget},
     journey::JourneyCore,
@@ -23,6 +28,7 @@ pub struct JourneyApi {
     telemetry: TelemetryConfig,
     guard: SpendGuard,
     access: JourneyAccess,
+    revocations: Revocations,
 }
 
 impl JourneyApi {
@@ -35,7 +41,16 @@ impl JourneyApi {
             watches,
             telemetry: TelemetryConfig::default(),
             guard,
+            revocations: Revocations::default(),
         }
+    }
+
+    /// Open `WatchJourney` streams re-checked against each caller table
+    /// `updates` brings (see `revocation`); default: never (an open
+    /// gateway).
+    pub fn with_caller_updates(mut self, updates: CallerUpdates) -> Self {
+        self.revocations = Revocations::new(updates);
+        self
     }
 
     /// The journey checks; default: the default guard's records, foreign
@@ -122,25 +137,31 @@ impl JourneyApi {
         &self,
         admitted: &mut Admitted,
         message: v1::WatchJourneyRequest,
+        revocable: Option<Revocable>,
     ) -> Result<WatchStream, Error> {
         // tonic does not enforce the caller's deadline on streams: the
         // stream ends itself with DEADLINE_EXCEEDED when it passes.
-        let appkey = match validate::watch_journey(&message)? {
+        let (appkey, watched) = match validate::watch_journey(&message)? {
             WatchTarget::Appkey(appkey) => {
                 admitted.journey_of(&appkey);
-                self.access.appkey(admitted.caller(), &appkey).await?;
-                appkey
+                let issued = self.access.appkey(admitted.caller(), &appkey).await?;
+                (appkey, Watched::from(&issued))
             }
             WatchTarget::Journey(journey) => {
                 admitted.journey(&journey);
                 let record = self.access.reference(admitted.caller(), &journey).await?;
                 admitted.journey_of(&record.appkey);
-                record.appkey
+                (record.appkey, Watched::Here(record.owner))
             }
         };
         let view = super::view::viewer(admitted.caller().result_view);
-        self.watches
-            .watch_viewed(WatchTarget::Appkey(appkey), admitted.ctx(), view)
+        let stream =
+            self.watches
+                .watch_viewed(WatchTarget::Appkey(appkey), admitted.ctx(), view)?;
+        match revocable {
+            Some(revocable) => revocable.guard(stream, admitted.caller(), watched),
+            None => Ok(stream),
+        }
     }
 }
 
@@ -170,8 +191,11 @@ impl JourneyService for JourneyApi {
         &self,
         request: Request<v1::WatchJourneyRequest>,
     ) -> Result<Response<Self::WatchJourneyStream>, Status> {
+        let revocable = self.revocations.of(request.extensions());
         let (mut admitted, message) = admit(request)?;
-        let result = self.inner_watch_journey(&mut admitted, message).await;
+        let result = self
+            .inner_watch_journey(&mut admitted, message, revocable)
+            .await;
         admitted.finish_stream(result)
     }
 }

@@ -16,6 +16,8 @@
 //!   here or foreign, and owned by the caller or not, in one lookup of the
 //!   journey's record.
 //! - [`slots`]: per-caller limits on calls in flight and watch streams.
+//! - `revocation`: open `WatchJourney` streams ended (`CALLER_REVOKED`)
+//!   or narrowed when a reload removes or narrows their caller.
 //! - [`view`]: the part of a result each caller's `result_view` allows.
 //! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
 //!   the admin listener only; `[admin]` ([`AdminConfig`]).
@@ -30,6 +32,7 @@ mod journey;
 mod limits;
 mod liveness;
 mod request_bytes;
+mod revocation;
 pub mod rpc;
 mod slots;
 pub mod validate;

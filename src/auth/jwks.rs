@@ -288,6 +288,26 @@ impl Jwks {
         }
     }
 
+    /// A file source's keys read again, not yet in use (`None` for a URL,
+    /// which refreshes on its own): the checking half of a SIGHUP, which
+    /// [`Jwks::install`]s them once everything else it reloads is checked
+    /// too. A failure is logged and counted, and the keys in use stay.
+    pub fn read_file_again(&self) -> Result<Option<KeySet>, JwksError> {
+        let Source::File(path) = &self.source else {
+            return Ok(None);
+        };
+        read_file(path).map(Some).inspect_err(|e| {
+            tracing::warn!(error = %e, source = self.describe(), "JWKS not loaded; the last good keys stay");
+            self.events.jwks_fetch_failed();
+        })
+    }
+
+    /// Puts `keys` in use (from [`Jwks::read_file_again`]).
+    pub fn install(&self, keys: KeySet) {
+        tracing::debug!(keys = keys.len(), "JWKS loaded");
+        *sync::write(&self.keys) = Arc::new(keys);
+    }
+
     /// One refresh for a token whose `kid` is unknown, unless another one
     /// ran less than `min_interval` ago. Returns whether it fetched.
     pub async fn refresh_for_unknown_kid(&self) -> bool {

@@ -5,7 +5,8 @@
 //! carries one (a token that fails is refused, never passed over for the
 //! certificate), else the verified client certificate when the mode
 //! accepts mTLS. [`AuthLayer`] runs it before the handlers, inserts the
-//! `Arc<Caller>` into the request's extensions, and answers a refusal at
+//! `Arc<Caller>` and the [`Identity`] it was resolved from into the
+//! request's extensions, and answers a refusal at
 //! once: `UNAUTHENTICATED`/`CALLER_UNAUTHENTICATED` or
 //! `PERMISSION_DENIED`/`CALLER_UNKNOWN`. Health checks pass untouched, so
 //! probes need no credential.
@@ -29,10 +30,10 @@ use tower::{Layer, Service};
 use super::{
     AuthEvents, Refusals,
     config::{AuthConfig, AuthMode, CallerConfig},
-    jwks::{Jwks, JwksError, Refresh},
+    jwks::{Jwks, JwksError, KeySet, Refresh},
     jwt::{JwtRefusal, JwtVerifier, Refused},
     mtls::{NoIdentity, identity_of},
-    policy::{CallerTable, Identity, Policy, Shares},
+    policy::{CallerTable, CallerUpdates, Identity, Policy, Shares},
 };
 use crate::{
     Error,
@@ -91,6 +92,35 @@ pub enum AuthSetupError {
     /// The JWKS file could not be loaded.
     #[error(transparent)]
     Jwks(#[from] JwksError),
+}
+
+/// A reload of `[[callers]]` and of a JWKS file, checked and not yet in
+/// use ([`Authenticator::prepare_reload`]); dropping it changes nothing.
+pub struct CallersReload<'a> {
+    auth: &'a Authenticator,
+    table: CallerTable,
+    /// `None`: no JWKS file to read again.
+    keys: Option<KeySet>,
+}
+
+impl CallersReload<'_> {
+    /// How many callers the new table has.
+    pub fn callers(&self) -> usize {
+        self.table.callers().len()
+    }
+
+    /// Puts the reload in use: the keys, then the table (an open gateway
+    /// keeps its open caller). Every open stream that
+    /// [subscribed](Authenticator::caller_updates) is woken.
+    pub fn commit(self) {
+        let Self { auth, table, keys } = self;
+        if let (Some(keys), Some(verifier)) = (keys, auth.jwt.as_ref()) {
+            verifier.jwks().install(keys);
+        }
+        if auth.enabled() {
+            auth.policy.replace(table);
+        }
+    }
 }
 
 /// Credentials to callers, per the mode.
@@ -190,19 +220,30 @@ impl Authenticator {
         &self.policy
     }
 
-    /// SIGHUP: a new caller table, and the JWKS file read again (a URL is
-    /// refreshed on its own). On any error the old table and keys stay.
-    pub async fn reload(&self, callers: &[CallerConfig]) -> Result<(), AuthSetupError> {
+    /// The checking half of a SIGHUP: the new caller table built and the
+    /// JWKS file read again (a URL is refreshed on its own), neither in
+    /// use until [`CallersReload::commit`]. Changes nothing.
+    pub fn prepare_reload(
+        &self,
+        callers: &[CallerConfig],
+    ) -> Result<CallersReload<'_>, AuthSetupError> {
         let table = CallerTable::build(callers, &self.shares)?;
-        if let Some(jwks) = self.jwt.as_ref().map(JwtVerifier::jwks)
-            && jwks.is_file()
-        {
-            jwks.reload().await?;
-        }
-        if self.enabled() {
-            self.policy.replace(table);
-        }
-        Ok(())
+        let keys = match self.jwt.as_ref() {
+            Some(verifier) => verifier.jwks().read_file_again()?,
+            None => None,
+        };
+        Ok(CallersReload {
+            auth: self,
+            table,
+            keys,
+        })
+    }
+
+    /// The caller tables that replace the current one from now on: what
+    /// an open stream watches to end or narrow itself when a reload
+    /// removes or narrows its caller.
+    pub fn caller_updates(&self) -> CallerUpdates {
+        self.policy.subscribe()
     }
 
     /// The key source, if tokens are accepted.
@@ -216,8 +257,20 @@ impl Authenticator {
         headers: &HeaderMap,
         extensions: &http::Extensions,
     ) -> Result<Arc<Caller>, Refusal> {
+        let (caller, _) = self.identify(headers, extensions).await?;
+        Ok(caller)
+    }
+
+    /// [`Authenticator::authenticate`], with the identity the caller was
+    /// resolved from (`None`: the open caller), by which an open stream
+    /// re-checks its caller after a reload.
+    pub async fn identify(
+        &self,
+        headers: &HeaderMap,
+        extensions: &http::Extensions,
+    ) -> Result<(Arc<Caller>, Option<Identity>), Refusal> {
         if self.mode == AuthMode::None {
-            return Ok(Arc::clone(&self.open));
+            return Ok((Arc::clone(&self.open), None));
         }
         let identity = match (&self.jwt, bearer(headers)) {
             (Some(verifier), Some(token)) => Identity::JwtSubject(
@@ -235,7 +288,10 @@ impl Authenticator {
             Identity::JwtSubject(_) => "jwt",
             Identity::Mtls(_) => "mtls",
         };
-        self.policy.resolve(&identity).ok_or(Refusal::Unknown(kind))
+        match self.policy.resolve(&identity) {
+            Some(caller) => Ok((caller, Some(identity))),
+            None => Err(Refusal::Unknown(kind)),
+        }
     }
 
     /// A refused token as a refusal; one refused from memory counted.
@@ -374,16 +430,16 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = Arc::clone(&self.auth);
         Box::pin(async move {
-            match auth
-                .authenticate(request.headers(), request.extensions())
-                .await
-            {
-                Ok(caller) => {
+            match auth.identify(request.headers(), request.extensions()).await {
+                Ok((caller, identity)) => {
                     if let Some(conn) = ConnInfo::of(request.extensions()) {
                         conn.activity.authenticated();
                     }
                     let extensions = request.extensions_mut();
                     extensions.insert(caller);
+                    if let Some(identity) = identity {
+                        extensions.insert(identity);
+                    }
                     extensions.insert(Refusals(Arc::clone(&auth.events)));
                     Ok(inner.call(request).await?.map(tonic::body::Body::new))
                 }

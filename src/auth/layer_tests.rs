@@ -126,7 +126,12 @@ async fn a_reload_swaps_the_table() {
     let (auth, _file) = authenticator(&key, Arc::default()).await;
     let ok = format!("Bearer {}", token(&key, "svc-a"));
     let ext = http::Extensions::new();
-    auth.reload(&[]).await.unwrap();
+    let prepared = auth.prepare_reload(&[]).unwrap();
+    assert!(
+        auth.authenticate(&headers(Some(&ok)), &ext).await.is_ok(),
+        "a prepared reload changes nothing"
+    );
+    prepared.commit();
     assert_eq!(
         auth.authenticate(&headers(Some(&ok)), &ext).await,
         Err(Refusal::Unknown("jwt"))

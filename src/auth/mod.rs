@@ -4,16 +4,19 @@
 //!
 //! Layered between `telemetry`/`domain` and `api`: the [`AuthLayer`] goes on
 //! the public listener, authenticates every call but health probes, and
-//! hands the handlers an `Arc<Caller>` in the request's extensions; the
-//! handlers check each call against it. Nothing here imports the server,
-//! the API or the composed configuration.
+//! hands the handlers an `Arc<Caller>` (and the [`Identity`] it came
+//! from) in the request's extensions; the handlers check each call
+//! against it, and an open `WatchJourney` stream re-checks it when a
+//! reload replaces the table ([`Policy::subscribe`]). Nothing here
+//! imports the server, the API or the composed configuration.
 //!
 //! - [`config`]: `[auth]`, `[auth.jwt]`, `[[callers]]`;
 //! - [`jwks`]: the keys (file or URL, cached, refreshed);
 //! - [`jwt`]: token verification, the algorithm pinned by the key;
 //! - `memory`: the tokens it accepted and refused, by digest, bounded;
 //! - [`mtls`]: the identity of a client certificate;
-//! - [`policy`]: the caller table, swapped whole on SIGHUP;
+//! - [`policy`]: the caller table, swapped whole on SIGHUP, and its
+//!   updates for open streams;
 //! - [`layer`]: the tower layer and the [`Authenticator`] it asks.
 //!
 //! No error, log line, span or metric label holds a token, a claim value
@@ -30,8 +33,8 @@ pub mod mtls;
 pub mod policy;
 
 pub use config::{AuthConfig, AuthMode, CallerConfig, JwtConfig, validate_callers};
-pub use layer::{AuthLayer, AuthSetupError, Authenticator, Refusal};
-pub use policy::{CallerTable, Identity, Policy, Shares};
+pub use layer::{AuthLayer, AuthSetupError, Authenticator, CallersReload, Refusal};
+pub use policy::{CallerTable, CallerUpdates, Identity, Policy, Shares};
 
 /// What the auth module reports for metrics: implemented by the
 /// gateway's metrics, by a counter in tests. Labels are fixed names.

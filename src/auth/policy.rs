@@ -1,17 +1,16 @@
 //! The `[[callers]]` table: a verified identity to its [`Caller`], or to
 //! nobody (`CALLER_UNKNOWN`). The table is swapped whole on SIGHUP; a
-//! request keeps the `Arc<Caller>` it was given.
+//! request keeps the `Arc<Caller>` it was given, and an open stream that
+//! [subscribes](Policy::subscribe) re-checks its caller in the new table.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, RwLock},
-};
+use std::{collections::HashMap, sync::Arc};
+
+use tokio::sync::watch;
 
 use super::{config::CallerConfig, mtls::MtlsIdentity};
 use crate::{
     config_source::ConfigError,
     domain::{Caller, CallerLimits, CallerName, ProfileGrant},
-    sync,
 };
 
 /// A verified identity, before it is looked up.
@@ -121,6 +120,13 @@ impl CallerTable {
         found.cloned()
     }
 
+    /// The caller `identity` resolves to, if it is still the entry named
+    /// `name`: what a reload left of a caller resolved before it (an
+    /// identity moved to another entry is not the same caller).
+    pub fn still(&self, identity: &Identity, name: &CallerName) -> Option<Arc<Caller>> {
+        self.resolve(identity).filter(|c| c.name == *name)
+    }
+
     /// Every caller, once each (for per-caller limits and metrics set up).
     pub fn callers(&self) -> Vec<Arc<Caller>> {
         let mut all: Vec<Arc<Caller>> = self
@@ -136,33 +142,52 @@ impl CallerTable {
     }
 }
 
-/// The current caller table, replaceable at run time.
-#[derive(Debug, Default)]
+/// A caller table's later versions, one per reload: what an open stream
+/// watches to learn that its caller's entry may have changed
+/// ([`Policy::subscribe`]).
+pub type CallerUpdates = watch::Receiver<Arc<CallerTable>>;
+
+/// The current caller table, replaceable at run time. Its versions go
+/// through a `tokio::sync::watch`, so that open streams wake on a reload
+/// and nothing else: a stream polls no table between reloads.
+#[derive(Debug)]
 pub struct Policy {
-    table: RwLock<Arc<CallerTable>>,
+    table: watch::Sender<Arc<CallerTable>>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self::new(CallerTable::default())
+    }
 }
 
 impl Policy {
     /// A policy over `table`.
     pub fn new(table: CallerTable) -> Self {
         Self {
-            table: RwLock::new(Arc::new(table)),
+            table: watch::Sender::new(Arc::new(table)),
         }
     }
 
     /// The caller of `identity` in the current table.
     pub fn resolve(&self, identity: &Identity) -> Option<Arc<Caller>> {
-        self.current().resolve(identity)
+        self.table.borrow().resolve(identity)
     }
 
     /// The current table.
     pub fn current(&self) -> Arc<CallerTable> {
-        Arc::clone(&sync::read(&self.table))
+        Arc::clone(&self.table.borrow())
     }
 
-    /// Replaces the table (SIGHUP); calls in flight keep their caller.
+    /// Replaces the table (SIGHUP); calls in flight keep their caller,
+    /// and every [`CallerUpdates`] is woken.
     pub fn replace(&self, table: CallerTable) {
-        *sync::write(&self.table) = Arc::new(table);
+        self.table.send_replace(Arc::new(table));
+    }
+
+    /// The tables that replace the current one from now on.
+    pub fn subscribe(&self) -> CallerUpdates {
+        self.table.subscribe()
     }
 }
 
@@ -283,8 +308,24 @@ mod tests {
         let policy = Policy::new(CallerTable::build(&configs(TABLE), &Shares::UNBOUNDED).unwrap());
         let id = Identity::JwtSubject("system:serviceaccount:onboarding:api".into());
         let held = policy.resolve(&id).unwrap();
+        let mut updates = policy.subscribe();
+        assert!(!updates.has_changed().unwrap());
         policy.replace(CallerTable::default());
         assert!(policy.resolve(&id).is_none());
         assert_eq!(held.name.as_str(), "onboarding");
+        assert!(updates.has_changed().unwrap(), "a subscriber is told");
+        assert!(updates.borrow_and_update().still(&id, &held.name).is_none());
+    }
+
+    #[test]
+    fn an_identity_moved_to_another_entry_is_not_still_its_caller() {
+        let table = CallerTable::build(&configs(TABLE), &Shares::UNBOUNDED).unwrap();
+        let id = Identity::Mtls(MtlsIdentity::Dns("legacy.corp.example".into()));
+        let legacy = CallerName::new("legacy");
+        assert!(table.still(&id, &legacy).is_some());
+        let moved = configs(&TABLE.replace("name = \"legacy\"", "name = \"renamed\""));
+        let table = CallerTable::build(&moved, &Shares::UNBOUNDED).unwrap();
+        assert!(table.still(&id, &legacy).is_none());
+        assert!(table.still(&id, &CallerName::new("renamed")).is_some());
     }
 }

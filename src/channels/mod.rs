@@ -37,6 +37,6 @@ pub use config::{
     RoutingMode, valid_name,
 };
 pub use http::HttpTransport;
-pub use router::{ChannelRouter, ReloadSummary, RouterSnapshot, StartedSession};
+pub use router::{ChannelReload, ChannelRouter, ReloadSummary, RouterSnapshot, StartedSession};
 pub use transport::{Liveness3DTransport, SessionGrant};
 pub use weighted::{SplitError, WeightedSplit};

@@ -272,6 +272,31 @@ impl Default for CallerLimits {
     }
 }
 
+/// Why a configuration reload ended a caller's open `WatchJourney`
+/// stream (`PERMISSION_DENIED` / `CALLER_REVOKED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Revocation {
+    /// The identity the stream was opened with names no `[[callers]]`
+    /// entry any more, or another entry than the one it named.
+    Removed,
+    /// The entry no longer grants `watch`.
+    Operation,
+    /// The entry's journeys narrowed to its own, and the watched journey
+    /// is not one of them.
+    Journeys,
+}
+
+impl Revocation {
+    /// A fixed word, for error metadata, logs and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Revocation::Removed => "removed",
+            Revocation::Operation => "operation",
+            Revocation::Journeys => "journeys",
+        }
+    }
+}
+
 /// A caller of the public API and its policy: one `[[callers]]` entry.
 ///
 /// Handlers read it from the request's extensions as `Arc<Caller>`.

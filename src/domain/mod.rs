@@ -24,7 +24,7 @@ mod session_grant;
 
 pub use caller::{
     Caller, CallerLimits, CallerName, JourneyScope, Permission, Permissions, ProfileGrant,
-    ResultView,
+    ResultView, Revocation,
 };
 pub use cpf::Cpf;
 pub use image::{ImageKind, ImagePayload, Snapshot};

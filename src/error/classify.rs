@@ -52,6 +52,7 @@ impl Error {
                 (Code::PermissionDenied, Reason::OperationNotAllowed, false)
             }
             Error::ProfileNotAllowed => (Code::PermissionDenied, Reason::ProfileNotAllowed, false),
+            Error::CallerRevoked(_) => (Code::PermissionDenied, Reason::CallerRevoked, false),
             Error::JourneyNotOwned => (Code::PermissionDenied, Reason::JourneyNotOwned, false),
             Error::AppkeyUnknown => (Code::NotFound, Reason::JourneyUnknown, false),
             Error::CallerLimitReached(_) => {

@@ -16,7 +16,10 @@
 
 use std::time::Duration;
 
-use crate::{domain::Permission, upstream::UpstreamError};
+use crate::{
+    domain::{Permission, Revocation},
+    upstream::UpstreamError,
+};
 
 mod classify;
 mod reason;
@@ -185,6 +188,11 @@ pub enum Error {
     /// The caller's policy does not grant this operation.
     #[error("the caller may not call `{0}`")]
     OperationNotAllowed(Permission),
+    /// A configuration reload removed the caller of an open
+    /// `WatchJourney` stream, or narrowed its entry so that the stream is
+    /// no longer allowed; the stream ends. Names no identity or journey.
+    #[error("{}", revoked_message(*.0))]
+    CallerRevoked(Revocation),
     /// The caller's policy does not grant the requested operator profile.
     #[error("the caller may not create journeys on the requested operator profile")]
     ProfileNotAllowed,
@@ -235,6 +243,21 @@ pub enum Error {
         "no probe persons are configured: add [probe] persons (test persons the vendor accepts) to the gateway's configuration"
     )]
     ProbeNotConfigured,
+}
+
+/// What a caller is told of a revocation: what changed, never whose.
+fn revoked_message(why: Revocation) -> &'static str {
+    match why {
+        Revocation::Removed => {
+            "a configuration reload removed this caller: its identity names no [[callers]] entry (or another one); the stream ends"
+        }
+        Revocation::Operation => {
+            "a configuration reload took `watch` from this caller's operations; the stream ends"
+        }
+        Revocation::Journeys => {
+            "a configuration reload narrowed this caller's journeys to its own, and this journey was created by another caller; the stream ends"
+        }
+    }
 }
 
 /// A delay in whole seconds, rounded up (a caller told "0 s" would retry

@@ -122,6 +122,10 @@ reasons! {
     OperationNotAllowed => "OPERATION_NOT_ALLOWED",
     /// The caller's policy does not grant the operator profile.
     ProfileNotAllowed => "PROFILE_NOT_ALLOWED",
+    /// A configuration reload removed the caller of an open `WatchJourney`
+    /// stream, took `watch` from it, or narrowed its journeys away from
+    /// the watched one: the stream ends (`cause` in the metadata).
+    CallerRevoked => "CALLER_REVOKED",
     /// The journey was created by another caller and the caller's policy
     /// is `journeys = "own"`.
     JourneyNotOwned => "JOURNEY_NOT_OWNED",

@@ -86,6 +86,9 @@ fn status(err: Error, field: Option<&str>) -> tonic::Status {
         Error::OperationNotAllowed(permission) => {
             metadata.insert("operation".to_owned(), permission.as_str().to_owned());
         }
+        Error::CallerRevoked(why) => {
+            metadata.insert("cause".to_owned(), why.as_str().to_owned());
+        }
         _ => {}
     }
     details.set_error_info(reason.as_str(), ERROR_DOMAIN, metadata);

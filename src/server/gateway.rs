@@ -1,16 +1,20 @@
 //! [`Gateway`]: a running gateway, what its listeners need grouped by
-//! concern, and how it reloads and stops.
+//! concern, and how it drains and stops (how it reloads: `reload`).
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use tokio::{sync::watch, task::JoinHandle};
 
-use super::{StartError, connections::KillSwitch, setup::ListenerTlsSet, upstream::embedded};
+use super::{connections::KillSwitch, setup::ListenerTlsSet};
 use crate::{
     auth::Authenticator,
     channels::{ChannelRouter, ChannelSpec, probe::Prober, rollout::Rollouts},
     cluster::Shared,
-    config::Config,
     events::JourneyWatches,
     journey::JourneyCore,
     sandbox::SandboxHandle,
@@ -55,6 +59,8 @@ pub(super) struct Reloadable {
     pub(super) sandbox: Option<SandboxHandle>,
     /// The listeners' certificates.
     pub(super) tls: ListenerTlsSet,
+    /// Held by a reload from its first check to its last swap.
+    pub(super) reloading: Mutex<()>,
 }
 
 /// How the gateway drains and stops.
@@ -111,74 +117,6 @@ impl Gateway {
     /// The embedded sandbox, when no upstream is configured.
     pub fn sandbox(&self) -> Option<&SandboxHandle> {
         self.reloadable.sandbox.as_ref()
-    }
-
-    /// Re-reads the listeners' certificates, then the configuration file,
-    /// and applies what can change at run time: certificates (served from
-    /// the next connection on), the channel set, the `[[callers]]` table
-    /// and a JWKS file. Connections, bindings and calls in flight are kept.
-    /// (`[auth] mode` and `[auth.jwt]` apply at the next start.)
-    pub async fn reload(&self) -> Result<(), StartError> {
-        self.reload_tls()?;
-        let config = Config::load(self.reloadable.config_path.as_deref())?;
-        self.reload_from(&config)?;
-        self.reload_callers(&config).await
-    }
-
-    /// Applies `config`'s `[[callers]]` and re-reads a JWKS file, as
-    /// [`Gateway::reload`] does; on error the running table and keys stay.
-    pub async fn reload_callers(&self, config: &Config) -> Result<(), StartError> {
-        let auth = &self.services.auth;
-        if config.auth.as_ref().map(|a| a.mode) != Some(auth.mode()) && auth.enabled() {
-            tracing::warn!("[auth] mode changed in the file; it applies at the next start");
-        }
-        match auth.reload(&config.callers).await {
-            Ok(()) => {
-                tracing::info!(callers = config.callers.len(), "callers reloaded");
-                Ok(())
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "callers or JWKS reload failed; keeping the running ones");
-                Err(e.into())
-            }
-        }
-    }
-
-    /// Re-reads every TLS listener's certificate, key and client CA files
-    /// (the paths the gateway started with). A listener whose files do not
-    /// load keeps its running certificate, and the error is returned.
-    pub fn reload_tls(&self) -> Result<(), StartError> {
-        let tls = &self.reloadable.tls;
-        let mut failed = None;
-        for tls in tls.all() {
-            if let Err(e) = tls.reload() {
-                tracing::error!(error = %e, "TLS certificate reload failed; keeping the running one");
-                failed = Some(e);
-            }
-        }
-        match failed {
-            Some(e) => Err(e.into()),
-            None => {
-                if tls.all().next().is_some() {
-                    tracing::info!("TLS certificates reloaded");
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Applies `config`'s channels, as [`Gateway::reload`] does. With no
-    /// `[[channels]]`, the channels the gateway started with come back
-    /// (on the embedded sandbox, with `config`'s `[embedded_channels]`).
-    pub fn reload_from(&self, config: &Config) -> Result<(), StartError> {
-        let specs = match (&self.reloadable.sandbox, config.channels.is_empty()) {
-            (_, false) => config.channels.clone(),
-            (Some(sandbox), true) => embedded::channels(sandbox, config),
-            (None, true) => self.reloadable.embedded_channels.clone(),
-        };
-        let summary = self.services.router.reload(specs)?;
-        tracing::info!(?summary, "channels reloaded");
-        Ok(())
     }
 
     /// Reports NOT_SERVING on gRPC health and `/healthz` while still

@@ -19,7 +19,8 @@
 //! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
 //! | `fleet`       | the shared state (`[cluster]`) and what the other replicas send     |
 //! | `reflection`  | gRPC server reflection of what each listener serves                 |
-//! | `gateway`     | [`Gateway`]: what the listeners need, grouped; reload, drain, stop  |
+//! | `gateway`     | [`Gateway`]: what the listeners need, grouped; drain, stop          |
+//! | `reload`      | SIGHUP, all or nothing: every part checked, then every part swapped in |
 //!
 //! Stopping ([`Gateway::shutdown`]) drains: health says NOT_SERVING at
 //! once while calls are still served for `drain_delay_secs`, then the
@@ -36,6 +37,7 @@ mod listeners;
 mod max_age;
 mod notices;
 mod reflection;
+mod reload;
 mod results;
 mod rollout;
 mod runtime;
@@ -166,6 +168,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         admin = ?addrs.admin,
         "idgate listening"
     );
+    services.metrics.set_config_applied_now();
     Ok(Gateway {
         addrs,
         services,
@@ -174,6 +177,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
             embedded_channels: up.embedded_channels,
             sandbox: up.sandbox,
             tls,
+            reloading: std::sync::Mutex::new(()),
         },
         lifecycle: launch.finish(health, &config.serving),
     })
@@ -467,11 +471,15 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         guard.journeys().clone(),
         config.guard.accept_foreign_appkeys,
     );
+    let mut journeys = JourneyApi::new(core.clone(), watches.clone())
+        .with_telemetry(config.telemetry.clone())
+        .with_guard(guard.clone())
+        .with_access(access.clone());
+    if services.auth.enabled() {
+        journeys = journeys.with_caller_updates(services.auth.caller_updates());
+    }
     PublicApi {
-        journeys: JourneyApi::new(core.clone(), watches.clone())
-            .with_telemetry(config.telemetry.clone())
-            .with_guard(guard.clone())
-            .with_access(access.clone()),
+        journeys,
         liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
             .with_guard(guard.clone())
             .with_access(access.clone())

@@ -45,6 +45,32 @@ impl ListenerTlsSet {
     pub(super) fn all(&self) -> impl Iterator<Item = &Arc<ServerTls>> {
         [&self.grpc, &self.http, &self.admin].into_iter().flatten()
     }
+
+    /// Every listener's files read again (the paths the gateway started
+    /// with) and built, none served yet: the first failure is the error.
+    pub(super) fn prepare(&self) -> Result<PreparedTls, TlsError> {
+        let configs = self
+            .all()
+            .map(|tls| Ok((Arc::clone(tls), tls.prepare()?)))
+            .collect::<Result<_, TlsError>>()?;
+        Ok(PreparedTls(configs))
+    }
+}
+
+/// The listeners' configurations read again by
+/// [`ListenerTlsSet::prepare`], waiting to be served.
+pub(super) struct PreparedTls(Vec<(Arc<ServerTls>, Arc<rustls::ServerConfig>)>);
+
+impl PreparedTls {
+    /// Serves each listener's new configuration from its next connection.
+    /// Returns how many listeners have TLS.
+    pub(super) fn install(self) -> usize {
+        let count = self.0.len();
+        for (tls, config) in self.0 {
+            tls.install(config);
+        }
+        count
+    }
 }
 
 /// The process-wide connection budget: the descriptor limit less a reserve

@@ -146,6 +146,7 @@ struct Inner {
     rollout: RolloutSeries,
     auth: AuthSeries,
     tls: TlsSeries,
+    config: ConfigSeries,
     watch_journeys: Gauge,
     watch_watchers: Gauge,
     watch_result_reads: Counter,
@@ -416,6 +417,7 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
 mod auth;
 mod channel;
 mod cluster;
+mod config;
 #[cfg(test)]
 #[allow(dead_code)] // Shared with tests/it, which uses the rest.
 pub(crate) mod exposition;
@@ -435,6 +437,7 @@ use auth::AuthSeries;
 use channel::ChannelSeries;
 pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};
+use config::ConfigSeries;
 use handles::Handles;
 use labels::LabelInterner;
 pub use labels::{ChannelLabel, http_status_label};

@@ -1,7 +1,7 @@
 //! The operator's controls over the router: the routing mode, drains
 //! and reloads of the channel set (`ChannelAdminService`, SIGHUP).
 
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
 use tokio::time::Instant;
 
@@ -67,12 +67,48 @@ impl ChannelRouter {
     /// the breaker of unchanged channels, and calls in flight (they hold
     /// their own `Arc<Channel>`). Refused, leaving everything as it was,
     /// when the specs are invalid or the routing mode could not apply to
-    /// them (change the mode first).
+    /// them (change the mode first). [`ChannelRouter::prepare_reload`] then
+    /// [`ChannelReload::commit`].
     pub fn reload(&self, specs: Vec<ChannelSpec>) -> Result<ReloadSummary, ChannelConfigError> {
+        Ok(self.prepare_reload(specs)?.commit())
+    }
+
+    /// The checking half of [`ChannelRouter::reload`]: `specs` valid, and
+    /// the routing mode in force able to apply to them. Changes nothing.
+    /// The reload holds the routing mode until it is committed or dropped,
+    /// so no mode change can slip between the check and the swap (an admin
+    /// `SetRoutingMode` waits for it): commit it at once, without awaiting
+    /// anything in between.
+    pub fn prepare_reload(
+        &self,
+        specs: Vec<ChannelSpec>,
+    ) -> Result<ChannelReload<'_>, ChannelConfigError> {
         validate_channels(&specs)?;
         let mode = lock(&self.mode);
         validate_mode(&mode, specs.iter().map(|c| c.name.as_str()))?;
-        let mut guard = write(&self.channels);
+        Ok(ChannelReload {
+            router: self,
+            _mode: mode,
+            specs,
+        })
+    }
+}
+
+/// A checked channel set, ready to replace the one in force
+/// ([`ChannelRouter::prepare_reload`]); dropping it changes nothing.
+pub struct ChannelReload<'a> {
+    router: &'a ChannelRouter,
+    /// Held so that the mode checked is the mode in force at the swap.
+    _mode: MutexGuard<'a, RoutingMode>,
+    specs: Vec<ChannelSpec>,
+}
+
+impl ChannelReload<'_> {
+    /// Swaps the channel set in (cannot fail: everything was checked) and
+    /// says what changed.
+    pub fn commit(self) -> ReloadSummary {
+        let Self { router, specs, .. } = self;
+        let mut guard = write(&router.channels);
         let old = Arc::clone(&guard);
         let mut summary = ReloadSummary::default();
         for spec in &specs {
@@ -89,13 +125,12 @@ impl ChannelRouter {
             .collect();
         *guard = Arc::new(ChannelSet::build(specs, Some(&old)));
         drop(guard);
-        drop(mode);
         tracing::info!(
             added = ?summary.added,
             removed = ?summary.removed,
             changed = ?summary.changed,
             "3D channels reloaded"
         );
-        Ok(summary)
+        summary
     }
 }

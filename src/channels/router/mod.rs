@@ -258,6 +258,7 @@ impl ChannelRouter {
 
 mod attempt;
 mod control;
+pub use control::ChannelReload;
 mod fleet;
 mod order;
 mod session;

@@ -53,6 +53,7 @@ impl Metrics {
         let plaintext_hops = plaintext_hops::register(&mut registry);
         let auth = AuthSeries::register(&mut registry);
         let tls = TlsSeries::register(&mut registry);
+        let config = ConfigSeries::register(&mut registry);
 
         registry.register(
             "idgate_rpc_requests",
@@ -224,6 +225,7 @@ impl Metrics {
                 channels: channel_series,
                 auth,
                 tls,
+                config,
                 core_label: labels_interner.channel(CORE_CHANNEL),
                 labels: labels_interner,
             }),

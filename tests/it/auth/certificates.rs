@@ -193,9 +193,12 @@ async fn a_revoked_certificate_is_refused_until_its_crl_is_replaced_and_read_aga
         .await
         .expect("a certificate the CRL does not list");
 
-    // The new CRL lists nothing; what SIGHUP calls reads it.
+    // The new CRL lists nothing; what SIGHUP calls reads it (with the
+    // same callers).
     assert_eq!(ca.write_crl("clients", &[]), crl);
-    gw.reload_tls().expect("TLS files read again");
+    let mut same = test_config();
+    onboarding_by_spiffe_id(&mut same);
+    gw.reload_from(&same).expect("TLS files read again");
     create_as(&gw, &ca, "revoked", &revoked)
         .await
         .expect("served once no CRL lists it");

@@ -1,7 +1,8 @@
 //! Callers on the public listener, over real sockets: every JWT rule end
 //! to end, keys from a file and from a JWKS URL that rotates, SPIFFE IDs
 //! from client certificates, the `[[callers]]` policy (unknown callers,
-//! operations and operator profiles outside it), and secure defaults (a
+//! operations and operator profiles outside it), reloads of the callers
+//! (all or nothing, reaching open streams), and secure defaults (a
 //! gateway in front of a real upstream refuses to start open).
 
 mod audit;
@@ -15,6 +16,7 @@ mod neighbours;
 mod owners;
 mod policy;
 mod refusals;
+mod reloads;
 mod request_ids;
 mod startup;
 mod views;

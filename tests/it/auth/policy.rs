@@ -115,7 +115,7 @@ async fn operations_and_profiles_outside_the_policy_are_refused_and_a_reload_app
     config.callers.retain(|c| c.name != "onboarding");
     let rotated = TestKey::ed25519("k2");
     std::fs::write(&keys_file, jwks_of(&[&rotated])).expect("rotate the key file");
-    gw.gateway.reload_callers(&config).await.expect("reload");
+    gw.gateway.reload_from(&config).expect("reload");
     gw.journeys()
         .create_journey(bearer(&rotated.token("svc-reader"), happy_person()))
         .await

@@ -10,7 +10,7 @@ use idgate::{
 };
 
 use super::{
-    scenario::{rolled_back_rollout, scenario_round, start_gateway},
+    scenario::{refused_reload, rolled_back_rollout, scenario_round, start_gateway},
     server::{Prometheus, unix_now},
     *,
 };
@@ -23,7 +23,8 @@ use super::{
 /// panels read (a failing primary whose breaker opens, failovers, a
 /// contingency alternative, a failed and a slow 3D verification, refused
 /// journeys, refused webhooks, watches that fall back to polling with the
-/// sandbox's webhook off, failed result reads). A query added later that
+/// sandbox's webhook off, failed result reads, a refused configuration
+/// reload). A query added later that
 /// cannot have data in a test (e.g. load shedding, once it exists, or a
 /// series only a real vendor produces) goes here with its reason.
 const NO_DATA_EXPECTED: &[(&str, &str)] = &[(
@@ -63,6 +64,7 @@ const ALERTS_EXPECTED: &[(&str, &[(&str, &str)])] = &[
         &[("method", "idgate.v1.LivenessService/VerifyLiveness3D")],
     ),
     ("IdgateRolloutRolledBack", &[("breach", "circuit_open")]),
+    ("IdgateConfigReloadRefused", &[("outcome", "refused")]),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,6 +101,7 @@ async fn every_rule_alert_and_panel_query_returns_data_from_a_real_prometheus() 
         prometheus.scraped_after(unix_now()).await;
     }
     rolled_back_rollout(&gw).await;
+    refused_reload(&gw);
     prometheus.scraped_after(unix_now()).await;
 
     // Every rule group evaluated after the last scrape became visible, so

@@ -1,6 +1,7 @@
 //! The traffic the live test runs so that every series the rules and
 //! panels read has data: a gateway with faults in place, rounds of
-//! journeys, refused input and webhooks, and a rolled-back rollout.
+//! journeys, refused input and webhooks, a rolled-back rollout, and a
+//! refused configuration reload.
 
 use idgate::{
     channels::{BreakerConfig, rollout::RolloutConfig},
@@ -39,6 +40,16 @@ pub(super) async fn start_gateway() -> TestGateway {
         };
     })
     .await
+}
+
+/// A configuration reload refused (two channels of one name): it changes
+/// nothing and is counted `refused`, with no reload applied.
+pub(super) fn refused_reload(gw: &TestGateway) {
+    let config = idgate::config::Config {
+        channels: vec![gw.sandbox_channel_specs()[0].clone(); 2],
+        ..Default::default()
+    };
+    gw.gateway.reload_from(&config).expect_err("refused");
 }
 
 /// A guarded rollout to the primary, whose breaker the rounds left open:

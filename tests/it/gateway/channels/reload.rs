@@ -245,7 +245,7 @@ async fn idgate_serve_reloads_its_channels_on_sighup_and_obeys_the_channels_comm
     // A file that does not load changes nothing; the gateway keeps serving.
     std::fs::write(&config, "garbage = [").expect("write config");
     serve.signal("HUP");
-    let _ = serve.field("configuration reload failed", "error");
+    let _ = serve.field("configuration reload refused", "error");
     let text = cli::list(&admin, &token).await.expect("list");
     assert!(
         text.starts_with("routing mode: channel:core-alt\n"),

@@ -180,6 +180,10 @@ const COVERED: &[(Reason, &str)] = &[
         "operations_and_profiles_outside_the_policy_are_refused_and_a_reload_applies",
     ),
     (
+        Reason::CallerRevoked,
+        "a_reload_that_removes_a_caller_ends_her_open_watch_permission_denied_while_another_caller_s_goes_on",
+    ),
+    (
         Reason::JourneyNotOwned,
         "a_journey_is_refused_to_another_own_caller_and_served_to_its_owner",
     ),

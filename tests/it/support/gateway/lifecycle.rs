@@ -74,7 +74,19 @@ impl TestGateway {
     /// A gateway with the test configuration whose [`Gateway::reload`]
     /// re-reads `config_path` (what SIGHUP does in `idgate serve`).
     pub async fn start_reloadable(config_path: &std::path::Path) -> Self {
-        Self::launch(test_config(), Some(config_path.to_owned())).await
+        Self::start_reloadable_with(config_path, |_| {}).await
+    }
+
+    /// [`TestGateway::start_reloadable`] with the test configuration
+    /// changed by `edit` (e.g. the `[auth]` and `[[callers]]` the file
+    /// holds too).
+    pub async fn start_reloadable_with(
+        config_path: &std::path::Path,
+        edit: impl FnOnce(&mut Config),
+    ) -> Self {
+        let mut config = test_config();
+        edit(&mut config);
+        Self::launch(config, Some(config_path.to_owned())).await
     }
 
     /// Stops the gateway and its sandbox.
