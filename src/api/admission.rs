@@ -115,7 +115,12 @@ impl<S> Admission<S> {
             ));
         };
         let refusals = extensions.get::<Refusals>().cloned();
-        let audit = AuditRecord::open(&caller, rpc.audit, rpc.releases, trace_id(extensions));
+        let audit = AuditRecord::open(
+            &caller,
+            rpc.permission.as_str(),
+            rpc.releases,
+            trace_id(extensions),
+        );
         let refuse = |audit: AuditRecord, error: Error, cause| {
             count_refusal(refusals.as_ref(), &error, cause);
             audit.finish(error.reason().as_str());

@@ -258,10 +258,11 @@ impl Authenticator {
     /// Answers a refusal: counted; a valid identity that is no caller is
     /// one audit record (its kind, never its value); the unauthenticated
     /// are said once per interval with their count, never a line each.
+    /// `operation`: the audit record's name of the call's RPC.
     fn refused(
         &self,
         refusal: Refusal,
-        path: &str,
+        operation: &'static str,
         extensions: &http::Extensions,
     ) -> Response<tonic::body::Body> {
         let error = refusal.error();
@@ -269,8 +270,7 @@ impl Authenticator {
             .refused(error.reason().as_str(), refusal.cause());
         match refusal {
             Refusal::Unknown(kind) => {
-                let method = path.rsplit('/').next().unwrap_or_default();
-                audit::refused_identity(kind, method, &audit::trace_id(extensions));
+                audit::refused_identity(kind, operation, &audit::trace_id(extensions));
             }
             Refusal::Unauthenticated(cause) => {
                 self.unauthenticated.refused(cause);
@@ -302,16 +302,23 @@ fn peer_identity(extensions: &http::Extensions) -> Result<super::mtls::MtlsIdent
     identity_of(certs.first().ok_or(NoIdentity::NoName)?)
 }
 
+/// The name an audit record gives the call to a path: the RPC table's
+/// (`api::rpc::audit_operation`), handed in from above, since the table
+/// lives with the API this module sits under.
+pub type OperationOf = fn(&str) -> &'static str;
+
 /// [`Authenticator`] as a tower layer for the public listener.
 #[derive(Clone)]
 pub struct AuthLayer {
     auth: Arc<Authenticator>,
+    operation_of: OperationOf,
 }
 
 impl AuthLayer {
-    /// The layer over `auth`.
-    pub fn new(auth: Arc<Authenticator>) -> Self {
-        Self { auth }
+    /// The layer over `auth`; a `CALLER_UNKNOWN` record names the call as
+    /// `operation_of` says (never by the path the caller sent).
+    pub fn new(auth: Arc<Authenticator>, operation_of: OperationOf) -> Self {
+        Self { auth, operation_of }
     }
 }
 
@@ -322,6 +329,7 @@ impl<S> Layer<S> for AuthLayer {
         Authenticated {
             inner,
             auth: Arc::clone(&self.auth),
+            operation_of: self.operation_of,
         }
     }
 }
@@ -331,6 +339,7 @@ impl<S> Layer<S> for AuthLayer {
 pub struct Authenticated<S> {
     inner: S,
     auth: Arc<Authenticator>,
+    operation_of: OperationOf,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -367,6 +376,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = Arc::clone(&self.auth);
+        let operation_of = self.operation_of;
         Box::pin(async move {
             match auth
                 .authenticate(request.headers(), request.extensions())
@@ -383,7 +393,8 @@ where
                 }
                 Err(refusal) => {
                     auth.refused_on_connection(request.extensions());
-                    Ok(auth.refused(refusal, request.uri().path(), request.extensions()))
+                    let operation = operation_of(request.uri().path());
+                    Ok(auth.refused(refusal, operation, request.extensions()))
                 }
             }
         })

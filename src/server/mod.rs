@@ -480,7 +480,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         documents: DocumentApi::new(core.clone(), config.limits.clone())
             .with_guard(guard.clone())
             .with_access(access),
-        auth: crate::auth::AuthLayer::new(services.auth.clone()),
+        auth: crate::auth::AuthLayer::new(services.auth.clone(), crate::api::rpc::audit_operation),
         admission: crate::api::AdmissionLayer::new(),
         max_message_bytes: config.limits.grpc_message_bytes(),
     }

@@ -181,7 +181,8 @@ const REFUSED_CALLERS: &str = r#"
 "#;
 
 #[tokio::test]
-async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one_record() {
+async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one_record_named_as_callers_operations_name_them()
+ {
     let (logs, _guard) = quiet_telemetry();
     let key = TestKey::es256("refusals");
     let auth = jwt_auth(Some(jwks_file(&[&key])), None);
@@ -238,7 +239,8 @@ async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one
         .await
         .expect_err("past A's streams");
     drop(open);
-    // CreateChallenges is audited like every personal-data call.
+    // CreateChallenges is audited like every personal-data call, under
+    // the operation [[callers]] allows it by (`challenges_2d`).
     gw.liveness()
         .create_challenges(bearer(
             &a,
@@ -257,13 +259,14 @@ async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one
         summary(&records),
         vec![
             s("create_journey", "caller-a", "ok"),
-            s("GetJourneyResult", "", "CALLER_UNKNOWN"),
+            // The RPC's operation from the table, as [[callers]] names it.
+            s("read_result", "", "CALLER_UNKNOWN"),
             s("watch", "caller-b", "OPERATION_NOT_ALLOWED"),
             s("create_journey", "caller-b", "PROFILE_NOT_ALLOWED"),
             s("read_result", "caller-b", "JOURNEY_NOT_OWNED"),
             s("watch", "caller-a", "ok"),
             s("watch", "caller-a", "CALLER_LIMIT_REACHED"),
-            s("create_challenges", "caller-a", "ok"),
+            s("challenges_2d", "caller-a", "ok"),
         ],
         "{text}"
     );
