@@ -39,7 +39,10 @@ use crate::{
     config_source::ConfigError,
     domain::{Caller, authorization_credentials},
     net::ConnInfo,
-    telemetry::audit::{self, RefusalLog},
+    telemetry::{
+        audit::{self, RefusalLog},
+        trust_baggage,
+    },
 };
 
 /// Paths never authenticated: health probes.
@@ -367,6 +370,7 @@ where
             // state on the call path.
             if !probe {
                 request.extensions_mut().insert(Arc::clone(&self.auth.open));
+                trust_baggage(request.extensions());
             }
             let call = self.inner.call(request);
             return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });
@@ -386,6 +390,7 @@ where
                     if let Some(conn) = ConnInfo::of(request.extensions()) {
                         conn.activity.authenticated();
                     }
+                    trust_baggage(request.extensions());
                     let extensions = request.extensions_mut();
                     extensions.insert(caller);
                     extensions.insert(Refusals(Arc::clone(&auth.events)));

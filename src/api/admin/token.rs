@@ -11,6 +11,7 @@ use crate::{
     Error,
     domain::{AdminToken, authorization_credentials, secrets_match},
     proto::services::ChannelAdminServiceServer,
+    telemetry::trust_baggage,
 };
 
 /// The interceptor that admits only `authorization: Bearer <token>`.
@@ -42,6 +43,7 @@ impl Interceptor for AdminAuth {
             .and_then(|v| authorization_credentials(v, "bearer"))
             .is_some_and(|t| secrets_match(t, self.token.expose()));
         if ok {
+            trust_baggage(request.extensions());
             Ok(request)
         } else {
             tracing::warn!("admin call refused: missing or invalid bearer token");
