@@ -116,7 +116,7 @@ impl Authenticator {
             policy: Policy::default(),
             open: Arc::new(Caller::open()),
             events,
-            unauthenticated: RefusalLog::default(),
+            unauthenticated: RefusalLog::on("grpc"),
         }
     }
 
@@ -149,7 +149,7 @@ impl Authenticator {
             policy: Policy::new(CallerTable::build(callers)?),
             open: Arc::new(Caller::open()),
             events,
-            unauthenticated: RefusalLog::default(),
+            unauthenticated: RefusalLog::on("grpc"),
         })
     }
 

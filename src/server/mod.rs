@@ -464,6 +464,7 @@ impl Launch {
             &token,
             &config.serving,
             grpc_layer(config, services),
+            services.metrics.clone(),
             self.stopped(),
         )?);
         Ok(Some(addr))

@@ -199,27 +199,33 @@ pub fn refused_identity(kind: &'static str, operation: &str, trace_id: &str) {
     );
 }
 
-/// Unauthenticated refusals (no credential, a bad token), counted and said
-/// at most once per interval with the count since, never one line each: a
-/// client sending garbage cannot flood the log.
+/// Unauthenticated refusals (no credential, a bad token) on one listener,
+/// counted and said at most once per interval with the count since, never
+/// one line each: a client sending garbage cannot flood the log. The
+/// public listener's auth layer and the admin listener's token check each
+/// keep one.
 #[derive(Debug)]
 pub struct RefusalLog {
+    listener: &'static str,
     interval: Duration,
     count: AtomicU64,
     last: Mutex<Option<Instant>>,
 }
 
-impl Default for RefusalLog {
-    /// One line per 10 s.
-    fn default() -> Self {
-        Self::every(Duration::from_secs(10))
-    }
-}
+/// The interval of a [`RefusalLog`] unless told otherwise.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 impl RefusalLog {
-    /// One line per `interval`.
-    pub fn every(interval: Duration) -> Self {
+    /// One line per [`REFUSAL_LOG_INTERVAL`] about `listener` (`grpc`,
+    /// `admin`).
+    pub fn on(listener: &'static str) -> Self {
+        Self::every(listener, REFUSAL_LOG_INTERVAL)
+    }
+
+    /// One line per `interval` about `listener`.
+    pub fn every(listener: &'static str, interval: Duration) -> Self {
         Self {
+            listener,
             interval,
             count: AtomicU64::new(0),
             last: Mutex::new(None),
@@ -239,6 +245,7 @@ impl RefusalLog {
         drop(last);
         let count = self.count.swap(0, Ordering::Relaxed);
         tracing::warn!(
+            listener = self.listener,
             refused = count,
             last_cause = cause,
             "unauthenticated calls refused since the last such line"
@@ -282,12 +289,12 @@ mod tests {
 
     #[test]
     fn unauthenticated_refusals_are_said_once_per_interval_with_their_count() {
-        let log = RefusalLog::every(Duration::from_secs(3600));
+        let log = RefusalLog::every("grpc", Duration::from_secs(3600));
         assert_eq!(log.refused("no_credential"), Some(1));
         for _ in 0..5 {
             assert_eq!(log.refused("expired"), None);
         }
-        let now = RefusalLog::every(Duration::ZERO);
+        let now = RefusalLog::every("admin", Duration::ZERO);
         assert_eq!(now.refused("a"), Some(1));
         assert_eq!(now.refused("a"), Some(1));
     }
