@@ -3,8 +3,8 @@
 //! releases personal data, and one per refusal of an authenticated
 //! caller, on its own log target [`AUDIT_TARGET`].
 //!
-//! A record names who (the caller's configured name), what (the
-//! operation), which journey (its reference, a hash of the appkey), what
+//! A record names who (the caller's configured name, or [`ADMIN_PRINCIPAL`]
+//! and the channel on an admin call's), what (the operation), which journey (its reference, a hash of the appkey), what
 //! was released (the caller's result view, on reads), how it ended (`ok`,
 //! the refusal's reason, or `cancelled`), which REST operation had already
 //! been sent upstream (`upstream`) and the trace id. Never a value: no
@@ -51,9 +51,16 @@ pub struct AuditRecord {
     /// The first REST operation sent upstream, once it was (shared with
     /// [`Upstream`] markers).
     upstream: Arc<OnceLock<&'static str>>,
+    /// On an admin call's record: the channel it names.
+    channel: Option<String>,
     trace_id: String,
     written: bool,
 }
+
+/// The `caller` of an admin call's record: whoever holds the admin token
+/// (one token, so one principal; `identity` says `admin_token`, which no
+/// `[[callers]]` entry's record carries).
+pub const ADMIN_PRINCIPAL: &str = "admin";
 
 impl AuditRecord {
     /// The record of `operation` by `caller` in the trace `trace_id`.
@@ -71,6 +78,23 @@ impl AuditRecord {
             view: releases.then_some(caller.result_view),
             journey: None,
             upstream: Arc::default(),
+            channel: None,
+            trace_id,
+            written: false,
+        }
+    }
+
+    /// The record of the admin call `operation` (`probe_channel`) on
+    /// `channel` (a configured channel's name, or empty), by
+    /// [`ADMIN_PRINCIPAL`], in the trace `trace_id`.
+    pub fn admin(operation: &'static str, channel: &str, trace_id: String) -> Self {
+        Self {
+            caller: Some(CallerName::new(ADMIN_PRINCIPAL)),
+            operation,
+            view: None,
+            journey: None,
+            upstream: Arc::default(),
+            channel: Some(channel.to_owned()),
             trace_id,
             written: false,
         }
@@ -112,6 +136,7 @@ impl AuditRecord {
             view: self.view,
             journey: self.journey.clone(),
             upstream: Arc::default(),
+            channel: None,
             trace_id: self.trace_id.clone(),
             written: true,
         }
@@ -127,6 +152,22 @@ impl AuditRecord {
         let journey = self.journey.as_ref().map_or("", JourneyRef::as_str);
         let view = self.view.map_or("", ResultView::as_str);
         let upstream = self.upstream.get().copied().unwrap_or("");
+        if let Some(channel) = &self.channel {
+            tracing::info!(
+                target: AUDIT_TARGET,
+                caller,
+                identity = "admin_token",
+                operation,
+                channel = channel.as_str(),
+                journey_ref = journey,
+                view,
+                outcome,
+                upstream,
+                trace = self.trace_id.as_str(),
+                "personal data access"
+            );
+            return;
+        }
         tracing::info!(
             target: AUDIT_TARGET,
             caller,
