@@ -26,6 +26,7 @@ use crate::{
     },
     cluster::{MemoryProbes, MemoryRollout},
     proto::{services::ChannelAdminService, v1 as pb},
+    telemetry::audit::{AuditRecord, trace_id},
 };
 
 /// The handlers of `ChannelAdminService`.
@@ -57,6 +58,36 @@ impl ChannelAdmin {
             rollouts,
             prober,
         }
+    }
+}
+
+/// The audit record's `operation` of `ProbeChannel`.
+const PROBE_CHANNEL: &str = "probe_channel";
+
+impl ChannelAdmin {
+    /// `ProbeChannel`'s work: the error with the request field it is
+    /// reported against, if any.
+    async fn inner_probe_channel(
+        &self,
+        req: &pb::ProbeChannelRequest,
+    ) -> Result<pb::ProbeChannelResponse, (Option<&'static str>, Error)> {
+        if req.name.is_empty() {
+            return Err((None, Error::invalid("name", "required")));
+        }
+        let name = req.name.as_str();
+        let Some(prober) = &self.prober else {
+            return Err((None, Error::ProbeNotConfigured));
+        };
+        let report = prober
+            .probe(name, req.consume)
+            .await
+            .map_err(|e| (Some("name"), e))?;
+        self.rollouts
+            .probes()
+            .record(name, report.conforming())
+            .await
+            .map_err(|e| (None, e))?;
+        Ok(probe_to_proto(name, &report))
     }
 }
 
@@ -172,25 +203,38 @@ impl ChannelAdminService for ChannelAdmin {
         }))
     }
 
+    /// Sends the probe persons (CPF, name, birth date) to the channel's
+    /// vendor, so each call is one audit record (`probe_channel`, by the
+    /// admin token's holder, naming the channel when it is a configured
+    /// one, never a person's value), written however the call ends.
     async fn probe_channel(
         &self,
         request: Request<pb::ProbeChannelRequest>,
     ) -> Result<Response<pb::ProbeChannelResponse>, Status> {
+        let trace = trace_id(request.extensions());
         let req = request.into_inner();
-        let name = name_arg(&req.name)?;
-        let Some(prober) = &self.prober else {
-            return Err(Error::ProbeNotConfigured.into());
-        };
-        let report = prober
-            .probe(name, req.consume)
-            .await
-            .map_err(|e| to_status("name", e))?;
-        self.rollouts
-            .probes()
-            .record(name, report.conforming())
-            .await
-            .map_err(Status::from)?;
-        Ok(Response::new(probe_to_proto(name, &report)))
+        // A configured channel's name, never whatever else was sent.
+        let configured = self
+            .router
+            .snapshot()
+            .channels
+            .iter()
+            .any(|c| c.name == req.name);
+        let channel = if configured { req.name.as_str() } else { "" };
+        let audit = AuditRecord::admin(PROBE_CHANNEL, channel, trace);
+        match self.inner_probe_channel(&req).await {
+            Ok(response) => {
+                audit.finish("ok");
+                Ok(Response::new(response))
+            }
+            Err((field, error)) => {
+                audit.finish(error.reason().as_str());
+                Err(match field {
+                    Some(field) => to_status(field, error),
+                    None => error.into(),
+                })
+            }
+        }
     }
 
     async fn drain_channel(

@@ -39,7 +39,7 @@ use tower::{Layer, Service};
 
 use super::{
     request_bytes::RequestBytes,
-    rpc::{Rpc, rpc_of},
+    rpc::{REFLECTION, REFLECTION_OPERATION, Rpc, is_reflection, rpc_of},
     slots::{CallerSlots, Slot},
 };
 use crate::{
@@ -108,23 +108,6 @@ pub struct Admission<S> {
     bytes: RequestBytes,
 }
 
-/// The reflection services' path prefixes: admitted as a caller's stream.
-const REFLECTION: [&str; 2] = [
-    "/grpc.reflection.v1.ServerReflection/",
-    "/grpc.reflection.v1alpha.ServerReflection/",
-];
-
-/// The row reflection is admitted under: a stream any caller may open
-/// (its permission is not checked: listing the API is every caller's).
-const REFLECTION_ROW: Rpc = Rpc {
-    path: "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-    permission: crate::domain::Permission::Watch,
-    audit: "reflection",
-    releases: false,
-    stream: true,
-    message: super::rpc::MessageSize::Small,
-};
-
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Counts `error` with the auth layer's refusals, if the layer left its
@@ -151,7 +134,11 @@ impl<S> Admission<S> {
             ));
         };
         let refusals = extensions.get::<Refusals>().cloned();
-        let audit = AuditRecord::open(&caller, rpc.audit, rpc.releases, trace_id(extensions));
+        let operation = match any_caller {
+            true => REFLECTION_OPERATION,
+            false => rpc.permission.as_str(),
+        };
+        let audit = AuditRecord::open(&caller, operation, rpc.releases, trace_id(extensions));
         let refuse = |audit: AuditRecord, error: Error, cause| {
             count_refusal(refusals.as_ref(), &error, cause);
             audit.finish(error.reason().as_str());
@@ -226,7 +213,7 @@ where
         let path = request.uri().path();
         let (rpc, any_caller) = match rpc_of(path) {
             Some(rpc) => (rpc, false),
-            None if REFLECTION.iter().any(|p| path.starts_with(p)) => (&REFLECTION_ROW, true),
+            None if is_reflection(path) => (&REFLECTION, true),
             None => {
                 let call = self.inner.call(request);
                 return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });

@@ -1,9 +1,11 @@
 //! The public RPCs as the admission door knows them: for each method path,
-//! the operation a caller must be allowed ([`Permission`]), the name its
-//! audit record carries, whether it releases a result (the caller's view
-//! is recorded), whether it is a stream (a watch slot, not a call
+//! the operation a caller must be allowed ([`Permission`]), whose
+//! configuration name (`[[callers]] operations`) is also the `operation`
+//! its audit record carries, whether it releases a result (the caller's
+//! view is recorded), whether it is a stream (a watch slot, not a call
 //! slot) and the largest request message it accepts ([`MessageSize`]:
-//! only the document RPCs take document-sized messages). One table, so that a method cannot be served without a row: a
+//! only the document RPCs take document-sized messages). One table, so
+//! that a method cannot be served without a row: a
 //! unit test reads the proto's descriptor and fails on a public method
 //! missing here.
 
@@ -14,10 +16,9 @@ use crate::domain::Permission;
 pub struct Rpc {
     /// The HTTP/2 path: `/<package>.<Service>/<Method>`.
     pub path: &'static str,
-    /// What the caller must be allowed.
+    /// What the caller must be allowed; its name is the `operation` of
+    /// the call's audit record.
     pub permission: Permission,
-    /// The `operation` of its audit record.
-    pub audit: &'static str,
     /// True when it releases a journey result (the view is recorded).
     pub releases: bool,
     /// True for a server stream (`WatchJourney`).
@@ -38,11 +39,10 @@ pub enum MessageSize {
     Document,
 }
 
-const fn rpc(path: &'static str, permission: Permission, audit: &'static str) -> Rpc {
+const fn rpc(path: &'static str, permission: Permission) -> Rpc {
     Rpc {
         path,
         permission,
-        audit,
         releases: false,
         stream: false,
         message: MessageSize::Small,
@@ -55,51 +55,40 @@ pub const RPCS: [Rpc; 9] = [
     rpc(
         "/idgate.v1.JourneyService/CreateJourney",
         Permission::CreateJourney,
-        "create_journey",
     ),
     Rpc {
         releases: true,
         ..rpc(
             "/idgate.v1.JourneyService/GetJourneyResult",
             Permission::ReadResult,
-            "read_result",
         )
     },
     Rpc {
         releases: true,
         stream: true,
-        ..rpc(
-            "/idgate.v1.JourneyService/WatchJourney",
-            Permission::Watch,
-            "watch",
-        )
+        ..rpc("/idgate.v1.JourneyService/WatchJourney", Permission::Watch)
     },
     rpc(
         "/idgate.v1.LivenessService/CreateChallenges",
         Permission::Challenges2D,
-        "create_challenges",
     ),
     rpc(
         "/idgate.v1.LivenessService/SubmitChallengeResponse",
         Permission::Challenges2D,
-        "challenges_2d",
     ),
     rpc(
         "/idgate.v1.LivenessService/StartSession3D",
         Permission::Session3D,
-        "session_3d",
     ),
     rpc(
         "/idgate.v1.LivenessService/VerifyLiveness3D",
         Permission::Verify3D,
-        "verify_3d",
     ),
     Rpc {
         message: MessageSize::Document,
         ..rpc(
             "/idgate.v1.DocumentService/SubmitDocumentImages",
             Permission::Documents,
-            "documents",
         )
     },
     Rpc {
@@ -107,7 +96,6 @@ pub const RPCS: [Rpc; 9] = [
         ..rpc(
             "/idgate.v1.DocumentService/SubmitDigitalLicence",
             Permission::Documents,
-            "documents",
         )
     },
 ];
@@ -117,11 +105,73 @@ pub fn rpc_of(path: &str) -> Option<&'static Rpc> {
     RPCS.iter().find(|r| r.path == path)
 }
 
+/// The `operation` of an audit record about a call to `path` written
+/// before the door (`CALLER_UNKNOWN`, by the auth layer): its row's, or
+/// [`UNKNOWN_OPERATION`] for a path with no row, never the path itself
+/// (the caller chose it).
+pub fn audit_operation(path: &str) -> &'static str {
+    match rpc_of(path) {
+        Some(row) => row.permission.as_str(),
+        None if is_reflection(path) => REFLECTION_OPERATION,
+        None => UNKNOWN_OPERATION,
+    }
+}
+
+/// Whether `path` is server reflection's (v1 or v1alpha), which the door
+/// admits as a stream any configured caller may open.
+pub fn is_reflection(path: &str) -> bool {
+    [
+        "/grpc.reflection.v1.ServerReflection/",
+        "/grpc.reflection.v1alpha.ServerReflection/",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
+}
+
+/// The row reflection is admitted under: a stream of small messages. Its
+/// permission is not checked (listing the API is every caller's) and its
+/// audit records say [`REFLECTION_OPERATION`].
+pub const REFLECTION: Rpc = Rpc {
+    path: "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+    permission: Permission::Watch,
+    releases: false,
+    stream: true,
+    message: MessageSize::Small,
+};
+
+/// The `operation` of a reflection stream's audit record.
+pub const REFLECTION_OPERATION: &str = "reflection";
+
+/// The `operation` of an audit record about a path that is no public RPC.
+pub const UNKNOWN_OPERATION: &str = "unknown";
+
 #[cfg(test)]
 mod tests {
     use prost::Message as _;
 
     use super::*;
+
+    #[test]
+    fn a_record_names_an_rpc_as_callers_operations_do_and_any_other_path_unknown() {
+        for (path, operation) in [
+            (
+                "/idgate.v1.LivenessService/CreateChallenges",
+                "challenges_2d",
+            ),
+            ("/idgate.v1.JourneyService/GetJourneyResult", "read_result"),
+            (
+                "/idgate.v1.JourneyService/j-0123456789abcdef",
+                UNKNOWN_OPERATION,
+            ),
+            (
+                "/idgate.v1.ChannelAdminService/ProbeChannel",
+                UNKNOWN_OPERATION,
+            ),
+            ("", UNKNOWN_OPERATION),
+        ] {
+            assert_eq!(audit_operation(path), operation, "{path}");
+        }
+    }
 
     #[test]
     fn every_public_method_of_the_proto_has_its_row() {

@@ -40,7 +40,10 @@ use crate::{
     config_source::ConfigError,
     domain::{Caller, authorization_credentials},
     net::ConnInfo,
-    telemetry::audit::{self, RefusalLog},
+    telemetry::{
+        audit::{self, RefusalLog},
+        trust_baggage,
+    },
 };
 
 /// Paths never authenticated: health probes.
@@ -145,7 +148,7 @@ impl Authenticator {
             policy: Policy::default(),
             open: Arc::new(Caller::open()),
             events,
-            unauthenticated: RefusalLog::default(),
+            unauthenticated: RefusalLog::on("grpc"),
             shares: Shares::UNBOUNDED,
         }
     }
@@ -180,7 +183,7 @@ impl Authenticator {
             policy: Policy::new(CallerTable::build(callers, &shares)?),
             open: Arc::new(Caller::open()),
             events,
-            unauthenticated: RefusalLog::default(),
+            unauthenticated: RefusalLog::on("grpc"),
             shares,
         })
     }
@@ -320,10 +323,11 @@ impl Authenticator {
     /// Answers a refusal: counted; a valid identity that is no caller is
     /// one audit record (its kind, never its value); the unauthenticated
     /// are said once per interval with their count, never a line each.
+    /// `operation`: the audit record's name of the call's RPC.
     fn refused(
         &self,
         refusal: Refusal,
-        path: &str,
+        operation: &'static str,
         extensions: &http::Extensions,
     ) -> Response<tonic::body::Body> {
         let error = refusal.error();
@@ -331,8 +335,7 @@ impl Authenticator {
             .refused(error.reason().as_str(), refusal.cause());
         match refusal {
             Refusal::Unknown(kind) => {
-                let method = path.rsplit('/').next().unwrap_or_default();
-                audit::refused_identity(kind, method, &audit::trace_id(extensions));
+                audit::refused_identity(kind, operation, &audit::trace_id(extensions));
             }
             Refusal::Unauthenticated(cause) => {
                 self.unauthenticated.refused(cause);
@@ -364,16 +367,23 @@ fn peer_identity(extensions: &http::Extensions) -> Result<super::mtls::MtlsIdent
     identity_of(certs.first().ok_or(NoIdentity::NoName)?)
 }
 
+/// The name an audit record gives the call to a path: the RPC table's
+/// (`api::rpc::audit_operation`), handed in from above, since the table
+/// lives with the API this module sits under.
+pub type OperationOf = fn(&str) -> &'static str;
+
 /// [`Authenticator`] as a tower layer for the public listener.
 #[derive(Clone)]
 pub struct AuthLayer {
     auth: Arc<Authenticator>,
+    operation_of: OperationOf,
 }
 
 impl AuthLayer {
-    /// The layer over `auth`.
-    pub fn new(auth: Arc<Authenticator>) -> Self {
-        Self { auth }
+    /// The layer over `auth`; a `CALLER_UNKNOWN` record names the call as
+    /// `operation_of` says (never by the path the caller sent).
+    pub fn new(auth: Arc<Authenticator>, operation_of: OperationOf) -> Self {
+        Self { auth, operation_of }
     }
 }
 
@@ -384,6 +394,7 @@ impl<S> Layer<S> for AuthLayer {
         Authenticated {
             inner,
             auth: Arc::clone(&self.auth),
+            operation_of: self.operation_of,
         }
     }
 }
@@ -393,6 +404,7 @@ impl<S> Layer<S> for AuthLayer {
 pub struct Authenticated<S> {
     inner: S,
     auth: Arc<Authenticator>,
+    operation_of: OperationOf,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -420,6 +432,7 @@ where
             // state on the call path.
             if !probe {
                 request.extensions_mut().insert(Arc::clone(&self.auth.open));
+                trust_baggage(request.extensions());
             }
             let call = self.inner.call(request);
             return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });
@@ -429,12 +442,14 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let auth = Arc::clone(&self.auth);
+        let operation_of = self.operation_of;
         Box::pin(async move {
             match auth.identify(request.headers(), request.extensions()).await {
                 Ok((caller, identity)) => {
                     if let Some(conn) = ConnInfo::of(request.extensions()) {
                         conn.activity.authenticated();
                     }
+                    trust_baggage(request.extensions());
                     let extensions = request.extensions_mut();
                     extensions.insert(caller);
                     if let Some(identity) = identity {
@@ -445,7 +460,8 @@ where
                 }
                 Err(refusal) => {
                     auth.refused_on_connection(request.extensions());
-                    Ok(auth.refused(refusal, request.uri().path(), request.extensions()))
+                    let operation = operation_of(request.uri().path());
+                    Ok(auth.refused(refusal, operation, request.extensions()))
                 }
             }
         })

@@ -155,7 +155,7 @@ async fn through_layer(
             Ok::<_, Infallible>(Response::new(tonic::body::Body::empty()))
         }
     });
-    let mut svc = AuthLayer::new(auth).layer(inner);
+    let mut svc = AuthLayer::new(auth, |_| "unknown").layer(inner);
     let mut request = Request::new(tonic::body::Body::empty());
     *request.uri_mut() = path.parse().unwrap();
     *request.headers_mut() = headers(authorization);
@@ -217,7 +217,7 @@ async fn the_twentieth_refusal_in_a_row_tells_the_connection_to_go_away() {
 
     let key = TestKey::es256("k");
     let (auth, _file) = authenticator(&key, Arc::default()).await;
-    let mut svc = AuthLayer::new(Arc::new(auth)).layer(tower::service_fn(
+    let mut svc = AuthLayer::new(Arc::new(auth), |_| "unknown").layer(tower::service_fn(
         |_: Request<tonic::body::Body>| async {
             Ok::<_, Infallible>(Response::new(tonic::body::Body::empty()))
         },

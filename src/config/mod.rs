@@ -109,6 +109,13 @@ pub struct ListenConfig {
     pub http: SocketAddr,
     /// `ChannelAdminService`, behind a bearer token.
     pub admin: SocketAddr,
+    /// Take the admin token without `[tls.admin]` on an `admin` address
+    /// other machines reach: for a mesh sidecar that terminates TLS in the
+    /// pod. Whoever reads the token in clear drives every channel and
+    /// sends the probe persons to any vendor, so it must be asked for, and
+    /// it is a WARN and a plaintext hop (`admin_token`). An address on
+    /// loopback needs no switch (`Config::takes_admin_token_in_clear`).
+    pub allow_plaintext_admin: bool,
 }
 
 impl Default for ListenConfig {
@@ -117,6 +124,7 @@ impl Default for ListenConfig {
             grpc: ([127, 0, 0, 1], 50051).into(),
             http: ([127, 0, 0, 1], 8080).into(),
             admin: ([127, 0, 0, 1], 50052).into(),
+            allow_plaintext_admin: false,
         }
     }
 }
@@ -267,6 +275,29 @@ impl Config {
             }
             _ => Ok(()),
         }
+    }
+
+    /// The admin token, when there is one, arrives in clear: the admin
+    /// listener has no `[tls.admin]` and is bound to an address other
+    /// machines reach (the token rule of [`Self::takes_tokens_in_clear`],
+    /// for the admin listener).
+    pub fn takes_admin_token_in_clear(&self) -> bool {
+        self.tls.admin.is_none() && !self.listen.admin.ip().is_loopback()
+    }
+
+    /// An admin token only over TLS or on loopback: see
+    /// [`Self::takes_admin_token_in_clear`]; `[listen]
+    /// allow_plaintext_admin` accepts it in clear anyway. Judged only when
+    /// a token is configured (no token, no admin listener), so at start and
+    /// by `idgate check`, which read the token, not at load.
+    pub fn check_admin_token_over_tls(&self) -> Result<(), ConfigError> {
+        if self.takes_admin_token_in_clear() && !self.listen.allow_plaintext_admin {
+            return Err(ConfigError::Invalid(format!(
+                "[listen] admin = \"{}\" takes the admin bearer token, which would cross the network in clear: configure [tls.admin], bind [listen] admin to loopback, or set [listen] allow_plaintext_admin = true (a mesh sidecar terminating TLS)",
+                self.listen.admin
+            )));
+        }
+        Ok(())
     }
 
     /// The operator profile names the gateway will have: `[[operators]]`

@@ -1,7 +1,8 @@
 //! Plaintext hops off loopback: the network legs the configuration sends
 //! over without TLS to another machine. Each one carries appkeys, images
 //! or personal data (upstream, channels), sealed appkeys and control
-//! state (Redis), or span attributes (OTLP) readable on the wire.
+//! state (Redis), span attributes (OTLP), or bearer tokens received
+//! (`grpc_tokens`, `admin_token`) readable on the wire.
 //!
 //! Nothing here refuses such a configuration (a private network with its
 //! own encryption is a valid choice); the server logs a WARN at start for
@@ -43,8 +44,13 @@ pub fn is_plaintext_off_loopback(url: &str, scheme: &str) -> bool {
 
 impl Config {
     /// Every plaintext hop off loopback this configuration (and the OTLP
-    /// variables `env` answers) sends over.
-    pub fn plaintext_hops(&self, env: impl Fn(&str) -> Option<String>) -> Vec<PlaintextHop> {
+    /// variables `env` answers) sends over; `admin_served`: an admin token
+    /// is configured, so the admin listener runs.
+    pub fn plaintext_hops(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+        admin_served: bool,
+    ) -> Vec<PlaintextHop> {
         let mut hops = Vec::new();
         let mut check = |kind, key: String, url: &str, scheme| {
             if is_plaintext_off_loopback(url, scheme) {
@@ -98,6 +104,14 @@ impl Config {
                 key: "auth.allow_plaintext_tokens".to_owned(),
             });
         }
+        // The admin token received without TLS off loopback
+        // (`allow_plaintext_admin`).
+        if admin_served && self.takes_admin_token_in_clear() {
+            hops.push(PlaintextHop {
+                kind: "admin_token",
+                key: "listen.allow_plaintext_admin".to_owned(),
+            });
+        }
         hops
     }
 }
@@ -142,7 +156,7 @@ mod tests {
             (var == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
                 .then(|| "http://collector:4317".to_owned())
         };
-        let hops = config.plaintext_hops(env);
+        let hops = config.plaintext_hops(env, false);
         let named: Vec<(&str, &str)> = hops.iter().map(|h| (h.kind, h.key.as_str())).collect();
         assert_eq!(
             named,
@@ -152,7 +166,7 @@ mod tests {
                 ("otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
             ]
         );
-        assert!(Config::default().plaintext_hops(|_| None).is_empty());
+        assert!(Config::default().plaintext_hops(|_| None, true).is_empty());
     }
 
     #[test]
@@ -165,7 +179,7 @@ mod tests {
             "127.0.0.1:26379".into(),
         ];
         let keys: Vec<String> = config
-            .plaintext_hops(|_| None)
+            .plaintext_hops(|_| None, false)
             .into_iter()
             .map(|h| h.key)
             .collect();
@@ -174,6 +188,30 @@ mod tests {
             "rediss://10.0.0.1:26379".into(),
             "rediss://10.0.0.2:26379".into(),
         ];
-        assert!(config.plaintext_hops(|_| None).is_empty());
+        assert!(config.plaintext_hops(|_| None, false).is_empty());
+    }
+
+    #[test]
+    fn an_admin_token_served_off_loopback_without_tls_is_a_hop() {
+        let mut config = Config::default();
+        config.listen.admin = ([0, 0, 0, 0], 50052).into();
+        let kinds = |c: &Config, served| -> Vec<&'static str> {
+            c.plaintext_hops(|_| None, served)
+                .into_iter()
+                .map(|h| h.kind)
+                .collect()
+        };
+        assert_eq!(kinds(&config, true), ["admin_token"]);
+        assert!(kinds(&config, false).is_empty(), "no token, no listener");
+        assert!(config.check_admin_token_over_tls().is_err());
+        config.listen.allow_plaintext_admin = true;
+        assert!(config.check_admin_token_over_tls().is_ok());
+        assert_eq!(
+            kinds(&config, true),
+            ["admin_token"],
+            "allowed, still a hop"
+        );
+        config.listen.admin = ([127, 0, 0, 1], 50052).into();
+        assert!(kinds(&config, true).is_empty());
     }
 }

@@ -49,12 +49,12 @@ pub(super) fn shares(config: &Config) -> Shares {
     }
 }
 
-/// Builds the authenticator (loading a JWKS file or fetching a URL).
+/// Builds the authenticator (loading a JWKS file or fetching a URL), on
+/// a configuration the preflight passed (`check_required` among it).
 pub(super) async fn authentication(
     config: &Config,
     metrics: &Metrics,
 ) -> Result<Arc<Authenticator>, StartError> {
-    check_required(config)?;
     if config.takes_tokens_in_clear() {
         tracing::warn!(
             key = "auth.allow_plaintext_tokens",

@@ -7,8 +7,11 @@
 
 use std::fmt;
 
-use super::{StartError, callers, setup::ListenerTlsSet, upstream};
-use crate::{auth::Authenticator, config::Config, upstream::HttpClientFactory};
+use super::{
+    StartError,
+    preflight::{Preflight, preflight},
+};
+use crate::{auth::Authenticator, config::Config};
 
 /// What a valid configuration would serve, in one line.
 #[derive(Debug)]
@@ -31,28 +34,22 @@ impl fmt::Display for Checked {
 }
 
 /// Checks `config` (already validated by [`Config::load`]) as a start
-/// would, up to its first socket.
+/// would, up to its first socket: the start's own [`preflight`], then the
+/// JWKS file and the caller table without a fetch.
 pub fn check(config: &Config) -> Result<Checked, StartError> {
-    let tls = ListenerTlsSet::load(&config.tls, callers::grpc_client_certs(config))?;
-    config.webhook.resolve_unchecked()?;
-    config.cluster.resolve()?;
-    let upstream = match &config.upstream {
-        Some(up) => {
-            let resolved = upstream::configured(config, up)?;
-            HttpClientFactory::new(&resolved.config)?;
-            format!(
-                "upstream with {} operator profile(s) and {} 3D channel(s)",
-                resolved.operators.len(),
-                resolved.channels.len()
-            )
-        }
+    let checked = preflight(config)?;
+    let upstream = match &checked.upstream {
+        Some(resolved) => format!(
+            "upstream with {} operator profile(s) and {} 3D channel(s)",
+            resolved.operators.len(),
+            resolved.channels.len()
+        ),
         None => "the embedded sandbox as upstream".to_owned(),
     };
-    callers::check_required(config)?;
     let auth = match &config.auth {
         None => "callers not authenticated (embedded sandbox)".to_owned(),
         Some(a) => {
-            let keys = Authenticator::check(a, &config.callers, callers::shares(config))?;
+            let keys = Authenticator::check(a, &config.callers, super::callers::shares(config))?;
             let jwks = keys.map_or(String::new(), |n| format!(", {n} JWKS key(s)"));
             format!(
                 "auth {} with {} caller(s){jwks}",
@@ -61,18 +58,24 @@ pub fn check(config: &Config) -> Result<Checked, StartError> {
             )
         }
     };
+    Ok(Checked {
+        listeners: listeners(config, &checked),
+        auth,
+        upstream,
+    })
+}
+
+/// Each listener that would be served, with its address and TLS.
+fn listeners(config: &Config, checked: &Preflight) -> Vec<String> {
+    let tls = &checked.tls;
     let listener =
         |name: &str, addr, tls: bool| format!("{name} {addr}{}", if tls { " (TLS)" } else { "" });
     let mut listeners = vec![
         listener("grpc", config.listen.grpc, tls.grpc.is_some()),
         listener("http", config.listen.http, tls.http.is_some()),
     ];
-    if config.admin.resolve_token().is_ok() {
+    if checked.serves_admin() {
         listeners.push(listener("admin", config.listen.admin, tls.admin.is_some()));
     }
-    Ok(Checked {
-        listeners,
-        auth,
-        upstream,
-    })
+    listeners
 }

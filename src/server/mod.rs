@@ -1,9 +1,11 @@
 //! Assembles listeners and services into a running gateway.
 //!
-//! [`start_with`] reads as the order things happen in: bind the sockets,
-//! resolve the upstream (the configured one, or the embedded sandbox),
-//! build the serving runtime and the shared state, build the services,
-//! then start the listeners on them.
+//! [`start_with`] reads as the order things happen in: the preflight
+//! (what a start refuses before its first socket, the same function
+//! `idgate check` runs), bind the sockets, resolve the upstream (the
+//! configured one, or the embedded sandbox), build the serving runtime
+//! and the shared state, build the services, then start the listeners on
+//! them.
 //!
 //! | Module        | Job                                                                 |
 //! |---------------|---------------------------------------------------------------------|
@@ -14,7 +16,8 @@
 //! | `connections` | every accepted connection, bounded: caps, descriptor budget, idle timeout, maximum age, kill switch |
 //! | `stream_age`  | `WatchJourney` streams end `CONNECTION_AGED` when their connection ages |
 //! | `setup`       | each listener's TLS, and the process-wide connection budget          |
-//! | `check`       | `idgate check`: what a start reads and refuses, up to its first socket |
+//! | `preflight`   | what a start reads and refuses before its first socket: one function for `serve` and `idgate check` |
+//! | `check`       | `idgate check`: the preflight, and the JWKS file and caller table without a fetch |
 //! | `upstream`    | the configured REST service and its operators, or                   |
 //! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
 //! | `fleet`       | the shared state (`[cluster]`) and what the other replicas send     |
@@ -36,6 +39,7 @@ pub(crate) mod gateway;
 mod listeners;
 mod max_age;
 mod notices;
+mod preflight;
 mod reflection;
 mod reload;
 mod results;
@@ -58,6 +62,7 @@ use crate::{
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
+    domain::AdminToken,
     events::{JourneyWatches, WatchSettings, WebhookSettings},
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock},
@@ -69,6 +74,7 @@ use crate::{
 use connections::{ConnectionGate, ConnectionLimits, KillSwitch};
 use gateway::{Addresses, Lifecycle, Reloadable, Services};
 use listeners::{Accept, Bound, PublicApi, Scrape};
+use preflight::Preflight;
 use results::CoreResults;
 use runtime::ServingRuntime;
 use setup::{ListenerTlsSet, connection_budget};
@@ -135,15 +141,27 @@ pub async fn start(config: Config) -> Result<Gateway, StartError> {
 /// Starts the gateway with `options`.
 pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway, StartError> {
     telemetry::propagation::install_propagator();
+    let Preflight {
+        tls,
+        webhook,
+        upstream: configured,
+        admin_token,
+    } = preflight::preflight(&config)?;
     let sockets = bind_sockets(&config).await?;
-    let tls = ListenerTlsSet::load(&config.tls, callers::grpc_client_certs(&config))?;
-    let (mut up, webhook) =
-        resolve_upstream(&config, &tls, sockets.http.addr, options.sandbox_clock).await?;
+    let (mut up, webhook) = resolve_upstream(
+        &config,
+        configured,
+        webhook,
+        &tls,
+        sockets.http.addr,
+        options.sandbox_clock,
+    )
+    .await?;
     let metrics = Metrics::with_span_export(
         up.channels.iter().map(|c| c.name.clone()),
         options.span_export.as_ref(),
     );
-    setup::report_plaintext_hops(&config, &metrics);
+    setup::report_plaintext_hops(&config, &metrics, admin_token.is_ok());
     let mut runtime = ServingRuntime::new(
         &config.serving,
         &metrics,
@@ -159,8 +177,11 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
     let mut launch = Launch::new(&config, &services, &up.config);
     launch.join_fleet(&config, &services).await;
     launch.run_rollouts(&services);
-    let (addrs, health) = launch
+    let (mut addrs, health) = launch
         .spawn(&config, sockets, &tls, webhook, &services, &runtime)
+        .await?;
+    addrs.admin = launch
+        .spawn_admin(&config, &tls, admin_token, &services)
         .await?;
     tracing::info!(
         grpc = %addrs.grpc,
@@ -198,19 +219,23 @@ async fn bind_sockets(config: &Config) -> Result<Sockets, StartError> {
     })
 }
 
-/// The upstream side (the configured REST service, or the embedded
-/// sandbox told to send its notices to `http_addr`) and the webhook
+/// The upstream side (the `configured` REST service, or the embedded
+/// sandbox told to send its notices to `http_addr`) and the `webhook`
 /// settings it completed.
 async fn resolve_upstream(
     config: &Config,
+    configured: Option<upstream::Upstream>,
+    mut webhook: WebhookSettings,
     tls: &ListenerTlsSet,
     http_addr: SocketAddr,
     clock: Option<Arc<dyn Clock>>,
 ) -> Result<(upstream::Upstream, WebhookSettings), StartError> {
-    let mut webhook = config.webhook.resolve_unchecked()?;
     let scheme = if tls.http.is_some() { "https" } else { "http" };
     let webhook_url = format!("{scheme}://{http_addr}{}", webhook.path);
-    let up = upstream::resolve(config, &mut webhook, webhook_url, clock).await?;
+    let up = match configured {
+        Some(up) => up,
+        None => upstream::embedded::start(config, &mut webhook, webhook_url, clock).await?,
+    };
     Ok((up, webhook))
 }
 
@@ -360,7 +385,8 @@ impl Launch {
         self.tasks.push(relay.await);
     }
 
-    /// Starts the three listeners; returns where they listen, and the
+    /// Starts the public gRPC and the HTTP listeners; returns where they
+    /// listen (the admin listener is [`Launch::spawn_admin`]'s), and the
     /// public listener's health reporter (what the drain flips).
     async fn spawn(
         &mut self,
@@ -371,9 +397,6 @@ impl Launch {
         services: &Services,
         runtime: &ServingRuntime,
     ) -> Result<(Addresses, HealthReporter), StartError> {
-        // Server spans, RPC metrics and the access log of both gRPC listeners.
-        let grpc_layer = GrpcServerLayer::new(services.metrics.clone())
-            .with_access_log(config.telemetry.access_log);
         let addrs = (sockets.grpc.addr, sockets.http.addr);
         let accept = self.accept("grpc", sockets.grpc, &tls.grpc);
         let (public, health) = listeners::serve_public(
@@ -381,7 +404,7 @@ impl Launch {
             public_api(config, services),
             &config.serving,
             runtime,
-            grpc_layer.clone(),
+            grpc_layer(config, services),
             services.metrics.clone(),
             self.stopped(),
         )
@@ -405,31 +428,36 @@ impl Launch {
         let http = listeners::serve_http(accept, app, &config.serving, self.stopped());
         self.tasks.push(http);
 
-        let admin = self.spawn_admin(config, tls, services, grpc_layer).await?;
         let addrs = Addresses {
             grpc: addrs.0,
             http: addrs.1,
-            admin,
+            admin: None,
         };
         Ok((addrs, health))
     }
 
-    /// The admin listener, only with a token: bound, started, its address.
+    /// The admin listener, only with a token (judged by the preflight):
+    /// bound, started, its address.
     async fn spawn_admin(
         &mut self,
         config: &Config,
         tls: &ListenerTlsSet,
+        admin_token: Result<AdminToken, ConfigError>,
         services: &Services,
-        grpc_layer: GrpcServerLayer,
     ) -> Result<Option<SocketAddr>, StartError> {
-        let token = match config.admin.resolve_token() {
+        let token = match admin_token {
             Ok(token) => token,
-            Err(e @ ConfigError::MissingSecret { .. }) => {
+            Err(e) => {
                 tracing::warn!(reason = %e, "admin listener disabled: no admin token");
                 return Ok(None);
             }
-            Err(e) => return Err(e.into()),
         };
+        if config.takes_admin_token_in_clear() {
+            tracing::warn!(
+                key = "listen.allow_plaintext_admin",
+                "the admin token is taken without TLS on an admin listener other machines can reach: only behind a sidecar that terminates TLS"
+            );
+        }
         let socket = listeners::bind("admin", config.listen.admin).await?;
         let addr = socket.addr;
         let accept = self.accept("admin", socket, &tls.admin);
@@ -438,7 +466,8 @@ impl Launch {
             ChannelAdmin::with_rollouts(services.rollouts.clone(), services.prober.clone()),
             &token,
             &config.serving,
-            grpc_layer,
+            grpc_layer(config, services),
+            services.metrics.clone(),
             self.stopped(),
         )?);
         Ok(Some(addr))
@@ -456,6 +485,11 @@ impl Launch {
             shutdown_grace: Duration::from_secs(serving.shutdown_grace_secs),
         }
     }
+}
+
+/// Server spans, RPC metrics and the access log of both gRPC listeners.
+fn grpc_layer(config: &Config, services: &Services) -> GrpcServerLayer {
+    GrpcServerLayer::new(services.metrics.clone()).with_access_log(config.telemetry.access_log)
 }
 
 /// The public API's services, behind the idempotency and budget guard.
@@ -487,7 +521,7 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
         documents: DocumentApi::new(core.clone(), config.limits.clone())
             .with_guard(guard.clone())
             .with_access(access),
-        auth: crate::auth::AuthLayer::new(services.auth.clone()),
+        auth: crate::auth::AuthLayer::new(services.auth.clone(), crate::api::rpc::audit_operation),
         admission: crate::api::AdmissionLayer::new(crate::api::RequestBytes::new(
             config.serving.max_body_bytes_in_flight,
             config.limits.max_small_message_bytes,

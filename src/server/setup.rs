@@ -113,9 +113,10 @@ pub(super) fn connection_budget(
 /// One WARN per hop the gateway sends over without TLS to another host
 /// (named by key or variable, never by URL), and `idgate_plaintext_hops`
 /// by kind. The OTLP endpoints are read where the exporters read them
-/// (`[telemetry]`'s [`crate::telemetry::OtelEnv`]).
-pub(super) fn report_plaintext_hops(config: &Config, metrics: &Metrics) {
-    let hops = config.plaintext_hops(|var| config.telemetry.otel_env.var(var));
+/// (`[telemetry]`'s [`crate::telemetry::OtelEnv`]); `admin_served`: the
+/// admin listener runs (an admin token is configured).
+pub(super) fn report_plaintext_hops(config: &Config, metrics: &Metrics, admin_served: bool) {
+    let hops = config.plaintext_hops(|var| config.telemetry.otel_env.var(var), admin_served);
     for hop in &hops {
         tracing::warn!(
             hop = hop.kind,

@@ -1,13 +1,10 @@
 //! The upstream side of the gateway: where the REST service is, who logs
 //! in to it, and which 3D channels serve it.
 
-use std::sync::Arc;
-
 use super::StartError;
 use crate::{
     config::{ChannelSpec, Config, ConfigError, OperatorProfile, UpstreamConfig},
-    events::WebhookSettings,
-    sandbox::{Clock, SandboxHandle},
+    sandbox::SandboxHandle,
 };
 
 pub(super) mod embedded;
@@ -21,20 +18,6 @@ pub(super) struct Upstream {
     /// What a reload with no `[[channels]]` returns to.
     pub(super) embedded_channels: Vec<ChannelSpec>,
     pub(super) sandbox: Option<SandboxHandle>,
-}
-
-/// The configured `[upstream]` with its operators' passwords read, or the
-/// embedded sandbox when none is configured.
-pub(super) async fn resolve(
-    config: &Config,
-    webhook: &mut WebhookSettings,
-    webhook_url: String,
-    clock: Option<Arc<dyn Clock>>,
-) -> Result<Upstream, StartError> {
-    match &config.upstream {
-        Some(up) => configured(config, up),
-        None => embedded::start(config, webhook, webhook_url, clock).await,
-    }
 }
 
 /// The configured `[upstream]`: its operators' passwords read (from the

@@ -3,8 +3,8 @@
 //! releases personal data, and one per refusal of an authenticated
 //! caller, on its own log target [`AUDIT_TARGET`].
 //!
-//! A record names who (the caller's configured name), what (the
-//! operation), which journey (its reference, a hash of the appkey), what
+//! A record names who (the caller's configured name, or [`ADMIN_PRINCIPAL`]
+//! and the channel on an admin call's), what (the operation), which journey (its reference, a hash of the appkey), what
 //! was released (the caller's result view, on reads), how it ended (`ok`,
 //! the refusal's reason, or `cancelled`), which REST operation had already
 //! been sent upstream (`upstream`) and the trace id. Never a value: no
@@ -51,9 +51,16 @@ pub struct AuditRecord {
     /// The first REST operation sent upstream, once it was (shared with
     /// [`Upstream`] markers).
     upstream: Arc<OnceLock<&'static str>>,
+    /// On an admin call's record: the channel it names.
+    channel: Option<String>,
     trace_id: String,
     written: bool,
 }
+
+/// The `caller` of an admin call's record: whoever holds the admin token
+/// (one token, so one principal; `identity` says `admin_token`, which no
+/// `[[callers]]` entry's record carries).
+pub const ADMIN_PRINCIPAL: &str = "admin";
 
 impl AuditRecord {
     /// The record of `operation` by `caller` in the trace `trace_id`.
@@ -71,6 +78,23 @@ impl AuditRecord {
             view: releases.then_some(caller.result_view),
             journey: None,
             upstream: Arc::default(),
+            channel: None,
+            trace_id,
+            written: false,
+        }
+    }
+
+    /// The record of the admin call `operation` (`probe_channel`) on
+    /// `channel` (a configured channel's name, or empty), by
+    /// [`ADMIN_PRINCIPAL`], in the trace `trace_id`.
+    pub fn admin(operation: &'static str, channel: &str, trace_id: String) -> Self {
+        Self {
+            caller: Some(CallerName::new(ADMIN_PRINCIPAL)),
+            operation,
+            view: None,
+            journey: None,
+            upstream: Arc::default(),
+            channel: Some(channel.to_owned()),
             trace_id,
             written: false,
         }
@@ -112,6 +136,7 @@ impl AuditRecord {
             view: self.view,
             journey: self.journey.clone(),
             upstream: Arc::default(),
+            channel: None,
             trace_id: self.trace_id.clone(),
             written: true,
         }
@@ -127,6 +152,22 @@ impl AuditRecord {
         let journey = self.journey.as_ref().map_or("", JourneyRef::as_str);
         let view = self.view.map_or("", ResultView::as_str);
         let upstream = self.upstream.get().copied().unwrap_or("");
+        if let Some(channel) = &self.channel {
+            tracing::info!(
+                target: AUDIT_TARGET,
+                caller,
+                identity = "admin_token",
+                operation,
+                channel = channel.as_str(),
+                journey_ref = journey,
+                view,
+                outcome,
+                upstream,
+                trace = self.trace_id.as_str(),
+                "personal data access"
+            );
+            return;
+        }
         tracing::info!(
             target: AUDIT_TARGET,
             caller,
@@ -199,27 +240,33 @@ pub fn refused_identity(kind: &'static str, operation: &str, trace_id: &str) {
     );
 }
 
-/// Unauthenticated refusals (no credential, a bad token), counted and said
-/// at most once per interval with the count since, never one line each: a
-/// client sending garbage cannot flood the log.
+/// Unauthenticated refusals (no credential, a bad token) on one listener,
+/// counted and said at most once per interval with the count since, never
+/// one line each: a client sending garbage cannot flood the log. The
+/// public listener's auth layer and the admin listener's token check each
+/// keep one.
 #[derive(Debug)]
 pub struct RefusalLog {
+    listener: &'static str,
     interval: Duration,
     count: AtomicU64,
     last: Mutex<Option<Instant>>,
 }
 
-impl Default for RefusalLog {
-    /// One line per 10 s.
-    fn default() -> Self {
-        Self::every(Duration::from_secs(10))
-    }
-}
+/// The interval of a [`RefusalLog`] unless told otherwise.
+pub const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 impl RefusalLog {
-    /// One line per `interval`.
-    pub fn every(interval: Duration) -> Self {
+    /// One line per [`REFUSAL_LOG_INTERVAL`] about `listener` (`grpc`,
+    /// `admin`).
+    pub fn on(listener: &'static str) -> Self {
+        Self::every(listener, REFUSAL_LOG_INTERVAL)
+    }
+
+    /// One line per `interval` about `listener`.
+    pub fn every(listener: &'static str, interval: Duration) -> Self {
         Self {
+            listener,
             interval,
             count: AtomicU64::new(0),
             last: Mutex::new(None),
@@ -239,6 +286,7 @@ impl RefusalLog {
         drop(last);
         let count = self.count.swap(0, Ordering::Relaxed);
         tracing::warn!(
+            listener = self.listener,
             refused = count,
             last_cause = cause,
             "unauthenticated calls refused since the last such line"
@@ -282,12 +330,12 @@ mod tests {
 
     #[test]
     fn unauthenticated_refusals_are_said_once_per_interval_with_their_count() {
-        let log = RefusalLog::every(Duration::from_secs(3600));
+        let log = RefusalLog::every("grpc", Duration::from_secs(3600));
         assert_eq!(log.refused("no_credential"), Some(1));
         for _ in 0..5 {
             assert_eq!(log.refused("expired"), None);
         }
-        let now = RefusalLog::every(Duration::ZERO);
+        let now = RefusalLog::every("admin", Duration::ZERO);
         assert_eq!(now.refused("a"), Some(1));
         assert_eq!(now.refused("a"), Some(1));
     }

@@ -4,6 +4,9 @@
 //! Per request it continues the caller's trace (`traceparent`,
 //! `tracestate`, `baggage`), opens a `grpc.server` span after the
 //! OpenTelemetry RPC conventions, and counts the call in the RPC metrics.
+//! The journey reference of the caller's baggage is recorded on the span
+//! only once the listener's authentication knows the caller
+//! ([`super::trust_baggage`]).
 //!
 //! The gRPC status of a call is known only at its end: in the response
 //! headers for a trailers-only response (how tonic answers an error from a
@@ -46,7 +49,7 @@ pub use status::is_server_error;
 
 use self::{body::Finisher, methods::method_of};
 use super::{
-    journey::{journey_from_context, record_journey},
+    journey::{BaggageJourney, journey_from_context},
     metrics::Metrics,
     propagation::{extract_from_http, remember_caller},
 };
@@ -136,8 +139,11 @@ where
         let ((full, service, method), streams) = method_of(req.uri().path());
         let parent = extract_from_http(req.headers());
         let span = server_span(full, service, method);
+        // The journey the caller's baggage names waits for the caller to
+        // be known (`trust_baggage`): the trace context alone is taken
+        // from a caller not yet authenticated.
         if let Some(journey) = journey_from_context(&parent) {
-            record_journey(&span, &journey);
+            req.extensions_mut().insert(BaggageJourney(journey));
         }
         // Fails only without an OpenTelemetry layer, when there is no trace
         // to continue anyway.

@@ -10,7 +10,8 @@
 //!   journey, and the REST client passes the reference to
 //!   [`super::UpstreamRequest::journey`];
 //! - the client span puts the reference in W3C baggage, so the next hop (the
-//!   sandbox, or another idgate) records it on its own server span;
+//!   sandbox, or another idgate) records it on its own server span (a gRPC
+//!   server span only once the caller is known: [`trust_baggage`]);
 //! - spans of other code record it with [`record_journey`] too: if such a
 //!   span did not declare the field, the attribute is set on its
 //!   OpenTelemetry span directly.
@@ -24,7 +25,7 @@ use super::spans::SpanExt as _;
 use opentelemetry::{Context, KeyValue, baggage::BaggageExt};
 use tracing::Span;
 
-use super::TelemetryConfig;
+use super::{ServerSpan, TelemetryConfig};
 use crate::domain::{CustomerReference, JourneyRef};
 
 /// Span field and baggage key of the journey reference.
@@ -56,6 +57,25 @@ fn record_str(span: &Span, field: &'static str, value: &str) {
         span.record(field, value);
     } else {
         span.set_attribute(field, value.to_owned());
+    }
+}
+
+/// The journey reference a call's `baggage` names, left in the request's
+/// extensions by the server layer ([`super::grpc`]) and not recorded
+/// until the caller is known: otherwise a caller refused at the door
+/// could write any journey's reference into the logs and records of its
+/// refused call.
+#[derive(Debug, Clone)]
+pub struct BaggageJourney(pub(super) JourneyRef);
+
+/// The caller of the request of `extensions` is known (authenticated, or
+/// the open caller of a gateway that runs open): the journey its baggage
+/// names, if any, is recorded on the server span from now on.
+pub fn trust_baggage(extensions: &http::Extensions) {
+    if let (Some(BaggageJourney(journey)), Some(ServerSpan(span))) =
+        (extensions.get(), extensions.get())
+    {
+        record_journey(span, journey);
     }
 }
 

@@ -433,6 +433,7 @@ mod tests;
 mod tls;
 mod upstream;
 
+pub use auth::ADMIN_REFUSAL_CAUSES;
 use auth::AuthSeries;
 use channel::ChannelSeries;
 pub use channel::ChannelSessionEnd;

@@ -32,7 +32,9 @@
 //! `idgate.journey_ref` is declared empty on every span this module opens,
 //! so [`record_journey`] can fill it wherever the journey becomes known
 //! (from the request's appkey, or from the `/appkey` response). It also
-//! travels as W3C baggage to the next hop, whose server span records it.
+//! travels as W3C baggage to the next hop, whose server span records it
+//! (a gRPC server span once its caller is authenticated:
+//! [`trust_baggage`]).
 //! `idgate.customer_reference` exists on server spans and is filled only
 //! when [`TelemetryConfig::record_customer_reference`] is true.
 //!
@@ -68,7 +70,7 @@ pub use client::{CallTarget, UpstreamCall, UpstreamRequest};
 pub use config::TelemetryConfig;
 pub use grpc::{GrpcServerLayer, ServerSpan};
 pub use http::HttpServerLayer;
-pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey};
+pub use journey::{JOURNEY_REF_FIELD, record_customer_reference, record_journey, trust_baggage};
 pub use metrics::{
     ChannelLabel, ChannelSessionEnd, IdlePollSeconds, Metrics, UpstreamEnd, UpstreamOutcome,
     metrics_handler, metrics_router,

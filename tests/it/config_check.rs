@@ -15,6 +15,7 @@ use crate::support::{
     jwt::{TestKey, jwks_of},
     temp,
     tls::TestCa,
+    wait::EVENT_WAIT,
 };
 
 fn check(config: &Path) -> Output {
@@ -231,5 +232,140 @@ fn tokens_without_tls_and_callers_of_an_open_gateway_fail_the_check() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{named}: {out:?}");
         assert!(stderr.contains(named), "{named}: {stderr}");
+    }
+}
+
+/// What `idgate serve` made of `config`: `Ok` once it listened (it is
+/// then killed), `Err` with its stderr when it exited first. Waits at most
+/// [`EVENT_WAIT`] for either.
+fn serve(config: &Path) -> Result<Vec<String>, String> {
+    use std::io::{BufRead as _, Read as _};
+    let mut child = crate::child_env::command(env!("CARGO_BIN_EXE_idgate"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn idgate serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + EVENT_WAIT;
+    let mut seen = Vec::new();
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut stderr)
+                .expect("read stderr");
+            assert!(!status.success(), "serve exited 0 at start: {stderr}");
+            return Err(stderr);
+        }
+        if let Ok(line) = lines.recv_timeout(std::time::Duration::from_millis(50)) {
+            let listening = line.contains("idgate listening");
+            seen.push(line);
+            if listening {
+                child.kill().expect("kill serve");
+                child.wait().expect("reap serve");
+                return Ok(seen);
+            }
+        }
+    }
+    child.kill().expect("kill serve");
+    child.wait().expect("reap serve");
+    panic!("serve neither listened nor exited within {EVENT_WAIT:?}: {seen:#?}");
+}
+
+/// The admin token's rule, judged by `check` and `serve` alike: on an
+/// address other machines reach, without `[tls.admin]`, an admin token is
+/// refused by both unless `[listen] allow_plaintext_admin` says so, which
+/// both accept (and `serve` warns about); on loopback both accept it.
+/// Bearer tokens in clear on the public listener agree too.
+#[test]
+fn check_and_serve_refuse_the_same_configurations_an_admin_token_in_clear_off_loopback_among_them()
+{
+    let dir = temp::dir("check-serve");
+    let token = dir.path().join("admin-token");
+    std::fs::write(&token, crate::support::gateway::ADMIN_TOKEN).expect("token");
+    let jwks = temp::file("jwks", jwks_of(&[&TestKey::es256("k")]).as_bytes());
+    // `[listen]` with the public and admin hosts and `listen` appended,
+    // then `extra` sections.
+    let write = |name: &str, grpc: &str, admin: &str, listen: &str, extra: &str| {
+        let path = dir.path().join(name);
+        let text = format!(
+            "[listen]\ngrpc = \"{grpc}:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"{admin}:0\"\n{listen}\n\
+             [serving]\ndrain_delay_secs = 0\nshutdown_grace_secs = 1\n\
+             [admin]\ntoken_file = {token:?}\n{extra}"
+        );
+        std::fs::write(&path, text).expect("config");
+        path
+    };
+    let jwt = format!(
+        "[auth]\nmode = \"jwt\"\n[auth.jwt]\njwks_file = {jwks:?}\nissuer = \"i\"\naudience = \"a\"\n\
+         [[callers]]\nname = \"c\"\njwt_subject = \"s\"\noperations = [\"create_journey\"]\n\
+         operator_profiles = [\"sandbox\"]\n"
+    );
+    let (local, any) = ("127.0.0.1", "0.0.0.0");
+    let cases: Vec<(PathBuf, Option<&str>)> = vec![
+        (
+            write("admin-in-clear.toml", local, any, "", ""),
+            Some("allow_plaintext_admin"),
+        ),
+        (
+            write(
+                "admin-allowed.toml",
+                local,
+                any,
+                "allow_plaintext_admin = true",
+                "",
+            ),
+            None,
+        ),
+        (write("admin-on-loopback.toml", local, local, "", ""), None),
+        (
+            write("jwt-in-clear.toml", any, local, "", &jwt),
+            Some("allow_plaintext_tokens"),
+        ),
+    ];
+    for (config, refused) in cases {
+        let name = config.file_name().map(|n| n.to_string_lossy().into_owned());
+        let checked = check(&config);
+        let served = serve(&config);
+        match refused {
+            Some(named) => {
+                let check_err = String::from_utf8_lossy(&checked.stderr);
+                assert_eq!(checked.status.code(), Some(1), "{name:?}: {checked:?}");
+                assert!(check_err.contains(named), "{name:?}: {check_err}");
+                let serve_err = served.expect_err("serve refused what check refused");
+                assert!(serve_err.contains(named), "{name:?}: {serve_err}");
+            }
+            None => {
+                assert!(checked.status.success(), "{name:?}: {checked:?}");
+                let stdout = String::from_utf8_lossy(&checked.stdout);
+                assert!(stdout.contains(", admin "), "{name:?}: {stdout}");
+                let lines = served.unwrap_or_else(|e| panic!("{name:?}: serve refused: {e}"));
+                let warned = lines
+                    .iter()
+                    .any(|l| l.contains("WARN") && l.contains("listen.allow_plaintext_admin"));
+                assert_eq!(
+                    warned,
+                    name.as_deref() == Some("admin-allowed.toml"),
+                    "{name:?}: {lines:#?}"
+                );
+            }
+        }
     }
 }

@@ -19,7 +19,7 @@ use super::{
 use crate::{
     api::{
         AdminServer, AdmissionLayer, ChannelAdmin, DocumentApi, JourneyApi, LivenessApi,
-        admin_auth_interceptor, admin_service,
+        admin_auth_interceptor,
     },
     auth::AuthLayer,
     config::ServingConfig,
@@ -27,8 +27,8 @@ use crate::{
     proto::{
         FILE_DESCRIPTOR_SET,
         services::{
-            DocumentService, DocumentServiceServer, JourneyService, JourneyServiceServer,
-            LivenessService, LivenessServiceServer,
+            ChannelAdminServiceServer, DocumentService, DocumentServiceServer, JourneyService,
+            JourneyServiceServer, LivenessService, LivenessServiceServer,
         },
     },
     server::{
@@ -132,23 +132,29 @@ pub(in crate::server) async fn serve_public(
 }
 
 /// Serves `ChannelAdminService` behind `token`, with reflection of it
-/// alone, behind the same token.
+/// alone, behind the same token; refusals of either counted in `metrics`.
 pub(in crate::server) fn serve_admin(
     accept: Accept,
     admin: ChannelAdmin,
     token: &AdminToken,
     serving: &ServingConfig,
     layer: GrpcServerLayer,
+    metrics: Metrics,
     stopped: watch::Receiver<bool>,
 ) -> Result<JoinHandle<()>, StartError> {
-    let router = grpc_server(serving)
-        .layer(layer)
-        .add_service(admin_service(admin, token));
+    let auth = admin_auth_interceptor(token).counted(metrics);
+    let router =
+        grpc_server(serving)
+            .layer(layer)
+            .add_service(ChannelAdminServiceServer::with_interceptor(
+                admin,
+                auth.clone(),
+            ));
     let router = add_reflection_behind(
         router,
         &[<AdminServer as NamedService>::NAME],
         &[FILE_DESCRIPTOR_SET],
-        admin_auth_interceptor(token),
+        auth,
     )?;
     serve_grpc("admin", router, accept, stopped, None)
 }

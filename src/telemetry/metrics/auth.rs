@@ -1,7 +1,7 @@
 //! Authentication's series: whether callers are authenticated at all,
 //! refusals by reason and cause (and how many cost no signature check),
-//! connections told to go away for refused calls, and failed JWKS
-//! fetches. Labels are
+//! connections told to go away for refused calls, failed JWKS fetches,
+//! and the admin listener's refused calls by cause. Labels are
 //! fixed words (`CALLER_UNAUTHENTICATED`, `expired`, ...): never a caller,
 //! a subject or a token.
 
@@ -13,6 +13,15 @@ pub(super) struct RefusalLabels {
     pub(super) cause: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct AdminRefusalLabels {
+    pub(super) cause: &'static str,
+}
+
+/// Why an admin call was refused, the bounded `cause` label values of
+/// `idgate_admin_refusals_total`, each present at 0 from the start.
+pub const ADMIN_REFUSAL_CAUSES: [&str; 3] = ["no_credential", "malformed", "wrong_token"];
+
 /// Authentication's series.
 pub(super) struct AuthSeries {
     pub(super) enabled: Gauge,
@@ -20,6 +29,7 @@ pub(super) struct AuthSeries {
     pub(super) jwks_fetch_failures: Counter,
     pub(super) refused_from_memory: Counter,
     pub(super) connections_closed: Counter,
+    pub(super) admin_refusals: Family<AdminRefusalLabels, Counter>,
 }
 
 impl AuthSeries {
@@ -30,7 +40,15 @@ impl AuthSeries {
             jwks_fetch_failures: Counter::default(),
             refused_from_memory: Counter::default(),
             connections_closed: Counter::default(),
+            admin_refusals: Family::default(),
         };
+        for cause in ADMIN_REFUSAL_CAUSES {
+            drop(
+                series
+                    .admin_refusals
+                    .get_or_create(&AdminRefusalLabels { cause }),
+            );
+        }
         registry.register(
             "idgate_auth_enabled",
             "1 when the public listener authenticates callers ([auth] mode jwt, mtls or jwt_or_mtls), 0 when it runs open (mode none, the embedded sandbox)",
@@ -56,6 +74,11 @@ impl AuthSeries {
             "Public connections told to go away (HTTP/2 GOAWAY) after 20 calls in a row were refused authentication",
             series.connections_closed.clone(),
         );
+        registry.register(
+            "idgate_admin_refusals",
+            "Admin listener calls refused for their bearer token, by cause (no_credential, malformed, wrong_token)",
+            series.admin_refusals.clone(),
+        );
         series
     }
 }
@@ -73,6 +96,18 @@ impl Metrics {
             .refusals
             .get_or_create(&RefusalLabels { reason, cause })
             .inc();
+    }
+
+    /// Counts one refused admin call, `cause` one of
+    /// [`ADMIN_REFUSAL_CAUSES`] (another is ignored: labels stay bounded).
+    pub fn record_admin_refusal(&self, cause: &str) {
+        if let Some(cause) = ADMIN_REFUSAL_CAUSES.into_iter().find(|c| *c == cause) {
+            self.inner
+                .auth
+                .admin_refusals
+                .get_or_create(&AdminRefusalLabels { cause })
+                .inc();
+        }
     }
 
     /// Counts one failed JWKS fetch or read.

@@ -5,7 +5,14 @@
 use super::*;
 
 /// The kinds of plaintext hop, each present at 0 until set.
-pub const PLAINTEXT_HOP_KINDS: [&str; 5] = ["upstream", "channel", "redis", "otlp", "grpc_tokens"];
+pub const PLAINTEXT_HOP_KINDS: [&str; 6] = [
+    "upstream",
+    "channel",
+    "redis",
+    "otlp",
+    "grpc_tokens",
+    "admin_token",
+];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(super) struct HopLabels {
@@ -20,7 +27,7 @@ pub(super) fn register(registry: &mut Registry) -> Family<HopLabels, Gauge> {
     }
     registry.register(
         "idgate_plaintext_hops",
-        "Configured hops sent without TLS to a host other than loopback, by kind (upstream, channel, redis, otlp); set at start",
+        "Configured hops sent without TLS to a host other than loopback, by kind (upstream, channel, redis, otlp, grpc_tokens, admin_token); set at start",
         family.clone(),
     );
     family

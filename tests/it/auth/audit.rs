@@ -181,7 +181,8 @@ const REFUSED_CALLERS: &str = r#"
 "#;
 
 #[tokio::test]
-async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one_record() {
+async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one_record_named_as_callers_operations_name_them()
+ {
     let (logs, _guard) = quiet_telemetry();
     let key = TestKey::es256("refusals");
     let auth = jwt_auth(Some(jwks_file(&[&key])), None);
@@ -238,7 +239,8 @@ async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one
         .await
         .expect_err("past A's streams");
     drop(open);
-    // CreateChallenges is audited like every personal-data call.
+    // CreateChallenges is audited like every personal-data call, under
+    // the operation [[callers]] allows it by (`challenges_2d`).
     gw.liveness()
         .create_challenges(bearer(
             &a,
@@ -257,13 +259,14 @@ async fn each_refusal_of_an_authenticated_caller_and_create_challenges_leave_one
         summary(&records),
         vec![
             s("create_journey", "caller-a", "ok"),
-            s("GetJourneyResult", "", "CALLER_UNKNOWN"),
+            // The RPC's operation from the table, as [[callers]] names it.
+            s("read_result", "", "CALLER_UNKNOWN"),
             s("watch", "caller-b", "OPERATION_NOT_ALLOWED"),
             s("create_journey", "caller-b", "PROFILE_NOT_ALLOWED"),
             s("read_result", "caller-b", "JOURNEY_NOT_OWNED"),
             s("watch", "caller-a", "ok"),
             s("watch", "caller-a", "CALLER_LIMIT_REACHED"),
-            s("create_challenges", "caller-a", "ok"),
+            s("challenges_2d", "caller-a", "ok"),
         ],
         "{text}"
     );
@@ -370,4 +373,99 @@ async fn a_process_killed_right_after_a_call_has_already_written_its_record() {
     for line in audited {
         assert!(!line.contains(&created.appkey), "{line}");
     }
+}
+
+/// `request` carrying `baggage: idgate.journey_ref=<journey>`, and the
+/// bearer `token` when given.
+fn with_baggage<T>(request: T, token: Option<&str>, journey: &str) -> tonic::Request<T> {
+    let mut request = match token {
+        Some(token) => bearer(token, request),
+        None => tonic::Request::new(request),
+    };
+    let baggage = format!("idgate.journey_ref={journey}");
+    request
+        .metadata_mut()
+        .insert("baggage", baggage.parse().expect("baggage"));
+    request
+}
+
+#[tokio::test]
+async fn the_journey_reference_in_the_baggage_of_an_unauthenticated_or_unknown_caller_is_in_no_log_line_or_record()
+ {
+    // Every line: INFO, and the access log on.
+    let (logs, _guard) = crate::support::telemetry::quiet_telemetry_at("info");
+    let key = TestKey::es256("baggage");
+    let auth = jwt_auth(Some(jwks_file(&[&key])), None);
+    let gw = TestGateway::start_with(|c| {
+        with_owners_text(c, auth, REFUSED_CALLERS);
+        c.telemetry.access_log = true;
+    })
+    .await;
+    let (a, stranger) = (key.token("svc-a"), key.token("svc-z"));
+    // Another journey's reference, put in the logs by whoever may not
+    // name it; and one sent by a known caller, which its lines carry.
+    let (smuggled, trusted) = ("j-5eed5eed5eed5eed", "j-0a0a0a0a0a0a0a0a");
+    let read = || v1::GetJourneyResultRequest {
+        appkey: "not-an-issued-appkey".into(),
+    };
+    let refused = gw
+        .journeys()
+        .get_journey_result(with_baggage(read(), None, smuggled))
+        .await
+        .expect_err("no credential");
+    assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+    let refused = gw
+        .journeys()
+        .get_journey_result(with_baggage(read(), Some(&stranger), smuggled))
+        .await
+        .expect_err("no [[callers]] entry");
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    // A path that is no RPC, whose last segment is the reference: the
+    // record names no path segment.
+    let channel = tonic::transport::Endpoint::from_shared(gw.gateway.grpc_url())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connect");
+    let mut raw = tonic::client::Grpc::new(channel);
+    raw.ready().await.expect("ready");
+    let path = format!("/idgate.v1.JourneyService/{smuggled}");
+    let refused = raw
+        .unary(
+            with_baggage((), Some(&stranger), smuggled),
+            http::uri::PathAndQuery::try_from(path).expect("path"),
+            tonic_prost::ProstCodec::<(), ()>::default(),
+        )
+        .await
+        .expect_err("no [[callers]] entry");
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
+    // No appkey: the call names no journey of its own, so its lines keep
+    // the baggage's.
+    gw.journeys()
+        .get_journey_result(with_baggage(
+            v1::GetJourneyResultRequest::default(),
+            Some(&a),
+            trusted,
+        ))
+        .await
+        .expect_err("no appkey");
+    gw.stop().await;
+
+    let text = logs.contents();
+    assert!(!text.contains(smuggled), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains(trusted) && l.contains("read_result")),
+        "a known caller's baggage is still recorded: {text}"
+    );
+    let unknown: Vec<Value> = audit_records(&text)
+        .into_iter()
+        .filter(|r| r["outcome"] == "CALLER_UNKNOWN")
+        .collect();
+    let operations: Vec<&str> = unknown
+        .iter()
+        .map(|r| r["operation"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(operations, ["read_result", "unknown"], "{text}");
+    assert!(unknown.iter().all(|r| r["journey_ref"] == ""), "{text}");
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests through the gateway over real sockets, on the
 //! embedded sandbox.
 
+mod admin_listener;
 mod bounds;
 mod channels;
 mod errors;

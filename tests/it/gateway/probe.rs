@@ -15,7 +15,7 @@ use tonic::Code;
 
 use crate::{
     gateway::rollout::quick_rollouts,
-    support::{gateway::*, rollout::start_request},
+    support::{gateway::*, rollout::start_request, telemetry::quiet_telemetry},
 };
 
 /// Quick rollouts and one probe person (the sandbox's happy person).
@@ -227,4 +227,48 @@ async fn on_the_embedded_sandbox_the_probe_passes_with_no_configuration_then_a_r
         RolloutState::Running
     );
     gw.stop().await;
+}
+
+#[tokio::test]
+async fn each_probe_leaves_one_audit_record_by_the_admin_naming_the_channel_and_no_person_value() {
+    // At WARN: audit records are kept whatever the level.
+    let (logs, _default) = quiet_telemetry();
+    let gw = TestGateway::start_with(with_probe_person).await;
+    gw.probe("alternative", true).await.expect("probe");
+    gw.probe("ghost", false).await.expect_err("unknown channel");
+    gw.stop().await;
+
+    let text = logs.contents();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"] == "idgate::audit")
+        .collect();
+    let summary: Vec<[&str; 5]> = records
+        .iter()
+        .map(|r| {
+            ["caller", "identity", "operation", "channel", "outcome"]
+                .map(|k| r[k].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ["admin", "admin_token", "probe_channel", "alternative", "ok"],
+            // Not a configured channel: its name is not recorded.
+            [
+                "admin",
+                "admin_token",
+                "probe_channel",
+                "",
+                "CHANNEL_UNKNOWN"
+            ],
+        ],
+        "{text}"
+    );
+    let person = samples::HAPPY_PERSON;
+    let iso: Vec<&str> = person.birth_date.split('/').rev().collect();
+    for value in [person.cpf, person.name, person.birth_date, &iso.join("-")] {
+        assert!(!text.contains(value), "{value} in the logs: {text}");
+    }
 }
