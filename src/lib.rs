@@ -18,7 +18,7 @@
 //!   `IDGATE_*` overrides, secrets from env or files), [`proto`] (the
 //!   generated `idgate.v1` API), `ttl` (expiring maps), [`sync`]
 //!   (poison-tolerant locks), [`net`] (accepted connections: socket options,
-//!   peer, requests in flight), [`tls`]
+//!   peer, requests in flight, a body that holds a call's slots), [`tls`]
 //!   (the listeners' certificates, reloadable, and mTLS), [`client`] (the
 //!   transport for Rust callers that loses no call when the gateway ages
 //!   their connection).
