@@ -7,7 +7,7 @@
 //! prints any cycle):
 //!
 //! ```text
-//! testing -> cli -> server -> config -> sandbox, api -> auth, spend, events -> journey,
+//! testing -> cli -> server -> config -> sandbox, api -> auth, spend, usage, events -> journey,
 //!     channels -> error, cluster -> upstream -> telemetry -> leaves
 //! leaves: domain, context, config_source, proto, ttl, sync, net, tls, client
 //! ```
@@ -40,6 +40,8 @@
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
 //! - [`spend`]: the spending guard: idempotent `CreateJourney`
 //!   (`request_id`) and `[[budgets]]` per operator profile, fleet-wide.
+//! - [`usage`]: the charge-back report by caller and day (`GetUsage`,
+//!   `idgate usage`), kept from the counts `telemetry::usage` makes.
 //! - [`auth`]: who calls the public listener (mTLS SPIFFE IDs, JWTs
 //!   checked against JWKS keys) and the `[[callers]]` table that says what
 //!   each may do; a tower layer hands handlers an `Arc<Caller>`.
@@ -85,5 +87,6 @@ pub mod testing;
 pub mod tls;
 mod ttl;
 pub mod upstream;
+pub mod usage;
 
 pub use error::Error;

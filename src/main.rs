@@ -216,6 +216,26 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{text}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Usage(args) => {
+            use idgate::cli::{channels::AdminTarget, usage};
+            let text = token_text(args.token, args.token_file.as_deref())?.unwrap_or_default();
+            let token =
+                idgate::domain::AdminToken::new(text).context("the admin token is empty")?;
+            let admin = AdminTarget {
+                addr: args.admin,
+                tls: args.tls.client(),
+            };
+            let query = usage::UsageQuery {
+                from: args.from,
+                to: args.to,
+                caller: args.caller,
+            };
+            let text = usage::usage(admin, &token, &query, args.json)
+                .await
+                .context("calling the admin service for usage")?;
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -9,7 +9,8 @@
 //!   content nor the length of the expected token leaks through timing);
 //! - [`convert`]: routing modes, channel states and refusals between the
 //!   router's types and the proto;
-//! - this file: the handlers; [`rollout`] and [`probe`] answer theirs.
+//! - this file: the handlers; [`rollout`], [`probe`] and [`usage`]
+//!   answer theirs.
 
 use std::sync::Arc;
 
@@ -24,9 +25,11 @@ use crate::{
         rollout::{RolloutConfig, Rollouts},
         vendor_stats::LATENCY_BOUNDS_MS,
     },
-    cluster::{MemoryProbes, MemoryRollout},
+    cluster::{MemoryProbes, MemoryRollout, MemoryUsage},
     proto::{services::ChannelAdminService, v1 as pb},
     telemetry::audit::{AuditRecord, trace_id},
+    telemetry::usage::Usage,
+    usage::{UsageBook, UsageConfig},
 };
 
 /// The handlers of `ChannelAdminService`.
@@ -35,6 +38,7 @@ pub struct ChannelAdmin {
     router: Arc<ChannelRouter>,
     rollouts: Arc<Rollouts>,
     prober: Option<Arc<Prober>>,
+    usage: Arc<UsageBook>,
 }
 
 impl ChannelAdmin {
@@ -53,11 +57,25 @@ impl ChannelAdmin {
 
     /// Handlers over the router of `rollouts`, probing with `prober`.
     pub fn with_rollouts(rollouts: Arc<Rollouts>, prober: Option<Arc<Prober>>) -> Self {
+        let config = UsageConfig::default();
         Self {
             router: rollouts.router().clone(),
             rollouts,
             prober,
+            // Until `with_usage`: a book nothing counts in (empty reports).
+            usage: Arc::new(UsageBook::new(
+                Usage::default(),
+                Arc::new(MemoryUsage::new(config.retention())),
+                &config,
+            )),
         }
+    }
+
+    /// `GetUsage` answers from `book`.
+    #[must_use]
+    pub fn with_usage(mut self, book: Arc<UsageBook>) -> Self {
+        self.usage = book;
+        self
     }
 }
 
@@ -237,6 +255,14 @@ impl ChannelAdminService for ChannelAdmin {
         }
     }
 
+    async fn get_usage(
+        &self,
+        request: Request<pb::GetUsageRequest>,
+    ) -> Result<Response<pb::GetUsageResponse>, Status> {
+        let req = request.into_inner();
+        Ok(Response::new(usage::get_usage(&self.usage, &req).await?))
+    }
+
     async fn drain_channel(
         &self,
         request: Request<pb::DrainChannelRequest>,
@@ -275,6 +301,7 @@ mod rollout;
 #[cfg(test)]
 mod tests;
 mod token;
+mod usage;
 
 pub use config::{AdminConfig, MIN_ADMIN_TOKEN_CHARS};
 pub use convert::{channel_status, mode_to_proto, mode_weights};
@@ -282,3 +309,4 @@ use convert::{mode_field, mode_from_proto, name_arg, to_status};
 pub use probe::probe_to_proto;
 pub use rollout::rollout_to_proto;
 pub use token::{AdminAuth, AdminServer, admin_auth_interceptor, admin_service};
+pub use usage::report_to_proto;

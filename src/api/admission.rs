@@ -47,7 +47,11 @@ use crate::{
     auth::Refusals,
     domain::Caller,
     net::held::holding,
-    telemetry::audit::{AuditRecord, trace_id},
+    telemetry::{
+        audit::{AuditRecord, trace_id},
+        metrics::grpc_code_name,
+        usage::Usage,
+    },
 };
 
 /// What the door hands the handler of an admitted call.
@@ -75,6 +79,7 @@ impl TicketCell {
 pub struct AdmissionLayer {
     slots: CallerSlots,
     bytes: RequestBytes,
+    usage: Usage,
 }
 
 impl AdmissionLayer {
@@ -84,7 +89,21 @@ impl AdmissionLayer {
         Self {
             slots: CallerSlots::default(),
             bytes,
+            usage: Usage::default(),
         }
+    }
+
+    /// Counts every admitted call's outcome by caller in `usage` (the
+    /// audit record is the counting point).
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// The request bytes each caller's calls are receiving now (for the
+    /// share metrics, at scrape time).
+    pub fn bytes_held(&self) -> Vec<(crate::domain::CallerName, usize)> {
+        self.slots.bytes_held()
     }
 }
 
@@ -96,6 +115,7 @@ impl<S> Layer<S> for AdmissionLayer {
             inner,
             slots: self.slots.clone(),
             bytes: self.bytes.clone(),
+            usage: self.usage.clone(),
         }
     }
 }
@@ -106,6 +126,7 @@ pub struct Admission<S> {
     inner: S,
     slots: CallerSlots,
     bytes: RequestBytes,
+    usage: Usage,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -138,7 +159,8 @@ impl<S> Admission<S> {
             true => REFLECTION_OPERATION,
             false => rpc.permission.as_str(),
         };
-        let audit = AuditRecord::open(&caller, operation, rpc.releases, trace_id(extensions));
+        let audit = AuditRecord::open(&caller, operation, rpc.releases, trace_id(extensions))
+            .counted(self.usage.caller(caller.name.as_str()));
         let refuse = |audit: AuditRecord, error: Error, cause| {
             count_refusal(refusals.as_ref(), &error, cause);
             audit.finish(error.reason().as_str());
@@ -181,17 +203,20 @@ impl<S> Admission<S> {
     }
 }
 
-/// The outcome of a call no handler claimed: its response's gRPC status.
-fn outcome_of<B>(response: &Response<B>) -> String {
-    response
+/// The outcome of a call no handler claimed: its response's gRPC code
+/// name (`ok` for OK), `cancelled` without one.
+fn outcome_of<B>(response: &Response<B>) -> &'static str {
+    let code = response
         .headers()
         .get("grpc-status")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<i32>().ok())
-        .map_or_else(
-            || "cancelled".to_owned(),
-            |code| format!("{:?}", tonic::Code::from_i32(code)),
-        )
+        .map(tonic::Code::from_i32);
+    match code {
+        None => "cancelled",
+        Some(tonic::Code::Ok) => "ok",
+        Some(code) => grpc_code_name(code),
+    }
 }
 
 impl<S, ResBody> Service<Request<tonic::body::Body>> for Admission<S>
@@ -231,13 +256,13 @@ where
                 return Ok(response.map(tonic::body::Body::new));
             };
             if !any_caller {
-                unclaimed.audit.finish(&outcome_of(&response));
+                unclaimed.audit.finish(outcome_of(&response));
                 return Ok(response.map(tonic::body::Body::new));
             }
             // Reflection: no handler claims the ticket; the stream keeps
             // the caller's slot for as long as it is open.
             match response.headers().contains_key("grpc-status") {
-                true => unclaimed.audit.finish(&outcome_of(&response)),
+                true => unclaimed.audit.finish(outcome_of(&response)),
                 false => unclaimed.audit.finish("ok"),
             }
             let slot = unclaimed.slot;

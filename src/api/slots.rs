@@ -83,6 +83,14 @@ impl CallerSlots {
         Some((tally, share))
     }
 
+    /// The request bytes each caller seen so far is receiving now.
+    pub(super) fn bytes_held(&self) -> Vec<(CallerName, usize)> {
+        crate::sync::lock(&self.counts)
+            .iter()
+            .map(|(name, counts)| (name.clone(), counts.bytes.get()))
+            .collect()
+    }
+
     fn counts_of(&self, caller: &Caller) -> Arc<Counts> {
         crate::sync::lock(&self.counts)
             .entry(caller.name.clone())

@@ -49,6 +49,44 @@ pub enum Command {
     Journey(JourneyArgs),
     /// Inspects and steers the 3D liveness vendor channels of a running gateway.
     Channels(ChannelsArgs),
+    /// Prints a running gateway's usage by caller and UTC day, for charge-back:
+    /// journeys created, vendor calls billed per operation, refusals per reason.
+    Usage(UsageArgs),
+}
+
+/// `idgate usage`: the charge-back report, through the admin API.
+#[derive(clap::Args)]
+pub struct UsageArgs {
+    /// The gateway's admin address (`https://` for a listener with TLS).
+    #[arg(long, default_value = super::channels::DEFAULT_ADMIN_ADDR)]
+    pub admin: String,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// The admin bearer token; prefer --token-file (a command line is
+    /// visible to others).
+    #[arg(
+        long,
+        env = "IDGATE_ADMIN_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "token_file",
+        required_unless_present = "token_file"
+    )]
+    pub token: Option<String>,
+    /// A file holding the admin bearer token, read once.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The first UTC day, YYYY-MM-DD.
+    #[arg(long)]
+    pub from: String,
+    /// The last UTC day, YYYY-MM-DD (inclusive).
+    #[arg(long)]
+    pub to: String,
+    /// Only this configured caller.
+    #[arg(long)]
+    pub caller: Option<String>,
+    /// Prints JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// TLS options of the clients (`https://` addresses).

@@ -11,6 +11,7 @@
 //! events::JourneyWatches ------> ProgressStore   progress.rs   submitted steps, read turn, final result (sealed)
 //! spend::SpendGuard -------> SpendStore      spend.rs      idempotency, budgets
 //! channels::VendorStats --> VendorStatsStore vendor_stats.rs per-minute vendor figures
+//! usage::UsageBook --------> UsageStore      usage.rs      charge-back counts by day and caller
 //!
 //! Shared::memory  (one process, the default): Memory* stores (no figures store:
 //!                   the router's own figures are the whole truth)
@@ -51,7 +52,8 @@
 //! - [`config`]: the `[cluster]` section.
 //! - [`encryption`]: AES-256-GCM sealing of appkeys, keyed request digests.
 //! - [`journeys`], [`bindings`], [`dedupe`], [`control`], [`spend`],
-//!   [`vendor_stats`], [`rollout`], [`progress`]: the eight stores.
+//!   [`vendor_stats`], [`rollout`], [`progress`], [`usage`]: the nine
+//!   stores.
 //! - [`redis`]: the connection the Redis stores share, and the event
 //!   stream's task.
 
@@ -66,6 +68,7 @@ pub mod progress;
 pub mod redis;
 pub mod rollout;
 pub mod spend;
+pub mod usage;
 pub mod vendor_stats;
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
@@ -84,6 +87,7 @@ pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 pub use spend::{
     BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, RedisSpend, SpendStore, WindowUse,
 };
+pub use usage::{MemoryUsage, RedisUsage, UsageStore};
 pub use vendor_stats::{FigureDelta, FigureSums, RedisVendorStats, VendorStatsStore};
 
 use crate::telemetry::Metrics;
@@ -146,6 +150,8 @@ pub struct Ttls {
     /// A final result shared with the fleet's watchers
     /// (`[watch] shared_result_secs`).
     pub shared_result: Duration,
+    /// The charge-back report's counts (`[usage] retention_days`).
+    pub usage: Duration,
 }
 
 impl Default for Ttls {
@@ -164,6 +170,8 @@ impl Default for Ttls {
             figures: Duration::from_secs(86_400),
             // `[watch] shared_result_secs`' default.
             shared_result: Duration::from_secs(30),
+            // `[usage] retention_days`' default.
+            usage: Duration::from_secs(93 * 86_400),
         }
     }
 }
@@ -202,6 +210,8 @@ pub struct Shared {
     pub progress: Arc<dyn ProgressStore>,
     /// The last conformance probe verdict of each channel.
     pub probes: Arc<dyn ProbeStore>,
+    /// The charge-back report's counts by day and caller.
+    pub usage: Arc<dyn UsageStore>,
     /// How long 3D session bindings live, and how many a replica holds.
     bindings: (Duration, usize),
     /// The fleet's connection; `None` for one process.
@@ -234,6 +244,7 @@ impl Shared {
             rollout: Arc::new(MemoryRollout::default()),
             progress: Arc::new(MemoryProgress::new(ttls.journey, ttls.journey_max_entries)),
             probes: Arc::new(MemoryProbes::default()),
+            usage: Arc::new(MemoryUsage::new(ttls.usage)),
             bindings: (ttls.binding, ttls.binding_max_entries),
             redis: None,
             events: broadcast::channel(1).0,
@@ -289,6 +300,7 @@ impl Shared {
                 ttls.shared_result,
             )),
             probes: Arc::new(RedisProbes::new(conn.clone())),
+            usage: Arc::new(RedisUsage::new(conn.clone(), ttls.usage)),
             events: broadcast::channel(1).0,
             bindings: (ttls.binding, ttls.binding_max_entries),
             redis: Some((conn, control)),

@@ -32,6 +32,7 @@ pub use crate::{
     telemetry::{TelemetryConfig, audit::AuditConfig},
     tls::{ListenerTls, TlsConfig},
     upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
+    usage::UsageConfig,
 };
 
 /// The operator profile of the embedded sandbox (no `[upstream]`).
@@ -97,6 +98,8 @@ pub struct Config {
     pub auth: Option<AuthConfig>,
     /// Who may call the public API and what each may do (`[[callers]]`).
     pub callers: Vec<CallerConfig>,
+    /// How long the charge-back report's counts are kept (`[usage]`).
+    pub usage: UsageConfig,
 }
 
 /// Where the gateway listens.
@@ -167,6 +170,7 @@ impl Config {
         self.idempotency.validate()?;
         self.journeys
             .validate(self.idempotency.ttl_secs, self.appkey_ttl_secs())?;
+        self.usage.validate()?;
         let callers = self.callers.iter().map(|c| c.name.as_str());
         crate::spend::validate_budgets(&self.budgets, &self.operator_profiles(), callers)?;
         self.validate_auth()?;

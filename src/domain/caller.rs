@@ -7,8 +7,10 @@
 //! request from a verified identity (an mTLS SPIFFE ID or a JWT subject)
 //! and handed to the handlers in the request's extensions as
 //! `Arc<Caller>`. Its [`CallerName`] is configuration, not personal data:
-//! it may appear in logs, spans, audit records and the journey directory
-//! (never in metric labels: callers are unbounded in number).
+//! it may appear in logs, spans, audit records, the journey directory, the
+//! `caller` label of the `idgate_caller_*` metrics and the usage report
+//! (the caller table bounds it; an identity no entry names is never a
+//! caller).
 
 use std::{fmt, sync::Arc};
 

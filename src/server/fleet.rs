@@ -43,6 +43,7 @@ pub(super) fn shared_state(
         idempotency_max_entries: config.idempotency.max_entries,
         figures: Duration::from_secs(60 * u64::from(config.routing.figures_retention_minutes)),
         shared_result: Duration::from_secs(config.watch.shared_result_secs),
+        usage: config.usage.retention(),
     };
     let Some(settings) = config.cluster.resolve()? else {
         return Ok(Shared::memory(ttls));

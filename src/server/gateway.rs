@@ -19,7 +19,8 @@ use crate::{
     journey::JourneyCore,
     sandbox::SandboxHandle,
     spend::SpendGuard,
-    telemetry::Metrics,
+    telemetry::{Metrics, usage::Usage},
+    usage::UsageBook,
 };
 
 /// Where the listeners listen.
@@ -38,6 +39,11 @@ pub(super) struct Services {
     pub(super) core: JourneyCore,
     /// Idempotency and budgets of the public API.
     pub(super) guard: SpendGuard,
+    /// Usage by caller: the counting point of calls, billed calls and
+    /// journeys.
+    pub(super) usage: Usage,
+    /// The charge-back report's counts, flushed from `usage`.
+    pub(super) book: Arc<UsageBook>,
     pub(super) metrics: Metrics,
     /// The shared state (in memory, or the fleet's on Redis).
     pub(super) shared: Shared,

@@ -67,9 +67,10 @@ use crate::{
     journey::{CredentialPolicy, Credentials, JourneyCore},
     sandbox::{self, Clock},
     spend::SpendGuard,
-    telemetry::{self, GrpcServerLayer, Metrics},
+    telemetry::{self, GrpcServerLayer, Metrics, usage::Usage},
     tls::{ServerTls, TlsError},
     upstream::{HttpClientFactory, UpstreamClient},
+    usage::UsageBook,
 };
 use connections::{ConnectionGate, ConnectionLimits, KillSwitch};
 use gateway::{Addresses, Lifecycle, Reloadable, Services};
@@ -251,14 +252,21 @@ fn build_services(
     notices_expected: bool,
 ) -> Result<Services, StartError> {
     let client = UpstreamClient::with_pools(&up.config, metrics.clone(), runtime.http_pools())?;
+    let usage = Usage::new(metrics.clone());
+    preset_callers(config, &metrics);
     let guard = SpendGuard::new(
         &config.idempotency,
         &config.budgets,
         up.operators.iter().map(|o| o.name.clone()).collect(),
         shared.guard.clone(),
         shared.journeys.clone(),
-        metrics.clone(),
+        usage.clone(),
     );
+    let book = Arc::new(UsageBook::new(
+        usage.clone(),
+        shared.usage.clone(),
+        &config.usage,
+    ));
     let credentials = Credentials::new(
         client.clone(),
         std::mem::take(&mut up.operators),
@@ -298,12 +306,26 @@ fn build_services(
         watches,
         core,
         guard,
+        usage,
+        book,
         metrics,
         shared,
         auth,
         rollouts,
         prober,
     })
+}
+
+/// Every configured caller's series present at zero from the start (the
+/// open caller's without `[auth]`), so dashboards list a caller before
+/// its first call.
+fn preset_callers(config: &Config, metrics: &Metrics) {
+    match config.auth.is_some() {
+        true => config.callers.iter().for_each(|c| {
+            metrics.caller(&c.name);
+        }),
+        false => drop(metrics.caller(crate::domain::Caller::OPEN_NAME)),
+    }
 }
 
 /// What the listeners start with: the stop and readiness signals, the
@@ -374,6 +396,8 @@ impl Launch {
     /// state applies before any 3D call is served. One process is a fleet
     /// of one: nothing is sent to it, and it joins at once.
     async fn join_fleet(&mut self, config: &Config, services: &Services) {
+        self.tasks
+            .push(tokio::spawn(services.book.clone().run(self.stopped())));
         let stopped = self.stopped();
         let relay = fleet::join(
             &services.shared,
@@ -399,9 +423,11 @@ impl Launch {
     ) -> Result<(Addresses, HealthReporter), StartError> {
         let addrs = (sockets.grpc.addr, sockets.http.addr);
         let accept = self.accept("grpc", sockets.grpc, &tls.grpc);
+        let api = public_api(config, services);
+        let admission = api.admission.clone();
         let (public, health) = listeners::serve_public(
             accept,
-            public_api(config, services),
+            api,
             &config.serving,
             runtime,
             grpc_layer(config, services),
@@ -420,6 +446,8 @@ impl Launch {
                 router: services.router.clone(),
                 receiver: receiver.clone(),
                 watches: services.watches.clone(),
+                auth: services.auth.clone(),
+                admission,
             },
             services.metrics.clone(),
             config.serving.http_max_in_flight,
@@ -463,7 +491,8 @@ impl Launch {
         let accept = self.accept("admin", socket, &tls.admin);
         self.tasks.push(listeners::serve_admin(
             accept,
-            ChannelAdmin::with_rollouts(services.rollouts.clone(), services.prober.clone()),
+            ChannelAdmin::with_rollouts(services.rollouts.clone(), services.prober.clone())
+                .with_usage(services.book.clone()),
             &token,
             &config.serving,
             grpc_layer(config, services),
@@ -527,7 +556,8 @@ fn public_api(config: &Config, services: &Services) -> PublicApi {
             config.limits.max_small_message_bytes,
             config.limits.grpc_message_bytes(),
             services.metrics.clone(),
-        )),
+        ))
+        .with_usage(services.usage.clone()),
         max_message_bytes: config.limits.grpc_message_bytes(),
         max_small_message_bytes: config.limits.max_small_message_bytes,
     }

@@ -11,8 +11,9 @@
 //!
 //! An entry may name a `caller`: its windows are counted for that caller's
 //! calls on the profile, in the same atomic take as the profile's own (a
-//! call passes only when both have room). Caller windows have no metric
-//! (callers are never metric labels).
+//! call passes only when both have room). Caller windows are the series
+//! `idgate_caller_budget_used` / `_remaining` (the caller's configured
+//! name is the label; their gauges are made once, here).
 //!
 //! A refused call counts in no window; a call let through counts in every
 //! window of its budget, whatever its outcome upstream (it may have cost
@@ -27,7 +28,7 @@ use super::config::{BilledOperation, BudgetConfig};
 use crate::{
     cluster::{BudgetTake, BudgetWindow, SpendStore},
     error::Error,
-    telemetry::Metrics,
+    telemetry::{Metrics, metrics::BudgetGauges},
 };
 
 /// The windows of a budget, shortest first.
@@ -40,12 +41,17 @@ const WINDOWS: [(&str, Duration); 2] = [
 #[derive(Debug, Clone, Copy)]
 struct Limits([Option<u64>; 2]);
 
+/// A caller's own limits on a profile's operation, and the gauges of
+/// each of its windows that has a limit (in [`WINDOWS`] order).
+type CallerLimits = (Limits, [Option<BudgetGauges>; 2]);
+
 /// The configured budgets, counted in the shared state.
 #[derive(Clone)]
 pub struct Budgets {
     limits: Arc<HashMap<(String, BilledOperation), Limits>>,
-    /// Entries naming a caller: (profile, caller, operation).
-    by_caller: Arc<HashMap<(String, String, BilledOperation), Limits>>,
+    /// Entries naming a caller: (profile, caller, operation), with the
+    /// gauges of each window that has a limit.
+    by_caller: Arc<HashMap<(String, String, BilledOperation), CallerLimits>>,
     state: Arc<dyn SpendStore>,
     metrics: Metrics,
 }
@@ -73,7 +79,19 @@ impl Budgets {
         for b in config {
             let l = Limits([b.per_minute, b.per_day]);
             if let Some(caller) = &b.caller {
-                by_caller.insert((b.operator.clone(), caller.clone(), b.operation), l);
+                let meter = metrics.caller(caller);
+                let gauges = [0, 1].map(|i| {
+                    l.0[i].map(|limit| {
+                        let g =
+                            meter.budget_window(&b.operator, b.operation.as_str(), WINDOWS[i].0);
+                        g.set(0, limit);
+                        g
+                    })
+                });
+                by_caller.insert(
+                    (b.operator.clone(), caller.clone(), b.operation),
+                    (l, gauges),
+                );
                 continue;
             }
             for ((window, _), limit) in WINDOWS.iter().zip(l.0) {
@@ -116,7 +134,7 @@ impl Budgets {
         let of_caller = caller.and_then(|c| {
             self.by_caller
                 .get(&(operator.to_owned(), c.to_owned(), operation))
-                .map(|l| (c, l))
+                .map(|(l, gauges)| (c, l, gauges))
         });
         if own.is_none() && of_caller.is_none() {
             return Ok(());
@@ -147,8 +165,11 @@ impl Budgets {
         let mut windows_all = windows(own, operator);
         // The profile's windows first: metrics and warnings are theirs.
         let profile_windows = windows_all.len();
-        if let Some((c, l)) = of_caller {
+        // The caller's windows' gauges, in the order of its windows.
+        let mut caller_gauges: Vec<&BudgetGauges> = Vec::new();
+        if let Some((c, l, gauges)) = of_caller {
             windows_all.extend(windows(Some(l), &format!("{operator}:caller:{c}")));
+            caller_gauges.extend(gauges.iter().flatten());
         }
         let windows = windows_all;
         let take = self
@@ -158,6 +179,15 @@ impl Budgets {
         let op = operation.as_str();
         match take {
             BudgetTake::Granted(uses) => {
+                for ((_, limit, _), (used, gauges)) in windows
+                    .iter()
+                    .zip(&uses)
+                    .skip(profile_windows)
+                    .zip(&caller_gauges)
+                    .map(|((w, u), g)| (w, (u, g)))
+                {
+                    gauges.set(used.used, *limit);
+                }
                 for ((window, limit, _), used) in windows.iter().zip(uses).take(profile_windows) {
                     self.metrics.set_budget_remaining(
                         operator,
@@ -184,6 +214,12 @@ impl Budgets {
                 retry_after,
             } => {
                 let of_profile = window < profile_windows;
+                if let Some(((_, limit, _), gauges)) = window
+                    .checked_sub(profile_windows)
+                    .and_then(|i| Some((windows.get(window)?, caller_gauges.get(i)?)))
+                {
+                    gauges.set(*limit, *limit);
+                }
                 let window = windows.get(window).map_or("minute", |(w, _, _)| *w);
                 if of_profile {
                     self.metrics.set_budget_remaining(operator, op, window, 0);
@@ -272,13 +308,26 @@ mod tests {
             per_minute: Some(per_minute),
             per_day: None,
         };
+        let metrics = Metrics::default();
         let budgets = Budgets::new(
             &[entry(None, 3), entry(Some("greedy"), 1)],
             Arc::new(MemorySpend::default()),
-            Metrics::default(),
+            metrics.clone(),
         );
+        let gauge = |name: &str, value: u64| {
+            crate::telemetry::metrics::exposition::assert_sample(
+                &metrics.encode().unwrap(),
+                &format!(
+                    r#"{name}{{caller="greedy",operator="p",operation="start_session_3d",window="minute"}} {value}"#
+                ),
+            );
+        };
+        gauge("idgate_caller_budget_remaining", 1);
+        gauge("idgate_caller_budget_used", 0);
         let op = BilledOperation::StartSession3D;
         assert!(budgets.take_for("p", Some("greedy"), op).await.is_ok());
+        gauge("idgate_caller_budget_remaining", 0);
+        gauge("idgate_caller_budget_used", 1);
         let err = budgets.take_for("p", Some("greedy"), op).await.unwrap_err();
         assert!(matches!(err, Error::BudgetExceeded { .. }), "{err}");
         // The refused call counted nowhere: the profile has two left.

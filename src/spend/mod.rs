@@ -37,7 +37,7 @@ use crate::{
     error::Error,
     events::throttle::LogThrottle,
     journey::NewJourney,
-    telemetry::Metrics,
+    telemetry::{Metrics, usage::Usage},
 };
 
 /// What a journey store's refusal means to `CreateJourney`: Redis down,
@@ -76,6 +76,8 @@ struct Inner {
     /// Operator profiles in configuration order; the first is the default.
     profiles: Vec<String>,
     metrics: Metrics,
+    /// Where billed calls and created journeys are counted by caller.
+    usage: Usage,
     /// Repeated appkeys are a vendor's fault a caller cannot cause at
     /// will, but one vendor bug repeats on every call: a line a minute.
     repeats: LogThrottle,
@@ -109,7 +111,7 @@ impl Default for SpendGuard {
                 journeys.retention(),
                 journeys.max_entries,
             )),
-            Metrics::default(),
+            Usage::default(),
         )
     }
 }
@@ -117,21 +119,24 @@ impl Default for SpendGuard {
 impl SpendGuard {
     /// A guard over `state` for the operator `profiles` (configuration
     /// order), with `budgets` (validated), recording journeys in
-    /// `journeys`.
+    /// `journeys`, counting billed calls and created journeys by caller in
+    /// `usage`.
     pub fn new(
         idempotency: &IdempotencyConfig,
         budgets: &[BudgetConfig],
         profiles: Vec<String>,
         state: Arc<dyn SpendStore>,
         journeys: Arc<dyn JourneyStore>,
-        metrics: Metrics,
+        usage: Usage,
     ) -> Self {
+        let metrics = usage.metrics().clone();
         Self {
             inner: Arc::new(Inner {
                 idempotency: Idempotency::new(idempotency, state.clone(), metrics.clone()),
                 budgets: Budgets::new(budgets, state, metrics.clone()),
                 journeys,
                 profiles,
+                usage,
                 metrics,
                 repeats: LogThrottle::new(std::time::Duration::from_secs(60)),
             }),
@@ -204,10 +209,11 @@ impl SpendGuard {
             },
         };
         let caller_name = Some(caller.name.as_str());
+        let billed = BilledOperation::CreateJourney;
         if let Err(e) = self
             .inner
             .budgets
-            .take_for(&profile, caller_name, BilledOperation::CreateJourney)
+            .take_for(&profile, caller_name, billed)
             .await
         {
             if let Some(claim) = claim {
@@ -215,6 +221,8 @@ impl SpendGuard {
             }
             return Err(e);
         }
+        let usage = self.inner.usage.caller(caller.name.as_str());
+        usage.billed(&profile, billed.as_str());
         let journey = match create().await {
             Ok(journey) => journey,
             Err(e) => {
@@ -251,6 +259,7 @@ impl SpendGuard {
             }
             return Err(recording(e));
         }
+        usage.journey_created();
         if let Some(claim) = claim {
             claim
                 .complete(&journey.journey_ref, journey.expires_at.unix_timestamp())
@@ -334,23 +343,29 @@ impl SpendGuard {
     }
 
     /// Takes one `operation` from `profile`'s budgets (`None`: the first
-    /// profile's), and the caller's own on it.
+    /// profile's), and the caller's own on it; a call let through is
+    /// counted as billed to the caller.
     async fn bill_to(
         &self,
         operation: BilledOperation,
         profile: Option<&str>,
         caller: Option<&str>,
     ) -> Result<(), Error> {
-        if !self.inner.budgets.covers(operation) {
-            return Ok(());
+        let profile = profile.or_else(|| self.inner.profiles.first().map(String::as_str));
+        if self.inner.budgets.covers(operation)
+            && let Some(profile) = profile
+        {
+            self.inner
+                .budgets
+                .take_for(profile, caller, operation)
+                .await?;
         }
-        let Some(profile) = profile.or_else(|| self.inner.profiles.first().map(String::as_str))
-        else {
-            return Ok(());
-        };
-        self.inner
-            .budgets
-            .take_for(profile, caller, operation)
-            .await
+        if let Some(caller) = caller {
+            self.inner
+                .usage
+                .caller(caller)
+                .billed(profile.unwrap_or_default(), operation.as_str());
+        }
+        Ok(())
     }
 }

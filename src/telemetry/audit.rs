@@ -14,7 +14,10 @@
 //! before the handler runs and written exactly once: by
 //! [`AuditRecord::finish`] with the call's outcome, or by its `Drop` as
 //! `cancelled` when the call ended first (the client went away, the
-//! deadline passed): no call path can skip it. Lines are written through
+//! deadline passed): no call path can skip it. The same single point
+//! counts the call by caller, operation and outcome for the metrics and
+//! the usage report ([`AuditRecord::counted`], `telemetry::usage`). Lines
+//! are written through
 //! (`log_lines`), not batched; the log filter lets them through whatever
 //! `RUST_LOG` says (`log_filter`).
 
@@ -26,6 +29,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use super::usage::CallerUsage;
 use crate::domain::{Caller, CallerName, JourneyRef, ResultView};
 
 /// The log target of audit records.
@@ -54,6 +58,8 @@ pub struct AuditRecord {
     /// On an admin call's record: the channel it names.
     channel: Option<String>,
     trace_id: String,
+    /// Where the call is counted once written (none: not counted).
+    usage: Option<CallerUsage>,
     written: bool,
 }
 
@@ -80,6 +86,7 @@ impl AuditRecord {
             upstream: Arc::default(),
             channel: None,
             trace_id,
+            usage: None,
             written: false,
         }
     }
@@ -96,8 +103,17 @@ impl AuditRecord {
             upstream: Arc::default(),
             channel: Some(channel.to_owned()),
             trace_id,
+            usage: None,
             written: false,
         }
+    }
+
+    /// The record counts its call in `usage` (by the caller, the
+    /// operation and the outcome it is written with).
+    #[must_use]
+    pub fn counted(mut self, usage: CallerUsage) -> Self {
+        self.usage = Some(usage);
+        self
     }
 
     /// The journey the call names, once known.
@@ -119,11 +135,19 @@ impl AuditRecord {
         Upstream(self.upstream.clone())
     }
 
-    /// Writes the record with the call's `outcome` (`ok`, or the refusal's
-    /// `ErrorInfo.reason`).
-    pub fn finish(mut self, outcome: &str) {
+    /// Writes the record with the call's `outcome` (`ok`, the refusal's
+    /// `ErrorInfo.reason`, or the gRPC code name of a call no handler
+    /// answered), and counts the call.
+    pub fn finish(mut self, outcome: &'static str) {
         self.write(self.operation, outcome);
+        self.count(outcome);
         self.written = true;
+    }
+
+    fn count(&self, outcome: &'static str) {
+        if let Some(usage) = &self.usage {
+            usage.call(self.operation, outcome);
+        }
     }
 
     /// A record of each result a `WatchJourney` stream delivers
@@ -138,6 +162,7 @@ impl AuditRecord {
             upstream: Arc::default(),
             channel: None,
             trace_id: self.trace_id.clone(),
+            usage: None,
             written: true,
         }
     }
@@ -199,6 +224,7 @@ impl Drop for AuditRecord {
         if !self.written {
             self.written = true;
             self.write(self.operation, "cancelled");
+            self.count("cancelled");
         }
     }
 }

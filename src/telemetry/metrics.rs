@@ -3,8 +3,10 @@
 //! Label values come only from fixed sets: RPC names of the served API (an
 //! unknown path is `_OTHER`), gRPC code names, [`Operation`] names, channel
 //! names from the configuration, HTTP status codes and the error classes of
-//! the REST client (`connect`, `timeout`, ...). Nothing a caller or an end user types ever
-//! becomes a label, so neither personal data nor unbounded cardinality can.
+//! the REST client (`connect`, `timeout`, ...), and configured caller names
+//! (`callers`: the caller table bounds them). Nothing a caller or an end
+//! user types ever becomes a label, so neither personal data nor unbounded
+//! cardinality can.
 
 use std::{borrow::Cow, fmt, hash::Hash, sync::Arc, time::Duration};
 
@@ -145,6 +147,9 @@ struct Inner {
     guard: SpendSeries,
     rollout: RolloutSeries,
     auth: AuthSeries,
+    /// The series by configured caller, and each caller's resolved once.
+    callers: CallerSeries,
+    caller_meters: CallerMeters,
     tls: TlsSeries,
     config: ConfigSeries,
     watch_journeys: Gauge,
@@ -415,6 +420,7 @@ pub fn metrics_router<S>(metrics: Metrics) -> axum::Router<S> {
 }
 
 mod auth;
+mod callers;
 mod channel;
 mod cluster;
 mod config;
@@ -435,6 +441,8 @@ mod upstream;
 
 pub use auth::ADMIN_REFUSAL_CAUSES;
 use auth::AuthSeries;
+pub use callers::{BudgetGauges, CallerMeter};
+use callers::{CallerMeters, CallerSeries};
 use channel::ChannelSeries;
 pub use channel::ChannelSessionEnd;
 use cluster::{ClusterOpLabels, ClusterSeries, CommandLabels};

@@ -24,6 +24,8 @@
 //! - [`log_lines`]: stdout, written in batches on the serving threads;
 //!   `json_lines` and `text_lines`: the lines, written without `core::fmt`.
 //! - [`metrics`]: the Prometheus registry and `GET /metrics`.
+//! - [`usage`]: usage by configured caller, counted once for the metrics
+//!   and the charge-back report's ledger.
 //! - [`span_queue`]: the bounded, counted queue of spans waiting for export.
 //! - [`redact`]: the span field names that must never exist.
 //!
@@ -65,6 +67,7 @@ pub mod spans;
 mod text_fields;
 mod text_lines;
 mod timestamp;
+pub mod usage;
 
 pub use client::{CallTarget, UpstreamCall, UpstreamRequest};
 pub use config::TelemetryConfig;

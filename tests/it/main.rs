@@ -14,6 +14,8 @@
 //! - `auth`: callers on the public listener (JWTs, JWKS files and URLs,
 //!   SPIFFE IDs) and the `[[callers]]` policy;
 //! - `fleet`: replicas sharing state on a Redis of their own;
+//! - `usage`: usage by configured caller, on `/metrics` and in the
+//!   charge-back report, on one replica and on a fleet;
 //! - `prometheus`: the rules and dashboard of `deploy/`, with promtool and
 //!   a real Prometheus;
 //! - `deploy`: deploy/kubernetes/ against the Kubernetes schemas and the
@@ -54,6 +56,7 @@ mod telemetry;
 mod tls_listeners;
 mod trace_propagation;
 mod upstream;
+mod usage;
 
 /// `crate::fixed_port` and `crate::child_env`, as the examples that share
 /// `support/redis.rs` and the rolling restart's harness by path declare

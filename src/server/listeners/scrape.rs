@@ -1,13 +1,17 @@
 //! `GET /metrics`: the channels' circuit states (which change with time
 //! alone) and the counters the webhook receiver and the journey watches keep
-//! themselves, brought into the registry at scrape time, then the registry
-//! encoded. The router counts its channel series as each call ends.
+//! themselves, and each configured caller's use of its shares (request
+//! bytes held now), brought into the registry at scrape time, then the
+//! registry encoded. The router counts its channel series as each call
+//! ends.
 
 use std::sync::Arc;
 
 use axum::{extract::State, response::Response, routing::MethodRouter};
 
 use crate::{
+    api::AdmissionLayer,
+    auth::Authenticator,
     channels::ChannelRouter,
     events::{JourneyWatches, RejectReason, WebhookReceiver},
     telemetry::{self, Metrics, metrics::WatchCounts},
@@ -20,6 +24,10 @@ pub(in crate::server) struct Scrape {
     pub(in crate::server) router: Arc<ChannelRouter>,
     pub(in crate::server) receiver: Option<WebhookReceiver>,
     pub(in crate::server) watches: JourneyWatches,
+    /// The caller table (each caller's shares).
+    pub(in crate::server) auth: Arc<Authenticator>,
+    /// The door, which holds each caller's request bytes.
+    pub(in crate::server) admission: AdmissionLayer,
 }
 
 impl Scrape {
@@ -61,5 +69,20 @@ async fn scrape_metrics(State(s): State<Scrape>) -> Response {
                 .sync_webhooks(reason.metric_label(), stats.rejected(reason));
         }
     }
+    sync_shares(&s);
     telemetry::metrics_handler(State(s.metrics)).await
+}
+
+/// Each configured caller's shares and the request bytes it holds now
+/// (its live journeys' share is set; their count is the journey store's).
+fn sync_shares(s: &Scrape) {
+    let held: std::collections::HashMap<_, _> = s.admission.bytes_held().into_iter().collect();
+    for caller in s.auth.policy().current().callers() {
+        let meter = s.metrics.caller(caller.name.as_str());
+        let limits = caller.limits;
+        let bytes = held.get(&caller.name).copied().unwrap_or(0);
+        let share = |n: usize| (n != usize::MAX).then_some(n);
+        meter.set_share("body_bytes", bytes, share(limits.max_body_bytes));
+        meter.set_share_limit("journeys", share(limits.max_journeys));
+    }
 }

@@ -52,6 +52,7 @@ impl Metrics {
         let channel_series = ChannelSeries::register(&mut registry);
         let plaintext_hops = plaintext_hops::register(&mut registry);
         let auth = AuthSeries::register(&mut registry);
+        let callers = CallerSeries::register(&mut registry);
         let tls = TlsSeries::register(&mut registry);
         let config = ConfigSeries::register(&mut registry);
 
@@ -224,6 +225,8 @@ impl Metrics {
                 rollout,
                 channels: channel_series,
                 auth,
+                callers,
+                caller_meters: CallerMeters::default(),
                 tls,
                 config,
                 core_label: labels_interner.channel(CORE_CHANNEL),

@@ -49,6 +49,7 @@ fn the_dashboard_is_a_grafana_model_with_unique_ids_and_a_datasource_variable() 
             "Webhook",
             "Saturation",
             "Rollout",
+            "Callers",
         ]
     );
 

@@ -27,10 +27,33 @@ use super::{
 /// reload). A query added later that
 /// cannot have data in a test (e.g. load shedding, once it exists, or a
 /// series only a real vendor produces) goes here with its reason.
-const NO_DATA_EXPECTED: &[(&str, &str)] = &[(
-    TARGET_DOWN_EXPR,
-    "IdgateTargetDown fires when a scrape fails; the scenario's gateway is up (promtool tests it)",
-)];
+const NO_DATA_EXPECTED: &[(&str, &str)] = &[
+    (
+        TARGET_DOWN_EXPR,
+        "IdgateTargetDown fires when a scrape fails; the scenario's gateway is up (promtool tests it)",
+    ),
+    (
+        CALLER_BUDGET_EXPR,
+        "a caller's own budget needs a [[callers]] entry, so [auth]; the scenario's gateway runs open (promtool tests it; tests/it/usage reads the series)",
+    ),
+    (
+        r#"max by (caller, operator, operation) (idgate_caller_budget_used{window="day"} / (idgate_caller_budget_used{window="day"} + idgate_caller_budget_remaining{window="day"}))"#,
+        "the panel of IdgateCallerBudgetNearlySpent's series: same reason",
+    ),
+    (
+        r#"sum by (caller) (idgate_caller_share_used{share="body_bytes"})"#,
+        "shares are a configured caller's; the open caller has none",
+    ),
+    (
+        r#"max by (caller) (idgate_caller_share_limit{share="body_bytes"})"#,
+        "shares are a configured caller's; the open caller has none",
+    ),
+];
+
+/// Alerts the scenario cannot make fire (see [`NO_DATA_EXPECTED`]):
+/// promtool's cases are their test.
+const PROMTOOL_ONLY: &[&str] = &[TARGET_DOWN, "IdgateCallerBudgetNearlySpent"];
+const CALLER_BUDGET_EXPR: &str = r#"max by (caller, operator, operation) (idgate_caller_budget_used{window="day"} / (idgate_caller_budget_used{window="day"} + idgate_caller_budget_remaining{window="day"})) >= 0.9"#;
 
 /// The target-down alert: silent while the gateway is scraped, which is
 /// the scenario's whole run; `deploy/prometheus/tests` makes it fire.
@@ -39,7 +62,7 @@ const TARGET_DOWN_EXPR: &str = r#"up{job="idgate"} == 0 or absent(up{job="idgate
 
 /// What each alert's expression must return after the scenario: a series
 /// with these labels (the alert that would fire once `for:` has passed).
-/// Every alert but [`TARGET_DOWN`].
+/// Every alert but those of [`PROMTOOL_ONLY`].
 const ALERTS_EXPECTED: &[(&str, &[(&str, &str)])] = &[
     ("IdgateChannelCircuitOpen", &[("channel", "primary")]),
     ("IdgateChannelErrorRatioHigh", &[("channel", "primary")]),
@@ -175,7 +198,7 @@ async fn every_rule_alert_and_panel_query_returns_data_from_a_real_prometheus() 
         alerts
             .keys()
             .map(String::as_str)
-            .filter(|n| *n != TARGET_DOWN)
+            .filter(|n| !PROMTOOL_ONLY.contains(n))
             .collect::<BTreeSet<_>>(),
         ALERTS_EXPECTED
             .iter()
@@ -187,6 +210,13 @@ async fn every_rule_alert_and_panel_query_returns_data_from_a_real_prometheus() 
         alerts.get(TARGET_DOWN).map(String::as_str),
         Some(TARGET_DOWN_EXPR),
         "the target-down alert's expression, as NO_DATA_EXPECTED lists it"
+    );
+    assert_eq!(
+        alerts
+            .get("IdgateCallerBudgetNearlySpent")
+            .map(String::as_str),
+        Some(CALLER_BUDGET_EXPR),
+        "the caller budget alert's expression, as NO_DATA_EXPECTED lists it"
     );
     for (name, labels) in ALERTS_EXPECTED {
         let series = prometheus.query(&alerts[*name]).await.expect("alert query");
@@ -209,7 +239,7 @@ async fn every_rule_alert_and_panel_query_returns_data_from_a_real_prometheus() 
                 .collect();
             alerts
                 .keys()
-                .filter(|n| *n != TARGET_DOWN)
+                .filter(|n| !PROMTOOL_ONLY.contains(&n.as_str()))
                 .all(|n| active.contains(n))
         })
         .await;
