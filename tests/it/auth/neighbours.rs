@@ -22,7 +22,7 @@ use crate::support::{
     fleet::Fleet,
     gateway::{TestGateway, assert_error, by_appkey, by_ref, happy_person, retryable},
     jwt::{TestKey, bearer, jwks_file, jwt_auth},
-    metrics,
+    metrics, raw_grpc,
     wait::{EVENT_WAIT, eventually},
 };
 
@@ -72,8 +72,9 @@ impl Neighbours {
     }
 }
 
-/// A raw HTTP/2 request to `path` as `token`, whose body is the test's to
-/// send (a tonic client never sends a length prefix it does not honour).
+/// A raw HTTP/2 request to `path` as `token`, on a connection of its own,
+/// whose body is the test's to send (a tonic client never sends a length
+/// prefix it does not honour).
 async fn raw_call(
     addr: SocketAddr,
     token: &str,
@@ -83,48 +84,14 @@ async fn raw_call(
     h2::SendStream<Bytes>,
     tokio::task::JoinHandle<Result<(), h2::Error>>,
 ) {
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (send, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
-    let driver = tokio::spawn(connection);
-    let request = http::Request::builder()
-        .method("POST")
-        .uri(format!("http://{addr}{path}"))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .header("authorization", format!("Bearer {token}"))
-        .body(())
-        .expect("request");
-    let mut send = send.ready().await.expect("h2 ready");
-    let (response, body) = send.send_request(request, false).expect("send request");
+    let (send, driver) = raw_grpc::connect(addr).await;
+    let (response, body) = raw_grpc::call(send, addr, path, Some(token)).await;
     (response, body, driver)
 }
 
 /// A gRPC frame announcing `declared` bytes and carrying `bytes`.
 fn frame(declared: usize, bytes: &[u8]) -> Bytes {
-    let mut frame = vec![0u8];
-    frame.extend_from_slice(&u32::try_from(declared).expect("u32").to_be_bytes());
-    frame.extend_from_slice(bytes);
-    frame.into()
-}
-
-/// The gRPC status of a raw response (trailers-only or in the trailers),
-/// within [`EVENT_WAIT`].
-async fn status_of(response: h2::client::ResponseFuture) -> tonic::Status {
-    tokio::time::timeout(EVENT_WAIT, async {
-        let response = response.await.expect("response");
-        if let Some(status) = tonic::Status::from_header_map(response.headers()) {
-            return status;
-        }
-        let mut body = response.into_body();
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.expect("body");
-            let _ = body.flow_control().release_capacity(chunk.len());
-        }
-        let trailers = body.trailers().await.expect("trailers").expect("trailers");
-        tonic::Status::from_header_map(&trailers).expect("grpc-status")
-    })
-    .await
-    .expect("answered in time: the refusal does not wait for the message")
+    raw_grpc::frame(u32::try_from(declared).expect("u32"), bytes)
 }
 
 const WATCH: &str = "/idgate.v1.JourneyService/WatchJourney";
@@ -140,7 +107,7 @@ async fn padded_watches_are_refused_at_their_length_prefix_and_hold_nothing_from
         let (response, mut body, _driver) = raw_call(addr, &n.mallory, WATCH).await;
         body.send_data(frame(128 << 20, &[0x0A; 1024]), false)
             .expect("the prefix and a first chunk");
-        let status = status_of(response).await;
+        let status = raw_grpc::status(response).await;
         assert_error(&status, Code::ResourceExhausted, "MESSAGE_TOO_LARGE");
         assert!(status.message().contains("65536"), "{status:?}");
     }
@@ -183,7 +150,7 @@ async fn a_caller_holding_its_byte_share_is_refused_naming_it_while_alice_is_rea
     eventually("mallory's share is charged", EVENT_WAIT, async || {
         let (response, mut body, _driver) = raw_call(addr, &n.mallory, DOCUMENTS).await;
         let _ = body.send_data(frame(40 * 1024, &vec![0xFF; 40 * 1024]), true);
-        let status = status_of(response).await;
+        let status = raw_grpc::status(response).await;
         let done = status.code() == Code::ResourceExhausted;
         refused = Some(status);
         done
@@ -205,7 +172,7 @@ async fn a_caller_holding_its_byte_share_is_refused_naming_it_while_alice_is_rea
     body.send_data(frame(40 * 1024, &vec![0xFF; 40 * 1024]), true)
         .expect("alice's body");
     assert_error(
-        &status_of(response).await,
+        &raw_grpc::status(response).await,
         Code::InvalidArgument,
         "MALFORMED_REQUEST",
     );

@@ -42,6 +42,7 @@ pub mod net;
 pub mod otlp_collector;
 pub mod process;
 pub mod proxy;
+pub mod raw_grpc;
 pub mod redis;
 pub mod redis_cluster;
 pub mod redis_node;

@@ -15,19 +15,12 @@ use idgate::{
     config::{Config, UpstreamConfig},
     sandbox::{ManualClock, SandboxConfig, SandboxHandle},
 };
-use tokio::net::TcpStream;
 use tonic::{Code, transport::Channel};
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
 
-use crate::support::{
-    gateway::*,
-    metrics,
-    net::gated_proxy,
-    sandbox,
-    wait::{EVENT_WAIT, Gate},
-};
+use crate::support::{gateway::*, metrics, net::gated_proxy, sandbox, wait::Gate};
 
 mod admission;
 mod caller_faults;
@@ -113,17 +106,7 @@ fn sample(text: &str, series: &str) -> u64 {
 
 // Raw HTTP/2, for the request bodies a tonic client would never send.
 
-/// An HTTP/2 connection to `addr`, its driver spawned.
-async fn h2_connect(
-    addr: SocketAddr,
-) -> (
-    h2::client::SendRequest<Bytes>,
-    tokio::task::JoinHandle<Result<(), h2::Error>>,
-) {
-    let tcp = TcpStream::connect(addr).await.expect("connect");
-    let (send, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
-    (send, tokio::spawn(connection))
-}
+use crate::support::raw_grpc::{connect as h2_connect, frame as grpc_frame, status as grpc_status};
 
 /// Opens a unary gRPC request to `path`; the body is the caller's to send.
 async fn h2_call(
@@ -131,42 +114,7 @@ async fn h2_call(
     addr: SocketAddr,
     path: &str,
 ) -> (h2::client::ResponseFuture, h2::SendStream<Bytes>) {
-    let request = http::Request::builder()
-        .method("POST")
-        .uri(format!("http://{addr}{path}"))
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(())
-        .expect("request");
-    let mut send = send.ready().await.expect("h2 ready");
-    send.send_request(request, false).expect("send request")
-}
-
-/// A gRPC frame: uncompressed, announcing `declared` bytes, carrying `bytes`.
-fn grpc_frame(declared: u32, bytes: &[u8]) -> Bytes {
-    let mut frame = vec![0u8];
-    frame.extend_from_slice(&declared.to_be_bytes());
-    frame.extend_from_slice(bytes);
-    frame.into()
-}
-
-/// The gRPC status of a raw response: trailers-only or in the trailers.
-async fn grpc_status(response: h2::client::ResponseFuture) -> tonic::Status {
-    tokio::time::timeout(EVENT_WAIT, async {
-        let response = response.await.expect("response");
-        if let Some(status) = tonic::Status::from_header_map(response.headers()) {
-            return status;
-        }
-        let mut body = response.into_body();
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.expect("body");
-            let _ = body.flow_control().release_capacity(chunk.len());
-        }
-        let trailers = body.trailers().await.expect("trailers").expect("trailers");
-        tonic::Status::from_header_map(&trailers).expect("grpc-status")
-    })
-    .await
-    .expect("answered in time")
+    crate::support::raw_grpc::call(send, addr, path, None).await
 }
 
 /// Sends `message` (raw bytes) as a whole `CreateJourney` request.
