@@ -208,6 +208,9 @@ impl ProgressStore for RedisProgress {
         })
     }
 
+    /// Sent in the background: the reader that announces ends with its
+    /// watchers, and its task is aborted as the last of them leaves,
+    /// which would cut the announcement (and the turn's release) short.
     fn announce_result(&self, journey: &JourneyRef, status: &str) -> BoxFuture<()> {
         if self.conn.check_up().is_err() {
             return ready(());
@@ -222,7 +225,7 @@ impl ProgressStore for RedisProgress {
                 delivery: RESULT_READ.to_owned(),
             },
         );
-        Box::pin(async move {
+        tokio::spawn(async move {
             // Lost, the other replicas' watchers still read once the turn
             // expires (a step and the read timeout): a delay, never a
             // stranded watch.
@@ -239,7 +242,8 @@ impl ProgressStore for RedisProgress {
                 .conn
                 .delete_if(turn, this.conn.origin().to_owned())
                 .await;
-        })
+        });
+        ready(())
     }
 }
 

@@ -11,6 +11,7 @@ use super::EVENT_WAIT;
 use crate::support::{
     fleet::{Fleet, PHOTO_BYTES, assert_complete, large_rg_images},
     gateway::{by_appkey, by_ref, drain_within, happy_person},
+    wait::eventually,
 };
 
 /// The most Redis may receive for one watched journey, whatever the size
@@ -35,8 +36,17 @@ async fn journeys_watched_on_one_replica_with_300_kib_photos_send_redis_under_16
  {
     const JOURNEYS: u64 = 3;
     // A 30 s grace, longer than the waits below: only the fanned-out
-    // notice ends these watches.
-    let fleet = Fleet::start_with_photos(2, 30).await;
+    // notice ends these watches. A read turn lasts a step and the
+    // upstream timeout: ten minutes here, so that only its release, not
+    // its expiry, removes it within the wait below.
+    let mut fleet = Fleet::start_with_photos(0, 30).await;
+    fleet
+        .add_replicas_with(2, |c| {
+            if let Some(upstream) = c.upstream.as_mut() {
+                upstream.timeout_ms = 600_000;
+            }
+        })
+        .await;
     let (a, b) = (&fleet.replicas[0], &fleet.replicas[1]);
     let mut conn = fleet.redis.client().await;
     let received_before = redis_input_bytes(&mut conn).await;
@@ -85,6 +95,18 @@ async fn journeys_watched_on_one_replica_with_300_kib_photos_send_redis_under_16
         }
     }
 
+    // B read each result on its turn, and gives the turn up as it
+    // announces the result (a replica of the release before this one,
+    // told of the result, waits for the turn).
+    eventually("B gives its read turns up", EVENT_WAIT, async || {
+        !fleet
+            .redis
+            .keys()
+            .await
+            .iter()
+            .any(|k| k.starts_with("idgate:turn:"))
+    })
+    .await;
     let received = redis_input_bytes(&mut conn).await - received_before;
     assert!(
         received <= JOURNEYS * REDIS_BYTES_PER_JOURNEY,
