@@ -82,3 +82,62 @@ async fn replicas_without_a_webhook_poll_a_watched_result_once_per_interval_betw
     );
     fleet.stop().await;
 }
+
+/// A rolling upgrade from the release that shared final results on
+/// Redis: a replica of that release holds the journey's read turn (for
+/// ten minutes here, so only its word can end the watch within the wait),
+/// reads the result, writes it sealed to `{p}result:<ref>` and announces
+/// it. The upgraded replica, whose watcher heard the webhook but could
+/// not take the turn, reads the result itself on that word, once, and
+/// never needs the shared copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_ends_on_the_word_of_a_replica_of_the_previous_release_holding_the_read_turn() {
+    const OLD_REPLICA: &str = "a-replica-of-the-previous-release";
+    let fleet = Fleet::start(1, 30).await;
+    let b = &fleet.replicas[0];
+    let created = b.create_journey_for(happy_person()).await;
+    let watcher = b.watch(by_ref(&created.journey_ref)).await;
+    fleet.finish_journey(0, &created).await;
+    let mut conn = fleet.redis.client().await;
+    let () = redis::cmd("SET")
+        .arg(format!("idgate:turn:{}", created.journey_ref))
+        .arg(OLD_REPLICA)
+        .arg("PX")
+        .arg(600_000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let reads_before = fleet.result_reads();
+    assert_eq!(
+        b.post_notice("Completo", &created.appkey, None).await.0,
+        202
+    );
+    // The old replica's copy: nothing an upgraded replica opens.
+    let () = redis::cmd("SET")
+        .arg(format!("idgate:result:{}", created.journey_ref))
+        .arg("c2VhbGVkIGJ5IHRoZSBwcmV2aW91cyByZWxlYXNl")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let word = serde_json::json!({
+        "origin": OLD_REPLICA,
+        "sent_ms": 0,
+        "kind": "notice",
+        "journey_ref": created.journey_ref,
+        "status": "complete",
+        "delivery": "result-read",
+    });
+    let _: String = redis::cmd("XADD")
+        .arg("idgate:{fleet}:events")
+        .arg("*")
+        .arg("m")
+        .arg(word.to_string())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (items, end) = drain_within(watcher, EVENT_WAIT).await;
+    assert_complete(&items, &end);
+    assert_eq!(fleet.result_reads() - reads_before, 1, "read here, once");
+    assert_eq!(b.gateway.watches().stats().fleet_results, 1);
+    fleet.stop().await;
+}
