@@ -1,6 +1,7 @@
 //! How far one Redis and one replica carry a fleet: Redis commands, bytes
-//! and memory per whole journey by path, and journeys per second through
-//! the fleet, on loopback (`docs/capacity.md`).
+//! and memory per whole journey by path, vendor result reads per journey,
+//! and journeys per second through the fleet, on loopback
+//! (`docs/capacity.md`).
 //!
 //! ```sh
 //! cargo run --release --example fleet_capacity -- --journeys 300 --seconds 10 --concurrency 32
@@ -8,7 +9,10 @@
 //!
 //! Starts its own `redis-server` (Debian's `redis-server` package) on a
 //! free loopback port, one sandbox and two replicas sharing that Redis
-//! (examples/support/fleet.rs).
+//! (examples/support/fleet.rs). The sandbox's results carry two photos of
+//! `--photo-kib` (its 3D selfie, `selfie_bytes`, and the document's front
+//! the watched path submits), as real captures do, and it processes
+//! documents at once.
 //! Phase 1 runs `--journeys` whole journeys one at a time on each path and
 //! reads what Redis saw (`INFO stats`: commands and bytes; `INFO memory`)
 //! and what the replicas sent (`idgate_cluster_operations_total`, the
@@ -28,9 +32,10 @@ mod counters;
 #[allow(dead_code)]
 mod fixed_port;
 #[path = "support/fleet.rs"]
+#[allow(dead_code)]
 mod fleet;
 
-use idgate::testing::GatewayParts as _;
+use idgate::{domain::Operation, testing::GatewayParts as _};
 use std::{
     collections::BTreeMap,
     net::SocketAddr,
@@ -41,13 +46,15 @@ use std::{
     time::{Duration, Instant},
 };
 
+use bytes::Bytes;
 use clap::Parser;
 use idgate::{
     proto::v1::{
-        self, journey_service_client::JourneyServiceClient,
+        self, document_service_client::DocumentServiceClient,
+        journey_service_client::JourneyServiceClient,
         liveness_service_client::LivenessServiceClient,
     },
-    sandbox::samples,
+    sandbox::{SandboxConfig, samples},
     server::{Gateway, StartOptions},
 };
 use tonic::transport::Channel;
@@ -65,6 +72,10 @@ struct Args {
     /// Journeys in flight at once in phase 2.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
+    /// Size of each of a result's two photos (the selfie, the document's
+    /// front), in KiB.
+    #[arg(long, default_value_t = 300)]
+    photo_kib: usize,
 }
 
 #[derive(Clone)]
@@ -133,15 +144,35 @@ impl Gw {
     }
 
     async fn watch_open(&self, journey_ref: &str) -> Result<(), tonic::Status> {
-        let stream = JourneyServiceClient::new(self.channel.clone())
+        drop(self.watch(journey_ref).await?);
+        Ok(())
+    }
+
+    async fn watch(
+        &self,
+        journey_ref: &str,
+    ) -> Result<tonic::Streaming<v1::WatchJourneyResponse>, tonic::Status> {
+        JourneyServiceClient::new(self.channel.clone())
             .watch_journey(v1::WatchJourneyRequest {
                 journey: Some(v1::watch_journey_request::Journey::JourneyRef(
                     journey_ref.into(),
                 )),
             })
-            .await?;
-        drop(stream);
-        Ok(())
+            .await
+            .map(tonic::Response::into_inner)
+    }
+
+    async fn submit_documents(&self, appkey: &str, images: &[Bytes]) -> Result<(), tonic::Status> {
+        DocumentServiceClient::new(self.channel.clone())
+            .submit_document_images(v1::SubmitDocumentImagesRequest {
+                appkey: appkey.into(),
+                images: images
+                    .iter()
+                    .map(|i| v1::DocumentImage { content: i.clone() })
+                    .collect(),
+            })
+            .await
+            .map(|_| ())
     }
 
     async fn webhook(&self, http: &reqwest::Client, appkey: &str) -> Result<(), tonic::Status> {
@@ -162,7 +193,49 @@ impl Gw {
     }
 }
 
-/// The two paths of a whole journey through the fleet.
+/// Reads a watch to its end: the final message must carry the complete
+/// result with both photos of `photo_bytes`.
+async fn watched_to_result(
+    mut stream: tonic::Streaming<v1::WatchJourneyResponse>,
+    photo_bytes: usize,
+) -> Result<(), tonic::Status> {
+    let mut last = None;
+    while let Some(message) = stream.message().await? {
+        last = Some(message);
+    }
+    let photos = last
+        .filter(|m| m.status() == v1::JourneyStatus::Complete)
+        .and_then(|m| m.result)
+        .and_then(|r| r.photos)
+        .ok_or_else(|| tonic::Status::unknown("the watch ended without the complete result"))?;
+    let full = photos.liveness_frontal.len() == photo_bytes
+        && photos
+            .documents
+            .iter()
+            .any(|d| d.image.len() == photo_bytes);
+    if full {
+        Ok(())
+    } else {
+        Err(tonic::Status::unknown("the result lacks its photos"))
+    }
+}
+
+/// RG front (padded after its image data to `bytes`) and back.
+fn rg_images(bytes: usize) -> Vec<Bytes> {
+    use idgate::sandbox::samples::{DocumentKind, DocumentType, Side};
+    Side::ALL
+        .into_iter()
+        .map(|side| {
+            let mut image = samples::document_image(DocumentKind::new(DocumentType::Rg, side));
+            if side == Side::Front {
+                image.resize(image.len().max(bytes), 0);
+            }
+            Bytes::from(image)
+        })
+        .collect()
+}
+
+/// The paths of a whole journey through the fleet.
 #[derive(Clone, Copy)]
 enum Route {
     /// Every call on replica A, the 3D verification with the channel hint;
@@ -172,6 +245,10 @@ enum Route {
     /// verification on B without the hint, `WatchJourney` by reference on
     /// B, the webhook to A.
     AcrossReplicas,
+    /// Created and watched (until the result) on B, the proof and the
+    /// documents on B, the webhook to A only: the result, with its two
+    /// photos, reaches B's watcher; A watches nothing.
+    Watched,
 }
 
 impl Route {
@@ -179,10 +256,21 @@ impl Route {
         match self {
             Route::OneReplica => "one replica, channel hint",
             Route::AcrossReplicas => "across replicas: request_id, no hint, watch by ref",
+            Route::Watched => "watched on B until the result (two photos), webhook to A",
         }
     }
 
     async fn run(self, a: &Gw, b: &Gw, http: &reqwest::Client) -> Result<(), tonic::Status> {
+        self.run_with(a, b, http, &Photos::default()).await
+    }
+
+    async fn run_with(
+        self,
+        a: &Gw,
+        b: &Gw,
+        http: &reqwest::Client,
+        photos: &Photos,
+    ) -> Result<(), tonic::Status> {
         match self {
             Route::OneReplica => {
                 let j = a.create("").await?;
@@ -197,8 +285,26 @@ impl Route {
                 b.watch_open(&j.journey_ref).await?;
                 a.webhook(http, &j.appkey).await
             }
+            Route::Watched => {
+                let j = b.create("").await?;
+                // Opened before the proof: it waits for the notice.
+                let watch = b.watch(&j.journey_ref).await?;
+                let s = b.start_3d(&j.appkey).await?;
+                b.verify(&j.appkey, &s, true).await?;
+                b.submit_documents(&j.appkey, &photos.documents).await?;
+                a.webhook(http, &j.appkey).await?;
+                watched_to_result(watch, photos.bytes).await
+            }
         }
     }
+}
+
+/// The documents the watched path submits, and the size of each photo of
+/// its result.
+#[derive(Default)]
+struct Photos {
+    documents: Vec<Bytes>,
+    bytes: usize,
 }
 
 /// `field:value` of `INFO section`, as numbers.
@@ -261,7 +367,17 @@ async fn throughput(path: Route, a: &Gw, b: &Gw, concurrency: usize, secs: u64) 
 async fn main() {
     let args = Args::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let fleet = Fleet::start().await;
+    let photo_bytes = args.photo_kib * 1024;
+    let fleet = Fleet::start_with(SandboxConfig {
+        processing_delay_ms: 0,
+        selfie_bytes: photo_bytes,
+        ..SandboxConfig::default()
+    })
+    .await;
+    let photos = Photos {
+        documents: rg_images(photo_bytes),
+        bytes: photo_bytes,
+    };
     let mut raw = fleet.redis.client().await;
     let start = || idgate::server::start_with(fleet.config(true), StartOptions::default());
     let (ga, gb) = (
@@ -277,11 +393,16 @@ async fn main() {
             .expect("warm-up");
     }
 
+    Route::Watched
+        .run_with(&a, &b, &http, &photos)
+        .await
+        .expect("warm-up of the watched path");
+
     println!(
-        "| path | Redis commands per journey (as the replicas count them) | Redis commands per journey (INFO) | bytes in / out per journey | Redis memory per journey |"
+        "| path | Redis commands per journey (as the replicas count them) | Redis commands per journey (INFO) | bytes in / out per journey | Redis memory per journey | vendor result reads per journey |"
     );
-    println!("|---|---|---|---|---|");
-    for path in [Route::OneReplica, Route::AcrossReplicas] {
+    println!("|---|---|---|---|---|---|");
+    for path in [Route::OneReplica, Route::AcrossReplicas, Route::Watched] {
         // Let the figures' flush and background unbinds of earlier calls land.
         tokio::time::sleep(Duration::from_millis(1_200)).await;
         let (stats, memory) = (
@@ -289,10 +410,14 @@ async fn main() {
             info(&mut raw, "memory").await,
         );
         let commands = replica_commands(&[&ga, &gb]);
+        let reads = fleet.sandbox.calls(Operation::Result, None);
         let started = Instant::now();
         for _ in 0..args.journeys {
-            path.run(&a, &b, &http).await.expect("a journey");
+            path.run_with(&a, &b, &http, &photos)
+                .await
+                .expect("a journey");
         }
+        let reads = fleet.sandbox.calls(Operation::Result, None) - reads;
         // One more flush interval, so the figures of these journeys count.
         tokio::time::sleep(Duration::from_millis(1_200)).await;
         let elapsed = started.elapsed().as_secs_f64();
@@ -313,11 +438,12 @@ async fn main() {
         // INFO's own command and the two INFO calls are not the journeys'.
         let redis_commands = (d(&stats, &stats2, "total_commands_processed") - 2.0) / n;
         println!(
-            "| {} | {by_command} | {redis_commands:.2} | {:.0} / {:.0} B | {:.0} B |",
+            "| {} | {by_command} | {redis_commands:.2} | {:.0} / {:.0} B | {:.0} B | {:.2} |",
             path.name(),
             d(&stats, &stats2, "total_net_input_bytes") / n,
             d(&stats, &stats2, "total_net_output_bytes") / n,
             d(&memory, &memory2, "used_memory") / n,
+            reads as f64 / n,
         );
         eprintln!(
             "({} journeys in {elapsed:.1} s, one at a time)",

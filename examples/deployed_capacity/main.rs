@@ -129,7 +129,8 @@ struct Args {
     /// connection on one of its threads: one connection would use one).
     #[arg(long, default_value_t = 8)]
     connections: usize,
-    /// Size of each of the two document images, in KiB.
+    /// Size of each of the two document images, and of the sandbox's 3D
+    /// selfie, in KiB.
     #[arg(long, default_value_t = 300)]
     image_kib: usize,
     /// The sandbox's document processing, in milliseconds.
@@ -194,7 +195,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let sandbox_file = dir.join("sandbox.toml");
     std::fs::write(
         &sandbox_file,
-        setup::sandbox_toml(args.processing_ms, ports.1, &webhook_password),
+        setup::sandbox_toml(
+            args.processing_ms,
+            args.image_kib * 1024,
+            ports.1,
+            &webhook_password,
+        ),
     )?;
     let sandbox = SandboxChild::start(&binary, &sandbox_file, &dir.join("sandbox.err"))?;
     let room = WatchRoom::for_watches(args.watches, args.watches_per_connection);

@@ -69,9 +69,10 @@ impl Snapshot {
     }
 }
 
-/// The final results the replica shared on Redis (`{p}result:<ref>`, kept
-/// `[watch] shared_result_secs`): how many are held, and their mean size
-/// in bytes (`SCAN`, `STRLEN`; read after the run's last snapshot).
+/// Journey results held on Redis (`{p}result:<ref>`, which releases
+/// before Redis carried no result wrote): how many, and their mean size
+/// in bytes (`SCAN`, `STRLEN`; read after the run's last snapshot). None
+/// is expected: the figure shows a result never reaches Redis.
 pub async fn shared_results(
     redis: &mut redis::aio::MultiplexedConnection,
 ) -> anyhow::Result<(u64, f64)> {
@@ -116,8 +117,8 @@ pub struct Figures {
     pub log_lines: f64,
     pub log_bytes: f64,
     /// Redis' `used_memory` at the end of the run, in bytes: what the
-    /// journeys' keys hold at this rate (the shared results, kept `[watch]
-    /// shared_result_secs`, most of it).
+    /// journeys' keys hold at this rate (their records, for a day, most of
+    /// it).
     pub redis_used_memory: f64,
 }
 

@@ -111,7 +111,7 @@ pub fn phase1(
             / figures.journeys_per_second().max(f64::EPSILON)
     );
     println!(
-        "shared results held on Redis at the end ({{p}}result:<ref>, [watch] shared_result_secs): {shared}, {shared_bytes:.0} B each on average"
+        "journey results held on Redis at the end ({{p}}result:<ref>, none expected): {shared}, {shared_bytes:.0} B each on average"
     );
     println!(
         "(spans over every journey of the phase, warm-up included: {} journeys, {} exports{})",

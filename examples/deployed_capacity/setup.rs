@@ -125,13 +125,20 @@ impl SandboxAddresses {
     }
 }
 
-/// The sandbox's file: documents processed in `processing_ms`, the
-/// gateway's operator, completion notices to the gateway's webhook
-/// receiver on `webhook_port` with its credentials, room for every
-/// journey of a run (phase 2 alone creates `--watches` of them).
-pub fn sandbox_toml(processing_ms: u64, webhook_port: u16, webhook_password: &str) -> String {
+/// The sandbox's file: documents processed in `processing_ms`, a 3D
+/// selfie of `selfie_bytes` (a real capture's size), the gateway's
+/// operator, completion notices to the gateway's webhook receiver on
+/// `webhook_port` with its credentials, room for every journey of a run
+/// (phase 2 alone creates `--watches` of them).
+pub fn sandbox_toml(
+    processing_ms: u64,
+    selfie_bytes: usize,
+    webhook_port: u16,
+    webhook_password: &str,
+) -> String {
     format!(
-        "[sandbox]\nprocessing_delay_ms = {processing_ms}\nmax_entries = 1000000\n\n\
+        "[sandbox]\nprocessing_delay_ms = {processing_ms}\nmax_entries = 1000000\n\
+         selfie_bytes = {selfie_bytes}\n\n\
          [[sandbox.operators]]\nlogin = \"bench\"\npassword = \"{OPERATOR_PASSWORD}\"\n\n\
          [sandbox.webhook]\nurl = \"http://127.0.0.1:{webhook_port}/webhooks/journey\"\n\
          basic_user = \"{WEBHOOK_USER}\"\nbasic_password = \"{webhook_password}\"\n"
@@ -293,11 +300,12 @@ mod tests {
 
     #[test]
     fn the_sandbox_file_is_one_idgate_sandbox_accepts() {
-        let toml = sandbox_toml(200, 8080, "secret");
+        let toml = sandbox_toml(200, 307_200, 8080, "secret");
         let config = idgate::config::Config::from_toml_and_env(&toml, Vec::new())
             .expect("a valid configuration");
         let s = &config.sandbox;
         assert_eq!(s.processing_delay_ms, 200);
+        assert_eq!(s.selfie_bytes, 307_200);
         assert_eq!(s.operators[0].login, "bench");
         assert_eq!(
             s.webhook.url.as_deref(),

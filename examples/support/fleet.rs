@@ -32,8 +32,13 @@ impl Fleet {
     /// Starts Redis and the sandbox (on a manual clock: nothing expires
     /// during a run).
     pub async fn start() -> Self {
+        Self::start_with(SandboxConfig::default()).await
+    }
+
+    /// [`Fleet::start`] with the sandbox configured as `sandbox` says.
+    pub async fn start_with(sandbox: SandboxConfig) -> Self {
         let redis = RedisServer::start();
-        let sandbox = Sandbox::start(SandboxConfig::default(), Arc::new(ManualClock::new()))
+        let sandbox = Sandbox::start(sandbox, Arc::new(ManualClock::new()))
             .await
             .expect("sandbox");
         let dir = std::env::temp_dir().join(format!("idgate-fleet-{}", uuid::Uuid::new_v4()));

@@ -53,6 +53,12 @@ impl DeliveryKey {
     }
 }
 
+/// The delivery of a notice that announces a result a replica read on its
+/// read turn and found final (`cluster::progress`), rather than a webhook
+/// delivery. The same text as the releases that also shared the result
+/// on Redis wrote, so that both understand each other's announcements.
+pub const RESULT_READ: &str = "result-read";
+
 /// A completion notice as it crosses the fleet: no appkey, no result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FleetNotice {
@@ -60,8 +66,16 @@ pub struct FleetNotice {
     pub journey: JourneyRef,
     /// The announced status label (`complete`, `error`).
     pub status: String,
-    /// [`DeliveryKey::digest`] of the delivery.
+    /// [`DeliveryKey::digest`] of the delivery, or [`RESULT_READ`].
     pub delivery: String,
+}
+
+impl FleetNotice {
+    /// Whether another replica read the result and found it final (not
+    /// only a webhook delivery, which may come before the result settles).
+    pub fn announces_result(&self) -> bool {
+        self.delivery == RESULT_READ
+    }
 }
 
 /// Where the webhook receiver dedupes deliveries and fans notices out.

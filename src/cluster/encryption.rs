@@ -1,5 +1,5 @@
-//! Appkeys, journey records and shared results sealed with AES-256-GCM
-//! before they go to Redis.
+//! Appkeys and journey records sealed with AES-256-GCM before they go to
+//! Redis.
 //!
 //! A sealed value is Base64 of `nonce (12 bytes) || ciphertext || tag`,
 //! under a random nonce per value. The associated data is a [`Binding`]:
@@ -49,9 +49,6 @@ enum Purpose {
     Directory,
     /// `{p}idem:<digest>`: a completed idempotency record.
     Idempotency,
-    /// `{p}result:<ref>`: a journey's final result, shared for a moment
-    /// with the replicas watching it (`cluster::progress`).
-    SharedResult,
 }
 
 impl Purpose {
@@ -59,7 +56,6 @@ impl Purpose {
         match self {
             Self::Directory => b"journey-directory",
             Self::Idempotency => b"idempotency-record",
-            Self::SharedResult => b"shared-result",
         }
     }
 }
@@ -120,17 +116,6 @@ impl Binding {
                 request.as_bytes(),
                 journey.as_str().as_bytes(),
             ],
-        )
-    }
-}
-
-impl Binding {
-    /// A journey's final result stored under `redis_key` for `journey`:
-    /// opens as nothing else, and under no other journey's key.
-    pub fn shared_result(redis_key: &str, journey: &JourneyRef) -> Self {
-        Self::new(
-            Purpose::SharedResult,
-            &[redis_key.as_bytes(), journey.as_str().as_bytes()],
         )
     }
 }

@@ -8,7 +8,7 @@
 //!                      |---> ControlStore    control.rs    routing mode, drains, hold
 //! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
-//! events::JourneyWatches ------> ProgressStore   progress.rs   submitted steps, read turn, final result (sealed)
+//! events::JourneyWatches ------> ProgressStore   progress.rs   submitted steps, read turn, result announced
 //! spend::SpendGuard -------> SpendStore      spend.rs      idempotency, budgets
 //! channels::VendorStats --> VendorStatsStore vendor_stats.rs per-minute vendor figures
 //! usage::UsageBook --------> UsageStore      usage.rs      charge-back counts by day and caller
@@ -26,11 +26,10 @@
 //! appkey, profile, request key, sealed whole), 3D session bindings (journey reference -> channel name),
 //! webhook dedupe, the channel control state (routing mode, drained
 //! channels, contingency hold) and completion notices, fanned out as
-//! (journey reference, status, delivery id). Nothing personal goes to
-//! Redis in clear: the one result that does, a watched journey's final
-//! result read by the replica whose turn it was, is sealed and kept
-//! `[watch] shared_result_secs` (30 s), so that the other replicas'
-//! watchers get it without reading the vendor again ([`progress`]).
+//! (journey reference, status, delivery id). Redis carries facts, never
+//! a result: a replica that holds watchers of a journey reads its result
+//! from the vendor itself, once, when told it is final ([`progress`]).
+//! Nothing personal goes to Redis in clear, and no photo at all.
 //! Circuit breakers stay per replica. Each store's file names its keys.
 //!
 //! Each replica keeps its own tier too (its journey records, the router's
@@ -78,7 +77,7 @@ use tokio::sync::broadcast;
 pub use bindings::{BindingStore, Bound, Issuer, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
-pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RedisDedupe};
+pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RESULT_READ, RedisDedupe};
 pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
 pub use probes::{MemoryProbes, ProbeStore, RedisProbes};
 pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
@@ -147,9 +146,6 @@ pub struct Ttls {
     /// Vendor figures' per-minute buckets
     /// (`[routing] figures_retention_minutes`).
     pub figures: Duration,
-    /// A final result shared with the fleet's watchers
-    /// (`[watch] shared_result_secs`).
-    pub shared_result: Duration,
     /// The charge-back report's counts (`[usage] retention_days`).
     pub usage: Duration,
 }
@@ -168,8 +164,6 @@ impl Default for Ttls {
             idempotency_max_entries: 100_000,
             // A day: `[routing] figures_retention_minutes`' default.
             figures: Duration::from_secs(86_400),
-            // `[watch] shared_result_secs`' default.
-            shared_result: Duration::from_secs(30),
             // `[usage] retention_days`' default.
             usage: Duration::from_secs(93 * 86_400),
         }
@@ -297,7 +291,6 @@ impl Shared {
                 conn.clone(),
                 ttls.journey,
                 ttls.journey_max_entries,
-                ttls.shared_result,
             )),
             probes: Arc::new(RedisProbes::new(conn.clone())),
             usage: Arc::new(RedisUsage::new(conn.clone(), ttls.usage)),

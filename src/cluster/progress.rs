@@ -1,42 +1,44 @@
 //! What the fleet knows of a watched journey's way to its result: whether
 //! the steps that produce a result went through the gateway, whose turn it
-//! is to read the result from the vendor, and the final result once one
-//! replica has read it.
+//! is to poll the vendor for the result, and that the result is final.
 //!
 //! Why: a watch must start from the current state (a journey already
 //! complete answers at once, without waiting for a webhook that may never
 //! come), and N replicas watching one journey must not poll the vendor N
 //! times per interval. One replica at a time holds the journey's read
-//! turn; the others wait for the final result it shares, told to them as
-//! a completion notice on the event stream.
+//! turn and polls; when it reads the final result it announces it (a
+//! notice: journey reference and status, no result) and gives the turn
+//! up. Each replica that holds watchers of the journey then reads the
+//! final result once, itself, for all its watchers: Redis carries the
+//! fact that the result is there, never the result, whose photos weigh
+//! hundreds of KiB (`docs/capacity.md`).
 //!
 //! - [`MemoryProgress`]: one process. The submitted marks are kept as long
 //!   as the journey records (`[journeys] retention_hours`, `max_entries`);
-//!   the turn is always this process's, and there is no one to share a
-//!   result with.
+//!   the turn is always this process's, and there is no one to tell.
 //! - [`RedisProgress`]: `{p}submitted:<ref>` (`1`, expiring with the
 //!   journey's retention); `{p}turn:<ref>` (the holding replica's id, `SET
-//!   NX PX` by [`TURN_SCRIPT`], renewed by its holder on each read);
-//!   `{p}result:<ref>` (the final result, sealed with AES-256-GCM under
-//!   `[cluster]`'s secret key and bound to the key and the journey, kept
-//!   `[watch] shared_result_secs`), announced as a notice (journey
-//!   reference, status label, no result) on `{p}{fleet}:events`. While
-//!   Redis is unreachable every replica takes its own turn (watchers fall
-//!   back to polling, never to waiting).
+//!   NX PX` by [`TURN_SCRIPT`], renewed by its holder on each read,
+//!   deleted by it once the result is final); the announcement on
+//!   `{p}{fleet}:events`, a notice whose delivery is
+//!   [`RESULT_READ`](super::RESULT_READ). While Redis is unreachable every
+//!   replica takes its own turn (watchers fall back to polling, never to
+//!   waiting).
+//!
+//! Releases before this one also wrote the final result, sealed, to
+//! `{p}result:<ref>` and announced it the same way: the announcement is
+//! the same message, so replicas of both releases share a fleet during a
+//! rolling upgrade (`docs/operations.md`).
 
 use std::{sync::Mutex, time::Duration};
 
-use prost::Message as _;
 use tokio::time::Instant;
-use zeroize::Zeroizing;
 
 use super::{
-    BoxFuture,
-    encryption::Binding,
-    ready,
+    BoxFuture, RESULT_READ, ready,
     redis::{Body, RedisConn, event_log, millis},
 };
-use crate::{domain::JourneyRef, proto::v1::JourneyResult, ttl::TtlMap};
+use crate::{domain::JourneyRef, ttl::TtlMap};
 
 /// Takes the read turn of `KEYS[1]` for replica `ARGV[1]`, for `ARGV[2]`
 /// milliseconds, when nobody holds it or this replica already does.
@@ -58,22 +60,15 @@ pub trait ProgressStore: Send + Sync + 'static {
 
     /// Claims the next result read of `journey` for `turn`: true when no
     /// other replica holds the turn (or Redis cannot tell), so this one
-    /// reads; false when another replica reads for the fleet.
+    /// reads; false when another replica polls for the fleet.
     fn take_read_turn(&self, journey: &JourneyRef, turn: Duration) -> BoxFuture<bool>;
 
-    /// Shares the final result read here with the replicas watching
-    /// `journey`, and tells them with a notice of `status` (`complete`,
-    /// `error`). Nothing to do for one process.
-    fn share_result(
-        &self,
-        journey: &JourneyRef,
-        result: &JourneyResult,
-        status: &str,
-    ) -> BoxFuture<()>;
-
-    /// The final result another replica shared, if it is still kept
-    /// (never, for one process).
-    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<JourneyResult>>;
+    /// Tells the replicas watching `journey` that the result this replica
+    /// read on its turn is final, with a notice of `status` (`complete`,
+    /// `error`) and nothing of the result, and gives the turn up: each of
+    /// them reads the result once for its own watchers. Nothing to do for
+    /// one process.
+    fn announce_result(&self, journey: &JourneyRef, status: &str) -> BoxFuture<()>;
 }
 
 /// The progress one process knows.
@@ -121,12 +116,8 @@ impl ProgressStore for MemoryProgress {
         ready(true)
     }
 
-    fn share_result(&self, _: &JourneyRef, _: &JourneyResult, _: &str) -> BoxFuture<()> {
+    fn announce_result(&self, _: &JourneyRef, _: &str) -> BoxFuture<()> {
         ready(())
-    }
-
-    fn shared_result(&self, _: &JourneyRef) -> BoxFuture<Option<JourneyResult>> {
-        ready(None)
     }
 }
 
@@ -136,7 +127,6 @@ impl ProgressStore for MemoryProgress {
 pub struct RedisProgress {
     conn: RedisConn,
     retention: Duration,
-    result_ttl: Duration,
     local: std::sync::Arc<MemoryProgress>,
 }
 
@@ -147,18 +137,11 @@ impl std::fmt::Debug for RedisProgress {
 }
 
 impl RedisProgress {
-    /// Marks kept `retention` (at most `max_entries` of them here), shared
-    /// results kept `result_ttl`.
-    pub(super) fn new(
-        conn: RedisConn,
-        retention: Duration,
-        max_entries: usize,
-        result_ttl: Duration,
-    ) -> Self {
+    /// Marks kept `retention` (at most `max_entries` of them here).
+    pub(super) fn new(conn: RedisConn, retention: Duration, max_entries: usize) -> Self {
         Self {
             conn,
             retention,
-            result_ttl,
             local: std::sync::Arc::new(MemoryProgress::new(retention, max_entries)),
         }
     }
@@ -225,69 +208,42 @@ impl ProgressStore for RedisProgress {
         })
     }
 
-    fn share_result(
-        &self,
-        journey: &JourneyRef,
-        result: &JourneyResult,
-        status: &str,
-    ) -> BoxFuture<()> {
+    /// Sent in the background: the reader that announces ends with its
+    /// watchers, and its task is aborted as the last of them leaves,
+    /// which would cut the announcement (and the turn's release) short.
+    fn announce_result(&self, journey: &JourneyRef, status: &str) -> BoxFuture<()> {
         if self.conn.check_up().is_err() {
             return ready(());
         }
         let this = self.clone();
-        let journey = journey.clone();
-        let status = status.to_owned();
-        // Personal data: wiped once sealed.
-        let encoded = Zeroizing::new(result.encode_to_vec());
-        Box::pin(async move {
-            let key = this.key("result:", &journey);
-            let sealed = this
-                .conn
-                .sealer()
-                .seal_bytes(&Binding::shared_result(&key, &journey), &encoded);
-            if this
-                .conn
-                .set_px(key, sealed, millis(this.result_ttl))
-                .await
-                .is_err()
-            {
-                // The other replicas read the result themselves.
-                return;
-            }
-            let append = event_log::append(
-                &this.conn,
-                Body::Notice {
-                    journey_ref: journey.to_string(),
-                    status,
-                    delivery: "result-read".to_owned(),
-                },
-            );
+        let turn = self.key("turn:", journey);
+        let append = event_log::append(
+            &self.conn,
+            Body::Notice {
+                journey_ref: journey.to_string(),
+                status: status.to_owned(),
+                delivery: RESULT_READ.to_owned(),
+            },
+        );
+        tokio::spawn(async move {
+            // Lost, the other replicas' watchers still read once the turn
+            // expires (a step and the read timeout): a delay, never a
+            // stranded watch.
             let _ = this
                 .conn
                 .exec("XADD", move |mut c| async move {
                     append.query_async::<String>(&mut c).await
                 })
                 .await;
-        })
-    }
-
-    fn shared_result(&self, journey: &JourneyRef) -> BoxFuture<Option<JourneyResult>> {
-        let this = self.clone();
-        let journey = journey.clone();
-        Box::pin(async move {
-            this.conn.check_up().ok()?;
-            let key = this.key("result:", &journey);
-            let stored = this.conn.get(key.clone()).await.ok()??;
-            let opened = this
+            // Given up, so that a replica of the release before this one,
+            // which waits for the turn after the announcement, reads at
+            // once; and nobody polls a final result.
+            let _ = this
                 .conn
-                .sealer()
-                .open_bytes(&Binding::shared_result(&key, &journey), &stored);
-            let result = opened.and_then(|plain| JourneyResult::decode(plain.as_slice()).ok());
-            if result.is_none() {
-                tracing::warn!(journey = %journey, "a shared result in Redis did not open (another secret_key, or a value moved from another key?)");
-            }
-            result
-        })
+                .delete_if(turn, this.conn.origin().to_owned())
+                .await;
+        });
+        ready(())
     }
 }
 
@@ -312,9 +268,11 @@ mod tests {
                 .take_read_turn(&journey, Duration::from_secs(1))
                 .await
         );
-        progress
-            .share_result(&journey, &JourneyResult::default(), "complete")
-            .await;
-        assert!(progress.shared_result(&journey).await.is_none());
+        progress.announce_result(&journey, "complete").await;
+        assert!(
+            progress
+                .take_read_turn(&journey, Duration::from_secs(1))
+                .await
+        );
     }
 }

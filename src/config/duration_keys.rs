@@ -118,7 +118,9 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
     add("journeys.unknown_ttl_secs", c.journeys.unknown_ttl_secs, S);
     add("watch.notice_ttl_secs", w.notice_ttl_secs, S);
     add("watch.max_stream_secs", w.max_stream_secs, S);
-    add("watch.shared_result_secs", w.shared_result_secs, S);
+    if let Some(secs) = w.shared_result_secs {
+        add("watch.shared_result_secs", secs, S);
+    }
     let k = &c.cluster;
     add("cluster.connect_timeout_ms", k.connect_timeout_ms, Ms);
     add("cluster.command_timeout_ms", k.command_timeout_ms, Ms);

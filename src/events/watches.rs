@@ -19,9 +19,12 @@
 //! `WatchJourney` call that started the task, so a backend shows the read
 //! beside both without making it part of either trace.
 //!
-//! In a fleet, one replica at a time reads a journey's result for all
-//! (its read turn, `cluster::progress`) and shares the final result, so
-//! the vendor sees one read per interval however many replicas watch.
+//! In a fleet, one replica at a time polls a journey's result for all
+//! (its read turn, `cluster::progress`), so the vendor sees one read per
+//! interval however many replicas watch. Once a read finds the result
+//! final, the replica announces it (a notice, nothing of the result), and
+//! every replica holding watchers of the journey reads it once for its
+//! own watchers: the result never crosses Redis.
 //!
 //! - `journeys`: watch by reference, through the journey records
 //!   (`cluster::journeys`).
@@ -105,8 +108,9 @@ pub struct WatchStats {
     /// the result is polled instead (the webhook did not arrive), since
     /// start.
     pub notice_timeouts: u64,
-    /// Final results another replica of the fleet read and shared, given
-    /// to this replica's watchers without a read, since start.
+    /// Final results read here because another replica of the fleet
+    /// announced them (read on its turn, found final), since start: one
+    /// read per replica holding watchers, not one per watcher.
     pub fleet_results: u64,
 }
 
@@ -122,7 +126,7 @@ pub(crate) struct WatchesInner {
     /// The journey records, for watch by reference and to tell a journey
     /// issued here (watched until its result) from a foreign appkey.
     journeys: Arc<dyn JourneyStore>,
-    /// Submitted steps, the fleet's read turn, shared results.
+    /// Submitted steps, the fleet's read turn, results announced.
     progress: Arc<dyn ProgressStore>,
     settings: WatchSettings,
     state: Mutex<WatchesState>,
@@ -134,12 +138,31 @@ pub(crate) struct WatchesInner {
     fleet_results: AtomicU64,
 }
 
-/// A notice as the watches keep it: what it announced, and the span of the
-/// webhook request that brought it (result reads it triggers link to it).
+/// A notice as the watches keep it: what it announced, whether a replica
+/// of the fleet already read the result and found it final, and the span
+/// of the webhook request that brought it (result reads it triggers link
+/// to it).
 #[derive(Clone, Debug)]
 struct Heard {
     status: NoticeStatus,
+    /// Another replica read the result on its turn and found it final:
+    /// this replica reads it once without waiting for a turn. Kept once
+    /// set (a later webhook delivery does not unsay it).
+    result_final: bool,
     link: Option<SpanContext>,
+}
+
+impl Heard {
+    /// `self`, keeping what an earlier notice of the journey said.
+    fn after(mut self, earlier: Option<&Heard>) -> Self {
+        if let Some(earlier) = earlier {
+            self.result_final |= earlier.result_final;
+            if self.link.is_none() {
+                self.link = earlier.link.clone();
+            }
+        }
+        self
+    }
 }
 
 struct WatchesState {
@@ -259,33 +282,44 @@ impl JourneyWatches {
     /// triggers carry a span link to it.
     pub fn notify_traced(&self, notice: Notice, link: Option<SpanContext>) -> bool {
         let journey = JourneyRef::from_appkey(&notice.appkey);
-        self.notify_journey(journey, notice.status, link)
+        self.notify_journey(journey, notice.status, false, link)
     }
 
-    /// A notice another replica of the fleet accepted: wakes this
-    /// replica's watchers of `journey`, which read the result themselves.
-    pub fn notify_from_fleet(&self, journey: JourneyRef, status: NoticeStatus) -> bool {
-        self.notify_journey(journey, status, None)
+    /// A notice another replica of the fleet told: a webhook delivery it
+    /// accepted, or (`result_final`) a result it read on its turn and
+    /// found final. Wakes this replica's watchers of `journey`, which
+    /// read the result themselves, once for all of them.
+    pub fn notify_from_fleet(
+        &self,
+        journey: JourneyRef,
+        status: NoticeStatus,
+        result_final: bool,
+    ) -> bool {
+        self.notify_journey(journey, status, result_final, None)
     }
 
     fn notify_journey(
         &self,
         journey: JourneyRef,
         status: NoticeStatus,
+        result_final: bool,
         link: Option<SpanContext>,
     ) -> bool {
         self.inner.notices_received.fetch_add(1, Ordering::Relaxed);
+        let now = Instant::now();
+        let mut state = self.inner.lock();
         let heard = Heard {
             status,
+            result_final,
             link: link.filter(SpanContext::is_valid),
-        };
-        let mut state = self.inner.lock();
-        state
-            .notices
-            .insert(journey.clone(), heard.clone(), Instant::now());
+        }
+        .after(state.notices.get(&journey, now));
+        state.notices.insert(journey.clone(), heard.clone(), now);
         match state.journeys.get(&journey) {
             Some(entry) => {
-                entry.notice.send_modify(|n| *n = Some(heard));
+                entry
+                    .notice
+                    .send_modify(|n| *n = Some(heard.after(n.as_ref())));
                 true
             }
             None => false,

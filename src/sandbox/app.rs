@@ -9,7 +9,8 @@ use super::clock::Clock;
 use super::config::{ChannelConfig, SandboxConfig};
 use super::deliveries::WebhookStats;
 use super::faults::Faults;
-use super::store::{Limits, Store};
+use super::samples;
+use super::store::{Base64Image, Limits, Store};
 use super::wire_time::WireTime;
 
 /// One 3D channel at run time.
@@ -33,6 +34,8 @@ pub(crate) struct App {
     /// Wakes the webhook driver after a liveness proof or a submission.
     pub(crate) activity: Notify,
     pub(crate) webhook_stats: watch::Sender<WebhookStats>,
+    /// The frontal photo of every 3D proof (`selfie_bytes`), encoded once.
+    pub(crate) selfie: Base64Image,
 }
 
 fn seconds(secs: u64) -> time::Duration {
@@ -70,6 +73,7 @@ impl App {
             clock,
             activity: Notify::new(),
             webhook_stats: watch::Sender::new(WebhookStats::default()),
+            selfie: Base64Image::encode(&samples::selfie_of(config.selfie_bytes)),
             config,
         }
     }

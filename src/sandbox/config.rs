@@ -59,6 +59,12 @@ pub struct SandboxConfig {
     pub webhook: WebhookConfig,
     /// Faults active from start (the admin endpoint can add more).
     pub faults: Vec<FaultRule>,
+    /// Size of the selfie every 3D proof returns as the frontal photo in
+    /// `fotos`, in bytes: the sample JPEG, padded after its end marker
+    /// (which decoders ignore) to this size, so that a result weighs what
+    /// a real capture's does (a few hundred KiB). 0, or less than the
+    /// sample: the sample as it is (a few hundred bytes).
+    pub selfie_bytes: usize,
 }
 
 impl Default for SandboxConfig {
@@ -97,6 +103,7 @@ impl Default for SandboxConfig {
             customer: CustomerConfig::default(),
             webhook: WebhookConfig::default(),
             faults: Vec::new(),
+            selfie_bytes: 0,
         }
     }
 }

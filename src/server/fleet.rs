@@ -2,7 +2,7 @@
 //! what it learns from the other replicas applied to its router and watches.
 //!
 //! ```text
-//! Shared::subscribe --FleetEvent::Notice--> JourneyWatches::notify_from_fleet (watchers here read the result)
+//! Shared::subscribe --FleetEvent::Notice--> JourneyWatches::notify_from_fleet (watchers here read the result, once)
 //!                   --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
 //! VendorStats::fleet --every FLUSH_INTERVAL--> VendorStatsStore::add (vendor figures, off the call path)
 //! ```
@@ -42,9 +42,13 @@ pub(super) fn shared_state(
         idempotency: Duration::from_secs(config.idempotency.ttl_secs),
         idempotency_max_entries: config.idempotency.max_entries,
         figures: Duration::from_secs(60 * u64::from(config.routing.figures_retention_minutes)),
-        shared_result: Duration::from_secs(config.watch.shared_result_secs),
         usage: config.usage.retention(),
     };
+    if config.watch.shared_result_secs.is_some() {
+        tracing::warn!(
+            "[watch] shared_result_secs has no effect: Redis carries no journey result, each replica with watchers reads it itself; remove the key"
+        );
+    }
     let Some(settings) = config.cluster.resolve()? else {
         return Ok(Shared::memory(ttls));
     };
@@ -132,7 +136,9 @@ async fn relay(
         match event {
             Ok(FleetEvent::Notice(notice)) => {
                 if let Some(status) = NoticeStatus::from_label(&notice.status) {
-                    let watched = watches.notify_from_fleet(notice.journey.clone(), status);
+                    let final_read = notice.announces_result();
+                    let watched =
+                        watches.notify_from_fleet(notice.journey.clone(), status, final_read);
                     tracing::debug!(journey = %notice.journey, watched, "completion notice from the fleet");
                 }
             }

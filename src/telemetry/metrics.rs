@@ -180,8 +180,8 @@ pub struct WatchCounts {
     /// Watches that found no completion notice within the grace period and
     /// fell back to polling, since start.
     pub notice_timeouts: u64,
-    /// Final results another replica read and shared, given to watchers
-    /// here without a read, since start.
+    /// Final results read here because another replica announced them,
+    /// since start.
     pub fleet_results: u64,
 }
 

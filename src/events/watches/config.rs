@@ -43,10 +43,11 @@ pub struct WatchConfig {
     /// A journey this gateway issued answers 404 until its end user
     /// finishes, and is watched until its result or its retention.
     pub max_not_found: u32,
-    /// How long the final result one replica read is kept, sealed, for the
-    /// fleet's other replicas watching the journey, in seconds (a fleet on
-    /// Redis only).
-    pub shared_result_secs: u64,
+    /// No effect: releases before Redis carried no result kept the final
+    /// result on Redis this long for the other replicas. Accepted so that
+    /// their files still load (a replica warns once at start when it is
+    /// set); every replica now reads the result itself.
+    pub shared_result_secs: Option<u64>,
 }
 
 impl Default for WatchConfig {
@@ -62,7 +63,7 @@ impl Default for WatchConfig {
             notice_max_entries: 100_000,
             max_stream_secs: 3600,
             max_not_found: 5,
-            shared_result_secs: 30,
+            shared_result_secs: None,
         }
     }
 }

@@ -14,9 +14,12 @@
 //! consecutive 404s the reader of a foreign appkey gives up and every
 //! watcher gets `NOT_FOUND` / `RESULT_NOT_AVAILABLE`.
 //!
-//! In a fleet each read first looks for the final result another replica
-//! shared, then takes the journey's read turn (`cluster::progress`): a
-//! replica that does not get it skips the vendor this round.
+//! In a fleet each read takes the journey's read turn first
+//! (`cluster::progress`): a replica that does not get it skips the vendor
+//! this round. The replica whose turn finds the result final announces it
+//! and gives the turn up; a replica told so reads once, without a turn,
+//! for all its watchers. No result crosses Redis: each replica holding
+//! watchers reads the vendor once, and one holding none reads nothing.
 
 use std::{
     sync::{Arc, atomic::Ordering},
@@ -33,7 +36,7 @@ use crate::{
     Error,
     cluster::journeys::now_unix,
     domain::{Appkey, JourneyRef},
-    proto::v1::{JourneyResult, JourneyStatus},
+    proto::v1::JourneyStatus,
 };
 /// Publishes a journey's snapshots; counts the task as live while it
 /// exists. If the task stops without publishing an end (a panic in the
@@ -111,9 +114,6 @@ impl Reader {
         let settings = self.watches.settings.clone();
         let mut notice_open = true;
         let mut notice = self.notices.borrow_and_update().is_some();
-        if self.shared_result().await.is_break() {
-            return;
-        }
         let mut not_found = 0;
         let mut backoff = Backoff::new(settings.poll_initial, settings.poll_max, self.seed);
         if settings.notices_expected && !notice {
@@ -181,53 +181,43 @@ impl Reader {
         }
     }
 
-    /// Ends the watch with the final result another replica of the fleet
-    /// read and shared, if there is one.
-    async fn shared_result(&self) -> std::ops::ControlFlow<()> {
-        match self.watches.progress.shared_result(&self.journey).await {
-            Some(result) if is_final(result.status()) => {
-                tracing::info!(journey = %self.journey, "journey result ready (read by another replica)");
-                self.watches.fleet_results.fetch_add(1, Ordering::Relaxed);
-                self.publisher.end(End::Result(Arc::new(result)));
-                std::ops::ControlFlow::Break(())
-            }
-            _ => std::ops::ControlFlow::Continue(()),
-        }
-    }
-
-    /// Shares a final result read here with the fleet's other watchers.
-    async fn share(&self, result: &JourneyResult) {
-        let label = match result.status() {
+    /// Tells the fleet's other replicas that the result this replica read
+    /// on its turn is final: each reads it for its own watchers.
+    async fn announce(&self, status: JourneyStatus) {
+        let label = match status {
             JourneyStatus::Error => "error",
             _ => "complete",
         };
         self.watches
             .progress
-            .share_result(&self.journey, result, label)
+            .announce_result(&self.journey, label)
             .await;
     }
 
-    /// Reads the result once, when this replica has the journey's read
-    /// turn (for `turn`), and publishes what it says. Breaks when the
-    /// watch has ended (final result, permanent failure, a foreign
-    /// appkey's `not_found`-th consecutive 404 reaching `max_not_found`,
-    /// or a 404 past the journey's retention).
+    /// Reads the result once, when another replica announced it final or
+    /// this replica has the journey's read turn (for `turn`), and
+    /// publishes what it says. Breaks when the watch has ended (final
+    /// result, permanent failure, a foreign appkey's `not_found`-th
+    /// consecutive 404 reaching `max_not_found`, or a 404 past the
+    /// journey's retention).
     async fn read_once(&self, not_found: &mut u32, turn: Duration) -> std::ops::ControlFlow<()> {
         use std::ops::ControlFlow::{Break, Continue};
-        if self.shared_result().await.is_break() {
-            return Break(());
-        }
-        if !self
-            .watches
-            .progress
-            .take_read_turn(&self.journey, turn)
-            .await
+        let notice = self.notices.borrow().clone();
+        let announced = notice.as_ref().is_some_and(|n| n.result_final);
+        if !announced
+            && !self
+                .watches
+                .progress
+                .take_read_turn(&self.journey, turn)
+                .await
         {
-            // Another replica reads for the fleet this round.
+            // Another replica polls for the fleet this round.
             return Continue(());
         }
         self.watches.result_reads.fetch_add(1, Ordering::Relaxed);
-        let notice = self.notices.borrow().clone();
+        if announced {
+            self.watches.fleet_results.fetch_add(1, Ordering::Relaxed);
+        }
         // Its own trace: the read serves every watcher of the journey and
         // is caused by the notice; links say so.
         let span = tracing::info_span!(
@@ -264,9 +254,12 @@ impl Reader {
                 let status = result.status();
                 if is_final(status) {
                     tracing::info!(journey = %self.journey, status = status.as_str_name(), "journey result ready");
-                    let result = Arc::new(result);
-                    self.publisher.end(End::Result(result.clone()));
-                    self.share(&result).await;
+                    self.publisher.end(End::Result(Arc::new(result)));
+                    if !announced {
+                        // Read on this replica's turn: the others wait
+                        // for the word (or for the turn).
+                        self.announce(status).await;
+                    }
                     return Break(());
                 }
                 self.publisher.status(status, &result.raw_status);

@@ -1,6 +1,5 @@
 //! `POST /3d/session-token` and `POST /3d/liveness`, served per channel.
 
-use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
 use axum::Json;
@@ -11,8 +10,6 @@ use crate::sandbox::app::App;
 use crate::sandbox::error::Reject;
 use crate::sandbox::input::{Input, json_str};
 use crate::sandbox::liveness::LivenessOutcome;
-use crate::sandbox::samples;
-use crate::sandbox::store::Base64Image;
 
 pub(super) fn session_token(
     app: &App,
@@ -53,11 +50,8 @@ pub(super) fn liveness(
     let body = input.json_object().ok_or(bad)?;
     let appkey = json_str(body, "appkey").ok_or(bad)?;
     let session = json_str(body, "sessionToken").ok_or(bad)?;
-    // Every 3D proof returns the same selfie: encoded once per process.
-    static SELFIE: OnceLock<Base64Image> = OnceLock::new();
-    let frontal = SELFIE
-        .get_or_init(|| Base64Image::encode(&samples::selfie()))
-        .clone();
+    // Every 3D proof returns the same selfie, encoded once per sandbox.
+    let frontal = app.selfie.clone();
     let (outcome, protocol) =
         app.store
             .finish_3d(appkey, session, channel, frontal, app.clock.now())?;

@@ -112,6 +112,15 @@ pub fn selfie() -> Vec<u8> {
     images::jpeg(None)
 }
 
+/// [`selfie`] padded with zeros after its end marker to `bytes` (the
+/// sandbox's `selfie_bytes`), as large as a real capture; never shorter
+/// than the sample.
+pub fn selfie_of(bytes: usize) -> Vec<u8> {
+    let mut image = selfie();
+    image.resize(image.len().max(bytes), 0);
+    image
+}
+
 /// A digital driver licence sent as a picture of its QR code (PNG).
 pub fn digital_licence_image() -> Vec<u8> {
     images::png(Some("IDGATE-SANDBOX:cnh-digital-qr"))

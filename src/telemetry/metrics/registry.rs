@@ -166,7 +166,7 @@ impl Metrics {
         );
         registry.register(
             "idgate_watch_fleet_results",
-            "Final journey results another replica read and shared, given to watchers here without a read",
+            "Final journey results read here, once for all watchers here, because another replica read them on its turn and announced them",
             watch_fleet_results.clone(),
         );
         registry.register(

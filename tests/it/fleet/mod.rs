@@ -12,6 +12,9 @@
 //! - `outage`: without Redis (stopped, or the wrong password) core RPCs
 //!   work, fleet changes are refused, and the fleet converges after;
 //! - `secrecy`: nothing personal in clear in Redis or in its spans;
+//! - `redis_traffic`: a watched journey with photos of a real capture's
+//!   size sends Redis facts, not photos, and the vendor one result read
+//!   per replica holding watchers;
 //! - `guard`: idempotent `CreateJourney` and budgets across replicas;
 //! - `figures`: vendor figures of every replica, through any one;
 //! - `tls`: `rediss://` with a private CA (`[cluster] ca_file`), client
@@ -30,6 +33,7 @@ mod journeys;
 mod notices;
 mod outage;
 mod redis_cluster;
+mod redis_traffic;
 mod rollout;
 mod routing;
 mod secrecy;

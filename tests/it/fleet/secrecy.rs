@@ -1,7 +1,9 @@
 //! Redis holds nothing personal in clear: no appkey, session token, CPF,
 //! name, birth date or secret in its keys, values or stream entries, and
-//! the spans of Redis calls name the command only, never a key or value.
-//! A sealed value moved by a Redis writer to another key does not open.
+//! no photo at all, sealed or not (a watched journey's result, with
+//! photos of a real capture's size, never reaches it); the spans of Redis
+//! calls name the command only, never a key or value. A sealed value
+//! moved by a Redis writer to another key does not open.
 
 use std::{collections::BTreeMap, sync::Arc};
 
@@ -9,15 +11,15 @@ use idgate::sandbox::samples;
 
 use super::EVENT_WAIT;
 use crate::support::{
-    fleet::{Fleet, assert_complete},
+    fleet::{Fleet, PHOTO_BYTES, assert_complete, large_rg_images},
     gateway::{ADMIN_TOKEN, assert_error, by_ref, drain_within, happy_person, reason},
     wait::eventually,
     webhook::PASSWORD,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
-    let fleet = Fleet::start(3, 30).await;
+async fn redis_holds_no_appkey_cpf_name_or_token_in_clear_and_no_photo() {
+    let fleet = Fleet::start_with_photos(3, 30).await;
     let (a, b, c) = (&fleet.replicas[0], &fleet.replicas[1], &fleet.replicas[2]);
 
     let created = a.create_journey_for(happy_person()).await;
@@ -27,7 +29,9 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
     c.verify_3d(&created.appkey, &session.session_token, "")
         .await
         .unwrap();
-    a.submit_rg(&created.appkey).await;
+    a.submit_images(&created.appkey, &large_rg_images())
+        .await
+        .unwrap();
     fleet.finish_processing();
     let watcher = c.watch(by_ref(&created.journey_ref)).await;
     assert_eq!(
@@ -75,16 +79,19 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
         );
     };
 
-    // C read the result for the fleet (the proof went through A, so the
-    // watch read at once) and shares it: sealed, as everything here.
-    eventually("the shared result is in Redis", EVENT_WAIT, async || {
-        fleet
-            .redis
-            .keys()
-            .await
-            .iter()
-            .any(|k| k.starts_with("idgate:result:"))
-    })
+    // C read the result on its turn (the proof went through A, so the
+    // watch read at once) and announced it: a notice, not the result.
+    eventually(
+        "the result's announcement is in Redis",
+        EVENT_WAIT,
+        async || {
+            let mut conn = fleet.redis.client().await;
+            stream_fields(&mut conn, "idgate:{fleet}:events")
+                .await
+                .iter()
+                .any(|v| String::from_utf8_lossy(v).contains("result-read"))
+        },
+    )
     .await;
     // `redis-cli --scan`, then every value by its type.
     let keys = fleet.redis.keys().await;
@@ -94,8 +101,6 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
         "binding:",
         "dedupe:",
         "submitted:",
-        "turn:",
-        "result:",
         "{fleet}:control:drained",
         "{fleet}:control:mode",
         "{fleet}:events",
@@ -107,6 +112,10 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
             "a key of kind {kind} in {keys:?}"
         );
     }
+    assert!(
+        !keys.iter().any(|k| k.starts_with("idgate:result:")),
+        "no result in Redis: {keys:?}"
+    );
     for key in &keys {
         check("a key", key);
         let kind: String = redis::cmd("TYPE")
@@ -136,6 +145,13 @@ async fn redis_holds_no_appkey_cpf_name_or_token_in_clear() {
             other => panic!("unexpected type {other} of {key}"),
         };
         for v in values {
+            // A photo, sealed or not, is hundreds of KiB; nothing Redis
+            // holds comes near.
+            assert!(
+                v.len() < PHOTO_BYTES / 16,
+                "{key} holds a value of {} B",
+                v.len()
+            );
             check(key, &String::from_utf8_lossy(&v));
         }
     }

@@ -1,7 +1,9 @@
-//! Watching one journey from many replicas costs the vendor what one
-//! watcher would: without a webhook, one replica at a time holds the
-//! journey's read turn and polls for the fleet, and the final result it
-//! reads reaches every other replica's watchers without another read.
+//! Watching one journey from many replicas costs the vendor one poll per
+//! interval for the fleet, and one read of the final result per replica
+//! holding watchers: without a webhook, one replica at a time holds the
+//! journey's read turn and polls for the fleet; when it finds the result
+//! final it says so, and every other replica holding watchers reads it
+//! once for its own (the result itself never crosses Redis).
 
 use idgate::testing::GatewayParts as _;
 use std::time::{Duration, Instant};
@@ -14,7 +16,8 @@ use crate::support::{
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_without_a_webhook_read_a_watched_result_once_per_poll_interval_between_them() {
+async fn replicas_without_a_webhook_poll_a_watched_result_once_per_interval_between_them_and_read_it_final_once_each()
+ {
     const POLL: Duration = Duration::from_millis(200);
     let mut fleet = Fleet::start(0, 3600).await;
     // No receiver: every replica polls from the start.
@@ -63,19 +66,78 @@ async fn replicas_without_a_webhook_read_a_watched_result_once_per_poll_interval
         b.gateway.watches().stats().result_reads,
     );
     // One replica held the turn throughout (it renews it with every read,
-    // for a step and the upstream timeout): the other never read, and its
-    // watchers got the result the holder shared.
-    assert_eq!(on_a.min(on_b), 0, "reads on A {on_a}, on B {on_b}");
+    // for a step and the upstream timeout): the other read once, when the
+    // holder announced the final result, for all its ten watchers.
+    assert_eq!(on_a.min(on_b), 1, "reads on A {on_a}, on B {on_b}");
     assert_eq!(on_a + on_b, reads);
-    let (holder, other) = if on_a > 0 { (a, b) } else { (b, a) };
-    assert_eq!(other.gateway.watches().stats().fleet_results, 1);
+    let holder = if on_a > 1 { a } else { b };
     assert_eq!(holder.gateway.watches().stats().fleet_results, 0);
     // The holder's reads are a jittered step apart (75-100 % of the
     // interval): at most one per interval, however many replicas watch.
+    let polls = holder.gateway.watches().stats().result_reads;
     let bound = elapsed.as_secs_f64() / (0.75 * POLL.as_secs_f64()) + 1.0;
     assert!(
-        (reads as f64) <= bound,
-        "{reads} reads in {elapsed:?}: more than one per {POLL:?} interval"
+        (polls as f64) <= bound,
+        "{polls} reads in {elapsed:?}: more than one per {POLL:?} interval"
     );
+    fleet.stop().await;
+}
+
+/// A rolling upgrade from the release that shared final results on
+/// Redis: a replica of that release holds the journey's read turn (for
+/// ten minutes here, so only its word can end the watch within the wait),
+/// reads the result, writes it sealed to `{p}result:<ref>` and announces
+/// it. The upgraded replica, whose watcher heard the webhook but could
+/// not take the turn, reads the result itself on that word, once, and
+/// never needs the shared copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_ends_on_the_word_of_a_replica_of_the_previous_release_holding_the_read_turn() {
+    const OLD_REPLICA: &str = "a-replica-of-the-previous-release";
+    let fleet = Fleet::start(1, 30).await;
+    let b = &fleet.replicas[0];
+    let created = b.create_journey_for(happy_person()).await;
+    let watcher = b.watch(by_ref(&created.journey_ref)).await;
+    fleet.finish_journey(0, &created).await;
+    let mut conn = fleet.redis.client().await;
+    let () = redis::cmd("SET")
+        .arg(format!("idgate:turn:{}", created.journey_ref))
+        .arg(OLD_REPLICA)
+        .arg("PX")
+        .arg(600_000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let reads_before = fleet.result_reads();
+    assert_eq!(
+        b.post_notice("Completo", &created.appkey, None).await.0,
+        202
+    );
+    // The old replica's copy: nothing an upgraded replica opens.
+    let () = redis::cmd("SET")
+        .arg(format!("idgate:result:{}", created.journey_ref))
+        .arg("c2VhbGVkIGJ5IHRoZSBwcmV2aW91cyByZWxlYXNl")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let word = serde_json::json!({
+        "origin": OLD_REPLICA,
+        "sent_ms": 0,
+        "kind": "notice",
+        "journey_ref": created.journey_ref,
+        "status": "complete",
+        "delivery": "result-read",
+    });
+    let _: String = redis::cmd("XADD")
+        .arg("idgate:{fleet}:events")
+        .arg("*")
+        .arg("m")
+        .arg(word.to_string())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (items, end) = drain_within(watcher, EVENT_WAIT).await;
+    assert_complete(&items, &end);
+    assert_eq!(fleet.result_reads() - reads_before, 1, "read here, once");
+    assert_eq!(b.gateway.watches().stats().fleet_results, 1);
     fleet.stop().await;
 }

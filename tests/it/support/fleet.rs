@@ -102,19 +102,60 @@ impl Fleet {
     }
 }
 
+impl Fleet {
+    /// [`Fleet::start`] with a sandbox whose 3D selfie weighs
+    /// [`PHOTO_BYTES`], as a real capture does; [`large_rg_images`] gives
+    /// the document photo of the same size.
+    pub async fn start_with_photos(n: usize, grace_secs: u64) -> Self {
+        Self::start_on_with(RedisServer::start(), n, grace_secs, |s| {
+            s.selfie_bytes = PHOTO_BYTES;
+        })
+        .await
+    }
+}
+
+/// The size of a real capture: each photo of a journey of
+/// [`Fleet::start_with_photos`].
+pub const PHOTO_BYTES: usize = 300 * 1024;
+
+/// RG front and back, the front padded after its image data to
+/// [`PHOTO_BYTES`] (the sandbox still reads its marker).
+pub fn large_rg_images() -> Vec<Vec<u8>> {
+    use idgate::sandbox::samples::{self, DocumentKind, DocumentType, Side};
+    Side::ALL
+        .into_iter()
+        .map(|side| {
+            let mut image = samples::document_image(DocumentKind::new(DocumentType::Rg, side));
+            if side == Side::Front {
+                image.resize(PHOTO_BYTES, 0);
+            }
+            image
+        })
+        .collect()
+}
+
 impl<R: FleetRedis> Fleet<R> {
     /// [`Fleet::start`] on `redis`.
     pub async fn start_on(redis: R, n: usize, grace_secs: u64) -> Self {
+        Self::start_on_with(redis, n, grace_secs, |_| {}).await
+    }
+
+    /// [`Fleet::start_on`], with the sandbox's configuration changed by
+    /// `sandbox`.
+    pub async fn start_on_with(
+        redis: R,
+        n: usize,
+        grace_secs: u64,
+        sandbox: impl FnOnce(&mut SandboxConfig),
+    ) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let clock = Arc::new(ManualClock::new());
-        let sandbox = start_on(
-            SandboxConfig {
-                processing_delay_ms: 2_000,
-                ..SandboxConfig::default()
-            },
-            clock.clone(),
-        )
-        .await;
+        let mut config = SandboxConfig {
+            processing_delay_ms: 2_000,
+            ..SandboxConfig::default()
+        };
+        sandbox(&mut config);
+        let sandbox = start_on(config, clock.clone()).await;
         use base64::Engine as _;
         let key: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(11));
         let key_file = secret_file(&base64::engine::general_purpose::STANDARD.encode(key));
