@@ -19,6 +19,23 @@ use idgate::{
     config::Config,
 };
 
+/// The admin API `args` name, and its token (from the flag, the
+/// environment or the file).
+fn admin_target(
+    args: idgate::cli::args::AdminArgs,
+) -> anyhow::Result<(
+    idgate::cli::channels::AdminTarget,
+    idgate::domain::AdminToken,
+)> {
+    let text = token_text(args.token, args.token_file.as_deref())?.unwrap_or_default();
+    let token = idgate::domain::AdminToken::new(text).context("the admin token is empty")?;
+    let target = idgate::cli::channels::AdminTarget {
+        addr: args.admin,
+        tls: args.tls.client(),
+    };
+    Ok((target, token))
+}
+
 /// The token given inline or in a file (trailing newline dropped); the
 /// error names the file, never its content.
 fn token_text(
@@ -154,13 +171,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Channels(args) => {
             use idgate::cli::channels as cli;
-            let text = token_text(args.token, args.token_file.as_deref())?.unwrap_or_default();
-            let token =
-                idgate::domain::AdminToken::new(text).context("the admin token is empty")?;
-            let admin = cli::AdminTarget {
-                addr: args.admin,
-                tls: args.tls.client(),
-            };
+            let (admin, token) = admin_target(args.admin)?;
             let text = match args.command {
                 ChannelsCommand::List => cli::list(admin, &token).await,
                 ChannelsCommand::Mode { mode, force } => {
@@ -217,14 +228,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Usage(args) => {
-            use idgate::cli::{channels::AdminTarget, usage};
-            let text = token_text(args.token, args.token_file.as_deref())?.unwrap_or_default();
-            let token =
-                idgate::domain::AdminToken::new(text).context("the admin token is empty")?;
-            let admin = AdminTarget {
-                addr: args.admin,
-                tls: args.tls.client(),
-            };
+            use idgate::cli::usage;
+            let (admin, token) = admin_target(args.admin)?;
             let query = usage::UsageQuery {
                 from: args.from,
                 to: args.to,

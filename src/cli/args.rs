@@ -54,9 +54,10 @@ pub enum Command {
     Usage(UsageArgs),
 }
 
-/// `idgate usage`: the charge-back report, through the admin API.
+/// Where the admin API of a running gateway is, and its token: what
+/// every admin subcommand (`channels`, `usage`) takes.
 #[derive(clap::Args)]
-pub struct UsageArgs {
+pub struct AdminArgs {
     /// The gateway's admin address (`https://` for a listener with TLS).
     #[arg(long, default_value = super::channels::DEFAULT_ADMIN_ADDR)]
     pub admin: String,
@@ -75,6 +76,13 @@ pub struct UsageArgs {
     /// A file holding the admin bearer token, read once.
     #[arg(long)]
     pub token_file: Option<PathBuf>,
+}
+
+/// `idgate usage`: the charge-back report, through the admin API.
+#[derive(clap::Args)]
+pub struct UsageArgs {
+    #[command(flatten)]
+    pub admin: AdminArgs,
     /// The first UTC day, YYYY-MM-DD.
     #[arg(long)]
     pub from: String,
@@ -164,24 +172,8 @@ pub struct JourneyArgs {
 /// `idgate channels`: the admin API of a running gateway.
 #[derive(clap::Args)]
 pub struct ChannelsArgs {
-    /// The gateway's admin address (`https://` for a listener with TLS).
-    #[arg(long, default_value = super::channels::DEFAULT_ADMIN_ADDR)]
-    pub admin: String,
     #[command(flatten)]
-    pub tls: TlsArgs,
-    /// The admin bearer token; prefer --token-file (a command line is
-    /// visible to others).
-    #[arg(
-        long,
-        env = "IDGATE_ADMIN_TOKEN",
-        hide_env_values = true,
-        conflicts_with = "token_file",
-        required_unless_present = "token_file"
-    )]
-    pub token: Option<String>,
-    /// A file holding the admin bearer token, read once.
-    #[arg(long)]
-    pub token_file: Option<PathBuf>,
+    pub admin: AdminArgs,
     #[command(subcommand)]
     pub command: ChannelsCommand,
 }
