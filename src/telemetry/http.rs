@@ -30,22 +30,41 @@ use super::{
 
 /// Tower layer of the axum servers: HTTP server spans, and the in-flight
 /// gauge when given [`Metrics`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct HttpServerLayer {
     metrics: Option<Metrics>,
+    /// Whether the span takes `idgate.journey_ref` from the caller's
+    /// `baggage`: the sandbox's (a vendor stand-in learning whose journey
+    /// a call is), never the gateway's, whose senders are authenticated
+    /// by the handler after this layer ran (a webhook names its journey
+    /// in the body it signs).
+    baggage_journey: bool,
 }
 
 impl HttpServerLayer {
-    /// Spans only (the sandbox).
+    /// Spans only, the journey taken from the baggage (the sandbox).
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            metrics: None,
+            baggage_journey: true,
+        }
     }
 
-    /// Spans, and `idgate_http_in_flight` (the gateway's HTTP listener).
+    /// Spans, and `idgate_http_in_flight` (the gateway's HTTP listener);
+    /// nothing but the trace context taken from a sender not yet
+    /// authenticated.
     pub fn with_metrics(metrics: Metrics) -> Self {
         Self {
             metrics: Some(metrics),
+            baggage_journey: false,
         }
+    }
+}
+
+impl Default for HttpServerLayer {
+    /// The sandbox's ([`HttpServerLayer::new`]).
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -56,6 +75,7 @@ impl<S> Layer<S> for HttpServerLayer {
         HttpServerService {
             inner,
             metrics: self.metrics.clone(),
+            baggage_journey: self.baggage_journey,
         }
     }
 }
@@ -65,6 +85,7 @@ impl<S> Layer<S> for HttpServerLayer {
 pub struct HttpServerService<S> {
     inner: S,
     metrics: Option<Metrics>,
+    baggage_journey: bool,
 }
 
 /// The method as the conventions want it: known methods by name, any other
@@ -122,7 +143,9 @@ where
             .map(MatchedPath::as_str);
         let span = server_span(method_name(req.method()), route);
         let parent = extract_from_http(req.headers());
-        if let Some(journey) = journey_from_context(&parent) {
+        if self.baggage_journey
+            && let Some(journey) = journey_from_context(&parent)
+        {
             record_journey(&span, &journey);
         }
         remember_caller(&span, &parent);

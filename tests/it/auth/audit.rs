@@ -469,3 +469,37 @@ async fn the_journey_reference_in_the_baggage_of_an_unauthenticated_or_unknown_c
     assert_eq!(operations, ["read_result", "unknown"], "{text}");
     assert!(unknown.iter().all(|r| r["journey_ref"] == ""), "{text}");
 }
+
+#[tokio::test]
+async fn the_journey_reference_in_the_baggage_of_a_refused_webhook_is_in_no_log_line() {
+    // Every line: INFO; the refused delivery is said once.
+    let (logs, _guard) = crate::support::telemetry::quiet_telemetry_at("info");
+    let gw = TestGateway::start_with(|c| {
+        c.webhook.basic_user = Some(crate::support::webhook::USER.into());
+        c.webhook.basic_password_file = Some(crate::support::gateway::secret_file(
+            crate::support::webhook::PASSWORD,
+        ));
+        c.sandbox.webhook.enabled = false;
+    })
+    .await;
+    let smuggled = "j-5eed5eed5eed5eed";
+    let response = crate::support::net::http_client()
+        .post(gw.webhook_url())
+        .basic_auth(crate::support::webhook::USER, Some("guessed"))
+        .header("baggage", format!("idgate.journey_ref={smuggled}"))
+        .header("content-type", "application/json")
+        .body(r#"{"appkey":"not-issued","status":"Completo"}"#)
+        .send()
+        .await
+        .expect("the webhook answers");
+    assert_eq!(response.status().as_u16(), 401);
+    gw.stop().await;
+    let text = logs.contents();
+    assert!(
+        text.lines().any(|l| l.contains("credentials_invalid")
+            || l.contains("refused")
+            || l.contains("rejected")),
+        "the refusal is logged: {text}"
+    );
+    assert!(!text.contains(smuggled), "{text}");
+}
