@@ -75,6 +75,12 @@ pub trait JourneyStore: Send + Sync + 'static {
     /// asked and this replica does not hold it).
     fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>>;
 
+    /// How many live records `owner` holds, as this replica knows it
+    /// without asking: exact in a single replica's store; in a fleet, as
+    /// of this replica's last `CreateJourney` of that owner (`None`:
+    /// none yet).
+    fn owned(&self, owner: &CallerName) -> Option<usize>;
+
     /// The record of `journey` if this replica holds it, without asking
     /// the fleet.
     fn held(&self, journey: &JourneyRef) -> Option<JourneyRecord>;

@@ -232,6 +232,11 @@ impl JourneyStore for MemoryJourneys {
         ready(self.insert_once(journey, record, share))
     }
 
+    fn owned(&self, owner: &CallerName) -> Option<usize> {
+        self.whole
+            .then(|| self.lock().owned(owner, self.retention_secs, now_unix()))
+    }
+
     fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>> {
         ready(Ok(self.held(journey)))
     }
@@ -338,7 +343,9 @@ mod tests {
             store.register(&journey, &record, 3).await,
             Err(ClusterError::OwnerFull)
         );
+        assert_eq!(store.owned(&mallory), Some(3));
         let alice = CallerName::new("alice");
+        assert_eq!(store.owned(&alice), Some(0));
         assert_eq!(store.can_record(Some(&alice), 3).await, Ok(()));
         let (journey, record) = owned("alice", 0);
         assert_eq!(store.register(&journey, &record, 3).await, Ok(()));

@@ -67,6 +67,8 @@ pub struct RedisJourneys {
     conn: RedisConn,
     retention: Duration,
     cache: MemoryJourneys,
+    /// Each owner's live records as this replica last counted them.
+    owned: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<CallerName, usize>>>,
 }
 
 impl RedisJourneys {
@@ -82,6 +84,7 @@ impl RedisJourneys {
             conn,
             retention,
             cache: MemoryJourneys::cache(retention, cache_entries, unknown_ttl),
+            owned: std::sync::Arc::default(),
         }
     }
 
@@ -94,7 +97,7 @@ impl RedisJourneys {
     }
 
     /// How many live records `owner` holds fleet-wide.
-    async fn owned(&self, owner: &CallerName) -> Result<usize, ClusterError> {
+    async fn count_owned(&self, owner: &CallerName) -> Result<usize, ClusterError> {
         let key = self.owner_key(owner);
         let now = crate::cluster::redis::now_ms();
         self.conn
@@ -205,7 +208,9 @@ impl JourneyStore for RedisJourneys {
         };
         let this = self.clone();
         Box::pin(async move {
-            match this.owned(&owner).await? >= share {
+            let owned = this.count_owned(&owner).await?;
+            crate::sync::lock(&this.owned).insert(owner, owned);
+            match owned >= share {
                 true => Err(ClusterError::OwnerFull),
                 false => Ok(()),
             }
@@ -243,6 +248,9 @@ impl JourneyStore for RedisJourneys {
                     this.conn.delete_if(key, sealed).await?;
                     return Err(ClusterError::OwnerFull);
                 }
+                if let Some(n) = crate::sync::lock(&this.owned).get_mut(owner) {
+                    *n += 1;
+                }
             }
             this.cache.remember(&journey, record);
             Ok(())
@@ -276,6 +284,10 @@ impl JourneyStore for RedisJourneys {
             }
             Ok(found)
         })
+    }
+
+    fn owned(&self, owner: &CallerName) -> Option<usize> {
+        crate::sync::lock(&self.owned).get(owner).copied()
     }
 
     fn held(&self, journey: &JourneyRef) -> Option<JourneyRecord> {

@@ -73,9 +73,11 @@ async fn scrape_metrics(State(s): State<Scrape>) -> Response {
     telemetry::metrics_handler(State(s.metrics)).await
 }
 
-/// Each configured caller's shares and the request bytes it holds now
-/// (its live journeys' share is set; their count is the journey store's).
+/// Each configured caller's shares, the request bytes it holds now and
+/// its live journeys as the journey store knows them here (in a fleet, as
+/// of this replica's last `CreateJourney` of that caller).
 fn sync_shares(s: &Scrape) {
+    let journeys = s.watches.journeys();
     let held: std::collections::HashMap<_, _> = s.admission.bytes_held().into_iter().collect();
     for caller in s.auth.policy().current().callers() {
         let meter = s.metrics.caller(caller.name.as_str());
@@ -83,6 +85,9 @@ fn sync_shares(s: &Scrape) {
         let bytes = held.get(&caller.name).copied().unwrap_or(0);
         let share = |n: usize| (n != usize::MAX).then_some(n);
         meter.set_share("body_bytes", bytes, share(limits.max_body_bytes));
-        meter.set_share_limit("journeys", share(limits.max_journeys));
+        match journeys.owned(&caller.name) {
+            Some(owned) => meter.set_share("journeys", owned, share(limits.max_journeys)),
+            None => meter.set_share_limit("journeys", share(limits.max_journeys)),
+        }
     }
 }

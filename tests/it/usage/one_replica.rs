@@ -139,6 +139,16 @@ async fn each_callers_journeys_and_billed_calls_are_counted_under_its_name_and_t
         &text,
         r#"idgate_caller_calls_total{caller="onboarding",operation="create_journey",outcome="ok"} 3"#,
     );
+    // Each caller's live journeys against its share (a single replica's
+    // store counts them exactly).
+    metrics::assert_sample(
+        &text,
+        r#"idgate_caller_share_used{caller="onboarding",share="journeys"} 3"#,
+    );
+    metrics::assert_sample(
+        &text,
+        r#"idgate_caller_share_used{caller="kyc",share="journeys"} 2"#,
+    );
     // Only configured names are caller labels.
     for family in [
         "idgate_caller_calls_total",
