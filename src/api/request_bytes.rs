@@ -13,10 +13,13 @@
 //!   caller's share fails the body with `RESOURCE_EXHAUSTED` /
 //!   `CALLER_LIMIT_REACHED` naming the share; past the process's, with
 //!   `OVERLOADED`. Nothing waits for room.
-//! - the charge ends when the request body is dropped, which tonic does
-//!   once the message is decoded and handed to the handler: a
-//!   `WatchJourney` holds its bytes for the microseconds of its decoding,
-//!   not for the hour of its stream.
+//! - a message's bytes are given back once it is decoded and handed to the
+//!   handler: when the decoder asks for more (it takes every whole message
+//!   out first), or when the body is dropped, which tonic does after a
+//!   unary or server-streaming request's one message. A `WatchJourney`
+//!   holds its bytes for the microseconds of its decoding, not for the
+//!   hour of its stream, and a stream of requests (reflection) holds only
+//!   the message it is receiving.
 //!
 //! Health and reflection are never charged: they carry no caller data and
 //! are bounded by count at the edge.
@@ -168,6 +171,16 @@ struct Charge {
 }
 
 impl Charge {
+    /// Gives back `n` of the bytes charged.
+    fn give_back(&mut self, n: usize) {
+        let n = n.min(self.held);
+        self.process.sub(n);
+        if let Some((held, _)) = &self.caller {
+            held.sub(n);
+        }
+        self.held -= n;
+    }
+
     /// Charges `n` bytes to the caller's share, then to the process's
     /// budget; on a refusal nothing stays charged.
     fn take(&mut self, n: usize) -> Result<(), (Error, &'static str)> {
@@ -206,6 +219,11 @@ struct Framing {
     prefix_len: usize,
     /// Bytes of the current message still to pass.
     message_left: u64,
+    /// Bytes followed since the last message ended.
+    open: usize,
+    /// Bytes of messages that ended, not yet given back: the decoder has
+    /// them whole, and takes each out before it asks for more.
+    ended: usize,
 }
 
 impl Framing {
@@ -215,6 +233,8 @@ impl Framing {
             prefix: [0; 5],
             prefix_len: 0,
             message_left: 0,
+            open: 0,
+            ended: 0,
         }
     }
 
@@ -227,11 +247,16 @@ impl Framing {
                     .min(data.len());
                 self.message_left -= skip as u64;
                 data = &data[skip..];
+                self.open += skip;
+                if self.message_left == 0 {
+                    self.end_message();
+                }
                 continue;
             }
             let take = (self.prefix.len() - self.prefix_len).min(data.len());
             self.prefix[self.prefix_len..self.prefix_len + take].copy_from_slice(&data[..take]);
             self.prefix_len += take;
+            self.open += take;
             data = &data[take..];
             if self.prefix_len == self.prefix.len() {
                 self.prefix_len = 0;
@@ -241,9 +266,16 @@ impl Framing {
                     return Err(());
                 }
                 self.message_left = u64::from(length);
+                if length == 0 {
+                    self.end_message();
+                }
             }
         }
         Ok(())
+    }
+
+    fn end_message(&mut self) {
+        self.ended += std::mem::take(&mut self.open);
     }
 }
 
@@ -275,6 +307,12 @@ where
         let this = self.project();
         if *this.failed {
             return Poll::Ready(None);
+        }
+        // Asked for more: the messages that ended before are decoded and
+        // handed on (a stream's request body lives on; its bytes do not).
+        let ended = std::mem::take(&mut this.framing.ended);
+        if ended > 0 {
+            this.charge.give_back(ended);
         }
         let frame = match std::task::ready!(this.inner.poll_frame(cx)) {
             Some(Ok(frame)) => frame,
@@ -356,6 +394,35 @@ mod tests {
             (0, 0),
             "decoded: given back"
         );
+    }
+
+    #[tokio::test]
+    async fn a_stream_of_messages_holds_only_the_bytes_of_the_message_being_received() {
+        let budget = bytes(10_000);
+        let share = Arc::new(Tally::default());
+        let mut second = message(30);
+        let rest = second.split_off(10);
+        let mut read = budget.charge(
+            body(vec![message(20), second, rest]),
+            MessageSize::Small,
+            Some((share.clone(), 1000)),
+        );
+        read.frame().await.unwrap().unwrap();
+        assert_eq!(
+            (budget.in_flight(), share.get()),
+            (25, 25),
+            "the first, whole"
+        );
+        read.frame().await.unwrap().unwrap();
+        assert_eq!(
+            budget.in_flight(),
+            10,
+            "the first given back, the second begun"
+        );
+        read.frame().await.unwrap().unwrap();
+        assert_eq!(budget.in_flight(), 35, "the second, whole");
+        assert!(read.frame().await.is_none());
+        assert_eq!((budget.in_flight(), share.get()), (0, 0), "all given back");
     }
 
     #[tokio::test]
