@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! AuthLayer (Arc<Caller>) --> AdmissionLayer:
-//!   1. the method -> its row in rpc::RPCS (health, reflection: untouched)
+//!   1. the method -> its row in rpc::RPCS, or rpc::REFLECTION (health: untouched)
 //!   2. the caller's operations     else PERMISSION_DENIED/OPERATION_NOT_ALLOWED
 //!   3. the caller's slot (call or stream)  else RESOURCE_EXHAUSTED/CALLER_LIMIT_REACHED
 //!   4. the caller's share of request bytes, and the process's, not spent
@@ -39,7 +39,7 @@ use tower::{Layer, Service};
 
 use super::{
     request_bytes::RequestBytes,
-    rpc::{REFLECTION, REFLECTION_OPERATION, Rpc, is_reflection, rpc_of},
+    rpc::{REFLECTION, Rpc, is_reflection, rpc_of},
     slots::{CallerSlots, Slot},
 };
 use crate::{
@@ -144,7 +144,6 @@ impl<S> Admission<S> {
     fn admit(
         &self,
         rpc: &'static Rpc,
-        any_caller: bool,
         request: &mut Request<tonic::body::Body>,
     ) -> Result<Ticket, Box<Response<tonic::body::Body>>> {
         let extensions = request.extensions();
@@ -155,10 +154,7 @@ impl<S> Admission<S> {
             ));
         };
         let refusals = extensions.get::<Refusals>().cloned();
-        let operation = match any_caller {
-            true => REFLECTION_OPERATION,
-            false => rpc.permission.as_str(),
-        };
+        let operation = rpc.operation();
         let audit = AuditRecord::open(&caller, operation, rpc.releases, trace_id(extensions))
             .counted(self.usage.caller(caller.name.as_str()));
         let refuse = |audit: AuditRecord, error: Error, cause| {
@@ -166,9 +162,11 @@ impl<S> Admission<S> {
             audit.finish(error.reason().as_str());
             Box::new(tonic::Status::from(error).into_http())
         };
-        if !any_caller && !caller.may(rpc.permission) {
-            let error = Error::OperationNotAllowed(rpc.permission);
-            return Err(refuse(audit, error, rpc.permission.as_str()));
+        if let Some(permission) = rpc.permission
+            && !caller.may(permission)
+        {
+            let error = Error::OperationNotAllowed(permission);
+            return Err(refuse(audit, error, permission.as_str()));
         }
         let slot = match rpc.stream {
             true => self.slots.stream(&caller),
@@ -236,15 +234,15 @@ where
 
     fn call(&mut self, mut request: Request<tonic::body::Body>) -> Self::Future {
         let path = request.uri().path();
-        let (rpc, any_caller) = match rpc_of(path) {
-            Some(rpc) => (rpc, false),
-            None if is_reflection(path) => (&REFLECTION, true),
+        let rpc = match rpc_of(path) {
+            Some(rpc) => rpc,
+            None if is_reflection(path) => &REFLECTION,
             None => {
                 let call = self.inner.call(request);
                 return Box::pin(async move { Ok(call.await?.map(tonic::body::Body::new)) });
             }
         };
-        let cell = match self.admit(rpc, any_caller, &mut request) {
+        let cell = match self.admit(rpc, &mut request) {
             Ok(ticket) => TicketCell(Arc::new(Mutex::new(Some(ticket)))),
             Err(refused) => return Box::pin(async move { Ok(*refused) }),
         };
@@ -255,7 +253,9 @@ where
             let Some(unclaimed) = cell.take() else {
                 return Ok(response.map(tonic::body::Body::new));
             };
-            if !any_caller {
+            // A public RPC's ticket no handler claimed: tonic refused the
+            // message before its handler ran.
+            if rpc.permission.is_some() {
                 unclaimed.audit.finish(outcome_of(&response));
                 return Ok(response.map(tonic::body::Body::new));
             }

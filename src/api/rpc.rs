@@ -16,15 +16,26 @@ use crate::domain::Permission;
 pub struct Rpc {
     /// The HTTP/2 path: `/<package>.<Service>/<Method>`.
     pub path: &'static str,
-    /// What the caller must be allowed; its name is the `operation` of
-    /// the call's audit record.
-    pub permission: Permission,
+    /// What the caller must be allowed (`None`: any configured caller,
+    /// reflection); its name is the `operation` of the call's audit
+    /// record.
+    pub permission: Option<Permission>,
     /// True when it releases a journey result (the view is recorded).
     pub releases: bool,
     /// True for a server stream (`WatchJourney`).
     pub stream: bool,
     /// Which request-message limit applies.
     pub message: MessageSize,
+}
+
+impl Rpc {
+    /// The `operation` of its audit record: the permission's
+    /// configuration name, or [`REFLECTION_OPERATION`] for the row that
+    /// needs none.
+    pub fn operation(&self) -> &'static str {
+        self.permission
+            .map_or(REFLECTION_OPERATION, Permission::as_str)
+    }
 }
 
 /// The two request-message limits of `[limits]`: a message is refused as
@@ -42,7 +53,7 @@ pub enum MessageSize {
 const fn rpc(path: &'static str, permission: Permission) -> Rpc {
     Rpc {
         path,
-        permission,
+        permission: Some(permission),
         releases: false,
         stream: false,
         message: MessageSize::Small,
@@ -111,7 +122,7 @@ pub fn rpc_of(path: &str) -> Option<&'static Rpc> {
 /// (the caller chose it).
 pub fn audit_operation(path: &str) -> &'static str {
     match rpc_of(path) {
-        Some(row) => row.permission.as_str(),
+        Some(row) => row.operation(),
         None if is_reflection(path) => REFLECTION_OPERATION,
         None => UNKNOWN_OPERATION,
     }
@@ -128,12 +139,12 @@ pub fn is_reflection(path: &str) -> bool {
     .any(|p| path.starts_with(p))
 }
 
-/// The row reflection is admitted under: a stream of small messages. Its
-/// permission is not checked (listing the API is every caller's) and its
-/// audit records say [`REFLECTION_OPERATION`].
+/// The row reflection is admitted under: a stream of small messages that
+/// needs no permission (listing the API is every configured caller's);
+/// its audit records say [`REFLECTION_OPERATION`].
 pub const REFLECTION: Rpc = Rpc {
     path: "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
-    permission: Permission::Watch,
+    permission: None,
     releases: false,
     stream: true,
     message: MessageSize::Small,
