@@ -7,7 +7,7 @@
 //! prints any cycle):
 //!
 //! ```text
-//! testing -> cli -> server -> config -> sandbox, api -> auth, spend, usage, events -> journey,
+//! testing -> cli -> server -> config -> sandbox, api -> auth, usage, events, journey -> spend,
 //!     channels -> error, cluster -> upstream -> telemetry -> leaves
 //! leaves: domain, context, config_source, proto, ttl, sync, net, tls, client
 //! ```
@@ -33,20 +33,23 @@
 //!   it calls on whatever [`HttpPools`](upstream::HttpPools) it is given.
 //! - [`error`]: the crate's error and its mapping to `tonic::Status`
 //!   (reason names, the classify table, the status builders).
-//! - [`journey`]: the journey's operations over domain types, operator
-//!   credentials; [`channels`]: 3D vendor channels, routing (weighted
+//! - [`journey`]: the journey's room: creation (once per `request_id`,
+//!   budgeted, recorded before its appkey is handed out), access (issued
+//!   here? the caller's?), the journey's operations over domain types,
+//!   operator credentials; [`channels`]: 3D vendor channels, routing (weighted
 //!   split included), breakers, per-channel vendor figures, all counted
 //!   from one outcome record per call (`channels::outcome`).
 //! - [`events`]: the completion webhook receiver and `WatchJourney`.
-//! - [`spend`]: the spending guard: idempotent `CreateJourney`
+//! - [`spend`]: what billed calls cost: idempotent `CreateJourney`
 //!   (`request_id`) and `[[budgets]]` per operator profile, fleet-wide.
 //! - [`usage`]: the charge-back report by caller and day (`GetUsage`,
 //!   `idgate usage`), kept from the counts `telemetry::usage` makes.
 //! - [`auth`]: who calls the public listener (mTLS SPIFFE IDs, JWTs
 //!   checked against JWKS keys) and the `[[callers]]` table that says what
 //!   each may do; a tower layer hands handlers an `Arc<Caller>`.
-//! - [`api`]: every tonic service (the channel admin one included) and all
-//!   request validation.
+//! - [`api`]: every tonic service (the channel admin one included), the
+//!   door (the RPC table, admission, the journey each call names, its
+//!   bill) and all request validation.
 //! - [`sandbox`]: the reference implementation of the REST service; it
 //!   depends on leaves and telemetry only.
 //! - [`config`]: the whole configuration, composed of each module's

@@ -73,7 +73,7 @@ pub fn config_toml(
          [[channels]]\nname = \"alternative\"\nbase_url = \"{base}\"\npriority = 1\n\n\
          [webhook]\nallow_unauthenticated = true\n\n\
          # Not in idgate-perf.toml: the benchmark's appkey is no journey idgate created.\n\
-         [guard]\naccept_foreign_appkeys = true\n\n\
+         [journeys]\naccept_foreign_appkeys = true\n\n\
          # Not in idgate-perf.toml: stop at once when the benchmark is done.\n\
          [serving]\ndrain_delay_secs = 0\n\n\
          {cluster}{auth}"

@@ -56,6 +56,8 @@ use crate::{
 
 /// What the door hands the handler of an admitted call.
 pub(super) struct Ticket {
+    /// The call's row: what the rest of the door does before the handler.
+    pub(super) rpc: &'static Rpc,
     pub(super) caller: Arc<Caller>,
     pub(super) audit: AuditRecord,
     pub(super) slot: Option<Slot>,
@@ -193,6 +195,7 @@ impl<S> Admission<S> {
         let body = std::mem::take(request.body_mut());
         *request.body_mut() = tonic::body::Body::new(bytes.charge(body, rpc.message, share));
         Ok(Ticket {
+            rpc,
             caller,
             audit,
             slot,

@@ -1,20 +1,24 @@
 //! What a handler holds of an admitted call, and the two ends of every
 //! handler: [`admit`] (the door's ticket, the call's context, the
-//! message) and [`Admitted::finish`] (the audit record written with the
-//! outcome, the crate's error converted to a `Status` once, here).
+//! message; [`super::ApiContext::enter`] takes it from there) and
+//! [`Admitted::finish`] (the audit record written with the outcome, the
+//! crate's error converted to a `Status` once, here).
 //!
 //! Every public handler is the same shim:
 //!
 //! ```text
-//! let (mut admitted, message) = admit(request)?;
-//! let result = self.inner_x(&mut admitted, message).await;   // Result<_, crate::Error>
+//! let (admitted, request, journey) = self.api.enter(request).await?;   // the door's whole job
+//! let result = self.inner_x(&admitted, request, journey).await;        // Result<_, crate::Error>
 //! admitted.finish(result)
 //! ```
 
 use futures_util::StreamExt as _;
 use tonic::{Request, Response, Status};
 
-use super::admission::{Ticket, TicketCell, count_refusal};
+use super::{
+    admission::{Ticket, TicketCell, count_refusal},
+    rpc::Rpc,
+};
 use crate::{
     Error,
     context::CallContext,
@@ -45,6 +49,11 @@ pub fn admit<T>(request: Request<T>) -> Result<(Admitted, T), Status> {
 }
 
 impl Admitted {
+    /// The call's row of the RPC table.
+    pub fn rpc(&self) -> &'static Rpc {
+        self.ticket.rpc
+    }
+
     /// The caller, as the auth layer found it.
     pub fn caller(&self) -> &Caller {
         &self.ticket.caller
@@ -62,7 +71,7 @@ impl Admitted {
 
     /// The journey of `appkey`: put on the server span (so every span of
     /// the journey can be found by it) and on the audit record.
-    pub fn journey_of(&mut self, appkey: &Appkey) -> JourneyRef {
+    pub(super) fn journey_of(&mut self, appkey: &Appkey) -> JourneyRef {
         let journey = JourneyRef::from_appkey(appkey);
         match &self.span {
             Some(span) => telemetry::record_journey(span, &journey),
@@ -73,38 +82,25 @@ impl Admitted {
     }
 
     /// The journey the call names by reference, on the audit record.
-    pub fn journey(&mut self, journey: &JourneyRef) {
+    pub(super) fn journey(&mut self, journey: &JourneyRef) {
         self.ticket.audit.journey(journey);
     }
 
     /// `operation` is being sent upstream: a call cancelled from now on is
     /// recorded with it.
-    pub fn sending(&mut self, operation: Operation) {
+    pub(super) fn sending(&mut self, operation: Operation) {
         self.ticket.audit.upstream(operation.as_str());
     }
 
-    /// [`Admitted::sending`] for code that runs later, out of the
-    /// handler's reach (the guard's `create` closure, after its checks).
-    pub fn upstream_marker(&self) -> Upstream {
-        self.ticket.audit.upstream_marker()
+    /// [`Admitted::sending`] for code that runs later, out of the door's
+    /// reach (journey creation, after its own checks).
+    pub(super) fn upstream_marker(&self, operation: Operation) -> Upstream {
+        self.ticket.audit.upstream_marker(operation.as_str())
     }
 
-    /// Whether the caller may create journeys on `profile` (`None`: the
-    /// default profile, named by `default_profile`); else
-    /// `PERMISSION_DENIED`/`PROFILE_NOT_ALLOWED`. The profile is in the
-    /// message, so the door cannot check it before the handler.
-    pub fn check_profile(
-        &self,
-        profile: Option<&str>,
-        default_profile: Option<&str>,
-    ) -> Result<(), Error> {
-        let allowed = profile
-            .or(default_profile)
-            .is_some_and(|p| self.caller().may_use_profile(p));
-        match allowed {
-            true => Ok(()),
-            false => Err(Error::ProfileNotAllowed),
-        }
+    /// Records and converts a call refused before its handler ran.
+    pub(super) fn refuse(self, error: Error) -> Status {
+        refused(self.ticket, error)
     }
 
     /// Writes the audit record with the outcome of `result` and converts

@@ -1,65 +1,41 @@
 //! `DocumentService`: document images and the digital driver licence.
+//!
+//! Each method is the door's shim ([`super::admitted`]): the journey is
+//! found, checked and billed before the `inner_*` function runs.
+
+use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::{Admitted, JourneyAccess, LimitsConfig, admit, validate};
+use super::{
+    Admitted, ApiContext,
+    validate::{DocumentSubmission, LicenceSubmission},
+};
 use crate::{
     Error,
-    domain::Operation,
-    journey::JourneyCore,
     proto::{services::DocumentService, v1},
-    spend::{BilledOperation, SpendGuard},
 };
 
 /// The `DocumentService` implementation.
 pub struct DocumentApi {
-    core: JourneyCore,
-    limits: LimitsConfig,
-    guard: SpendGuard,
-    access: JourneyAccess,
+    api: Arc<ApiContext>,
 }
 
 impl DocumentApi {
-    /// A service over the journey core, refusing requests past `limits`.
-    pub fn new(core: JourneyCore, limits: LimitsConfig) -> Self {
-        Self {
-            core,
-            limits,
-            guard: SpendGuard::default(),
-            access: JourneyAccess::default(),
-        }
+    /// A service in the public API's context.
+    pub fn new(api: Arc<ApiContext>) -> Self {
+        Self { api }
     }
 
-    /// The journey checks (issued here, owned by the caller); default: no
-    /// record held, so every appkey is refused as foreign.
-    pub fn with_access(mut self, access: JourneyAccess) -> Self {
-        self.access = access;
-        self
-    }
-
-    /// The spending guard, which bills document submissions; default: no
-    /// budgets.
-    pub fn with_guard(mut self, guard: SpendGuard) -> Self {
-        self.guard = guard;
-        self
-    }
-}
-
-impl DocumentApi {
     async fn inner_document_images(
         &self,
-        admitted: &mut Admitted,
-        message: v1::SubmitDocumentImagesRequest,
+        admitted: &Admitted,
+        req: DocumentSubmission,
     ) -> Result<v1::SubmitDocumentImagesResponse, Error> {
-        let req = validate::document_images(message, &self.limits)?;
-        admitted.journey_of(&req.appkey);
-        let billed = BilledOperation::SubmitDocuments;
-        self.access
-            .billed(admitted.caller(), &req.appkey, &self.guard, billed)
-            .await?;
-        admitted.sending(Operation::DocumentImages);
         let document_code = self
-            .core
+            .api
+            .journeys()
+            .core()
             .submit_document_images(admitted.ctx(), &req.appkey, &req.images)
             .await?;
         Ok(v1::SubmitDocumentImagesResponse { document_code })
@@ -67,18 +43,13 @@ impl DocumentApi {
 
     async fn inner_digital_licence(
         &self,
-        admitted: &mut Admitted,
-        message: v1::SubmitDigitalLicenceRequest,
+        admitted: &Admitted,
+        req: LicenceSubmission,
     ) -> Result<v1::SubmitDigitalLicenceResponse, Error> {
-        let req = validate::digital_licence(message, &self.limits)?;
-        admitted.journey_of(&req.appkey);
-        let billed = BilledOperation::SubmitDocuments;
-        self.access
-            .billed(admitted.caller(), &req.appkey, &self.guard, billed)
-            .await?;
-        admitted.sending(Operation::DigitalLicence);
         let document_code = self
-            .core
+            .api
+            .journeys()
+            .core()
             .submit_digital_licence(admitted.ctx(), &req.appkey, &req.licence)
             .await?;
         Ok(v1::SubmitDigitalLicenceResponse { document_code })
@@ -91,8 +62,8 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDocumentImagesRequest>,
     ) -> Result<Response<v1::SubmitDocumentImagesResponse>, Status> {
-        let (mut admitted, message) = admit(request)?;
-        let result = self.inner_document_images(&mut admitted, message).await;
+        let (admitted, req, _) = self.api.enter(request).await?;
+        let result = self.inner_document_images(&admitted, req).await;
         admitted.finish(result)
     }
 
@@ -100,8 +71,8 @@ impl DocumentService for DocumentApi {
         &self,
         request: Request<v1::SubmitDigitalLicenceRequest>,
     ) -> Result<Response<v1::SubmitDigitalLicenceResponse>, Status> {
-        let (mut admitted, message) = admit(request)?;
-        let result = self.inner_digital_licence(&mut admitted, message).await;
+        let (admitted, req, _) = self.api.enter(request).await?;
+        let result = self.inner_digital_licence(&admitted, req).await;
         admitted.finish(result)
     }
 }

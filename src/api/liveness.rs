@@ -1,55 +1,52 @@
 //! `LivenessService`: 2D challenges and snapshots on the core service; 3D
 //! sessions through the vendor channel router.
+//!
+//! Each method is the door's shim ([`super::admitted`]): the journey is
+//! found, checked and billed before the `inner_*` function runs.
 
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::{Admitted, JourneyAccess, LimitsConfig, admit, validate};
+use super::{
+    Admitted, ApiContext,
+    validate::{ChallengeResponse, LivenessCheck, SessionStart},
+};
 use crate::{
     Error,
     channels::ChannelRouter,
-    cluster::{JourneysConfig, MemoryProgress, ProgressStore},
-    domain::{Appkey, JourneyRef, Operation},
+    cluster::ProgressStore,
+    domain::{Appkey, JourneyRef},
     journey::JourneyCore,
     proto::{services::LivenessService, v1},
-    spend::{BilledOperation, SpendGuard},
 };
 
 /// The `LivenessService` implementation.
 pub struct LivenessApi {
-    core: JourneyCore,
+    api: Arc<ApiContext>,
     router: Arc<ChannelRouter>,
-    limits: LimitsConfig,
-    guard: SpendGuard,
-    access: JourneyAccess,
     /// Where a journey's liveness proof is marked as submitted, so that a
     /// watch opened later reads the result at once.
     progress: Arc<dyn ProgressStore>,
 }
 
 impl LivenessApi {
-    /// A service over the journey core and the 3D channel router,
-    /// refusing requests past `limits`.
-    pub fn new(core: JourneyCore, router: Arc<ChannelRouter>, limits: LimitsConfig) -> Self {
+    /// A service in the public API's context, over the 3D channel router,
+    /// marking liveness proofs in `progress` (the journey watches').
+    pub fn new(
+        api: Arc<ApiContext>,
+        router: Arc<ChannelRouter>,
+        progress: Arc<dyn ProgressStore>,
+    ) -> Self {
         Self {
-            core,
+            api,
             router,
-            limits,
-            guard: SpendGuard::default(),
-            access: JourneyAccess::default(),
-            progress: {
-                let c = JourneysConfig::default();
-                Arc::new(MemoryProgress::new(c.retention(), c.max_entries))
-            },
+            progress,
         }
     }
 
-    /// Where liveness proofs are marked (the journey watches' progress);
-    /// default: a store of its own, which no watch reads.
-    pub fn with_progress(mut self, progress: Arc<dyn ProgressStore>) -> Self {
-        self.progress = progress;
-        self
+    fn core(&self) -> &JourneyCore {
+        self.api.journeys().core()
     }
 
     /// Marks the journey of `appkey` as having its liveness proof in, once
@@ -60,45 +57,21 @@ impl LivenessApi {
             .await;
     }
 
-    /// The journey checks (issued here, owned by the caller); default: no
-    /// record held, so every appkey is refused as foreign.
-    pub fn with_access(mut self, access: JourneyAccess) -> Self {
-        self.access = access;
-        self
-    }
-
-    /// The spending guard, which bills 3D session starts; default: no
-    /// budgets.
-    pub fn with_guard(mut self, guard: SpendGuard) -> Self {
-        self.guard = guard;
-        self
-    }
-}
-
-impl LivenessApi {
     async fn inner_create_challenges(
         &self,
-        admitted: &mut Admitted,
-        message: v1::CreateChallengesRequest,
+        admitted: &Admitted,
+        appkey: &Appkey,
     ) -> Result<v1::CreateChallengesResponse, Error> {
-        let appkey = validate::appkey_only(&message.appkey)?;
-        admitted.journey_of(&appkey);
-        self.access.appkey(admitted.caller(), &appkey).await?;
-        admitted.sending(Operation::Challenge);
-        self.core.create_challenges(admitted.ctx(), &appkey).await
+        self.core().create_challenges(admitted.ctx(), appkey).await
     }
 
     async fn inner_submit_challenge_response(
         &self,
-        admitted: &mut Admitted,
-        message: v1::SubmitChallengeResponseRequest,
+        admitted: &Admitted,
+        req: ChallengeResponse,
     ) -> Result<v1::SubmitChallengeResponseResponse, Error> {
-        let req = validate::challenge_response(message, &self.limits)?;
-        admitted.journey_of(&req.appkey);
-        self.access.appkey(admitted.caller(), &req.appkey).await?;
-        admitted.sending(Operation::Captcha);
         let verdict = self
-            .core
+            .core()
             .submit_challenge_response(
                 admitted.ctx(),
                 &req.appkey,
@@ -114,20 +87,9 @@ impl LivenessApi {
 
     async fn inner_start_session(
         &self,
-        admitted: &mut Admitted,
-        message: v1::StartSession3DRequest,
+        admitted: &Admitted,
+        req: SessionStart,
     ) -> Result<v1::StartSession3DResponse, Error> {
-        let req = validate::start_session(&message)?;
-        admitted.journey_of(&req.appkey);
-        self.access
-            .billed(
-                admitted.caller(),
-                &req.appkey,
-                &self.guard,
-                BilledOperation::StartSession3D,
-            )
-            .await?;
-        admitted.sending(Operation::SessionToken3D);
         let started = self
             .router
             .start_session(admitted.ctx(), &req.appkey, &req.user_agent)
@@ -146,13 +108,9 @@ impl LivenessApi {
 
     async fn inner_verify(
         &self,
-        admitted: &mut Admitted,
-        message: v1::VerifyLiveness3DRequest,
+        admitted: &Admitted,
+        req: LivenessCheck,
     ) -> Result<v1::VerifyLiveness3DResponse, Error> {
-        let req = validate::verify_liveness(&message)?;
-        admitted.journey_of(&req.appkey);
-        self.access.appkey(admitted.caller(), &req.appkey).await?;
-        admitted.sending(Operation::Liveness3D);
         let verdict = self
             .router
             .verify(
@@ -175,8 +133,8 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::CreateChallengesRequest>,
     ) -> Result<Response<v1::CreateChallengesResponse>, Status> {
-        let (mut admitted, message) = admit(request)?;
-        let result = self.inner_create_challenges(&mut admitted, message).await;
+        let (admitted, appkey, _) = self.api.enter(request).await?;
+        let result = self.inner_create_challenges(&admitted, &appkey).await;
         admitted.finish(result)
     }
 
@@ -184,10 +142,8 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::SubmitChallengeResponseRequest>,
     ) -> Result<Response<v1::SubmitChallengeResponseResponse>, Status> {
-        let (mut admitted, message) = admit(request)?;
-        let result = self
-            .inner_submit_challenge_response(&mut admitted, message)
-            .await;
+        let (admitted, req, _) = self.api.enter(request).await?;
+        let result = self.inner_submit_challenge_response(&admitted, req).await;
         admitted.finish(result)
     }
 
@@ -195,8 +151,8 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::StartSession3DRequest>,
     ) -> Result<Response<v1::StartSession3DResponse>, Status> {
-        let (mut admitted, message) = admit(request)?;
-        let result = self.inner_start_session(&mut admitted, message).await;
+        let (admitted, req, _) = self.api.enter(request).await?;
+        let result = self.inner_start_session(&admitted, req).await;
         admitted.finish(result)
     }
 
@@ -204,8 +160,8 @@ impl LivenessService for LivenessApi {
         &self,
         request: Request<v1::VerifyLiveness3DRequest>,
     ) -> Result<Response<v1::VerifyLiveness3DResponse>, Status> {
-        let (mut admitted, message) = admit(request)?;
-        let result = self.inner_verify(&mut admitted, message).await;
+        let (admitted, req, _) = self.api.enter(request).await?;
+        let result = self.inner_verify(&admitted, req).await;
         admitted.finish(result)
     }
 }

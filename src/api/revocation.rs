@@ -27,12 +27,13 @@ use std::{
 
 use futures_util::{Stream, StreamExt as _, stream};
 
-use super::{Issued, view};
+use super::view;
 use crate::{
     Error,
     auth::{CallerTable, CallerUpdates, Identity, Refusals},
     domain::{Caller, CallerName, JourneyScope, Permission, ResultView, Revocation},
     events::WatchStream,
+    journey::Issued,
     proto::v1::WatchJourneyResponse,
 };
 
@@ -69,7 +70,7 @@ pub(super) enum Watched {
     /// Issued here, owned by this caller (`None`: created while the
     /// gateway ran open).
     Here(Option<CallerName>),
-    /// A foreign appkey `[guard] accept_foreign_appkeys` lets through.
+    /// A foreign appkey `[journeys] accept_foreign_appkeys` lets through.
     Foreign,
     /// Not found while the fleet's records were out of reach (served to
     /// `any` callers only).
@@ -142,7 +143,7 @@ impl Revocable {
     /// the reloads from now on. A reload already in force since the
     /// caller was resolved is checked at once: `CALLER_REVOKED` then,
     /// instead of a stream.
-    pub(super) fn guard(
+    pub(super) fn ending_on_revocation(
         self,
         stream: WatchStream,
         caller: &Caller,

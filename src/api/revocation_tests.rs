@@ -131,7 +131,7 @@ fn guarded(policy: &Policy, stream: WatchStream) -> Result<WatchStream, Error> {
         .of(&extensions)
         .expect("an identity and a table");
     let caller = policy.resolve(&identity()).expect("the caller");
-    revocable.guard(stream, &caller, Watched::Foreign)
+    revocable.ending_on_revocation(stream, &caller, Watched::Foreign)
 }
 
 #[tokio::test]
@@ -179,7 +179,7 @@ async fn a_caller_removed_before_its_stream_opened_gets_no_stream() {
     policy.replace(table(&entry("a", "operations = [\"read_result\"]")));
     let (_tx, stream) = fed();
     assert!(matches!(
-        revocable.guard(stream, &caller, Watched::Foreign),
+        revocable.ending_on_revocation(stream, &caller, Watched::Foreign),
         Err(Error::CallerRevoked(Revocation::Operation))
     ));
 }

@@ -1,15 +1,21 @@
-//! The public RPCs as the admission door knows them: for each method path,
-//! the operation a caller must be allowed ([`Permission`]), whose
+//! The public RPCs as the door knows them: for each method path, the
+//! operation a caller must be allowed ([`Permission`]), whose
 //! configuration name (`[[callers]] operations`) is also the `operation`
 //! its audit record carries, whether it releases a result (the caller's
 //! view is recorded), whether it is a stream (a watch slot, not a call
-//! slot) and the largest request message it accepts ([`MessageSize`]:
-//! only the document RPCs take document-sized messages). One table, so
-//! that a method cannot be served without a row: a
-//! unit test reads the proto's descriptor and fails on a public method
-//! missing here.
+//! slot), the largest request message it accepts ([`MessageSize`]: only
+//! the document RPCs take document-sized messages), how it names its
+//! journey ([`Naming`]), what it bills ([`BilledOperation`]) and the
+//! upstream operation it sends ([`Operation`]). One table, so that a
+//! method cannot be served without a row, and so that what a call costs
+//! and whose journey it touches is decided once, by the door, before
+//! its handler runs: a unit test reads the proto's descriptor and fails
+//! on a public method missing here.
 
-use crate::domain::Permission;
+use crate::{
+    domain::{Operation, Permission},
+    spend::BilledOperation,
+};
 
 /// One public RPC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +32,29 @@ pub struct Rpc {
     pub stream: bool,
     /// Which request-message limit applies.
     pub message: MessageSize,
+    /// How the request names its journey.
+    pub journey: Naming,
+    /// What the door bills before the handler runs (`CreateJourney`'s
+    /// bill is the journey room's, after its idempotency check).
+    pub billing: Option<BilledOperation>,
+    /// The upstream operation the call sends, marked on its audit record
+    /// once every check has passed (a call cancelled from then on is
+    /// recorded with it); `None`: it sends none itself (a watch reads
+    /// results later, on its own).
+    pub upstream: Option<Operation>,
+}
+
+/// How a public request names the journey it acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// It names none: it makes one (`CreateJourney`).
+    Creates,
+    /// By its appkey.
+    Appkey,
+    /// By its appkey or its reference (`WatchJourney`).
+    AppkeyOrReference,
+    /// It names none and acts on none (reflection).
+    None,
 }
 
 impl Rpc {
@@ -50,63 +79,91 @@ pub enum MessageSize {
     Document,
 }
 
-const fn rpc(path: &'static str, permission: Permission) -> Rpc {
+/// A unary call on the journey its appkey names, that sends `upstream`
+/// and bills nothing.
+const fn rpc(path: &'static str, permission: Permission, upstream: Operation) -> Rpc {
     Rpc {
         path,
         permission: Some(permission),
         releases: false,
         stream: false,
         message: MessageSize::Small,
+        journey: Naming::Appkey,
+        billing: None,
+        upstream: Some(upstream),
     }
 }
 
 /// Every public RPC; nothing else on the public listener is admitted as
 /// one (health and reflection pass through the door untouched).
 pub const RPCS: [Rpc; 9] = [
-    rpc(
-        "/idgate.v1.JourneyService/CreateJourney",
-        Permission::CreateJourney,
-    ),
+    Rpc {
+        journey: Naming::Creates,
+        billing: Some(BilledOperation::CreateJourney),
+        ..rpc(
+            "/idgate.v1.JourneyService/CreateJourney",
+            Permission::CreateJourney,
+            Operation::Credential,
+        )
+    },
     Rpc {
         releases: true,
         ..rpc(
             "/idgate.v1.JourneyService/GetJourneyResult",
             Permission::ReadResult,
+            Operation::Result,
         )
     },
     Rpc {
         releases: true,
         stream: true,
-        ..rpc("/idgate.v1.JourneyService/WatchJourney", Permission::Watch)
+        journey: Naming::AppkeyOrReference,
+        upstream: None,
+        ..rpc(
+            "/idgate.v1.JourneyService/WatchJourney",
+            Permission::Watch,
+            Operation::Result,
+        )
     },
     rpc(
         "/idgate.v1.LivenessService/CreateChallenges",
         Permission::Challenges2D,
+        Operation::Challenge,
     ),
     rpc(
         "/idgate.v1.LivenessService/SubmitChallengeResponse",
         Permission::Challenges2D,
+        Operation::Captcha,
     ),
-    rpc(
-        "/idgate.v1.LivenessService/StartSession3D",
-        Permission::Session3D,
-    ),
+    Rpc {
+        billing: Some(BilledOperation::StartSession3D),
+        ..rpc(
+            "/idgate.v1.LivenessService/StartSession3D",
+            Permission::Session3D,
+            Operation::SessionToken3D,
+        )
+    },
     rpc(
         "/idgate.v1.LivenessService/VerifyLiveness3D",
         Permission::Verify3D,
+        Operation::Liveness3D,
     ),
     Rpc {
         message: MessageSize::Document,
+        billing: Some(BilledOperation::SubmitDocuments),
         ..rpc(
             "/idgate.v1.DocumentService/SubmitDocumentImages",
             Permission::Documents,
+            Operation::DocumentImages,
         )
     },
     Rpc {
         message: MessageSize::Document,
+        billing: Some(BilledOperation::SubmitDocuments),
         ..rpc(
             "/idgate.v1.DocumentService/SubmitDigitalLicence",
             Permission::Documents,
+            Operation::DigitalLicence,
         )
     },
 ];
@@ -148,6 +205,9 @@ pub const REFLECTION: Rpc = Rpc {
     releases: false,
     stream: true,
     message: MessageSize::Small,
+    journey: Naming::None,
+    billing: None,
+    upstream: None,
 };
 
 /// The `operation` of a reflection stream's audit record.

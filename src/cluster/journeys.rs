@@ -3,7 +3,7 @@
 //! retention_hours`.
 //!
 //! ```text
-//! spend::SpendGuard::create_journey --can_record--> claim, budget, /appkey --register--> (record)
+//! journey::Journeys::create --can_record--> claim, budget, /appkey --register--> (record)
 //! api::access (every call on an appkey) ---find--> issued here? whose? which profile pays?
 //! events::JourneyWatches (watch by reference) --held/find--> the appkey
 //! spend::Idempotency (a replay) ------------find--> the appkey, if owner and request match
@@ -106,6 +106,12 @@ pub struct JourneysConfig {
     /// of a reference (an appkey not issued here), in seconds; 0: ask
     /// Redis on every call.
     pub unknown_ttl_secs: u64,
+    /// Take calls on appkeys this gateway did not issue (created by
+    /// another system with the same vendor account): billed to the
+    /// caller's first operator profile, else the default one. Off by
+    /// default: such calls are refused `NOT_FOUND`/`JOURNEY_UNKNOWN`
+    /// before any vendor call or billing.
+    pub accept_foreign_appkeys: bool,
 }
 
 impl Default for JourneysConfig {
@@ -114,6 +120,7 @@ impl Default for JourneysConfig {
             retention_hours: 24,
             max_entries: 100_000,
             unknown_ttl_secs: 30,
+            accept_foreign_appkeys: false,
         }
     }
 }

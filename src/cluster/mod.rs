@@ -9,7 +9,7 @@
 //! channels::rollout -------> RolloutStore    rollout.rs    rollout record, driver lease, step counts
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
 //! events::JourneyWatches ------> ProgressStore   progress.rs   submitted steps, read turn, result announced
-//! spend::SpendGuard -------> SpendStore      spend.rs      idempotency, budgets
+//! spend::Spend ------------> SpendStore      spend.rs      idempotency, budgets
 //! channels::VendorStats --> VendorStatsStore vendor_stats.rs per-minute vendor figures
 //! usage::UsageBook --------> UsageStore      usage.rs      charge-back counts by day and caller
 //!
@@ -39,7 +39,7 @@
 //! within the command timeout, [`ClusterError::Unavailable`] or a local
 //! fallback, and the gateway degrades as `docs/operations.md` tells.
 //!
-//! The spending guard's state is shared the same way ([`spend`]):
+//! Spend's state is shared the same way ([`spend`]):
 //! idempotency records of `CreateJourney` (a keyed digest of the request
 //! and the journey it made, whose record holds the appkey) and budget
 //! window counters.
@@ -191,8 +191,8 @@ pub struct Shared {
     pub dedupe: Arc<dyn DedupeStore>,
     /// Routing mode, drained channels, contingency hold.
     pub control: Arc<dyn ControlStore>,
-    /// The spending guard's idempotency records and budget windows.
-    pub guard: Arc<dyn SpendStore>,
+    /// Spend's idempotency records and budget windows.
+    pub spend: Arc<dyn SpendStore>,
     /// The fleet's per-minute vendor figures; `None` for one process,
     /// whose router's own figures are the whole truth (there is nothing a
     /// memory tier would add to them).
@@ -230,7 +230,7 @@ impl Shared {
             journeys: Arc::new(MemoryJourneys::new(ttls.journey, ttls.journey_max_entries)),
             dedupe: Arc::new(MemoryDedupe::new(ttls.dedupe, ttls.dedupe_max_entries)),
             control: Arc::new(MemoryControl),
-            guard: Arc::new(MemorySpend::new(
+            spend: Arc::new(MemorySpend::new(
                 ttls.idempotency,
                 ttls.idempotency_max_entries,
             )),
@@ -281,7 +281,7 @@ impl Shared {
                 ttls.dedupe_max_entries,
             )),
             control: Arc::new(control.clone()),
-            guard: Arc::new(RedisSpend::new(
+            spend: Arc::new(RedisSpend::new(
                 conn.clone(),
                 MemorySpend::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),

@@ -1,4 +1,4 @@
-//! What the fleet shares for the spending guard (`crate::spend`):
+//! What the fleet shares for spend (`crate::spend`):
 //! idempotency records of `CreateJourney` and budget window counters.
 //! Which appkey a request made, who owns it and which profile pays for it
 //! are the journey's record (`cluster::journeys`), not the guard's.
@@ -23,7 +23,7 @@ pub use redis::RedisSpend;
 use super::{BoxFuture, ClusterError, encryption::Digester};
 use crate::domain::JourneyRef;
 
-/// Where the spending guard keeps its records. Every method answers
+/// Where spend keeps its records. Every method answers
 /// within the implementation's command timeout.
 pub trait SpendStore: Send + Sync + 'static {
     /// The keyed digester whose digests every replica of this store

@@ -28,7 +28,7 @@ pub use crate::{
     events::{WatchConfig, WebhookConfig},
     journey::{OperatorConfig, OperatorProfile},
     sandbox::SandboxConfig,
-    spend::{BilledOperation, BudgetConfig, GuardConfig, IdempotencyConfig},
+    spend::{BilledOperation, BudgetConfig, IdempotencyConfig},
     telemetry::{TelemetryConfig, audit::AuditConfig},
     tls::{ListenerTls, TlsConfig},
     upstream::{FieldsConfig, PathsConfig, UpstreamConfig},
@@ -82,8 +82,9 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// The fleet's shared state (`[cluster]`); absent: one process.
     pub cluster: ClusterConfig,
-    /// What the spending guard lets through (`[guard]`).
-    pub guard: GuardConfig,
+    /// The retired `[guard]` section, read for one release: its one key
+    /// now lives in `[journeys]` ([`RetiredGuardConfig`]).
+    pub guard: RetiredGuardConfig,
     /// The replay window of `CreateJourney.request_id` (`[idempotency]`).
     pub idempotency: IdempotencyConfig,
     /// How long the gateway keeps the record of each journey it created
@@ -100,6 +101,16 @@ pub struct Config {
     pub callers: Vec<CallerConfig>,
     /// How long the charge-back report's counts are kept (`[usage]`).
     pub usage: UsageConfig,
+}
+
+/// `[guard]`, retired: `accept_foreign_appkeys` is an access rule of the
+/// journeys, not of spend, and lives in `[journeys]`. Still read (and
+/// folded into `[journeys]`) for one release, with a WARN at start.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetiredGuardConfig {
+    /// Now `[journeys] accept_foreign_appkeys`.
+    pub accept_foreign_appkeys: Option<bool>,
 }
 
 /// Where the gateway listens.
@@ -151,9 +162,31 @@ impl Config {
         text: &str,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigError> {
-        let config: Config = crate::config_source::from_toml_and_env(text, env)?;
+        let mut config: Config = crate::config_source::from_toml_and_env(text, env)?;
+        config.fold_retired_keys();
         config.validate()?;
         Ok(config)
+    }
+
+    /// Moves what retired keys say to where they live now; the start
+    /// warns about each ([`Config::retired_keys`]).
+    fn fold_retired_keys(&mut self) {
+        if let Some(accept) = self.guard.accept_foreign_appkeys {
+            self.journeys.accept_foreign_appkeys |= accept;
+        }
+    }
+
+    /// The retired keys this configuration still sets, each with where it
+    /// lives now: said as a WARN at start and by `idgate check`.
+    pub fn retired_keys(&self) -> Vec<(&'static str, &'static str)> {
+        let mut retired = Vec::new();
+        if self.guard.accept_foreign_appkeys.is_some() {
+            retired.push((
+                "guard.accept_foreign_appkeys",
+                "journeys.accept_foreign_appkeys",
+            ));
+        }
+        retired
     }
 
     /// Checks what types alone cannot: channel names unique and well

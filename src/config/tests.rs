@@ -312,3 +312,26 @@ fn the_small_message_limit_is_its_own_key_and_must_be_positive() {
         .to_string();
     assert!(err.contains("limits.max_small_message_bytes"), "{err}");
 }
+
+#[test]
+fn the_retired_guard_key_still_accepts_foreign_appkeys_and_is_named_as_retired() {
+    let retired =
+        Config::from_toml_and_env("[guard]\naccept_foreign_appkeys = true\n", env(&[])).unwrap();
+    assert!(retired.journeys.accept_foreign_appkeys);
+    assert_eq!(
+        retired.retired_keys(),
+        [(
+            "guard.accept_foreign_appkeys",
+            "journeys.accept_foreign_appkeys"
+        )]
+    );
+    let by_env =
+        Config::from_toml_and_env("", env(&[("IDGATE_GUARD__ACCEPT_FOREIGN_APPKEYS", "true")]))
+            .unwrap();
+    assert!(by_env.journeys.accept_foreign_appkeys);
+    let current =
+        Config::from_toml_and_env("[journeys]\naccept_foreign_appkeys = true\n", env(&[])).unwrap();
+    assert!(current.journeys.accept_foreign_appkeys);
+    assert!(current.retired_keys().is_empty());
+    assert!(!Config::default().journeys.accept_foreign_appkeys);
+}

@@ -201,7 +201,7 @@ pub enum Error {
     #[error("the journey was created by another caller")]
     JourneyNotOwned,
     /// An appkey this gateway did not issue (not in its journey directory),
-    /// refused before any vendor call or billing unless `[guard]
+    /// refused before any vendor call or billing unless `[journeys]
     /// accept_foreign_appkeys` is set.
     #[error("this gateway did not issue the journey's appkey (or has forgotten it)")]
     AppkeyUnknown,

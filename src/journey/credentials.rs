@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
-use super::operators::OperatorProfile;
+use super::operators::{OperatorProfile, OperatorProfiles};
 use crate::{
     context::CallContext,
     domain::{Appkey, CredentialToken, EndUser, Operation},
@@ -86,21 +86,21 @@ struct CredentialsInner {
     client: UpstreamClient,
     policy: CredentialPolicy,
     /// Profiles in configuration order; the first is the default.
-    order: Vec<String>,
-    slots: HashMap<String, Slot>,
+    profiles: OperatorProfiles,
+    caches: HashMap<String, ProfileCache>,
     exchanges: AtomicU64,
 }
 
 /// One profile's cache.
-struct Slot {
+struct ProfileCache {
     profile: OperatorProfile,
-    state: Mutex<SlotState>,
+    state: Mutex<CacheState>,
     /// Held while exchanging: the single flight.
     refresh: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
-struct SlotState {
+struct CacheState {
     cached: Option<Cached>,
     /// Completed refreshes, success or failure.
     epoch: u64,
@@ -117,7 +117,7 @@ struct Cached {
 impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Credentials")
-            .field("profiles", &self.inner.order)
+            .field("profiles", &self.inner.profiles.names())
             .field("exchanges", &self.inner.exchanges.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -132,17 +132,17 @@ impl Credentials {
         policy: CredentialPolicy,
     ) -> Self {
         let mut order = Vec::new();
-        let mut slots = HashMap::new();
+        let mut caches = HashMap::new();
         for profile in profiles {
-            if slots.contains_key(&profile.name) {
+            if caches.contains_key(&profile.name) {
                 continue;
             }
             order.push(profile.name.clone());
-            slots.insert(
+            caches.insert(
                 profile.name.clone(),
-                Slot {
+                ProfileCache {
                     profile,
-                    state: Mutex::new(SlotState::default()),
+                    state: Mutex::new(CacheState::default()),
                     refresh: tokio::sync::Mutex::new(()),
                 },
             );
@@ -151,47 +151,40 @@ impl Credentials {
             inner: Arc::new(CredentialsInner {
                 client,
                 policy,
-                order,
-                slots,
+                profiles: OperatorProfiles::new(order),
+                caches,
                 exchanges: AtomicU64::new(0),
             }),
         }
     }
 
-    /// The profile a request that names none uses: the first configured.
-    pub fn default_profile(&self) -> Option<&str> {
-        self.inner.order.first().map(String::as_str)
+    /// The profiles this cache holds, in configuration order.
+    pub fn profiles(&self) -> &OperatorProfiles {
+        &self.inner.profiles
     }
 
-    fn slot(&self, profile: &str) -> Result<&Slot, Error> {
-        let name = if profile.is_empty() {
-            self.inner
-                .order
-                .first()
-                .ok_or_else(|| Error::OperatorProfileUnknown(String::new()))?
-        } else {
-            profile
-        };
+    fn cache(&self, profile: &str) -> Result<&ProfileCache, Error> {
         self.inner
-            .slots
-            .get(name)
+            .profiles
+            .meant(Some(profile))
+            .and_then(|name| self.inner.caches.get(name))
             .ok_or_else(|| Error::OperatorProfileUnknown(profile.to_owned()))
     }
 
     /// A valid credential of `profile` (empty: the first profile),
     /// exchanging one if none is cached.
     pub async fn token(&self, ctx: &CallContext, profile: &str) -> Result<CredentialToken, Error> {
-        let slot = self.slot(profile)?;
-        self.token_of(ctx, slot).await.map_err(Error::from)
+        let cache = self.cache(profile)?;
+        self.token_of(ctx, cache).await.map_err(Error::from)
     }
 
     async fn token_of(
         &self,
         ctx: &CallContext,
-        slot: &Slot,
+        cache: &ProfileCache,
     ) -> Result<CredentialToken, UpstreamError> {
         let seen_epoch = {
-            let state = lock(&slot.state);
+            let state = lock(&cache.state);
             if let Some(c) = fresh(&state) {
                 return Ok(c);
             }
@@ -199,13 +192,13 @@ impl Credentials {
         };
         let op = Operation::Credential;
         let _guard = match ctx.deadline() {
-            Some(deadline) => tokio::time::timeout_at(deadline, slot.refresh.lock())
+            Some(deadline) => tokio::time::timeout_at(deadline, cache.refresh.lock())
                 .await
                 .map_err(|_| UpstreamError::DeadlineExceeded { op })?,
-            None => slot.refresh.lock().await,
+            None => cache.refresh.lock().await,
         };
         {
-            let state = lock(&slot.state);
+            let state = lock(&cache.state);
             if let Some(c) = fresh(&state) {
                 return Ok(c);
             }
@@ -218,13 +211,13 @@ impl Credentials {
             }
         }
         self.inner.exchanges.fetch_add(1, Ordering::Relaxed);
-        let profile = &slot.profile;
+        let profile = &cache.profile;
         let outcome = self
             .inner
             .client
             .credential(ctx, &profile.login, &profile.password)
             .await;
-        let mut state = lock(&slot.state);
+        let mut state = lock(&cache.state);
         state.epoch += 1;
         match outcome {
             Ok(CredentialGrant { token, expires }) => {
@@ -248,8 +241,8 @@ impl Credentials {
 
     /// Forgets `stale` if it is still the cached credential (a newer one,
     /// refreshed meanwhile by another caller, is kept).
-    fn invalidate(&self, slot: &Slot, stale: &CredentialToken) {
-        let mut state = lock(&slot.state);
+    fn invalidate(&self, cache: &ProfileCache, stale: &CredentialToken) {
+        let mut state = lock(&cache.state);
         if state.cached.as_ref().is_some_and(|c| &c.token == stale) {
             state.cached = None;
         }
@@ -265,19 +258,19 @@ impl Credentials {
         profile: &str,
         user: &EndUser,
     ) -> Result<Appkey, Error> {
-        let slot = self.slot(profile)?;
+        let cache = self.cache(profile)?;
         let client = &self.inner.client;
-        let token = self.token_of(ctx, slot).await?;
-        match client.appkey(ctx, &slot.profile.login, &token, user).await {
+        let token = self.token_of(ctx, cache).await?;
+        match client.appkey(ctx, &cache.profile.login, &token, user).await {
             Err(UpstreamError::Status { status: 401, .. }) => {
                 tracing::info!(
                     operation = Operation::Appkey.as_str(),
                     "credential rejected; refreshing once"
                 );
-                self.invalidate(slot, &token);
-                let token = self.token_of(ctx, slot).await?;
+                self.invalidate(cache, &token);
+                let token = self.token_of(ctx, cache).await?;
                 Ok(client
-                    .appkey(ctx, &slot.profile.login, &token, user)
+                    .appkey(ctx, &cache.profile.login, &token, user)
                     .await?)
             }
             other => Ok(other?),
@@ -285,7 +278,7 @@ impl Credentials {
     }
 }
 
-fn fresh(state: &SlotState) -> Option<CredentialToken> {
+fn fresh(state: &CacheState) -> Option<CredentialToken> {
     state
         .cached
         .as_ref()
@@ -309,8 +302,8 @@ impl CredentialsParts for Credentials {
     }
 
     fn expire_now(&self) {
-        for slot in self.inner.slots.values() {
-            lock(&slot.state).cached = None;
+        for cache in self.inner.caches.values() {
+            lock(&cache.state).cached = None;
         }
     }
 }

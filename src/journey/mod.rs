@@ -1,150 +1,127 @@
-//! The journey core: what each gRPC operation does, over domain types.
+//! The journey's room: the journeys this gateway issues, who may act on
+//! each, and what each operation does on the vendor.
 //!
-//! The tonic services validate and convert; the work happens here, in
-//! plain async functions that tests can call directly.
+//! ```text
+//! the door --CreateJourney--> Journeys::create --> spend (idempotency, budget) --> JourneyCore::create_journey --> record
+//!          --any other call-> JourneyAccess::{appkey, reference} (issued here? the caller's?) --> Journeys::bill --> spend
+//! handlers --> JourneyCore (the REST operations) | channels (3D liveness)
+//! ```
 //!
-//! - [`JourneyCore`]: appkeys, 2D liveness, documents and the result, on
-//!   the core REST service (3D liveness goes through the channel router).
+//! - [`Journeys`]: creation, replay and access, over the journey records
+//!   (`cluster::JourneyStore`), spend and the core; built once at start.
+//! - [`creation`]: `CreateJourney` made once per `request_id`, budgeted
+//!   and recorded before its appkey is handed out.
+//! - [`access`]: whose journey a call names ([`JourneyAccess`],
+//!   [`Issued`]).
+//! - [`JourneyCore`] (`core`): appkeys, 2D liveness, documents and the
+//!   result, on the core REST service (3D liveness goes through the
+//!   channel router).
 //! - [`Credentials`] (`credentials`): the per-profile credential cache
 //!   with single-flight refresh and the one-refresh retry of `/appkey`.
-//! - [`OperatorConfig`] (`operators`): `[[operators]]`, whose passwords
-//!   live outside the TOML.
+//! - [`OperatorConfig`], [`OperatorProfiles`] (`operators`):
+//!   `[[operators]]`, whose passwords live outside the TOML, and the one
+//!   place the default profile is resolved.
 
+pub mod access;
+mod core;
+pub mod creation;
 pub(crate) mod credentials;
 mod operators;
 
+use std::{sync::Arc, time::Duration};
+
+pub use access::{Issued, JourneyAccess};
+pub use core::{JourneyCore, NewJourney};
+pub use creation::{Created, Creation};
 pub use credentials::{CredentialPolicy, Credentials};
-pub use operators::{OperatorConfig, OperatorProfile};
-
-use std::time::Duration;
-
-use time::OffsetDateTime;
+pub use operators::{OperatorConfig, OperatorProfile, OperatorProfiles};
 
 use crate::{
-    context::CallContext,
-    domain::{Appkey, EndUser, ImagePayload, JourneyRef, Snapshot},
+    cluster::JourneyStore,
+    domain::{Caller, ProfileGrant},
     error::Error,
-    proto::v1,
-    upstream::UpstreamClient,
+    events::throttle::LogThrottle,
+    spend::{BilledOperation, Spend},
+    telemetry::usage::Usage,
 };
 
-/// A journey just created.
-#[derive(Debug)]
-pub struct NewJourney {
-    /// The appkey: a bearer secret, returned to the caller only.
-    pub appkey: Appkey,
-    /// Its non-secret reference.
-    pub journey_ref: JourneyRef,
-    /// When the appkey stops being accepted (estimate from configuration).
-    pub expires_at: OffsetDateTime,
-}
-
-/// The operations of a journey that go to the core REST service (3D
-/// liveness goes through the channel router).
+/// The journeys of a gateway: made, replayed, checked and billed here.
+/// Built once at start; cheap to clone.
 #[derive(Clone)]
-pub struct JourneyCore {
-    upstream: UpstreamClient,
-    credentials: Credentials,
-    appkey_ttl: Duration,
+pub struct Journeys {
+    inner: Arc<Inner>,
 }
 
-impl JourneyCore {
-    /// A core over `upstream` and the operator `credentials`.
-    pub fn new(upstream: UpstreamClient, credentials: Credentials, appkey_ttl: Duration) -> Self {
+struct Inner {
+    /// The journey records: registered at creation, read on every call.
+    records: Arc<dyn JourneyStore>,
+    access: JourneyAccess,
+    spend: Spend,
+    core: JourneyCore,
+    /// Where created journeys are counted by caller.
+    usage: Usage,
+    /// Repeated appkeys are a vendor's fault a caller cannot cause at
+    /// will, but one vendor bug repeats on every call: a line a minute.
+    repeats: LogThrottle,
+}
+
+impl Journeys {
+    /// The journeys recorded in `records` (appkeys it holds no record of
+    /// are refused unless `accept_foreign`), billed through `spend`,
+    /// created by `core`, counted by caller in `usage`.
+    pub fn new(
+        records: Arc<dyn JourneyStore>,
+        accept_foreign: bool,
+        spend: Spend,
+        core: JourneyCore,
+        usage: Usage,
+    ) -> Self {
         Self {
-            upstream,
-            credentials,
-            appkey_ttl,
+            inner: Arc::new(Inner {
+                access: JourneyAccess::new(records.clone(), accept_foreign),
+                records,
+                spend,
+                core,
+                usage,
+                repeats: LogThrottle::new(Duration::from_secs(60)),
+            }),
         }
     }
 
-    /// The REST client (shared connection pool).
-    pub fn upstream(&self) -> &UpstreamClient {
-        &self.upstream
+    /// Whose journey a call names.
+    pub fn access(&self) -> &JourneyAccess {
+        &self.inner.access
     }
 
-    /// The operator credential cache.
-    pub fn credentials(&self) -> &Credentials {
-        &self.credentials
+    /// The vendor's operations on a journey.
+    pub fn core(&self) -> &JourneyCore {
+        &self.inner.core
     }
 
-    /// Creates an appkey for `user` with the credentials of `profile`
-    /// (`None`: the first configured profile).
-    pub async fn create_journey(
+    /// Bills `operation` on a journey the caller may act on, to the
+    /// profile that pays for it: the one that created it, or (foreign) the
+    /// caller's first profile when it is configured, else the default.
+    pub async fn bill(
         &self,
-        ctx: &CallContext,
-        user: &EndUser,
-        profile: Option<&str>,
-    ) -> Result<NewJourney, Error> {
-        let appkey = self
-            .credentials
-            .create_appkey(ctx, profile.unwrap_or(""), user)
-            .await?;
-        let journey_ref = JourneyRef::from_appkey(&appkey);
-        Ok(NewJourney {
-            appkey,
-            journey_ref,
-            expires_at: OffsetDateTime::now_utc() + self.appkey_ttl,
-        })
-    }
-
-    /// Reads the journey result.
-    pub async fn journey_result(
-        &self,
-        ctx: &CallContext,
-        appkey: &Appkey,
-    ) -> Result<v1::JourneyResult, Error> {
-        Ok(self.upstream.journey_result(ctx, appkey).await?)
-    }
-
-    /// Generates 2D challenges.
-    pub async fn create_challenges(
-        &self,
-        ctx: &CallContext,
-        appkey: &Appkey,
-    ) -> Result<v1::CreateChallengesResponse, Error> {
-        Ok(self.upstream.challenge(ctx, appkey).await?)
-    }
-
-    /// Submits the 2D snapshots; sent at most once.
-    pub async fn submit_challenge_response(
-        &self,
-        ctx: &CallContext,
-        appkey: &Appkey,
-        challenge_key: &str,
-        snapshots: &[Snapshot],
-    ) -> Result<v1::LivenessVerdict, Error> {
-        Ok(self
-            .upstream
-            .captcha(ctx, appkey, challenge_key, snapshots)
-            .await?)
-    }
-
-    /// Submits document images; sent at most once.
-    pub async fn submit_document_images(
-        &self,
-        ctx: &CallContext,
-        appkey: &Appkey,
-        images: &[ImagePayload],
-    ) -> Result<i64, Error> {
-        Ok(self
-            .upstream
-            .document_images(ctx, appkey, images)
-            .await?
-            .document_code)
-    }
-
-    /// Submits the digital licence; sent at most once.
-    pub async fn submit_digital_licence(
-        &self,
-        ctx: &CallContext,
-        appkey: &Appkey,
-        licence: &ImagePayload,
-    ) -> Result<i64, Error> {
-        Ok(self
-            .upstream
-            .digital_licence(ctx, appkey, licence)
-            .await?
-            .document_code)
+        issued: &Issued,
+        operation: BilledOperation,
+        caller: &Caller,
+    ) -> Result<(), Error> {
+        let profiles = self.inner.core.credentials().profiles();
+        let profile = match issued {
+            Issued::Here(record) => record.profile.as_deref(),
+            Issued::Unverified => None,
+            Issued::Foreign => match &caller.profiles {
+                ProfileGrant::Only(names) => names
+                    .first()
+                    .map(String::as_str)
+                    .filter(|name| profiles.knows(name)),
+                ProfileGrant::Any => None,
+            },
+        };
+        self.inner
+            .spend
+            .bill(operation, profiles.meant(profile), caller.name.as_str())
+            .await
     }
 }

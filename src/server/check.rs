@@ -19,6 +19,8 @@ pub struct Checked {
     listeners: Vec<String>,
     auth: String,
     upstream: String,
+    /// Retired keys still set, each with where it lives now.
+    retired: Vec<(&'static str, &'static str)>,
 }
 
 impl fmt::Display for Checked {
@@ -29,7 +31,11 @@ impl fmt::Display for Checked {
             self.listeners.join(", "),
             self.auth,
             self.upstream
-        )
+        )?;
+        for (retired, now) in &self.retired {
+            write!(f, "; retired key {retired} (now {now})")?;
+        }
+        Ok(())
     }
 }
 
@@ -62,6 +68,7 @@ pub fn check(config: &Config) -> Result<Checked, StartError> {
         listeners: listeners(config, &checked),
         auth,
         upstream,
+        retired: config.retired_keys(),
     })
 }
 

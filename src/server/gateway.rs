@@ -16,9 +16,8 @@ use crate::{
     channels::{ChannelRouter, ChannelSpec, probe::Prober, rollout::Rollouts},
     cluster::Shared,
     events::JourneyWatches,
-    journey::JourneyCore,
+    journey::{JourneyCore, Journeys},
     sandbox::SandboxHandle,
-    spend::SpendGuard,
     telemetry::{Metrics, usage::Usage},
     usage::UsageBook,
 };
@@ -37,8 +36,9 @@ pub(super) struct Services {
     pub(super) router: Arc<ChannelRouter>,
     pub(super) watches: JourneyWatches,
     pub(super) core: JourneyCore,
-    /// Idempotency and budgets of the public API.
-    pub(super) guard: SpendGuard,
+    /// The journey room: creation, replay, access and billing, which the
+    /// public API's door calls.
+    pub(super) journeys: Journeys,
     /// Usage by caller: the counting point of calls, billed calls and
     /// journeys.
     pub(super) usage: Usage,

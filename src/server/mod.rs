@@ -58,15 +58,15 @@ use tokio::{
 use tonic_health::server::HealthReporter;
 
 use crate::{
-    api::{ChannelAdmin, DocumentApi, JourneyAccess, JourneyApi, LivenessApi},
+    api::{ApiContext, ChannelAdmin, DocumentApi, JourneyApi, LivenessApi},
     channels::{self, ChannelRouter, HttpTransport},
     cluster::Shared,
     config::{Config, ConfigError, ServingConfig},
     domain::AdminToken,
     events::{JourneyWatches, WatchSettings, WebhookSettings},
-    journey::{CredentialPolicy, Credentials, JourneyCore},
+    journey::{CredentialPolicy, Credentials, JourneyCore, Journeys},
     sandbox::{self, Clock},
-    spend::SpendGuard,
+    spend::Spend,
     telemetry::{self, GrpcServerLayer, Metrics, usage::Usage},
     tls::{ServerTls, TlsError},
     upstream::{HttpClientFactory, UpstreamClient},
@@ -254,12 +254,10 @@ fn build_services(
     let client = UpstreamClient::with_pools(&up.config, metrics.clone(), runtime.http_pools())?;
     let usage = Usage::new(metrics.clone());
     preset_callers(config, &metrics);
-    let guard = SpendGuard::new(
+    let spend = Spend::new(
         &config.idempotency,
         &config.budgets,
-        up.operators.iter().map(|o| o.name.clone()).collect(),
-        shared.guard.clone(),
-        shared.journeys.clone(),
+        shared.spend.clone(),
         usage.clone(),
     );
     let book = Arc::new(UsageBook::new(
@@ -276,6 +274,13 @@ fn build_services(
         client.clone(),
         credentials,
         Duration::from_secs(up.config.appkey_ttl_secs),
+    );
+    let journeys = Journeys::new(
+        shared.journeys.clone(),
+        config.journeys.accept_foreign_appkeys,
+        spend,
+        core.clone(),
+        usage.clone(),
     );
     let router = Arc::new(
         ChannelRouter::new(
@@ -305,7 +310,7 @@ fn build_services(
         router,
         watches,
         core,
-        guard,
+        journeys,
         usage,
         book,
         metrics,
@@ -521,35 +526,26 @@ fn grpc_layer(config: &Config, services: &Services) -> GrpcServerLayer {
     GrpcServerLayer::new(services.metrics.clone()).with_access_log(config.telemetry.access_log)
 }
 
-/// The public API's services, behind the idempotency and budget guard.
+/// The public API's services, sharing one context: the journey room,
+/// the request limits, the span settings.
 fn public_api(config: &Config, services: &Services) -> PublicApi {
-    let Services {
-        core,
-        router,
-        watches,
-        guard,
-        ..
-    } = services;
-    let access = JourneyAccess::new(
-        guard.journeys().clone(),
-        config.guard.accept_foreign_appkeys,
-    );
-    let mut journeys = JourneyApi::new(core.clone(), watches.clone())
-        .with_telemetry(config.telemetry.clone())
-        .with_guard(guard.clone())
-        .with_access(access.clone());
+    let api = Arc::new(ApiContext::new(
+        services.journeys.clone(),
+        config.limits.clone(),
+        config.telemetry.clone(),
+    ));
+    let mut journeys = JourneyApi::new(api.clone(), services.watches.clone());
     if services.auth.enabled() {
         journeys = journeys.with_caller_updates(services.auth.caller_updates());
     }
     PublicApi {
         journeys,
-        liveness: LivenessApi::new(core.clone(), router.clone(), config.limits.clone())
-            .with_guard(guard.clone())
-            .with_access(access.clone())
-            .with_progress(watches.progress().clone()),
-        documents: DocumentApi::new(core.clone(), config.limits.clone())
-            .with_guard(guard.clone())
-            .with_access(access),
+        liveness: LivenessApi::new(
+            api.clone(),
+            services.router.clone(),
+            services.watches.progress().clone(),
+        ),
+        documents: DocumentApi::new(api),
         auth: crate::auth::AuthLayer::new(services.auth.clone(), crate::api::rpc::audit_operation),
         admission: crate::api::AdmissionLayer::new(crate::api::RequestBytes::new(
             config.serving.max_body_bytes_in_flight,

@@ -53,6 +53,13 @@ pub(super) fn preflight(config: &Config) -> Result<Preflight, StartError> {
     };
     callers::check_required(config)?;
     let admin_token = admin_token(config)?;
+    for (retired, now) in config.retired_keys() {
+        tracing::warn!(
+            key = retired,
+            now,
+            "a retired configuration key: still read for this release; move its value to the key named `now`"
+        );
+    }
     Ok(Preflight {
         tls,
         webhook,

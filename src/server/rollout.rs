@@ -49,14 +49,10 @@ impl ProbeAppkeys for CoreAppkeys {
     fn appkey(&self, p: &ProbePerson, profile: &str) -> BoxFuture<Result<Appkey, Error>> {
         let core = self.0.clone();
         let user = person(p);
-        let profile = (!profile.is_empty()).then(|| profile.to_owned());
+        let profile = profile.to_owned();
         Box::pin(async move {
             let journey = core
-                .create_journey(
-                    &CallContext::with_timeout(PROBE_TIMEOUT),
-                    &user?,
-                    profile.as_deref(),
-                )
+                .create_journey(&CallContext::with_timeout(PROBE_TIMEOUT), &user?, &profile)
                 .await?;
             Ok(journey.appkey)
         })

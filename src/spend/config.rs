@@ -46,18 +46,6 @@ impl fmt::Display for BilledOperation {
     }
 }
 
-/// `[guard]`: what the spending guard lets through.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GuardConfig {
-    /// Take calls on appkeys this gateway did not issue (created by
-    /// another system with the same vendor account): billed to the
-    /// caller's first operator profile, else the default one. Off by
-    /// default: such calls are refused `NOT_FOUND`/`JOURNEY_UNKNOWN`
-    /// before any vendor call or billing.
-    pub accept_foreign_appkeys: bool,
-}
-
 /// `[idempotency]`: the replay window of `CreateJourney.request_id`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]

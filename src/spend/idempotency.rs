@@ -20,7 +20,7 @@
 //! A completed record names the journey, not its appkey: a replay reads
 //! the appkey from the journey's record (`cluster::journeys`), and only
 //! when that record's owner and request key are this call's
-//! ([`crate::spend::SpendGuard::create_journey`]). The journey is recorded
+//! (`journey::Journeys::create`). The journey is recorded
 //! before the claim completes, so no waiter sees a journey without its
 //! owner.
 //!

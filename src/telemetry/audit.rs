@@ -128,11 +128,14 @@ impl AuditRecord {
         let _ = self.upstream.set(operation);
     }
 
-    /// A marker that says "sent upstream" on this record from code that
-    /// does not hold it (a closure run deep in the guard, right before
-    /// the vendor call).
-    pub fn upstream_marker(&self) -> Upstream {
-        Upstream(self.upstream.clone())
+    /// A marker that says "`operation` sent upstream" on this record,
+    /// for code that does not hold it (journey creation, which reaches
+    /// the vendor only after its idempotency and budget checks).
+    pub fn upstream_marker(&self, operation: &'static str) -> Upstream {
+        Upstream {
+            record: self.upstream.clone(),
+            operation,
+        }
     }
 
     /// Writes the record with the call's `outcome` (`ok`, the refusal's
@@ -208,14 +211,17 @@ impl AuditRecord {
     }
 }
 
-/// Marks an [`AuditRecord`] as having sent an operation upstream.
+/// Marks an [`AuditRecord`] as having sent one operation upstream.
 #[derive(Debug, Clone)]
-pub struct Upstream(Arc<OnceLock<&'static str>>);
+pub struct Upstream {
+    record: Arc<OnceLock<&'static str>>,
+    operation: &'static str,
+}
 
 impl Upstream {
-    /// `operation` is being sent upstream now.
-    pub fn sending(&self, operation: &'static str) {
-        let _ = self.0.set(operation);
+    /// The operation is being sent upstream now.
+    pub fn sending(&self) {
+        let _ = self.record.set(self.operation);
     }
 }
 

@@ -144,7 +144,7 @@ struct Inner {
     draining: Gauge,
     idle_poll: IdlePollSeconds,
     cluster: ClusterSeries,
-    guard: SpendSeries,
+    spend: SpendSeries,
     rollout: RolloutSeries,
     auth: AuthSeries,
     /// The series by configured caller, and each caller's resolved once.

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! AuditRecord (every public call, written once) --call(operation, outcome)--.
-//! SpendGuard (a vendor call let through) --------billed(profile, operation)-+--> CallerUsage
-//! SpendGuard (a journey recorded) ---------------journey_created()----------'     |-> CallerMeter (metrics/callers)
+//! Spend::bill (a vendor call let through) --------billed(profile, operation)-+--> CallerUsage
+//! Journeys::create (a journey recorded) ---------journey_created()----------'     |-> CallerMeter (metrics/callers)
 //!                                                                                 `-> Ledger (day, caller, item) += 1
 //! Ledger --drain, every second (crate::usage)--> UsageStore (memory | Redis)
 //! ```

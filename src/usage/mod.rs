@@ -75,7 +75,7 @@ pub struct DayUsage {
     pub caller: String,
     /// Journeys created.
     pub journeys_created: u64,
-    /// Vendor calls let through by the spending guard, by billed
+    /// Vendor calls let through by spend, by billed
     /// operation.
     pub billed_calls: BTreeMap<String, u64>,
     /// Calls that did not end `ok`, by reason (an `ErrorInfo` reason, a

@@ -1,4 +1,4 @@
-//! The spending guard's state of one process: idempotency records in a
+//! Spend's state of one process: idempotency records in a
 //! bounded, expiring map, with a [`Notify`] per pending claim for the
 //! calls that wait on it, and budget windows counted in memory.
 //!

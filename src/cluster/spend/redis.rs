@@ -1,4 +1,4 @@
-//! The spending guard's state on Redis: idempotency records and budget
+//! Spend's state on Redis: idempotency records and budget
 //! windows, each operation one script (atomic across replicas).
 //!
 //! Keys (`{p}` is `key_prefix`):
@@ -61,7 +61,7 @@ fn pending(request: &str) -> String {
     format!("p:{request}")
 }
 
-/// The spending guard's records on Redis. Cheap to clone.
+/// Spend's records on Redis. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct RedisSpend {
     conn: RedisConn,

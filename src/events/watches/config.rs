@@ -38,7 +38,7 @@ pub struct WatchConfig {
     /// with `UNAVAILABLE` / `WATCH_LIFETIME_REACHED` (watch again).
     pub max_stream_secs: u64,
     /// Consecutive upstream 404s on the result after which the reader of
-    /// an appkey this gateway did not issue (`[guard]
+    /// an appkey this gateway did not issue (`[journeys]
     /// accept_foreign_appkeys`) gives up and its watchers get `NOT_FOUND`.
     /// A journey this gateway issued answers 404 until its end user
     /// finishes, and is watched until its result or its retention.

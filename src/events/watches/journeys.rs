@@ -26,7 +26,7 @@ impl JourneyWatches {
 
     /// Records the journey of `appkey` with no owner (only `journeys =
     /// "any"` callers may touch it) and returns its reference. CreateJourney
-    /// records journeys through the guard; this is for a watches used alone.
+    /// records journeys through the journey room; this is for a watches used alone.
     pub async fn register(&self, appkey: &Appkey) -> Result<JourneyRef, Error> {
         let journey = JourneyRef::from_appkey(appkey);
         let record = JourneyRecord::new(appkey.clone(), None, now_unix());

@@ -8,7 +8,7 @@
 //! keeps reading (with backoff) until the result, or until the journey's
 //! retention ends; the stream's lifetime and the caller's deadline end a
 //! watcher sooner. The service also answers 404 for an appkey it never
-//! issued, and a reader polling such an appkey (`[guard]
+//! issued, and a reader polling such an appkey (`[journeys]
 //! accept_foreign_appkeys`) would hold its watch slot and call upstream
 //! for as long as the watcher stays: after `[watch] max_not_found`
 //! consecutive 404s the reader of a foreign appkey gives up and every

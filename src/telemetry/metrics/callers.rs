@@ -95,7 +95,7 @@ impl CallerSeries {
         );
         registry.register(
             "idgate_caller_billed",
-            "Vendor calls the spending guard let through (billed, whatever their outcome upstream), by configured caller, operator profile and billed operation (create_journey, start_session_3d, submit_documents)",
+            "Vendor calls spend let through (billed, whatever their outcome upstream), by configured caller, operator profile and billed operation (create_journey, start_session_3d, submit_documents)",
             series.billed.clone(),
         );
         registry.register(

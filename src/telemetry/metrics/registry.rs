@@ -47,7 +47,7 @@ impl Metrics {
         let audit_write_failures = Counter::default();
         let audit_export = Family::<OutcomeLabels, Counter>::default();
         let cluster = ClusterSeries::register(&mut registry);
-        let guard = SpendSeries::register(&mut registry);
+        let spend = SpendSeries::register(&mut registry);
         let rollout = RolloutSeries::register(&mut registry);
         let channel_series = ChannelSeries::register(&mut registry);
         let plaintext_hops = plaintext_hops::register(&mut registry);
@@ -221,7 +221,7 @@ impl Metrics {
                 plaintext_hops,
                 otel: OtelRed::new(),
                 cluster,
-                guard,
+                spend,
                 rollout,
                 channels: channel_series,
                 auth,

@@ -1,4 +1,4 @@
-//! The spending guard's series: idempotent `CreateJourney` outcomes, and
+//! Spend's series: idempotent `CreateJourney` outcomes, and
 //! the budget left per operator profile, operation and window. Operator
 //! profiles and operations are configuration names: bounded, never
 //! personal.
@@ -12,7 +12,7 @@ pub(super) struct BudgetLabels {
     pub(super) window: &'static str,
 }
 
-/// The spending guard's series.
+/// Spend's series.
 pub(super) struct SpendSeries {
     pub(super) idempotency: Family<OutcomeLabels, Counter>,
     pub(super) remaining: Family<BudgetLabels, Gauge>,
@@ -55,13 +55,13 @@ impl SpendSeries {
 impl Metrics {
     /// Counts one appkey the vendor issued twice.
     pub fn record_appkey_repeat(&self) {
-        self.inner.guard.appkey_repeats.inc();
+        self.inner.spend.appkey_repeats.inc();
     }
 
     /// Counts one idempotent `CreateJourney` outcome (a fixed set).
     pub fn record_idempotency(&self, outcome: &'static str) {
         self.inner
-            .guard
+            .spend
             .idempotency
             .get_or_create(&OutcomeLabels { outcome })
             .inc();
@@ -76,7 +76,7 @@ impl Metrics {
         remaining: u64,
     ) {
         self.inner
-            .guard
+            .spend
             .remaining
             .get_or_create(&BudgetLabels {
                 operator: operator.to_owned(),
@@ -94,7 +94,7 @@ impl Metrics {
         window: &'static str,
     ) {
         self.inner
-            .guard
+            .spend
             .refusals
             .get_or_create(&BudgetLabels {
                 operator: operator.to_owned(),

@@ -1,6 +1,6 @@
 //! Appkeys this gateway did not issue (issue 25): refused
 //! `NOT_FOUND`/`JOURNEY_UNKNOWN` before any vendor call or billing, unless
-//! `[guard] accept_foreign_appkeys` (then they reach the vendor and are
+//! `[journeys] accept_foreign_appkeys` (then they reach the vendor and are
 //! billed to the default profile).
 
 use idgate::{
@@ -106,7 +106,7 @@ async fn accepted_foreign_appkeys_reach_the_vendor_and_are_billed() {
     let gw = TestGateway::start_with(move |c| {
         use_upstream(c, upstream);
         c.channels = channels;
-        c.guard.accept_foreign_appkeys = true;
+        c.journeys.accept_foreign_appkeys = true;
         // Billed to the default profile (the open caller names none).
         c.budgets = vec![budget(
             "default",
@@ -135,7 +135,7 @@ async fn an_appkey_issued_here_is_never_foreign_even_when_foreign_appkeys_are_ac
     let (key, auth) = key_and_auth();
     let gw = TestGateway::start_with(|c| {
         with_owners(c, auth);
-        c.guard.accept_foreign_appkeys = true;
+        c.journeys.accept_foreign_appkeys = true;
     })
     .await;
     let t = tokens(&key);

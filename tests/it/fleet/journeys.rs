@@ -119,14 +119,14 @@ async fn an_appkey_the_fleet_did_not_issue_costs_one_redis_read_per_replica_with
     let accepting = fleet
         .add_replica_with(|c: &mut Config| {
             quiet_rollout(c);
-            c.guard.accept_foreign_appkeys = true;
+            c.journeys.accept_foreign_appkeys = true;
         })
         .await;
     let refusing = fleet.add_replica_with(quiet_rollout).await;
     let asking_always = fleet
         .add_replica_with(|c: &mut Config| {
             quiet_rollout(c);
-            c.guard.accept_foreign_appkeys = true;
+            c.journeys.accept_foreign_appkeys = true;
             c.journeys.unknown_ttl_secs = 0;
         })
         .await;

@@ -264,7 +264,7 @@ async fn an_unusable_document_upload_keeps_the_appkey_usable_until_it_expires() 
 async fn the_result_before_any_liveness_proof_is_not_found() {
     // The unknown appkey below reaches the sandbox only when foreign
     // appkeys are accepted (else JOURNEY_UNKNOWN: tests/it/auth/foreign.rs).
-    let gw = TestGateway::start_with(|c| c.guard.accept_foreign_appkeys = true).await;
+    let gw = TestGateway::start_with(|c| c.journeys.accept_foreign_appkeys = true).await;
     let appkey = gw.create_journey().await;
     let err = gw.result(&appkey).await.unwrap_err();
     assert_error(&err, Code::NotFound, "RESULT_NOT_AVAILABLE");

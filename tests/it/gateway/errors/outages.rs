@@ -252,7 +252,7 @@ async fn a_refused_connection_is_unavailable_with_retry_info() {
             },
         );
         // "some-appkey" below must reach the (dead) upstream.
-        c.guard.accept_foreign_appkeys = true;
+        c.journeys.accept_foreign_appkeys = true;
     })
     .await;
     let err = gw

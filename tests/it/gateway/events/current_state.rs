@@ -84,7 +84,7 @@ async fn a_watch_opened_at_creation_outlasts_a_slow_end_user_and_ends_with_the_r
 #[tokio::test]
 async fn a_made_up_appkey_is_given_up_after_max_not_found() {
     let gw = without_webhook(|c| {
-        c.guard.accept_foreign_appkeys = true;
+        c.journeys.accept_foreign_appkeys = true;
         c.watch.max_not_found = 3;
     })
     .await;

@@ -128,7 +128,7 @@ impl TestGateway {
             use_upstream(config, upstream);
             config.channels = channels;
             // The first gateway's journeys are foreign to this one.
-            config.guard.accept_foreign_appkeys = true;
+            config.journeys.accept_foreign_appkeys = true;
         })
         .await
     }
@@ -166,7 +166,7 @@ impl ExternalGateway {
         // `gw` acts on journeys `patient` created: foreign to it.
         let gw = TestGateway::start_with(move |c| {
             use_upstream(c, upstream);
-            c.guard.accept_foreign_appkeys = true;
+            c.journeys.accept_foreign_appkeys = true;
         })
         .await;
         let patient = TestGateway::start_with(move |c| use_upstream(c, patient_upstream)).await;

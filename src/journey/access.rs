@@ -8,7 +8,7 @@
 //! The record ([`JourneyRecord`], `cluster::journeys`) lives `[journeys]
 //! retention_hours` (default 24 h, never less than the appkey's validity
 //! or the idempotency window): while it lives, an appkey issued here is
-//! checked against its owner on every call, whatever `[guard]
+//! checked against its owner on every call, whatever `[journeys]
 //! accept_foreign_appkeys` says; that setting applies only to appkeys
 //! this gateway never issued (or whose record has passed its retention).
 //! In a fleet the lookup reads this replica's records, then Redis; while
@@ -21,9 +21,8 @@ use std::sync::Arc;
 
 use crate::{
     Error,
-    cluster::{ClusterError, JourneyStore, JourneysConfig, MemoryJourneys},
-    domain::{Appkey, Caller, JourneyRecord, JourneyRef, JourneyScope, ProfileGrant},
-    spend::{BilledOperation, SpendGuard},
+    cluster::{ClusterError, JourneyStore},
+    domain::{Appkey, Caller, JourneyRecord, JourneyRef, JourneyScope},
 };
 
 /// What the records said of a journey the caller may act on.
@@ -31,7 +30,7 @@ use crate::{
 pub enum Issued {
     /// This gateway created the journey.
     Here(JourneyRecord),
-    /// An appkey not issued here, accepted by `[guard]
+    /// An appkey not issued here, accepted by `[journeys]
     /// accept_foreign_appkeys`; billed to the caller's first operator
     /// profile, else the default one.
     Foreign,
@@ -41,46 +40,12 @@ pub enum Issued {
     Unverified,
 }
 
-impl Issued {
-    /// Bills `operation` on the journey: to the profile that created it,
-    /// or (foreign) to the caller's first profile, else the default one.
-    async fn bill(
-        &self,
-        guard: &SpendGuard,
-        operation: BilledOperation,
-        caller: &Caller,
-    ) -> Result<(), Error> {
-        let name = Some(caller.name.as_str());
-        match self {
-            Issued::Here(record) => guard.bill(operation, record.profile.as_deref(), name).await,
-            Issued::Unverified => guard.bill(operation, None, name).await,
-            Issued::Foreign => {
-                let profile = match &caller.profiles {
-                    ProfileGrant::Only(names) => names.first().map(String::as_str),
-                    ProfileGrant::Any => None,
-                };
-                guard.bill_foreign(operation, profile, name).await
-            }
-        }
-    }
-}
-
-/// The journey checks of the public API. Cheap to clone.
+/// The journey checks: issued here, and the caller's to touch. Cheap to
+/// clone.
 #[derive(Clone)]
 pub struct JourneyAccess {
     journeys: Arc<dyn JourneyStore>,
     accept_foreign: bool,
-}
-
-impl Default for JourneyAccess {
-    /// Records of its own, none held: every appkey is foreign, and refused.
-    fn default() -> Self {
-        let c = JourneysConfig::default();
-        Self::new(
-            Arc::new(MemoryJourneys::new(c.retention(), c.max_entries)),
-            false,
-        )
-    }
 }
 
 impl JourneyAccess {
@@ -91,22 +56,6 @@ impl JourneyAccess {
             journeys,
             accept_foreign,
         }
-    }
-
-    /// A billed call on the journey of `appkey`: checked as
-    /// [`JourneyAccess::appkey`] does, then billed as [`Issued::bill`]
-    /// does. One step, so that no call bills an appkey it has not checked.
-    pub async fn billed(
-        &self,
-        caller: &Caller,
-        appkey: &Appkey,
-        guard: &SpendGuard,
-        operation: BilledOperation,
-    ) -> Result<(), Error> {
-        self.appkey(caller, appkey)
-            .await?
-            .bill(guard, operation, caller)
-            .await
     }
 
     /// Whether `caller` may act on the journey of `appkey`: `Here` when
@@ -163,8 +112,8 @@ impl JourneyAccess {
 mod tests {
     use super::*;
     use crate::{
-        cluster::journeys::now_unix,
-        domain::{CallerLimits, CallerName, Permissions, ResultView},
+        cluster::{MemoryJourneys, journeys::now_unix},
+        domain::{CallerLimits, CallerName, Permissions, ProfileGrant, ResultView},
     };
 
     fn caller(name: &str, journeys: JourneyScope) -> Caller {
