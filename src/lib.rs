@@ -9,7 +9,7 @@
 //! ```text
 //! testing -> cli -> server -> config -> sandbox, api -> auth, usage, events, journey -> spend,
 //!     channels -> error, cluster -> upstream -> telemetry -> leaves
-//! leaves: domain, context, config_source, proto, ttl, sync, net, tls, client
+//! leaves: domain, context, config_source, proto, ttl, sync, net, tls, client, backoff
 //! ```
 //!
 //! - Leaves: [`domain`] (validated values, secret newtypes, the REST
@@ -21,7 +21,8 @@
 //!   peer, requests in flight, a body that holds a call's slots), [`tls`]
 //!   (the listeners' certificates, reloadable, and mTLS), [`client`] (the
 //!   transport for Rust callers that loses no call when the gateway ages
-//!   their connection).
+//!   their connection), `backoff` (the one wait between retries:
+//!   exponential, capped, jittered).
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
 //!   takes labels, and knows no upstream or channel type.
 //! - [`cluster`]: the state a fleet of replicas shares, one store trait
@@ -68,6 +69,7 @@
 
 pub mod api;
 pub mod auth;
+mod backoff;
 pub mod channels;
 pub mod cli;
 pub mod client;

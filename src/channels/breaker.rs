@@ -44,6 +44,8 @@ use tokio::time::Instant;
 pub use config::BreakerConfig;
 use window::Window;
 
+use crate::backoff::Backoff;
+
 /// What the breaker says about a channel, for routing and for operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CircuitState {
@@ -263,14 +265,14 @@ impl Breaker {
     }
 
     /// Open time of the `n`th consecutive ejection (1-based): the base,
-    /// doubled per ejection, capped.
-    fn backoff(&self, n: u32) -> Duration {
-        let base = self.config.base_ejection_ms;
-        let factor = 1u64.checked_shl(n.saturating_sub(1)).unwrap_or(u64::MAX);
-        let ms = base
-            .saturating_mul(factor)
-            .min(self.config.max_ejection_ms.max(base));
-        Duration::from_millis(ms)
+    /// doubled per ejection, capped. Not jittered: each channel has its
+    /// own breaker, so there is no crowd of them to spread.
+    fn open_time(&self, n: u32) -> Duration {
+        Backoff::new(
+            Duration::from_millis(self.config.base_ejection_ms),
+            Duration::from_millis(self.config.max_ejection_ms),
+        )
+        .nth_step(n)
     }
 
     /// Whether the window or the run of unanswered calls says open.
@@ -289,7 +291,7 @@ impl Breaker {
         inner.times_opened = inner.times_opened.saturating_add(1);
         inner.open_since.get_or_insert(now);
         inner.state = State::Open {
-            until: now + self.backoff(inner.ejections),
+            until: now + self.open_time(inner.ejections),
         };
     }
 

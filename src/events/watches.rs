@@ -444,7 +444,6 @@ impl JourneyWatches {
             notices,
             watch_link,
             publisher: Publisher::new(&self.inner, events.clone()),
-            seed: id,
         };
         let task = runtime.spawn(reader.run()).abort_handle();
         state.journeys.insert(
@@ -489,7 +488,7 @@ mod tests;
 mod watcher;
 
 #[cfg(test)]
-use reader::Backoff;
+use reader::read_backoff;
 use reader::{Publisher, Reader};
 use stream as watch_stream;
 pub use stream::{ResultViewer, WatchStream};

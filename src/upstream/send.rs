@@ -7,7 +7,7 @@
 //! that bind or spend the appkey are retried only after a connect failure,
 //! which proves the request never left.
 
-use std::{hash::BuildHasher as _, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http::{
@@ -18,6 +18,7 @@ use http_body_util::Full;
 
 use super::{UpstreamError, pool::HttpPools, read::read_bounded, request::Prepared};
 use crate::{
+    backoff::{Backoff, Jitter},
     context::CallContext,
     domain::Operation,
     telemetry::{Metrics, UpstreamCall, UpstreamEnd, UpstreamOutcome, UpstreamRequest},
@@ -27,9 +28,10 @@ use crate::{
 /// only turn into a timeout.
 const MIN_ATTEMPT_BUDGET: Duration = Duration::from_millis(20);
 /// First retry backoff; doubled per attempt, capped, then jittered down to
-/// half.
+/// half: a retry never waits longer than planned against the deadline.
 const BACKOFF_BASE: Duration = Duration::from_millis(50);
 const BACKOFF_CAP: Duration = Duration::from_millis(800);
+const BACKOFF_JITTER: Jitter = Jitter::Down { floor: 0.5 };
 /// What the gateway accepts back.
 const ACCEPTED: &str = "application/json, text/plain, */*";
 
@@ -60,6 +62,7 @@ impl Sender {
             });
             return Err(UpstreamError::Saturated { op });
         };
+        let mut backoff = retry_backoff();
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -77,7 +80,7 @@ impl Sender {
             if attempt >= req.attempts || !may_retry(op, &err) {
                 return Err(err);
             }
-            let pause = backoff(attempt);
+            let pause = backoff.next_delay();
             if ctx
                 .remaining()
                 .is_some_and(|left| left <= pause + MIN_ATTEMPT_BUDGET)
@@ -170,15 +173,10 @@ fn may_retry(op: Operation, err: &UpstreamError) -> bool {
     err.is_transient()
 }
 
-/// Exponential backoff with jitter: 50 ms, 100 ms, ... capped at 800 ms,
-/// each scaled by a random factor in [0.5, 1.0).
-fn backoff(attempt: u32) -> Duration {
-    let exp = BACKOFF_BASE
-        .saturating_mul(1u32 << attempt.saturating_sub(1).min(8))
-        .min(BACKOFF_CAP);
-    let random = std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now());
-    let factor = 0.5 + (random % 500) as f64 / 1000.0;
-    exp.mul_f64(factor)
+/// The pauses between one call's attempts: 50 ms, 100 ms, ... capped at
+/// 800 ms, each scaled by a random factor in [0.5, 1.0).
+fn retry_backoff() -> Backoff {
+    Backoff::new(BACKOFF_BASE, BACKOFF_CAP).jittered(BACKOFF_JITTER)
 }
 
 /// Classifies a failure to get response headers. A connect failure
@@ -224,8 +222,9 @@ mod tests {
 
     #[test]
     fn backoff_grows_is_capped_and_jittered_within_bounds() {
-        for attempt in 1..12 {
-            let b = backoff(attempt);
+        let mut backoff = retry_backoff();
+        for _ in 1..12 {
+            let b = backoff.next_delay();
             assert!(b <= BACKOFF_CAP, "{b:?}");
             assert!(b >= BACKOFF_BASE / 2, "{b:?}");
         }

@@ -34,6 +34,7 @@ use tracing::Instrument as _;
 use super::{End, Heard, Snapshot, WatchesInner};
 use crate::{
     Error,
+    backoff::{Backoff, Jitter},
     cluster::journeys::now_unix,
     domain::{Appkey, JourneyRef},
     proto::v1::JourneyStatus,
@@ -106,7 +107,6 @@ pub(super) struct Reader {
     /// The WatchJourney call that started this task.
     pub(super) watch_link: Option<SpanContext>,
     pub(super) publisher: Publisher,
-    pub(super) seed: u64,
 }
 
 impl Reader {
@@ -115,7 +115,7 @@ impl Reader {
         let mut notice_open = true;
         let mut notice = self.notices.borrow_and_update().is_some();
         let mut not_found = 0;
-        let mut backoff = Backoff::new(settings.poll_initial, settings.poll_max, self.seed);
+        let mut backoff = read_backoff(settings.poll_initial, settings.poll_max);
         if settings.notices_expected && !notice {
             // The current state first: once the liveness proof went
             // through the gateway the result may be final already (its
@@ -323,47 +323,9 @@ fn is_transient(e: &Error) -> bool {
         )
 }
 
-/// Exponential backoff with jitter (75-100 % of the step), so journeys
-/// whose grace periods end together do not read in lockstep.
-pub(super) struct Backoff {
-    initial: Duration,
-    max: Duration,
-    step: Duration,
-    rng: u64,
-}
-
-impl Backoff {
-    pub(super) fn new(initial: Duration, max: Duration, seed: u64) -> Self {
-        // A zero step would read in a tight loop.
-        let initial = initial.max(Duration::from_millis(1));
-        Self {
-            initial,
-            max: max.max(initial),
-            step: initial,
-            rng: seed ^ 0x9E37_79B9_7F4A_7C15,
-        }
-    }
-
-    pub(super) fn next_delay(&mut self) -> Duration {
-        let step = self.step;
-        self.step = (self.step * 2).min(self.max);
-        // splitmix64
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        let fraction = (z >> 11) as f64 / (1u64 << 53) as f64;
-        step.mul_f64(0.75 + 0.25 * fraction)
-    }
-
-    /// The current step, before jitter: the read turn a reader takes for
-    /// the fleet, so that no other replica reads before its next read.
-    pub(super) fn step(&self) -> Duration {
-        self.step
-    }
-
-    pub(super) fn reset(&mut self) {
-        self.step = self.initial;
-    }
+/// The waits between a journey's result reads: `initial` doubling up to
+/// `max`, each 75-100 % of its step, so journeys whose grace periods end
+/// together do not read in lockstep.
+pub(super) fn read_backoff(initial: Duration, max: Duration) -> Backoff {
+    Backoff::new(initial, max).jittered(Jitter::Down { floor: 0.75 })
 }

@@ -332,7 +332,7 @@ async fn watching_outside_a_runtime_is_an_error_not_a_panic() {
 
 #[test]
 fn backoff_doubles_up_to_the_maximum_with_bounded_jitter() {
-    let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(400), 7);
+    let mut b = read_backoff(Duration::from_millis(100), Duration::from_millis(400));
     let delays: Vec<_> = (0..5).map(|_| b.next_delay()).collect();
     for (d, step) in delays.iter().zip([100u64, 200, 400, 400, 400]) {
         let step = Duration::from_millis(step);
@@ -340,7 +340,7 @@ fn backoff_doubles_up_to_the_maximum_with_bounded_jitter() {
     }
     b.reset();
     assert!(b.next_delay() <= Duration::from_millis(100));
-    let mut zero = Backoff::new(Duration::ZERO, Duration::ZERO, 1);
+    let mut zero = read_backoff(Duration::ZERO, Duration::ZERO);
     assert!(zero.next_delay() >= Duration::from_micros(750));
 }
 

@@ -12,15 +12,18 @@
 //!   a retry whose wait would pass it is not made. An export that timed
 //!   out has spent the budget and is not retried.
 
-use std::{hash::BuildHasher as _, time::Duration};
+use std::time::Duration;
 
 use super::failure::ExportFailure;
+use crate::backoff::{Backoff, Jitter};
 
 const MAX_RETRIES: u32 = 3;
 const INITIAL_DELAY: Duration = Duration::from_millis(100);
 const MAX_DELAY: Duration = Duration::from_millis(1_600);
 const MAX_THROTTLE: Duration = Duration::from_secs(30);
-const MAX_JITTER_MS: u64 = 100;
+/// Up to 100 ms more, so that replicas that failed together do not retry
+/// together.
+const JITTER: Jitter = Jitter::Up(Duration::from_millis(100));
 
 /// Whether `failure` may be retried and, if the collector said, after how
 /// long.
@@ -50,27 +53,24 @@ fn retryable(failure: &ExportFailure) -> Option<Option<Duration>> {
     }
 }
 
-/// The waits between the attempts of one export.
+/// The retries of one export: whether each failure is worth another
+/// attempt, and the wait before it.
 #[derive(Debug)]
-pub(super) struct Backoff {
+pub(super) struct ExportRetries {
     retries: u32,
-    delay: Duration,
-    cap: Duration,
-    jitter: fn() -> Duration,
+    backoff: Backoff,
 }
 
-impl Backoff {
+impl ExportRetries {
     /// Before the first attempt.
     pub(super) fn new() -> Self {
-        Self::with_jitter(jitter)
+        Self::with_jitter(JITTER)
     }
 
-    fn with_jitter(jitter: fn() -> Duration) -> Self {
+    fn with_jitter(jitter: Jitter) -> Self {
         Self {
             retries: 0,
-            delay: INITIAL_DELAY,
-            cap: MAX_DELAY,
-            jitter,
+            backoff: Backoff::new(INITIAL_DELAY, MAX_DELAY).jittered(jitter),
         }
     }
 
@@ -84,22 +84,10 @@ impl Backoff {
         if let Some(server) = server.map(|d| d.min(MAX_THROTTLE)) {
             // The collector's wait may exceed the usual cap; it is never
             // shortened.
-            if server > self.cap {
-                self.cap = MAX_THROTTLE;
-            }
-            self.delay = self.delay.max(server);
+            self.backoff.at_least(server, MAX_THROTTLE);
         }
-        let wait = (self.delay + (self.jitter)()).min(self.cap);
-        self.delay = (self.delay * 2).min(self.cap);
-        Some(wait)
+        Some(self.backoff.next_delay())
     }
-}
-
-/// Up to [`MAX_JITTER_MS`], so that replicas that failed together do not
-/// retry together.
-fn jitter() -> Duration {
-    let random = std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now());
-    Duration::from_millis(random % (MAX_JITTER_MS + 1))
 }
 
 /// `Retry-After`, in seconds or as an HTTP date (RFC 9110, section
@@ -131,8 +119,8 @@ fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    fn no_jitter() -> Duration {
-        Duration::ZERO
+    fn unjittered() -> ExportRetries {
+        ExportRetries::with_jitter(Jitter::None)
     }
 
     fn grpc(code: tonic::Code, retry_after: Option<Duration>) -> ExportFailure {
@@ -148,9 +136,9 @@ mod tests {
 
     #[test]
     fn transient_failures_back_off_from_100_ms_doubling_three_times_at_most() {
-        let mut backoff = Backoff::with_jitter(no_jitter);
+        let mut retries = unjittered();
         let unavailable = grpc(tonic::Code::Unavailable, None);
-        let waits: Vec<_> = std::iter::from_fn(|| backoff.next(&unavailable)).collect();
+        let waits: Vec<_> = std::iter::from_fn(|| retries.next(&unavailable)).collect();
         assert_eq!(
             waits,
             [100, 200, 400].map(Duration::from_millis),
@@ -171,10 +159,7 @@ mod tests {
             http(503, None),
             http(504, None),
         ] {
-            assert!(
-                Backoff::with_jitter(no_jitter).next(&failure).is_some(),
-                "{failure:?}"
-            );
+            assert!(unjittered().next(&failure).is_some(), "{failure:?}");
         }
         for failure in [
             ExportFailure::Timeout(Duration::from_secs(10)),
@@ -187,28 +172,25 @@ mod tests {
             http(413, None),
             http(500, None),
         ] {
-            assert!(
-                Backoff::with_jitter(no_jitter).next(&failure).is_none(),
-                "{failure:?}"
-            );
+            assert!(unjittered().next(&failure).is_none(), "{failure:?}");
         }
     }
 
     #[test]
     fn a_collectors_retry_delay_is_honoured_up_to_30_seconds_never_shortened() {
-        let mut backoff = Backoff::with_jitter(no_jitter);
+        let mut retries = unjittered();
         assert_eq!(
-            backoff.next(&http(503, Some(Duration::from_secs(5)))),
+            retries.next(&http(503, Some(Duration::from_secs(5)))),
             Some(Duration::from_secs(5))
         );
         assert_eq!(
-            backoff.next(&http(503, Some(Duration::from_millis(10)))),
+            retries.next(&http(503, Some(Duration::from_millis(10)))),
             Some(Duration::from_secs(10)),
             "the doubled wait, not the shorter one asked"
         );
-        let mut backoff = Backoff::with_jitter(no_jitter);
+        let mut retries = unjittered();
         assert_eq!(
-            backoff.next(&grpc(
+            retries.next(&grpc(
                 tonic::Code::Unavailable,
                 Some(Duration::from_secs(600))
             )),
@@ -219,13 +201,11 @@ mod tests {
     #[test]
     fn jitter_stays_within_100_ms() {
         for _ in 0..100 {
-            assert!(jitter() <= Duration::from_millis(MAX_JITTER_MS));
+            let wait = ExportRetries::new()
+                .next(&grpc(tonic::Code::Unavailable, None))
+                .expect("retried");
+            assert!((INITIAL_DELAY..=INITIAL_DELAY + Duration::from_millis(100)).contains(&wait));
         }
-        let mut backoff = Backoff::new();
-        let wait = backoff
-            .next(&grpc(tonic::Code::Unavailable, None))
-            .expect("retried");
-        assert!((INITIAL_DELAY..=INITIAL_DELAY + Duration::from_millis(100)).contains(&wait));
     }
 
     #[test]

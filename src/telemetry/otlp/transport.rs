@@ -23,7 +23,7 @@ use tonic::{
 };
 
 pub use super::failure::ExportFailure;
-use super::retry::{Backoff, retry_after_header};
+use super::retry::{ExportRetries, retry_after_header};
 use tonic_types::StatusExt as _;
 
 /// The gRPC method of trace export.
@@ -113,7 +113,7 @@ impl Transport for OtlpTransport {
             SpanTarget::Http { .. } if options.gzip => Bytes::from(gzip(&request)?),
             _ => Bytes::from(request),
         };
-        let mut backoff = Backoff::new();
+        let mut retries = ExportRetries::new();
         loop {
             let attempt = async {
                 match &self.target {
@@ -145,7 +145,7 @@ impl Transport for OtlpTransport {
                 Ok(Err(failure)) => failure,
                 Err(_) => return Err(ExportFailure::Timeout(options.timeout)),
             };
-            match backoff.next(&failure) {
+            match retries.next(&failure) {
                 Some(wait) if tokio::time::Instant::now() + wait < deadline => {
                     tracing::debug!(error = %failure, ?wait, "span export failed; retrying");
                     tokio::time::sleep(wait).await;
