@@ -21,7 +21,6 @@
 pub mod delivery_proof;
 #[cfg(test)]
 mod testing;
-pub(crate) mod throttle;
 pub mod watches;
 pub mod webhook;
 

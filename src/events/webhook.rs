@@ -42,14 +42,13 @@ use self::config::WebhookSettings;
 use super::{
     Notice, NoticeStatus,
     delivery_proof::{self, AuthFailure},
-    throttle::LogThrottle,
     watches::JourneyWatches,
 };
 use crate::{
     cluster::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe},
     config_source::ConfigError,
     domain::{Appkey, JourneyRef},
-    telemetry::{ServerSpan, record_journey},
+    telemetry::{ServerSpan, log_throttle::LogThrottle, record_journey},
 };
 
 /// How long a sender may take to send its (small) body.

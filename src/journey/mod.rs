@@ -40,9 +40,8 @@ use crate::{
     cluster::JourneyStore,
     domain::{Caller, ProfileGrant},
     error::Error,
-    events::throttle::LogThrottle,
     spend::{BilledOperation, Spend},
-    telemetry::usage::Usage,
+    telemetry::{log_throttle::LogThrottle, usage::Usage},
 };
 
 /// The journeys of a gateway: made, replayed, checked and billed here.

@@ -22,14 +22,11 @@
 //! `RUST_LOG` says (`log_filter`).
 
 use std::{
-    sync::{
-        Arc, Mutex, OnceLock,
-        atomic::{AtomicU64, Ordering},
-    },
-    time::{Duration, Instant},
+    sync::{Arc, OnceLock},
+    time::Duration,
 };
 
-use super::usage::CallerUsage;
+use super::{log_throttle::LogThrottle, usage::CallerUsage};
 use crate::domain::{Caller, CallerName, JourneyRef, ResultView};
 
 /// The log target of audit records.
@@ -280,9 +277,7 @@ pub fn refused_identity(kind: &'static str, operation: &str, trace_id: &str) {
 #[derive(Debug)]
 pub struct RefusalLog {
     listener: &'static str,
-    interval: Duration,
-    count: AtomicU64,
-    last: Mutex<Option<Instant>>,
+    lines: LogThrottle,
 }
 
 /// The interval of a [`RefusalLog`] unless told otherwise.
@@ -299,24 +294,15 @@ impl RefusalLog {
     pub fn every(listener: &'static str, interval: Duration) -> Self {
         Self {
             listener,
-            interval,
-            count: AtomicU64::new(0),
-            last: Mutex::new(None),
+            lines: LogThrottle::new(interval),
         }
     }
 
     /// Counts one refusal for `cause` (a fixed word); returns the count
     /// said, when this refusal's line was the one written.
     pub fn refused(&self, cause: &'static str) -> Option<u64> {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        let now = Instant::now();
-        let mut last = crate::sync::lock(&self.last);
-        if last.is_some_and(|at| now.duration_since(at) < self.interval) {
-            return None;
-        }
-        *last = Some(now);
-        drop(last);
-        let count = self.count.swap(0, Ordering::Relaxed);
+        let left_out = self.lines.admit(tokio::time::Instant::now())?;
+        let count = left_out + 1;
         tracing::warn!(
             listener = self.listener,
             refused = count,

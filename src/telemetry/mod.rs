@@ -21,6 +21,8 @@
 //!   call.
 //! - [`journey`]: puts the journey reference on spans.
 //! - [`logs`]: `trace_id` / `span_id` on JSON log lines, the access log.
+//! - `log_throttle`: at most one line per interval for what a peer can
+//!   cause at will, with the count left out.
 //! - [`log_lines`]: stdout, written in batches on the serving threads;
 //!   `json_lines` and `text_lines`: the lines, written without `core::fmt`.
 //! - [`metrics`]: the Prometheus registry and `GET /metrics`.
@@ -55,6 +57,7 @@ mod lazy_fields;
 mod lazy_json;
 mod log_filter;
 pub mod log_lines;
+pub(crate) mod log_throttle;
 pub mod logs;
 pub mod metrics;
 pub mod otel_env;

@@ -1,8 +1,10 @@
 //! At most one log line per interval for events a peer can cause at will
-//! (refused webhook deliveries): a flood of forged requests must not turn
-//! into a flood of log lines. Every event is still counted in the
-//! metrics; the line that is written says how many were left out since
-//! the last one.
+//! (refused webhook deliveries, unauthenticated calls, a vendor repeating
+//! an appkey): a flood of forged requests must not turn into a flood of
+//! log lines. Every event is still counted in the metrics; the line that
+//! is written says how many were left out since the last one.
+//!
+//! Time is passed in (`tokio::time::Instant`), so that tests drive it.
 
 use std::{sync::Mutex, time::Duration};
 
