@@ -1,7 +1,9 @@
 //! Accepted connections as the request path sees them: their socket
-//! options, their peer, and the requests they are serving; [`held`]: a
-//! response body that holds what its call holds.
+//! options, their peer, and the requests they are serving; [`body`]: a
+//! body passed on under a hook (the one wrapper of the request path's
+//! bodies); [`held`]: a response body that holds what its call holds.
 
+pub mod body;
 pub mod held;
 
 use std::{

@@ -25,20 +25,22 @@
 //! are bounded by count at the edge.
 
 use std::{
-    pin::Pin,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
     },
-    task::{Context, Poll},
+    task::Context,
 };
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
-use pin_project_lite::pin_project;
+use http_body::Frame;
 
 use super::rpc::MessageSize;
-use crate::{Error, telemetry::Metrics};
+use crate::{
+    Error,
+    net::body::{BoxError, FrameHook, HookedBody, LastFrame},
+    telemetry::Metrics,
+};
 
 /// The `limit` label of `idgate_rpc_shed_total` for refusals by the
 /// process's budget.
@@ -128,9 +130,8 @@ impl RequestBytes {
         body: B,
         size: MessageSize,
         caller: Option<(Arc<Tally>, usize)>,
-    ) -> ChargedBody<B> {
-        ChargedBody {
-            inner: body,
+    ) -> HookedBody<B, Charging> {
+        let charging = Charging {
             charge: Charge {
                 process: Arc::clone(&self.process),
                 max_in_flight: self.max_in_flight,
@@ -139,8 +140,8 @@ impl RequestBytes {
             },
             framing: Framing::new(self.limit_of(size)),
             metrics: self.metrics.clone(),
-            failed: false,
-        }
+        };
+        HookedBody::new(body, charging)
     }
 
     /// Bytes all calls hold now, for tests.
@@ -279,73 +280,48 @@ impl Framing {
     }
 }
 
-pin_project! {
-    /// A request body whose messages are held to their RPC's limit and
-    /// whose bytes are charged while it lives.
-    pub(super) struct ChargedBody<B> {
-        #[pin]
-        inner: B,
-        charge: Charge,
-        framing: Framing,
-        metrics: Metrics,
-        failed: bool,
-    }
+/// What holds a request body's messages to their RPC's limit and charges
+/// its bytes while it lives (the hook of [`RequestBytes::charge`]).
+pub(super) struct Charging {
+    charge: Charge,
+    framing: Framing,
+    metrics: Metrics,
 }
 
-impl<B> Body for ChargedBody<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<tonic::codegen::StdError>,
-{
-    type Data = Bytes;
-    type Error = tonic::codegen::StdError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let this = self.project();
-        if *this.failed {
-            return Poll::Ready(None);
-        }
+impl FrameHook for Charging {
+    fn asked(&mut self, _cx: &mut Context<'_>) -> Option<LastFrame> {
         // Asked for more: the messages that ended before are decoded and
         // handed on (a stream's request body lives on; its bytes do not).
-        let ended = std::mem::take(&mut this.framing.ended);
+        let ended = std::mem::take(&mut self.framing.ended);
         if ended > 0 {
-            this.charge.give_back(ended);
+            self.charge.give_back(ended);
         }
-        let frame = match std::task::ready!(this.inner.poll_frame(cx)) {
-            Some(Ok(frame)) => frame,
-            other => return Poll::Ready(other.map(|r| r.map_err(Into::into))),
-        };
+        None
+    }
+
+    fn passing(&mut self, frame: &Frame<Bytes>) -> Result<(), BoxError> {
         let Some(data) = frame.data_ref() else {
-            return Poll::Ready(Some(Ok(frame)));
+            return Ok(());
         };
-        let refused = if this.framing.follow(data).is_err() {
-            Some((Error::MessageTooLarge(this.framing.limit), SHED_MESSAGE))
+        let refused = if self.framing.follow(data).is_err() {
+            Some((Error::MessageTooLarge(self.framing.limit), SHED_MESSAGE))
         } else {
-            this.charge.take(data.len()).err()
+            self.charge.take(data.len()).err()
         };
-        if let Some((error, label)) = refused {
-            *this.failed = true;
-            this.metrics.record_rpc_shed(label);
-            let status: tonic::Status = error.into();
-            return Poll::Ready(Some(Err(Box::new(status))));
+        match refused {
+            Some((error, label)) => {
+                self.metrics.record_rpc_shed(label);
+                let status: tonic::Status = error.into();
+                Err(status.into())
+            }
+            None => Ok(()),
         }
-        Poll::Ready(Some(Ok(frame)))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.failed || self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use http_body::Body;
     use http_body_util::BodyExt as _;
 
     use super::*;

@@ -36,14 +36,13 @@ use std::{
     future::Future,
     pin::Pin,
     sync::Arc,
-    task::{Context, Poll, ready},
+    task::{Context, Poll},
     time::Duration,
 };
 
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body::{Body, Frame, SizeHint};
-use pin_project_lite::pin_project;
+use http_body::Body;
 use tokio::{
     sync::{OwnedSemaphorePermit, Semaphore},
     time::{Instant, Sleep},
@@ -53,13 +52,17 @@ use tower::{Layer, Service};
 
 use super::{
     connections::{ActiveRequest, ConnInfo, WatchSlot},
-    stream_age::AgedBody,
+    stream_age::ended_when_aged,
 };
 use crate::{
     Error,
     api::rpc::{MessageSize, rpc_of},
     context::CallContext,
-    net::{ServiceStreamSlot, held::holding},
+    net::{
+        ServiceStreamSlot,
+        body::{FrameHook, HookedBody, LastFrame},
+        held::holding,
+    },
     telemetry::Metrics,
 };
 
@@ -312,12 +315,13 @@ where
             _ => layer.limits.max_message_bytes,
         };
         let request = request.map(|body| {
-            tonic::body::Body::new(DeadlineBody {
-                inner: body,
-                deadline: Box::pin(tokio::time::sleep_until(deadline)),
-                timeout_ms,
-                done: false,
-            })
+            tonic::body::Body::new(HookedBody::new(
+                body,
+                BodyDeadline {
+                    at: Box::pin(tokio::time::sleep_until(deadline)),
+                    timeout_ms,
+                },
+            ))
         });
         let call = self.inner.call(request);
         Box::pin(async move {
@@ -335,7 +339,7 @@ where
                 return Ok(status.into_http());
             }
             Ok(response.map(|body| match age {
-                Some(age) => tonic::body::Body::new(holding(AgedBody::new(body, &age), held)),
+                Some(age) => tonic::body::Body::new(holding(ended_when_aged(body, &age), held)),
                 None => tonic::body::Body::new(holding(body, held)),
             }))
         })
@@ -349,53 +353,21 @@ fn grpc_status<B>(response: &Response<B>) -> Option<Code> {
     raw.parse::<i32>().ok().map(Code::from)
 }
 
-pin_project! {
-    /// A request body that must end by a deadline; past it, it fails with
-    /// `DEADLINE_EXCEEDED` / `REQUEST_BODY_TIMEOUT` (tonic hands a `Status`
-    /// body error to the caller as it is).
-    struct DeadlineBody<B> {
-        #[pin]
-        inner: B,
-        deadline: Pin<Box<Sleep>>,
-        timeout_ms: u64,
-        done: bool,
-    }
+/// A request body's deadline: past it, the body fails with
+/// `DEADLINE_EXCEEDED` / `REQUEST_BODY_TIMEOUT` (tonic hands a `Status`
+/// body error to the caller as it is). A frame that arrived in time is
+/// passed first.
+struct BodyDeadline {
+    at: Pin<Box<Sleep>>,
+    timeout_ms: u64,
 }
 
-impl<B> Body for DeadlineBody<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<tonic::codegen::StdError>,
-{
-    type Data = Bytes;
-    type Error = tonic::codegen::StdError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let this = self.project();
-        if !*this.done {
-            if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
-                if frame.is_none() {
-                    *this.done = true;
-                }
-                return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
-            }
-            ready!(this.deadline.as_mut().poll(cx));
-            *this.done = true;
-            let status: tonic::Status = Error::RequestBodyTimeout(*this.timeout_ms).into();
-            return Poll::Ready(Some(Err(Box::new(status))));
-        }
-        Poll::Ready(None)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.done || self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+impl FrameHook for BodyDeadline {
+    fn waiting(&mut self, cx: &mut Context<'_>) -> Option<LastFrame> {
+        self.at.as_mut().poll(cx).is_ready().then(|| {
+            let status: tonic::Status = Error::RequestBodyTimeout(self.timeout_ms).into();
+            Err(status.into())
+        })
     }
 }
 

@@ -7,40 +7,54 @@
 //! watches again, on the new connection its channel opens, and the new
 //! stream starts from the journey's latest status.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    task::{Context, Poll},
-};
+use std::{future::Future, pin::Pin, task::Context};
 
-use bytes::Bytes;
 use http::HeaderMap;
-use http_body::{Body, Frame, SizeHint};
-use pin_project_lite::pin_project;
+use http_body::{Frame, SizeHint};
 
-use crate::{Error, net::ConnectionAge};
+use crate::{
+    Error,
+    net::{
+        ConnectionAge,
+        body::{FrameHook, HookedBody, LastFrame},
+    },
+};
 
 type Aged = Pin<Box<dyn Future<Output = crate::net::AgePhase> + Send>>;
 
-pin_project! {
-    /// A streaming response body that ends with `CONNECTION_AGED` when its
-    /// connection ages.
-    pub(super) struct AgedBody<B> {
-        #[pin]
-        inner: B,
-        aged: Option<Aged>,
-        done: bool,
+/// `body`, a streaming response, ended with `CONNECTION_AGED` when the
+/// connection of `age` ages.
+pub(super) fn ended_when_aged<B>(body: B, age: &ConnectionAge) -> HookedBody<B, EndWhenAged> {
+    HookedBody::new(body, EndWhenAged::new(age))
+}
+
+/// The hook of [`ended_when_aged`]: asked for a frame once the connection
+/// has aged, it ends the stream with the aged trailers instead, between
+/// two messages, however many more the stream has ready.
+pub(super) struct EndWhenAged {
+    aged: Option<Aged>,
+}
+
+impl EndWhenAged {
+    fn new(age: &ConnectionAge) -> Self {
+        Self {
+            aged: age.aged_at.map(|_| Box::pin(age.past_open()) as Aged),
+        }
     }
 }
 
-impl<B> AgedBody<B> {
-    /// `inner`, ended when the connection of `age` ages.
-    pub(super) fn new(inner: B, age: &ConnectionAge) -> Self {
-        Self {
-            inner,
-            aged: age.aged_at.map(|_| Box::pin(age.past_open()) as Aged),
-            done: false,
-        }
+impl FrameHook for EndWhenAged {
+    fn asked(&mut self, cx: &mut Context<'_>) -> Option<LastFrame> {
+        let aged = self.aged.as_mut()?;
+        aged.as_mut().poll(cx).is_ready().then(|| {
+            self.aged = None;
+            Ok(Frame::trailers(aged_trailers()))
+        })
+    }
+
+    fn size_hint(&self, _inner: SizeHint) -> SizeHint {
+        // It may end before the inner body does.
+        SizeHint::default()
     }
 }
 
@@ -56,57 +70,12 @@ fn aged_trailers() -> HeaderMap {
     trailers
 }
 
-impl<B> Body for AgedBody<B>
-where
-    B: Body<Data = Bytes>,
-{
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        let this = self.project();
-        if *this.done {
-            return Poll::Ready(None);
-        }
-        if let Some(aged) = this.aged.as_mut() {
-            if aged.as_mut().poll(cx).is_ready() {
-                *this.done = true;
-                *this.aged = None;
-                return Poll::Ready(Some(Ok(Frame::trailers(aged_trailers()))));
-            }
-        }
-        let frame = this.inner.poll_frame(cx);
-        if let Poll::Ready(None) = frame {
-            *this.done = true;
-        } else if let Poll::Ready(Some(Ok(f))) = &frame {
-            // The stream's own trailers end it: nothing may follow them.
-            if f.is_trailers() {
-                *this.done = true;
-            }
-        }
-        frame
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.done || self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        if self.done {
-            SizeHint::with_exact(0)
-        } else {
-            SizeHint::default()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
+    use bytes::Bytes;
+    use http_body::Body;
     use http_body_util::{BodyExt, StreamBody};
     use tokio::time::Instant;
 
@@ -121,7 +90,7 @@ mod tests {
     #[tokio::test]
     async fn an_open_stream_ends_with_connection_aged_when_its_connection_ages() {
         let age = ConnectionAge::new(Some(Instant::now() + Duration::from_secs(3600)));
-        let mut body = AgedBody::new(endless(), &age);
+        let mut body = ended_when_aged(endless(), &age);
         assert!(age.age());
         let frame = body.frame().await.unwrap().unwrap();
         let trailers = frame.into_trailers().unwrap();
@@ -136,8 +105,8 @@ mod tests {
     #[tokio::test]
     async fn without_an_age_the_body_is_left_alone() {
         let age = ConnectionAge::new(None);
-        let body = AgedBody::new(http_body_util::Full::new(Bytes::from_static(b"x")), &age);
-        assert!(body.aged.is_none());
+        assert!(EndWhenAged::new(&age).aged.is_none());
+        let body = ended_when_aged(http_body_util::Full::new(Bytes::from_static(b"x")), &age);
         let collected = body.collect().await.unwrap().to_bytes();
         assert_eq!(&collected[..], b"x");
     }
