@@ -2,36 +2,44 @@
 //!
 //! # Layout
 //!
-//! Imports flow one way, from the modules that compose down to the leaves
-//! that know nothing of the crate (`python3 ../shared/tools/layers.py src`
-//! prints any cycle):
+//! Imports flow one way, down this diagram, from the modules that compose
+//! to the leaves that know nothing of the crate. Each `->` steps down a
+//! level; a module imports only from the levels below its own, never from
+//! a module beside it (`sandbox, api`: neither knows the other) nor from
+//! above. `leaves` stands for the last line's chain.
 //!
 //! ```text
 //! testing -> cli -> server -> config -> sandbox, api -> auth, usage, events, journey -> spend,
 //!     channels -> error, cluster -> upstream -> telemetry -> leaves
-//! leaves: domain, context, config_source, proto, ttl, sync, net, tls, client, backoff
+//! leaves: domain, context, config_source, proto, ttl, net, tls, client, backoff -> sync
 //! ```
+//!
+//! This diagram is the one copy: `docs/development.md` draws it as it is,
+//! and `tests/it/docs/layers.rs` reads it here and fails on an import that
+//! goes up or sideways, on a module it leaves out, and on a
+//! `docs/development.md` that draws anything else.
 //!
 //! - Leaves: [`domain`] (validated values, secret newtypes, the REST
 //!   [`Operation`](domain::Operation)s), [`context`] (the caller's deadline,
 //!   one [`CallContext`](context::CallContext)), [`config_source`] (TOML,
 //!   `IDGATE_*` overrides, secrets from env or files), [`proto`] (the
-//!   generated `idgate.v1` API), `ttl` (expiring maps), [`sync`]
-//!   (poison-tolerant locks), [`net`] (accepted connections: socket options,
-//!   peer, requests in flight, a body that holds a call's slots), [`tls`]
-//!   (the listeners' certificates, reloadable, and mTLS), [`client`] (the
-//!   transport for Rust callers that loses no call when the gateway ages
-//!   their connection), `backoff` (the one wait between retries:
-//!   exponential, capped, jittered).
+//!   generated `idgate.v1` API), `ttl` (expiring maps), [`net`] (accepted
+//!   connections: socket options, peer, requests in flight; the one
+//!   wrapper of the request path's bodies, and a body that holds a call's
+//!   slots), [`tls`] (the listeners' certificates, reloadable, and mTLS),
+//!   [`client`] (the transport for Rust callers that loses no call when
+//!   the gateway ages their connection), `backoff` (the one wait between
+//!   retries: exponential, capped, jittered); below them all [`sync`]
+//!   (poison-tolerant locks).
 //! - [`telemetry`]: tracing, OpenTelemetry, W3C propagation, metrics; it
 //!   takes labels, and knows no upstream or channel type.
+//! - [`upstream`]: the REST client, its wire types and its client spans;
+//!   it calls on whatever [`HttpPools`](upstream::HttpPools) it is given.
 //! - [`cluster`]: the state a fleet of replicas shares, one store trait
 //!   per concern (journey directory, session bindings, webhook dedupe and
 //!   notice fan-out, channel control state, spending records, vendor
 //!   figures, rollout state, watch progress), each in memory
 //!   or on Redis, composed in [`Shared`](cluster::Shared).
-//! - [`upstream`]: the REST client, its wire types and its client spans;
-//!   it calls on whatever [`HttpPools`](upstream::HttpPools) it is given.
 //! - [`error`]: the crate's error and its mapping to `tonic::Status`
 //!   (reason names, the classify table, the status builders).
 //! - [`journey`]: the journey's room: creation (once per `request_id`,
