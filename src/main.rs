@@ -246,7 +246,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Exports the spans still buffered and stops the exporter; a failure is
 /// reported but does not change the exit code (the work itself is done).
-async fn flush_telemetry(telemetry: idgate::telemetry::TelemetryGuard) {
+async fn flush_telemetry(telemetry: idgate::telemetry::TelemetryExporters) {
     if let Err(e) = telemetry.shutdown().await {
         eprintln!("idgate: {e}");
     }

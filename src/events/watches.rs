@@ -263,9 +263,16 @@ impl JourneyWatches {
     ) -> Result<WatchStream, Error> {
         let appkey = self.resolve(target)?;
         let journey = JourneyRef::from_appkey(&appkey);
-        let (events, guard) = self.subscribe(&journey, appkey)?;
+        let (events, registration) = self.subscribe(&journey, appkey)?;
         let lifetime = watch_stream::Lifetime::from_now(self.inner.settings.max_stream_lifetime);
-        let stream = watch_stream::stream(journey, events, guard, ctx.deadline(), lifetime, view);
+        let stream = watch_stream::stream(
+            journey,
+            events,
+            registration,
+            ctx.deadline(),
+            lifetime,
+            view,
+        );
         Ok(stream)
     }
 
@@ -398,7 +405,7 @@ impl JourneyWatches {
         &self,
         journey: &JourneyRef,
         appkey: Appkey,
-    ) -> Result<(watch::Receiver<Snapshot>, WatcherGuard), Error> {
+    ) -> Result<(watch::Receiver<Snapshot>, WatcherRegistration), Error> {
         let settings = &self.inner.settings;
         let mut state = self.inner.lock();
         if state.closed {
@@ -411,8 +418,8 @@ impl JourneyWatches {
                 ));
             }
             entry.watchers += 1;
-            let guard = WatcherGuard::new(&self.inner, journey, entry.id);
-            return Ok((entry.events.subscribe(), guard));
+            let registration = WatcherRegistration::new(&self.inner, journey, entry.id);
+            return Ok((entry.events.subscribe(), registration));
         }
         if state.journeys.len() >= settings.max_journeys {
             return Err(Error::WatchLimit(
@@ -457,7 +464,7 @@ impl JourneyWatches {
             },
         );
         tracing::debug!(journey = %journey, "journey watch started");
-        Ok((receiver, WatcherGuard::new(&self.inner, journey, id)))
+        Ok((receiver, WatcherRegistration::new(&self.inner, journey, id)))
     }
 }
 
@@ -492,4 +499,4 @@ use reader::read_backoff;
 use reader::{Publisher, Reader};
 use stream as watch_stream;
 pub use stream::{ResultViewer, WatchStream};
-pub(crate) use watcher::WatcherGuard;
+pub(crate) use watcher::WatcherRegistration;

@@ -130,7 +130,7 @@ pub struct StartOptions {
     /// The embedded sandbox's clock (tests pass a `ManualClock`).
     pub sandbox_clock: Option<Arc<dyn Clock>>,
     /// The counters of span export, for `/metrics`
-    /// ([`crate::telemetry::TelemetryGuard::span_export_stats`]).
+    /// ([`crate::telemetry::TelemetryExporters::span_export_stats`]).
     pub span_export: Option<crate::telemetry::SpanExportStats>,
 }
 

@@ -84,6 +84,6 @@ pub use metrics::{
 pub use otel_env::OtelEnv;
 pub use otlp::OtlpProtocol;
 pub use setup::{
-    CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryGuard, init,
+    CapturedLogs, LogFormat, Telemetry, TelemetryBuilder, TelemetryError, TelemetryExporters, init,
 };
 pub use span_queue::SpanExportStats;

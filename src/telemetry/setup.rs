@@ -5,7 +5,7 @@
 //! - This file: [`TelemetryBuilder`], which builds the subscriber.
 //! - `providers`: what the `OTEL_*` variables ask for, and the tracer and
 //!   meter providers built from it.
-//! - `lifecycle`: [`Telemetry`] installed, [`TelemetryGuard`] flushing and
+//! - `lifecycle`: [`Telemetry`] installed, [`TelemetryExporters`] flushing and
 //!   stopping the exporters.
 //! - `captured`: [`CapturedLogs`], log lines kept for tests.
 //!
@@ -424,7 +424,7 @@ impl TelemetryBuilder {
         }
         Ok(Telemetry {
             dispatch,
-            guard: TelemetryGuard {
+            exporters: TelemetryExporters {
                 provider,
                 meter_provider,
                 span_stats,
@@ -436,13 +436,14 @@ impl TelemetryBuilder {
 
 /// Sets up logs and span export for the whole process, as the environment
 /// says (`RUST_LOG`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`,
-/// ...). Call it once, inside the Tokio runtime, and keep the guard until
-/// the end of `main` (better: `guard.shutdown().await` there).
+/// ...). Call it once, inside the Tokio runtime, and keep the exporters
+/// it returns until the end of `main` (better: `exporters.shutdown().await`
+/// there).
 pub fn init(
     config: &TelemetryConfig,
     audit: &super::audit::AuditConfig,
     format: LogFormat,
-) -> Result<TelemetryGuard, TelemetryError> {
+) -> Result<TelemetryExporters, TelemetryError> {
     TelemetryBuilder::new(config)
         .log_format(format)
         .audit_otlp(audit.otlp)
@@ -457,7 +458,7 @@ mod providers;
 mod tests;
 
 pub use captured::CapturedLogs;
-pub use lifecycle::{Telemetry, TelemetryGuard};
+pub use lifecycle::{Telemetry, TelemetryExporters};
 
 use providers::{
     build_audit_export, build_meter_provider, build_provider, export_requested,

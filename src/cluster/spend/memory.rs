@@ -28,7 +28,9 @@ use crate::{
 /// expired windows are swept first.
 const MAX_WINDOWS: usize = 10_000;
 
-enum Slot {
+/// What one process keeps under an idempotency key: the pending claim of
+/// a request (until when, and who waits on it), or its done record.
+enum IdemEntry {
     Pending {
         request: String,
         until: Instant,
@@ -37,15 +39,15 @@ enum Slot {
     Done(IdemRecord),
 }
 
-impl Slot {
+impl IdemEntry {
     /// Where the key stands, `None` for a pending claim that expired.
     fn state(&self, now: Instant) -> Option<IdemState> {
         match self {
-            Slot::Pending { until, .. } if *until <= now => None,
-            Slot::Pending { request, .. } => Some(IdemState::Pending {
+            IdemEntry::Pending { until, .. } if *until <= now => None,
+            IdemEntry::Pending { request, .. } => Some(IdemState::Pending {
                 request: request.clone(),
             }),
-            Slot::Done(record) => Some(IdemState::Done(record.clone())),
+            IdemEntry::Done(record) => Some(IdemState::Done(record.clone())),
         }
     }
 }
@@ -57,7 +59,7 @@ struct Window {
 
 /// Idempotency records and budget windows of one process.
 pub struct MemorySpend {
-    idem: Arc<Mutex<TtlMap<String, Slot>>>,
+    idem: Arc<Mutex<TtlMap<String, IdemEntry>>>,
     windows: Mutex<HashMap<String, Window>>,
     digester: Digester,
 }
@@ -96,7 +98,7 @@ impl MemorySpend {
         }
         idem.insert(
             key.to_owned(),
-            Slot::Pending {
+            IdemEntry::Pending {
                 request: request.to_owned(),
                 until: now + pending_ttl,
                 notify: Arc::new(Notify::new()),
@@ -113,14 +115,14 @@ impl MemorySpend {
         let mut idem = crate::sync::lock(&self.idem);
         let key = key.to_owned();
         let waiters = match idem.get(&key, now) {
-            Some(Slot::Pending {
+            Some(IdemEntry::Pending {
                 request, notify, ..
             }) if *request == record.request => Some(notify.clone()),
-            Some(Slot::Pending { until, .. }) if *until > now => return,
-            Some(Slot::Done(_)) => return,
+            Some(IdemEntry::Pending { until, .. }) if *until > now => return,
+            Some(IdemEntry::Done(_)) => return,
             _ => None,
         };
-        idem.insert(key, Slot::Done(record), now);
+        idem.insert(key, IdemEntry::Done(record), now);
         drop(idem);
         if let Some(n) = waiters {
             n.notify_waiters();
@@ -133,8 +135,8 @@ impl MemorySpend {
         let mut idem = crate::sync::lock(&self.idem);
         let key = key.to_owned();
         let mut waiters = None;
-        idem.remove_if(&key, |slot| match slot {
-            Slot::Pending {
+        idem.remove_if(&key, |entry| match entry {
+            IdemEntry::Pending {
                 request: r, notify, ..
             } if r == request => {
                 waiters = Some(notify.clone());
@@ -203,7 +205,7 @@ impl MemorySpend {
 
 /// [`MemorySpend::wait`] on its records.
 async fn wait(
-    idem: &Mutex<TtlMap<String, Slot>>,
+    idem: &Mutex<TtlMap<String, IdemEntry>>,
     key: &str,
     request: &str,
     max: Duration,
@@ -214,7 +216,7 @@ async fn wait(
         let (notified, until) = {
             let mut idem = crate::sync::lock(idem);
             match idem.get(&key.to_owned(), now) {
-                Some(Slot::Pending {
+                Some(IdemEntry::Pending {
                     request: r,
                     until,
                     notify,
@@ -223,7 +225,7 @@ async fn wait(
                     // lock is released still wakes it.
                     (notify.clone().notified_owned(), *until)
                 }
-                Some(slot) => return slot.state(now).unwrap_or(IdemState::Absent),
+                Some(entry) => return entry.state(now).unwrap_or(IdemState::Absent),
                 None => return IdemState::Absent,
             }
         };

@@ -3,8 +3,8 @@
 //! Each stream reads its journey's latest snapshot from a watch channel:
 //! it emits each distinct status once, then the final result (or the error
 //! that ended the journey's watch), then closes. It holds a
-//! [`WatcherGuard`](super::WatcherGuard), so dropping the stream, for
-//! whatever reason, releases the watcher.
+//! [`WatcherRegistration`](super::WatcherRegistration), so dropping the
+//! stream, for whatever reason, releases the watcher.
 //!
 //! Every stream has a lifetime (`[watch] max_stream_secs`): a watch slot
 //! held by a client that never sets a deadline (or one that set a far one)
@@ -17,7 +17,7 @@ use std::pin::Pin;
 use futures_util::Stream;
 use tokio::{sync::watch, time::Instant};
 
-use super::{End, Snapshot, WatcherGuard};
+use super::{End, Snapshot, WatcherRegistration};
 use crate::{
     Error,
     domain::JourneyRef,
@@ -41,7 +41,7 @@ struct State {
     lifetime: Lifetime,
     view: ResultViewer,
     done: bool,
-    _guard: WatcherGuard,
+    _registration: WatcherRegistration,
 }
 
 /// When a stream ends however its journey goes, and the lifetime it was
@@ -124,8 +124,9 @@ impl State {
                 }
             };
             if changed.is_err() {
-                // The entry (which holds the sender) outlived this guard's
-                // claim: cannot happen while the guard lives, but never hang.
+                // The entry (which holds the sender) ended before this
+                // watcher's registration: cannot happen while the
+                // registration lives, but never hang.
                 self.done = true;
                 return Some(Err(Error::Internal(
                     "the journey's event channel closed".to_owned(),
@@ -140,7 +141,7 @@ impl State {
 pub(crate) fn stream(
     journey: JourneyRef,
     events: watch::Receiver<Snapshot>,
-    guard: WatcherGuard,
+    registration: WatcherRegistration,
     deadline: Option<Instant>,
     lifetime: Lifetime,
     view: ResultViewer,
@@ -153,7 +154,7 @@ pub(crate) fn stream(
         lifetime,
         view,
         done: false,
-        _guard: guard,
+        _registration: registration,
     };
     Box::pin(futures_util::stream::unfold(
         state,

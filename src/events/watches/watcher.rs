@@ -1,20 +1,21 @@
-//! One watcher's claim on its journey's entry in the watches.
+//! One watcher's registration with its journey's entry in the watches.
 
 use std::sync::Arc;
 
 use super::WatchesInner;
 use crate::domain::JourneyRef;
 
-/// One watcher's claim on its journey. Dropping it (the stream is dropped:
-/// the call ended, was cancelled or timed out) releases the claim; the
-/// last one out stops the journey's task and removes its entry.
-pub(crate) struct WatcherGuard {
+/// One watcher, registered with its journey's entry: it counts among the
+/// journey's watchers while it lives. Dropping it (the stream is dropped:
+/// the call ended, was cancelled or timed out) deregisters the watcher;
+/// the last one out stops the journey's task and removes its entry.
+pub(crate) struct WatcherRegistration {
     watches: Arc<WatchesInner>,
     journey: JourneyRef,
     id: u64,
 }
 
-impl WatcherGuard {
+impl WatcherRegistration {
     pub(super) fn new(watches: &Arc<WatchesInner>, journey: &JourneyRef, id: u64) -> Self {
         Self {
             watches: watches.clone(),
@@ -24,7 +25,7 @@ impl WatcherGuard {
     }
 }
 
-impl Drop for WatcherGuard {
+impl Drop for WatcherRegistration {
     fn drop(&mut self) {
         let mut state = self.watches.lock();
         let Some(entry) = state.journeys.get_mut(&self.journey) else {

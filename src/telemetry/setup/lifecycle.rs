@@ -1,5 +1,6 @@
 //! What a built [`Telemetry`] is for: installing it (for the thread or the
-//! process), and flushing and stopping its exporters ([`TelemetryGuard`]).
+//! process), and flushing and stopping its exporters
+//! ([`TelemetryExporters`]).
 
 use opentelemetry::global;
 use opentelemetry_sdk::{metrics::SdkMeterProvider, trace::SdkTracerProvider};
@@ -11,13 +12,13 @@ use crate::telemetry::span_queue::SpanExportStats;
 /// A built subscriber and the provider behind its span export.
 pub struct Telemetry {
     pub(super) dispatch: Dispatch,
-    pub(super) guard: TelemetryGuard,
+    pub(super) exporters: TelemetryExporters,
 }
 
 impl std::fmt::Debug for Telemetry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Telemetry")
-            .field("guard", &self.guard)
+            .field("exporters", &self.exporters)
             .finish_non_exhaustive()
     }
 }
@@ -34,49 +35,50 @@ impl Telemetry {
         tracing::dispatcher::set_default(&self.dispatch)
     }
 
-    /// The provider guard (flush, shutdown).
-    pub fn guard(&self) -> &TelemetryGuard {
-        &self.guard
+    /// Its exporters (flush, shutdown).
+    pub fn exporters(&self) -> &TelemetryExporters {
+        &self.exporters
     }
 
     /// Installs the meter provider of OTLP metrics export, if any, for the
     /// whole process: metrics created afterwards ([`crate::telemetry::Metrics::new`])
     /// export through it. [`Telemetry::install_global`] does it too.
     pub fn install_meter_provider(&self) {
-        if let Some(meters) = &self.guard.meter_provider {
+        if let Some(meters) = &self.exporters.meter_provider {
             global::set_meter_provider(meters.clone());
         }
     }
 
     /// Installs the subscriber, the tracer provider and the meter provider
     /// for the whole process.
-    pub fn install_global(self) -> Result<TelemetryGuard, TelemetryError> {
+    pub fn install_global(self) -> Result<TelemetryExporters, TelemetryError> {
         tracing::dispatcher::set_global_default(self.dispatch)
             .map_err(|_| TelemetryError::AlreadyInstalled)?;
-        if let Some(provider) = &self.guard.provider {
+        if let Some(provider) = &self.exporters.provider {
             global::set_tracer_provider(provider.clone());
         }
-        if let Some(meters) = &self.guard.meter_provider {
+        if let Some(meters) = &self.exporters.meter_provider {
             global::set_meter_provider(meters.clone());
         }
-        Ok(self.guard)
+        Ok(self.exporters)
     }
 
     /// Exports every ended span, then stops the exporter.
     pub async fn shutdown(self) -> Result<(), TelemetryError> {
-        self.guard.shutdown().await
+        self.exporters.shutdown().await
     }
 }
 
-/// Owns the tracer provider and, with OTLP metrics export, the meter
-/// provider: dropping it flushes and stops the exporters.
+/// The exporters of a [`Telemetry`]: the tracer provider, with OTLP
+/// metrics export the meter provider, and with `[audit] otlp` the audit
+/// records' export. Dropping it flushes and stops them.
 ///
 /// The exporters' connections run on the Tokio runtime while a flush
-/// blocks a thread, so prefer [`TelemetryGuard::shutdown`] from async code;
-/// `Drop` does its best (blocking in place on a multi-threaded runtime, on a
-/// helper thread otherwise).
+/// blocks a thread, so prefer [`TelemetryExporters::shutdown`] from async
+/// code; `Drop` does its best (blocking in place on a multi-threaded
+/// runtime, on a helper thread otherwise).
 #[derive(Debug)]
-pub struct TelemetryGuard {
+pub struct TelemetryExporters {
     pub(super) provider: Option<SdkTracerProvider>,
     pub(super) meter_provider: Option<SdkMeterProvider>,
     /// What became of the exported spans; `None` when nothing is exported.
@@ -85,7 +87,7 @@ pub struct TelemetryGuard {
     pub(super) audit: Option<crate::telemetry::audit_export::AuditExport>,
 }
 
-impl TelemetryGuard {
+impl TelemetryExporters {
     /// The counters of span export (exported, failed, dropped), for
     /// `/metrics` ([`crate::server::StartOptions::span_export`]); `None`
     /// when no span is exported.
@@ -135,7 +137,7 @@ impl TelemetryGuard {
 /// timeout bounds each send).
 const AUDIT_FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
-impl Drop for TelemetryGuard {
+impl Drop for TelemetryExporters {
     fn drop(&mut self) {
         if let Some(audit) = self.audit.take() {
             audit.flush(AUDIT_FLUSH_WAIT);

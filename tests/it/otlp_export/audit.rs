@@ -48,9 +48,9 @@ async fn audit_records_reach(builder: TelemetryBuilder, collector: &Collector) {
             },
         ))
         .await;
-    let guard = telemetry.guard();
+    let exporters = telemetry.exporters();
     eventually("both audit records exported", SPAN_WAIT, async || {
-        guard.force_flush().await.expect("flush");
+        exporters.force_flush().await.expect("flush");
         collector
             .logs()
             .iter()

@@ -89,7 +89,7 @@ async fn every_span_the_collector_received_is_counted_exported_on_metrics_and_no
     let gw = idgate::server::start_with(
         test_config(),
         idgate::server::StartOptions {
-            span_export: telemetry.guard().span_export_stats(),
+            span_export: telemetry.exporters().span_export_stats(),
             ..Default::default()
         },
     )
@@ -107,7 +107,7 @@ async fn every_span_the_collector_received_is_counted_exported_on_metrics_and_no
     // more ends (the sandbox's spans are this process's too).
     let deadline = tokio::time::Instant::now() + WAIT;
     let (received, text) = loop {
-        telemetry.guard().force_flush().await.expect("flush");
+        telemetry.exporters().force_flush().await.expect("flush");
         let received = collector.spans().len();
         let text = metrics::of(gw.metrics());
         if metrics::value(
@@ -161,7 +161,7 @@ async fn red_metrics_reach_an_otlp_collector_beside_the_prometheus_endpoint() {
 
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
-        telemetry.guard().force_flush().await.expect("flush");
+        telemetry.exporters().force_flush().await.expect("flush");
         let got = collector.points();
         if has(
             &got,

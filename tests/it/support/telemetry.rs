@@ -187,12 +187,12 @@ pub async fn collected_until(
     collector: &Collector,
     done: impl Fn(&[CollectedSpan]) -> bool,
 ) -> Vec<CollectedSpan> {
-    let guard = telemetry.guard();
+    let exporters = telemetry.exporters();
     collector
         .wait_until(
             SPAN_WAIT,
             || async {
-                guard.force_flush().await.expect("flush");
+                exporters.force_flush().await.expect("flush");
             },
             done,
         )
