@@ -3,8 +3,9 @@
 //! Every retry loop of the gateway waits this way, each with its own
 //! numbers: an upstream call's retries (`upstream::send`), a span export's
 //! (`telemetry::otlp::retry`), a watched journey's result reads
-//! (`events::watches::reader`) and a channel breaker's open time
-//! (`channels::breaker`).
+//! (`events::watches::reader`), a channel breaker's open time
+//! (`channels::breaker`) and the sandbox's webhook deliveries
+//! (`sandbox::webhook`).
 //!
 //! - Exponential: a peer that just failed is likely to fail again soon;
 //!   doubling the wait takes load off it quickly while it recovers.

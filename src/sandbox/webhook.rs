@@ -13,7 +13,7 @@ use sha2::Sha256;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::telemetry::spans::SpanExt as _;
+use crate::{backoff::Backoff, telemetry::spans::SpanExt as _};
 use tracing::Instrument as _;
 
 use super::app::App;
@@ -158,7 +158,7 @@ async fn deliver(
     let body = serde_json::json!({ "Status": status.as_wire(), "Appkey": appkey }).to_string();
     let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
     let journey = JourneyRef::from_appkey(&Appkey::new(appkey));
-    let mut backoff = target.initial_backoff;
+    let mut backoff = Backoff::new(target.initial_backoff, target.max_backoff);
     for attempt in 1..=target.max_attempts {
         app.webhook_stats.send_modify(|s| s.attempts += 1);
         // A client span per attempt, its own trace (a background task has
@@ -232,8 +232,7 @@ async fn deliver(
             return;
         }
         if attempt < target.max_attempts {
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(target.max_backoff);
+            tokio::time::sleep(backoff.next_delay()).await;
         }
     }
     tracing::warn!(
