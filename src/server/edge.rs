@@ -47,7 +47,7 @@ use tokio::{
     sync::{OwnedSemaphorePermit, Semaphore},
     time::{Instant, Sleep},
 };
-use tonic::{Code, transport::server::TlsConnectInfo};
+use tonic::Code;
 use tower::{Layer, Service};
 
 use super::{
@@ -221,11 +221,7 @@ where
         let path = request.uri().path();
         let now = Instant::now();
         let extensions = request.extensions();
-        let conn = extensions.get::<ConnInfo>().or_else(|| {
-            extensions
-                .get::<TlsConnectInfo<ConnInfo>>()
-                .map(TlsConnectInfo::get_ref)
-        });
+        let conn = ConnInfo::of(extensions);
         let service = SERVICES.iter().any(|p| path.starts_with(p));
         let metrics = &layer.metrics;
         // One connection may not hold every watch slot of the process (a
