@@ -10,7 +10,7 @@
 //! events::WebhookReceiver -> DedupeStore     dedupe.rs     first delivery; notice fan-out
 //! events::JourneyWatches ------> ProgressStore   progress.rs   submitted steps, read turn, result announced
 //! spend::SpendGuard -------> SpendStore      spend.rs      idempotency, budgets
-//! channels::VendorStats --> VendorStatsStore vendor_stats.rs per-minute vendor figures
+//! channels::Figures ------> FiguresStore    figures.rs    per-minute vendor figures
 //! usage::UsageBook --------> UsageStore      usage.rs      charge-back counts by day and caller
 //!
 //! Shared::memory  (one process, the default): Memory* stores (no figures store:
@@ -51,7 +51,7 @@
 //! - [`config`]: the `[cluster]` section.
 //! - [`encryption`]: AES-256-GCM sealing of appkeys, keyed request digests.
 //! - [`journeys`], [`bindings`], [`dedupe`], [`control`], [`spend`],
-//!   [`vendor_stats`], [`rollout`], [`progress`], [`usage`]: the nine
+//!   [`figures`], [`rollout`], [`progress`], [`usage`]: the nine
 //!   stores.
 //! - [`redis`]: the connection the Redis stores share, and the event
 //!   stream's task.
@@ -61,6 +61,7 @@ pub mod config;
 pub mod control;
 pub mod dedupe;
 pub mod encryption;
+pub mod figures;
 pub mod journeys;
 pub mod probes;
 pub mod progress;
@@ -68,7 +69,6 @@ pub mod redis;
 pub mod rollout;
 pub mod spend;
 pub mod usage;
-pub mod vendor_stats;
 
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
@@ -78,6 +78,7 @@ pub use bindings::{BindingStore, Bound, Issuer, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use control::{ControlChange, ControlState, ControlStore, MemoryControl, RedisControl};
 pub use dedupe::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe, RESULT_READ, RedisDedupe};
+pub use figures::{FigureDelta, FigureSums, FiguresStore, RedisFigures};
 pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
 pub use probes::{MemoryProbes, ProbeStore, RedisProbes};
 pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
@@ -87,7 +88,6 @@ pub use spend::{
     BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, RedisSpend, SpendStore, WindowUse,
 };
 pub use usage::{MemoryUsage, RedisUsage, UsageStore};
-pub use vendor_stats::{FigureDelta, FigureSums, RedisVendorStats, VendorStatsStore};
 
 use crate::telemetry::Metrics;
 
@@ -196,7 +196,7 @@ pub struct Shared {
     /// The fleet's per-minute vendor figures; `None` for one process,
     /// whose router's own figures are the whole truth (there is nothing a
     /// memory tier would add to them).
-    pub figures: Option<Arc<dyn VendorStatsStore>>,
+    pub figures: Option<Arc<dyn FiguresStore>>,
     /// The guarded rollout: its record, its driver's lease, step counts.
     pub rollout: Arc<dyn RolloutStore>,
     /// Watched journeys' progress: submitted steps, the read turn, the
@@ -285,7 +285,7 @@ impl Shared {
                 conn.clone(),
                 MemorySpend::new(ttls.idempotency, ttls.idempotency_max_entries),
             )),
-            figures: Some(Arc::new(RedisVendorStats::new(conn.clone(), ttls.figures))),
+            figures: Some(Arc::new(RedisFigures::new(conn.clone(), ttls.figures))),
             rollout: Arc::new(RedisRollout::new(conn.clone())),
             progress: Arc::new(RedisProgress::new(
                 conn.clone(),

@@ -4,7 +4,7 @@
 //! ```text
 //! Shared::subscribe --FleetEvent::Notice--> JourneyWatches::notify_from_fleet (watchers here read the result, once)
 //!                   --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
-//! VendorStats::fleet --every FLUSH_INTERVAL--> VendorStatsStore::add (vendor figures, off the call path)
+//! Figures::fleet --every FLUSH_INTERVAL--> FiguresStore::add (vendor figures, off the call path)
 //! ```
 
 use std::{sync::Arc, time::Duration};
@@ -16,7 +16,7 @@ use tokio::{
 
 use super::StartError;
 use crate::{
-    channels::{ChannelRouter, vendor_stats::fleet::FLUSH_INTERVAL},
+    channels::{ChannelRouter, figures::fleet_share::FLUSH_INTERVAL},
     cluster::{FleetEvent, Shared, Ttls},
     config::Config,
     events::{JourneyWatches, NoticeStatus, WebhookSettings},

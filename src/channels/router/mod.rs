@@ -43,9 +43,9 @@ use super::{
     breaker::Health,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{ChannelConfigError, ChannelSpec, RoutingConfig, RoutingMode},
+    figures::Figures,
     outcome::OutcomeRecorder,
     transport::{Liveness3DTransport, SessionGrant},
-    vendor_stats::VendorStats,
 };
 use crate::{
     cluster::{BindingStore, ControlStore, MemoryBindings, MemoryControl},
@@ -178,7 +178,7 @@ impl ChannelRouter {
                 routing.max_bindings,
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
-            outcomes: OutcomeRecorder::new(VendorStats::new(routing.figures_retention_minutes)),
+            outcomes: OutcomeRecorder::new(Figures::new(routing.figures_retention_minutes)),
             shared_control: Arc::new(MemoryControl),
             fleet_control: AtomicBool::new(false),
             panicking: AtomicBool::new(false),
@@ -198,17 +198,14 @@ impl ChannelRouter {
     }
 
     /// The vendor figures this router records.
-    pub fn figures(&self) -> &VendorStats {
+    pub fn figures(&self) -> &Figures {
         self.outcomes.figures()
     }
 
     /// The same router, adding its vendor figures to the fleet's through
     /// `store` (the gateway passes that of `[cluster]`; one process has
     /// none, and its figures stay its own).
-    pub fn with_shared_figures(
-        self,
-        store: Option<Arc<dyn crate::cluster::VendorStatsStore>>,
-    ) -> Self {
+    pub fn with_shared_figures(self, store: Option<Arc<dyn crate::cluster::FiguresStore>>) -> Self {
         if let Some(store) = store {
             self.figures().share(store);
         }

@@ -3,18 +3,18 @@
 //!
 //! This store knows counters by name only: what they count (sessions,
 //! verdicts, latency buckets) is the channel figures' business
-//! (`crate::channels::vendor_stats`), which names them and adds them up. Every
+//! (`crate::channels::figures`), which names them and adds them up. Every
 //! counter is a plain sum, so the fleet's bucket of a minute is the sum of
 //! what each replica added to it.
 //!
 //! One process has no such store: its router's own figures are the whole
 //! truth ([`Shared::figures`](super::Shared::figures) is `None`).
 //!
-//! - [`RedisVendorStats`]: `{p}{figures}:<minute>` (minutes since the Unix
+//! - [`RedisFigures`]: `{p}{figures}:<minute>` (minutes since the Unix
 //!   epoch), a hash of `<channel>|<counter>` -> count, grown with
 //!   `HINCRBY` and expiring after the retention. Channel names and counts
 //!   only: nothing personal. Replicas add their counts in batches, off the
-//!   call path (`crate::channels::vendor_stats`); a read pipelines one
+//!   call path (`crate::channels::figures`); a read pipelines one
 //!   `HGETALL` per minute of the window, in bounded chunks. A pipeline
 //!   touches several minutes, so the hashes share the hash tag
 //!   `{figures}`: on a Redis Cluster they live in one slot (one node),
@@ -51,7 +51,7 @@ const READ_CHUNK_MINUTES: u64 = 240;
 
 /// Where the fleet's channel figures are kept. Every method answers within
 /// the implementation's command timeout.
-pub trait VendorStatsStore: Send + Sync + 'static {
+pub trait FiguresStore: Send + Sync + 'static {
     /// Adds `deltas` to the fleet's buckets. On an error some may have
     /// been added and others not (the caller keeps them to try again).
     fn add(&self, deltas: Vec<FigureDelta>) -> BoxFuture<Result<(), ClusterError>>;
@@ -62,12 +62,12 @@ pub trait VendorStatsStore: Send + Sync + 'static {
 
 /// The fleet's channel figures on Redis.
 #[derive(Debug, Clone)]
-pub struct RedisVendorStats {
+pub struct RedisFigures {
     conn: RedisConn,
     retention: Duration,
 }
 
-impl RedisVendorStats {
+impl RedisFigures {
     /// The figures on `conn`; a minute's bucket lives `retention` after
     /// that minute (and one minute more, for a late batch).
     pub(super) fn new(conn: RedisConn, retention: Duration) -> Self {
@@ -79,7 +79,7 @@ impl RedisVendorStats {
     }
 }
 
-impl VendorStatsStore for RedisVendorStats {
+impl FiguresStore for RedisFigures {
     fn add(&self, deltas: Vec<FigureDelta>) -> BoxFuture<Result<(), ClusterError>> {
         let conn = self.conn.clone();
         let ttl = millis(self.retention + Duration::from_secs(60));
