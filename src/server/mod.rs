@@ -20,7 +20,8 @@
 //! | `check`       | `idgate check`: the preflight, and the JWKS file and caller table without a fetch |
 //! | `upstream`    | the configured REST service and its operators, or                   |
 //! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
-//! | `fleet`       | the shared state (`[cluster]`) and what the other replicas send     |
+//! | `shared_state` | the stores beyond a call: on Redis with `[cluster]`, else in process |
+//! | `replica`     | joining the fleet: what the other replicas send, figures added to the fleet's |
 //! | `reflection`  | gRPC server reflection of what each listener serves                 |
 //! | `gateway`     | [`Gateway`]: what the listeners need, grouped; drain, stop          |
 //! | `reload`      | SIGHUP, all or nothing: every part checked, then every part swapped in |
@@ -34,7 +35,6 @@ mod callers;
 mod check;
 mod connections;
 mod edge;
-mod fleet;
 pub(crate) mod gateway;
 mod listeners;
 mod max_age;
@@ -42,10 +42,12 @@ mod notices;
 mod preflight;
 mod reflection;
 mod reload;
+mod replica;
 mod results;
 mod rollout;
 mod runtime;
 mod setup;
+mod shared_state;
 mod stream_age;
 mod upstream;
 
@@ -168,7 +170,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         &metrics,
         HttpClientFactory::new(&up.config)?,
     );
-    let shared = fleet::shared_state(&config, &webhook, &metrics)?;
+    let shared = shared_state::build(&config, &webhook, &metrics)?;
     if let Some(setup) = shared.thread_setup() {
         runtime.on_thread_start(setup);
     }
@@ -399,7 +401,7 @@ impl Launch {
         self.tasks
             .push(tokio::spawn(services.book.clone().run(self.stopped())));
         let stopped = self.stopped();
-        let relay = fleet::join(
+        let relay = replica::join(
             &services.shared,
             config,
             &services.router,

@@ -27,7 +27,7 @@
 //! - `attempt`: one channel's session start, retried on a forced mode;
 //! - `verify`: the sticky verification;
 //! - `control`: the operator's controls (mode, drain, reload);
-//! - `fleet`: bindings and control state shared with other replicas.
+//! - `shared`: bindings and control state shared with other replicas.
 
 use std::{
     sync::{
@@ -102,14 +102,14 @@ pub struct ChannelRouter {
     contingency_hold: Duration,
     hold_until: Mutex<Option<Instant>>,
     /// Which channel generation issued each 3D session: this process's
-    /// own, and the fleet's with `[cluster]` (see `fleet`).
+    /// own, and the fleet's with `[cluster]` (see `shared`).
     bindings: Arc<dyn BindingStore<Arc<Channel>>>,
     /// Session-token attempts on the channel of a forced mode.
     forced_session_attempts: u32,
     /// Where every call's outcome is counted: channel counters, vendor
     /// figures, `/metrics`.
     outcomes: OutcomeRecorder,
-    /// The fleet's shared control state (see `fleet`).
+    /// The fleet's shared control state (see `shared`).
     shared_control: Arc<dyn ControlStore>,
     /// True once the mode and drains in force came from the fleet.
     fleet_control: AtomicBool,
@@ -256,9 +256,9 @@ impl ChannelRouter {
 mod attempt;
 mod control;
 pub use control::ChannelReload;
-mod fleet;
 mod order;
 mod session;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod verify;

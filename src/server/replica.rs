@@ -1,5 +1,6 @@
-//! The gateway as a replica of a fleet: its shared state (`[cluster]`), and
-//! what it learns from the other replicas applied to its router and watches.
+//! The gateway as a replica of a fleet: what it learns from the other
+//! replicas applied to its router and watches, and its vendor figures
+//! added to the fleet's.
 //!
 //! ```text
 //! Shared::subscribe --FleetEvent::Notice--> JourneyWatches::notify_from_fleet (watchers here read the result, once)
@@ -14,53 +15,12 @@ use tokio::{
     task::JoinHandle,
 };
 
-use super::StartError;
 use crate::{
     channels::{ChannelRouter, figures::fleet_share::FLUSH_INTERVAL},
-    cluster::{FleetEvent, Shared, Ttls},
+    cluster::{FleetEvent, Shared},
     config::Config,
-    events::{JourneyWatches, NoticeStatus, WebhookSettings},
-    telemetry::Metrics,
+    events::{JourneyWatches, NoticeStatus},
 };
-
-/// Builds the shared state of this gateway, on Redis when `[cluster]`
-/// names one (a server, Sentinel or a Redis Cluster), else in memory;
-/// connects nothing yet.
-pub(super) fn shared_state(
-    config: &Config,
-    webhook: &WebhookSettings,
-    metrics: &Metrics,
-) -> Result<Shared, StartError> {
-    let ttls = Ttls {
-        journey: config.journeys.retention(),
-        journey_max_entries: config.journeys.max_entries,
-        journey_unknown: Duration::from_secs(config.journeys.unknown_ttl_secs),
-        binding: Duration::from_secs(config.routing.binding_ttl_secs),
-        binding_max_entries: config.routing.max_bindings,
-        dedupe: webhook.dedupe_ttl,
-        dedupe_max_entries: webhook.dedupe_max_entries,
-        idempotency: Duration::from_secs(config.idempotency.ttl_secs),
-        idempotency_max_entries: config.idempotency.max_entries,
-        figures: Duration::from_secs(60 * u64::from(config.routing.figures_retention_minutes)),
-        usage: config.usage.retention(),
-    };
-    if config.watch.shared_result_secs.is_some() {
-        tracing::warn!(
-            "[watch] shared_result_secs has no effect: Redis carries no journey result, each replica with watchers reads it itself; remove the key"
-        );
-    }
-    let Some(settings) = config.cluster.resolve()? else {
-        return Ok(Shared::memory(ttls));
-    };
-    let shared = Shared::redis(&settings, ttls, metrics.clone())
-        .map_err(|e| StartError::Cluster(format!("{:?}", e.kind())))?;
-    tracing::info!(
-        key_prefix = %settings.key_prefix,
-        redis = settings.target.kind(),
-        "fleet mode: shared state on Redis"
-    );
-    Ok(shared)
-}
 
 /// Joins the fleet before serving: relays the other replicas' events to
 /// `router` and `watches`, connects, and loads the fleet's control state
