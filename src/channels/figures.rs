@@ -23,12 +23,12 @@
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Mutex, OnceLock},
     time::{SystemTime, UNIX_EPOCH},
 };
 
 use super::call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict};
-use crate::{cluster::FiguresStore, domain::Operation, sync::lock};
+use crate::{cluster::FleetFigures, domain::Operation, sync::lock};
 
 mod channel_figures;
 pub mod fleet_share;
@@ -121,7 +121,7 @@ impl Figures {
 
     /// Shares these figures with the fleet through `store` (the first
     /// store given).
-    pub fn share(&self, store: Arc<dyn FiguresStore>) {
+    pub fn share(&self, store: FleetFigures) {
         let _ = self.fleet.set(FleetShare::new(store));
     }
 

@@ -171,8 +171,8 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         HttpClientFactory::new(&up.config)?,
     );
     let shared = shared_state::build(&config, &webhook, &metrics)?;
-    if let Some(setup) = shared.thread_setup() {
-        runtime.on_thread_start(setup);
+    if let Some(fleet) = &shared.fleet {
+        runtime.on_thread_start(fleet.thread_setup());
     }
     let auth = callers::authentication(&config, &metrics).await?;
     let notices = notices::receives_notices(&webhook);
@@ -279,16 +279,17 @@ fn build_services(
         credentials,
         Duration::from_secs(up.config.appkey_ttl_secs),
     );
-    let router = Arc::new(
-        ChannelRouter::new(
-            std::mem::take(&mut up.channels),
-            &config.routing,
-            Arc::new(HttpTransport::new(client)),
-        )?
-        .with_shared(shared.session_bindings(), shared.control.clone())
-        .with_shared_figures(shared.figures.clone())
-        .with_metrics(metrics.clone()),
-    );
+    let mut router = ChannelRouter::new(
+        std::mem::take(&mut up.channels),
+        &config.routing,
+        Arc::new(HttpTransport::new(client)),
+    )?
+    .with_bindings(shared.session_bindings())
+    .with_metrics(metrics.clone());
+    if let Some(fleet) = &shared.fleet {
+        router = router.with_fleet(fleet);
+    }
+    let router = Arc::new(router);
     let watches = JourneyWatches::with_stores(
         CoreResults {
             core: core.clone(),
@@ -301,6 +302,7 @@ fn build_services(
         },
         shared.journeys.clone(),
         shared.progress.clone(),
+        shared.fleet.as_ref().map(|f| f.read_turns().clone()),
     );
     let (rollouts, prober) = rollout::services(config, &router, &core, &shared, &metrics);
     Ok(Services {
@@ -394,19 +396,22 @@ impl Launch {
         }
     }
 
-    /// Starts relaying what the other replicas send; the fleet's control
-    /// state applies before any 3D call is served. One process is a fleet
-    /// of one: nothing is sent to it, and it joins at once.
+    /// Starts the usage book's flushes into its store and, in a fleet,
+    /// relays what the other replicas send; the fleet's control state
+    /// applies before any 3D call is served. One process has no fleet to
+    /// join.
     async fn join_fleet(&mut self, config: &Config, services: &Services) {
         self.tasks
             .push(tokio::spawn(services.book.clone().run(self.stopped())));
-        let stopped = self.stopped();
+        let Some(fleet) = &services.shared.fleet else {
+            return;
+        };
         let relay = replica::join(
-            &services.shared,
+            fleet,
             config,
             &services.router,
             &services.watches,
-            stopped,
+            self.stopped(),
         );
         self.tasks.push(relay.await);
     }

@@ -3,10 +3,12 @@
 //! added to the fleet's.
 //!
 //! ```text
-//! Shared::subscribe --FleetEvent::Notice--> JourneyWatches::notify_from_fleet (watchers here read the result, once)
-//!                   --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
-//! Figures::fleet --every FLUSH_INTERVAL--> FiguresStore::add (vendor figures, off the call path)
+//! Fleet::subscribe --FleetEvent::Notice--> JourneyWatches::notify_from_fleet (watchers here read the result, once)
+//!                  --FleetEvent::Control-> ChannelRouter::apply_control (mode, drains, hold)
+//! FleetShare::flush --every FLUSH_INTERVAL--> FleetFigures::add (vendor figures, off the call path)
 //! ```
+//!
+//! One process has no fleet and joins none: nothing here runs for it.
 
 use std::{sync::Arc, time::Duration};
 
@@ -17,35 +19,34 @@ use tokio::{
 
 use crate::{
     channels::{ChannelRouter, figures::fleet_share::FLUSH_INTERVAL},
-    cluster::{FleetEvent, Shared},
+    cluster::{Fleet, FleetEvent},
     config::Config,
     events::{JourneyWatches, NoticeStatus},
 };
 
-/// Joins the fleet before serving: relays the other replicas' events to
+/// Joins `fleet` before serving: relays the other replicas' events to
 /// `router` and `watches`, connects, and loads the fleet's control state
 /// (waiting at most the connect and command timeouts; a replica that
 /// cannot reach Redis starts on its configured state and catches up on
 /// reconnection).
 pub(super) async fn join(
-    shared: &Shared,
+    fleet: &Fleet,
     config: &Config,
     router: &Arc<ChannelRouter>,
     watches: &JourneyWatches,
     stopped: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
-    let events = shared.subscribe();
+    let events = fleet.subscribe();
     tokio::spawn(flush_figures(router.clone(), stopped.clone()));
     let relay = tokio::spawn(relay(events, router.clone(), watches.clone(), stopped));
     let seed_router = router.clone();
-    shared.start(Arc::new(move || seed_router.control_state()));
+    fleet.start(Arc::new(move || seed_router.control_state()));
     let wait = Duration::from_millis(
         config.cluster.connect_timeout_ms + 4 * config.cluster.command_timeout_ms,
     );
-    if shared.wait_up(wait).await {
-        match shared.control.control().await {
-            Ok(Some(state)) => router.apply_control(&state),
-            Ok(None) => {}
+    if fleet.wait_up(wait).await {
+        match fleet.control().read().await {
+            Ok(state) => router.apply_control(&state),
             Err(_) => tracing::warn!("the fleet's control state could not be read at start"),
         }
     } else {
@@ -57,12 +58,13 @@ pub(super) async fn join(
 }
 
 /// Adds the router's vendor figures to the fleet's every
-/// [`FLUSH_INTERVAL`], and once more when the gateway stops (nothing to do
-/// for one process). A failed flush keeps its counts for the next.
+/// [`FLUSH_INTERVAL`], and once more when the gateway stops (the router of
+/// a replica shares them: [`ChannelRouter::with_fleet`]). A failed flush
+/// keeps its counts for the next.
 async fn flush_figures(router: Arc<ChannelRouter>, mut stopped: watch::Receiver<bool>) {
-    if router.figures().fleet().is_none() {
+    let Some(share) = router.figures().fleet() else {
         return;
-    }
+    };
     let mut tick = tokio::time::interval(FLUSH_INTERVAL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -70,10 +72,8 @@ async fn flush_figures(router: Arc<ChannelRouter>, mut stopped: watch::Receiver<
             _ = tick.tick() => false,
             _ = stopped.wait_for(|s| *s) => true,
         };
-        if let Some(fleet) = router.figures().fleet() {
-            if let Err(e) = fleet.flush().await {
-                tracing::debug!(error = %e, "vendor figures kept for the next flush");
-            }
+        if let Err(e) = share.flush().await {
+            tracing::debug!(error = %e, "vendor figures kept for the next flush");
         }
         if stopping {
             return;

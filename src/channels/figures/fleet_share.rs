@@ -1,6 +1,6 @@
 //! The figures this replica shares with the fleet ([`FleetShare`]): what
 //! it records is also queued here and added to the fleet's per-minute
-//! buckets on Redis ([`crate::cluster::FiguresStore`]) every
+//! buckets on Redis ([`crate::cluster::FleetFigures`]) every
 //! [`FLUSH_INTERVAL`] by a task of its own, so no call waits on Redis; and
 //! a window of the fleet's figures, read back from any replica.
 //!
@@ -12,13 +12,13 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
+    sync::Mutex,
     time::Duration,
 };
 
 use super::{ChannelFigures, ERROR_CLASSES, LATENCY_BUCKETS, LatencyHistogram};
 use crate::{
-    cluster::{ClusterError, FigureDelta, FiguresStore},
+    cluster::{ClusterError, FigureDelta, FleetFigures},
     sync::lock,
 };
 
@@ -35,7 +35,7 @@ type Pending = BTreeMap<u64, HashMap<String, ChannelFigures>>;
 
 /// This replica's share of the fleet's figures.
 pub struct FleetShare {
-    store: Arc<dyn FiguresStore>,
+    store: FleetFigures,
     pending: Mutex<Pending>,
 }
 
@@ -47,7 +47,7 @@ impl std::fmt::Debug for FleetShare {
 
 impl FleetShare {
     /// Shares through `store`.
-    pub(super) fn new(store: Arc<dyn FiguresStore>) -> Self {
+    pub(super) fn new(store: FleetFigures) -> Self {
         Self {
             store,
             pending: Mutex::new(Pending::new()),

@@ -39,7 +39,7 @@ use super::{
     now_ms,
 };
 use crate::{
-    cluster::{ControlState, FleetEvent, FleetNotice, control::RedisControl},
+    cluster::{ControlState, FleetControl, FleetEvent, FleetNotice},
     domain::JourneyRef,
 };
 
@@ -61,7 +61,7 @@ const START_MARGIN: Duration = Duration::from_secs(1);
 /// Connects the reading connection, loads the control state, relays the
 /// stream's entries; on a failure, marks the cluster down and starts over
 /// from the last entry processed.
-pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl, seed: SeedFn) {
+pub(in crate::cluster) async fn supervise(conn: RedisConn, control: FleetControl, seed: SeedFn) {
     let mut backoff = Duration::from_millis(50);
     let margin = u64::try_from(START_MARGIN.as_millis()).unwrap_or(0);
     let mut position = format!("{}-0", now_ms().saturating_sub(margin));
@@ -105,7 +105,7 @@ pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl
 /// state, and marks the cluster up.
 async fn connect(
     conn: &RedisConn,
-    control: &RedisControl,
+    control: &FleetControl,
     seed: &SeedFn,
     reconnecting_from: Option<&str>,
 ) -> Result<Reader, &'static str> {
@@ -155,7 +155,7 @@ fn entry_id(id: &str) -> (u64, u64) {
 /// `position` past it. An error means the reading connection is gone.
 async fn read(
     conn: &RedisConn,
-    control: &RedisControl,
+    control: &FleetControl,
     reader: &mut Reader,
     position: &mut String,
 ) -> Result<(), ()> {
@@ -185,7 +185,7 @@ async fn read(
     Ok(())
 }
 
-async fn on_message(conn: &RedisConn, control: &RedisControl, payload: &[u8]) {
+async fn on_message(conn: &RedisConn, control: &FleetControl, payload: &[u8]) {
     let Ok(message) = serde_json::from_slice::<Message>(payload) else {
         tracing::debug!("unreadable fleet message ignored");
         return;

@@ -1,0 +1,128 @@
+//! What only a fleet does: a replica's work with the other replicas,
+//! which a single process simply does not have.
+//!
+//! ```text
+//! channels::ChannelRouter --> FleetControl  control.rs     routing mode, drains, hold: changed for all, read whole
+//! channels::FleetShare -----> FleetFigures  figures.rs     per-minute vendor figures of every replica
+//! events::WebhookReceiver --> FleetNotices  notices.rs     completion notices told to the other replicas
+//! events::JourneyWatches ---> ReadTurns     read_turns.rs  whose turn to read a result; the word it is final
+//! server::replica <---------- Fleet::subscribe             FleetEvent: notices and control changes of the others
+//! ```
+//!
+//! A single process has no [`Fleet`] (`Shared::fleet` is `None`): its
+//! router's control state and figures are the whole truth, its watches
+//! read a result whenever they need it, and there is nobody to tell of a
+//! notice. What a single process does keep (journey records, bindings,
+//! dedupe, progress marks, the rollout, probe verdicts, usage) is in the
+//! stores every tier implements, beside this module.
+//!
+//! Everything here lives on the fleet's Redis ([`RedisConn`]) and answers
+//! within its command timeout.
+
+pub mod control;
+pub mod figures;
+pub mod notices;
+pub mod read_turns;
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::sync::broadcast;
+
+use self::{
+    control::FleetControl, figures::FleetFigures, notices::FleetNotices, read_turns::ReadTurns,
+};
+use super::{
+    FleetEvent,
+    redis::{RedisConn, stream::SeedFn},
+};
+
+/// A replica's handle on its fleet. Cheap to clone; hand each user the
+/// part it needs.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    conn: RedisConn,
+    control: FleetControl,
+    figures: FleetFigures,
+    notices: FleetNotices,
+    read_turns: ReadTurns,
+}
+
+impl Fleet {
+    /// The fleet on `conn`; its figures' minutes live
+    /// `figures_retention`.
+    pub(super) fn new(conn: RedisConn, figures_retention: Duration) -> Self {
+        let notices = FleetNotices::new(conn.clone());
+        Self {
+            control: FleetControl::new(conn.clone()),
+            figures: FleetFigures::new(conn.clone(), figures_retention),
+            read_turns: ReadTurns::new(conn.clone(), notices.clone()),
+            notices,
+            conn,
+        }
+    }
+
+    /// The fleet's channel control state.
+    pub fn control(&self) -> &FleetControl {
+        &self.control
+    }
+
+    /// The fleet's vendor figures.
+    pub fn figures(&self) -> &FleetFigures {
+        &self.figures
+    }
+
+    /// Completion notices told to the other replicas.
+    pub fn notices(&self) -> &FleetNotices {
+        &self.notices
+    }
+
+    /// Whose turn it is to read a watched journey's result.
+    pub fn read_turns(&self) -> &ReadTurns {
+        &self.read_turns
+    }
+
+    /// The connection the fleet's stores share with it.
+    pub(super) fn conn(&self) -> &RedisConn {
+        &self.conn
+    }
+
+    /// What the other replicas do, from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
+        self.conn.subscribe()
+    }
+
+    /// Runs the fleet's supervisor: the event stream, control state on
+    /// (re)connection, reconnection with backoff. `seed` is this
+    /// replica's own control state, written when Redis holds none.
+    /// Subscribe before starting to see the first [`FleetEvent::Control`].
+    pub fn start(&self, seed: SeedFn) {
+        self.conn.run(super::redis::stream::supervise(
+            self.conn.clone(),
+            self.control.clone(),
+            seed,
+        ));
+    }
+
+    /// Waits until Redis answers, at most `timeout`; returns whether it
+    /// does.
+    pub async fn wait_up(&self, timeout: Duration) -> bool {
+        self.conn.wait_up(timeout).await
+    }
+
+    /// True while Redis answers.
+    pub fn is_up(&self) -> bool {
+        self.conn.is_up()
+    }
+
+    /// Stops the supervisor (the gateway is shutting down).
+    pub fn stop(&self) {
+        self.conn.stop();
+    }
+
+    /// What a serving thread runs as it starts, so that its Redis commands
+    /// stay on its own event loop ([`RedisConn::install_thread`]).
+    pub fn thread_setup(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let conn = self.conn.clone();
+        Arc::new(move || conn.install_thread())
+    }
+}
