@@ -2,11 +2,12 @@
 //! which a single process simply does not have.
 //!
 //! ```text
-//! channels::ChannelRouter --> FleetControl  control.rs     routing mode, drains, hold: changed for all, read whole
-//! channels::FleetShare -----> FleetFigures  figures.rs     per-minute vendor figures of every replica
-//! events::WebhookReceiver --> FleetNotices  notices.rs     completion notices told to the other replicas
-//! events::JourneyWatches ---> ReadTurns     read_turns.rs  whose turn to read a result; the word it is final
-//! server::replica <---------- Fleet::subscribe             FleetEvent: notices and control changes of the others
+//! channels::ChannelRouter --> FleetControl      control.rs     routing mode, drains, hold: changed for all, read whole
+//! channels::FleetShare -----> FleetFigures      figures.rs     per-minute vendor figures of every replica
+//! events::WebhookReceiver --> FleetNotices      notices.rs     completion notices told to the other replicas
+//! events::JourneyWatches ---> ReadTurns         read_turns.rs  whose turn to read a result; the word it is final
+//!                             (the writers')    event_log.rs   {p}{fleet}:events: what an entry holds, appended
+//! server::replica <---------- Fleet::subscribe  supervisor.rs  FleetEvent: the others' notices and control changes
 //! ```
 //!
 //! A single process has no [`Fleet`] (`Shared::fleet` is `None`): its
@@ -20,21 +21,24 @@
 //! within its command timeout.
 
 pub mod control;
+mod event_log;
 pub mod figures;
 pub mod notices;
 pub mod read_turns;
+mod supervisor;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
-use tokio::sync::broadcast;
+use tokio::{sync::broadcast, task::AbortHandle};
 
+pub use self::supervisor::{FleetEvent, SeedFn};
 use self::{
     control::FleetControl, figures::FleetFigures, notices::FleetNotices, read_turns::ReadTurns,
 };
-use super::{
-    FleetEvent,
-    redis::{RedisConn, stream::SeedFn},
-};
+use super::redis::RedisConn;
 
 /// A replica's handle on its fleet. Cheap to clone; hand each user the
 /// part it needs.
@@ -45,6 +49,10 @@ pub struct Fleet {
     figures: FleetFigures,
     notices: FleetNotices,
     read_turns: ReadTurns,
+    /// What the supervisor tells this replica.
+    events: broadcast::Sender<FleetEvent>,
+    /// The supervisor's task, once started.
+    supervisor: Arc<Mutex<Option<AbortHandle>>>,
 }
 
 impl Fleet {
@@ -58,6 +66,8 @@ impl Fleet {
             read_turns: ReadTurns::new(conn.clone(), notices.clone()),
             notices,
             conn,
+            events: broadcast::channel(1024).0,
+            supervisor: Arc::default(),
         }
     }
 
@@ -88,19 +98,22 @@ impl Fleet {
 
     /// What the other replicas do, from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
-        self.conn.subscribe()
+        self.events.subscribe()
     }
 
-    /// Runs the fleet's supervisor: the event stream, control state on
-    /// (re)connection, reconnection with backoff. `seed` is this
-    /// replica's own control state, written when Redis holds none.
-    /// Subscribe before starting to see the first [`FleetEvent::Control`].
+    /// Runs the fleet's supervisor until [`Fleet::stop`]: the event
+    /// stream, control state on (re)connection, reconnection with
+    /// backoff. `seed` is this replica's own control state, written when
+    /// Redis holds none. Subscribe before starting to see the first
+    /// [`FleetEvent::Control`].
     pub fn start(&self, seed: SeedFn) {
-        self.conn.run(super::redis::stream::supervise(
+        let task = tokio::spawn(supervisor::supervise(
             self.conn.clone(),
             self.control.clone(),
             seed,
+            self.events.clone(),
         ));
+        *crate::sync::lock(&self.supervisor) = Some(task.abort_handle());
     }
 
     /// Waits until Redis answers, at most `timeout`; returns whether it
@@ -116,7 +129,9 @@ impl Fleet {
 
     /// Stops the supervisor (the gateway is shutting down).
     pub fn stop(&self) {
-        self.conn.stop();
+        if let Some(task) = crate::sync::lock(&self.supervisor).take() {
+            task.abort();
+        }
     }
 
     /// What a serving thread runs as it starts, so that its Redis commands

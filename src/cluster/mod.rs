@@ -18,8 +18,8 @@
 //!                   commands: one server, the Sentinel master or a Redis Cluster
 //!                   (redis/link.rs; each reconnects), key prefix, command timeout
 //!                 + Shared::fleet (fleet.rs): control state, figures, notices,
-//!                   read turns; the event stream {prefix}{fleet}:events on a
-//!                   connection of its own, supervised (redis/stream.rs)
+//!                   read turns; the event stream {prefix}{fleet}:events read
+//!                   on a connection of its own (fleet/supervisor.rs)
 //! ```
 //!
 //! Every store does what its trait says in every tier: a store of one
@@ -62,8 +62,7 @@
 //! - [`journeys`], [`bindings`], [`dedupe`], [`spend`], [`rollout`],
 //!   [`probes`], [`progress`], [`usage`]: the eight stores.
 //! - [`fleet`]: what only a fleet does.
-//! - [`redis`]: the connection the Redis stores and the fleet share, and
-//!   the event stream's task.
+//! - [`redis`]: the connection the Redis stores and the fleet share.
 
 pub mod bindings;
 pub mod config;
@@ -84,7 +83,7 @@ pub use bindings::{BindingStore, Bound, Issuer, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use dedupe::{DedupeStore, DeliveryKey, MemoryDedupe, RedisDedupe};
 pub use fleet::{
-    Fleet,
+    Fleet, FleetEvent, SeedFn,
     control::{ControlChange, ControlState, FleetControl},
     figures::{FigureDelta, FigureSums, FleetFigures},
     notices::{FleetNotice, FleetNotices, RESULT_READ},
@@ -93,7 +92,7 @@ pub use fleet::{
 pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
 pub use probes::{MemoryProbes, ProbeStore, RedisProbes};
 pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
-pub use redis::{RedisConn, stream::SeedFn};
+pub use redis::RedisConn;
 pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 pub use spend::{
     BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, RedisSpend, SpendStore, WindowUse,
@@ -179,16 +178,6 @@ impl Default for Ttls {
             usage: Duration::from_secs(93 * 86_400),
         }
     }
-}
-
-/// What other replicas did, as this replica learns it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FleetEvent {
-    /// Another replica accepted a completion notice.
-    Notice(FleetNotice),
-    /// The control state, after another replica changed it, or after this
-    /// replica (re)connected: apply it whole.
-    Control(ControlState),
 }
 
 /// The state beyond a call: one store per concern, each in the tier this

@@ -12,7 +12,7 @@
 //! otherwise. Each change is one `MULTI` that writes it and appends
 //! `control` to the event stream `{p}{fleet}:events` (the same hash tag:
 //! one Redis Cluster slot); the other replicas re-read the whole state
-//! (`crate::cluster::redis::stream`), which also seeds it from the first
+//! (`super::supervisor`), which also seeds it from the first
 //! replica to connect when Redis holds none, and re-read it on every
 //! reconnection.
 //!
@@ -20,13 +20,10 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
+use super::event_log::{self, Body, FLEET_GROUP};
 use crate::cluster::{
     ClusterError,
-    redis::{
-        Body, RedisConn,
-        event_log::{self, FLEET_GROUP},
-        millis,
-    },
+    redis::{RedisConn, millis},
 };
 
 /// The fleet's channel control state. Channel names and modes travel as

@@ -10,14 +10,12 @@
 //! [`FleetNotices`] appends each notice to the event stream
 //! `{p}{fleet}:events` as (journey reference, status, delivery digest):
 //! no appkey, no result, nothing personal. Receiving notices is the
-//! event stream's task, which hands them to the replica as
-//! [`FleetEvent::Notice`](crate::cluster::FleetEvent::Notice).
+//! supervisor's task, which hands them to the replica as
+//! [`FleetEvent::Notice`](super::FleetEvent::Notice).
 
+use super::event_log::{self, Body};
 use crate::{
-    cluster::{
-        ClusterError,
-        redis::{Body, RedisConn, event_log},
-    },
+    cluster::{ClusterError, redis::RedisConn},
     domain::JourneyRef,
 };
 
