@@ -63,25 +63,32 @@
 //!   [`probes`], [`progress`], [`usage`]: the eight stores.
 //! - [`fleet`]: what only a fleet does.
 //! - [`redis`]: the connection the Redis stores and the fleet share.
+//! - `future`, `error`, `ttls`: what every store answers with, and how
+//!   long its entries live; leaves that the stores import, so nothing
+//!   imports this file but those who compose [`Shared`].
 
 pub mod bindings;
 pub mod config;
 pub mod dedupe;
 pub mod encryption;
+mod error;
 pub mod fleet;
+mod future;
 pub mod journeys;
 pub mod probes;
 pub mod progress;
 pub mod redis;
 pub mod rollout;
 pub mod spend;
+mod ttls;
 pub mod usage;
 
-use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 pub use bindings::{BindingStore, Bound, Issuer, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
 pub use dedupe::{DedupeStore, DeliveryKey, MemoryDedupe, RedisDedupe};
+pub use error::ClusterError;
 pub use fleet::{
     Fleet, FleetEvent, SeedFn,
     control::{ControlChange, ControlState, FleetControl},
@@ -89,6 +96,7 @@ pub use fleet::{
     notices::{FleetNotice, FleetNotices, RESULT_READ},
     read_turns::ReadTurns,
 };
+pub use future::BoxFuture;
 pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
 pub use probes::{MemoryProbes, ProbeStore, RedisProbes};
 pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
@@ -97,88 +105,10 @@ pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
 pub use spend::{
     BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, RedisSpend, SpendStore, WindowUse,
 };
+pub use ttls::Ttls;
 pub use usage::{MemoryUsage, RedisUsage, UsageStore};
 
 use crate::telemetry::Metrics;
-
-/// A boxed future, so the stores are object-safe.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// A future that is ready at once (the memory stores' answers).
-pub(crate) fn ready<T: Send + 'static>(value: T) -> BoxFuture<T> {
-    Box::pin(std::future::ready(value))
-}
-
-/// The shared tier could not answer (unreachable, timed out, or refused);
-/// nothing was changed by this call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ClusterError {
-    /// Redis is unreachable or did not answer within the command timeout.
-    #[error("the fleet's shared state (Redis) is unavailable")]
-    Unavailable,
-    /// A bounded store of one process is full and may not forget what it
-    /// holds (the journey records of a single replica).
-    #[error("the store is full")]
-    Full,
-    /// The owner of a new journey record holds as many live records as
-    /// its share allows (`[[callers]] max_journeys`).
-    #[error("the owner holds its share of records")]
-    OwnerFull,
-    /// A record already lives under the key: the first writer keeps it
-    /// (records are inserted once, in every tier).
-    #[error("a record already lives under the key")]
-    Taken,
-}
-
-/// How long shared entries live: the same as the in-memory tables'.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ttls {
-    /// Journey records (`[journeys] retention_hours`).
-    pub journey: Duration,
-    /// Most journey records one process holds (`[journeys] max_entries`).
-    pub journey_max_entries: usize,
-    /// How long a replica remembers that Redis holds no record of a
-    /// journey (`[journeys] unknown_ttl_secs`).
-    pub journey_unknown: Duration,
-    /// 3D session bindings (`[routing] binding_ttl_secs`).
-    pub binding: Duration,
-    /// Most 3D session bindings a replica holds (`[routing] max_bindings`).
-    pub binding_max_entries: usize,
-    /// Webhook deliveries remembered for dedupe (`[webhook] dedupe_ttl_secs`).
-    pub dedupe: Duration,
-    /// Most deliveries remembered in memory.
-    pub dedupe_max_entries: usize,
-    /// Completed idempotency records (`[idempotency] ttl_secs`).
-    pub idempotency: Duration,
-    /// Most idempotency records held in memory
-    /// (`[idempotency] max_entries`).
-    pub idempotency_max_entries: usize,
-    /// Vendor figures' per-minute buckets
-    /// (`[routing] figures_retention_minutes`).
-    pub figures: Duration,
-    /// The charge-back report's counts (`[usage] retention_days`).
-    pub usage: Duration,
-}
-
-impl Default for Ttls {
-    fn default() -> Self {
-        Self {
-            journey: Duration::from_secs(86_400),
-            journey_max_entries: 100_000,
-            journey_unknown: Duration::from_secs(30),
-            binding: Duration::from_secs(600),
-            binding_max_entries: 100_000,
-            dedupe: Duration::from_secs(900),
-            dedupe_max_entries: 100_000,
-            idempotency: Duration::from_secs(86_400),
-            idempotency_max_entries: 100_000,
-            // A day: `[routing] figures_retention_minutes`' default.
-            figures: Duration::from_secs(86_400),
-            // `[usage] retention_days`' default.
-            usage: Duration::from_secs(93 * 86_400),
-        }
-    }
-}
 
 /// The state beyond a call: one store per concern, each in the tier this
 /// gateway runs on, and the fleet when there is one. Cheap to clone; hand

@@ -21,7 +21,7 @@ use std::{sync::Mutex, time::Duration};
 use tokio::time::Instant;
 
 use super::{
-    BoxFuture, ready,
+    future::{BoxFuture, ready},
     redis::{RedisConn, millis},
 };
 use crate::{domain::JourneyRef, ttl::TtlMap};

@@ -38,8 +38,9 @@ use tracing::field::Empty;
 
 use self::link::{Conn, Link};
 use super::{
-    ClusterError, ClusterSettings,
+    config::ClusterSettings,
     encryption::{Digester, Sealer},
+    error::ClusterError,
 };
 use crate::telemetry::Metrics;
 

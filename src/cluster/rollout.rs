@@ -27,7 +27,11 @@ use std::{
     time::Duration,
 };
 
-use super::{BoxFuture, ClusterError, ready, redis::RedisConn};
+use super::{
+    error::ClusterError,
+    future::{BoxFuture, ready},
+    redis::RedisConn,
+};
 use crate::sync::lock;
 
 /// How long a step's counts stay in Redis: longer than any step

@@ -22,7 +22,7 @@ use std::{collections::BTreeSet, time::Duration};
 
 use super::event_log::{self, Body, FLEET_GROUP};
 use crate::cluster::{
-    ClusterError,
+    error::ClusterError,
     redis::{RedisConn, millis},
 };
 

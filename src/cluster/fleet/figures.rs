@@ -23,7 +23,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use crate::cluster::{
-    ClusterError,
+    error::ClusterError,
     redis::{RedisConn, millis},
 };
 

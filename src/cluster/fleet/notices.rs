@@ -15,7 +15,7 @@
 
 use super::event_log::{self, Body};
 use crate::{
-    cluster::{ClusterError, redis::RedisConn},
+    cluster::{error::ClusterError, redis::RedisConn},
     domain::JourneyRef,
 };
 

@@ -27,8 +27,9 @@ use super::{
 };
 use crate::{
     cluster::{
-        BoxFuture, ClusterError,
         encryption::SealContext,
+        error::ClusterError,
+        future::{BoxFuture, ready},
         redis::{RedisConn, millis},
     },
     domain::{CallerName, JourneyRecord, JourneyRef},
@@ -201,10 +202,10 @@ impl JourneyStore for RedisJourneys {
         share: usize,
     ) -> BoxFuture<Result<(), ClusterError>> {
         if let Err(down) = self.conn.check_up() {
-            return crate::cluster::ready(Err(down));
+            return ready(Err(down));
         }
         let Some(owner) = owner.filter(|_| share != usize::MAX).cloned() else {
-            return crate::cluster::ready(Ok(()));
+            return ready(Ok(()));
         };
         let this = self.clone();
         Box::pin(async move {
@@ -266,8 +267,8 @@ impl JourneyStore for RedisJourneys {
     /// "unknown" can only be an appkey not issued here.
     fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>> {
         match self.cache.lookup(journey) {
-            Lookup::Known(record) => return crate::cluster::ready(Ok(Some(record))),
-            Lookup::Unknown => return crate::cluster::ready(Ok(None)),
+            Lookup::Known(record) => return ready(Ok(Some(record))),
+            Lookup::Unknown => return ready(Ok(None)),
             Lookup::Ask => {}
         }
         let this = self.clone();
