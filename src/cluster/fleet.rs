@@ -2,18 +2,19 @@
 //! which a single process simply does not have.
 //!
 //! ```text
-//! channels::ChannelRouter --> FleetControl      control.rs     routing mode, drains, hold: changed for all, read whole
-//! channels::FleetShare -----> FleetFigures      figures.rs     per-minute vendor figures of every replica
-//! events::WebhookReceiver --> FleetNotices      notices.rs     completion notices told to the other replicas
-//! events::JourneyWatches ---> ReadTurns         read_turns.rs  whose turn to read a result; the word it is final
-//!                             (the writers')    event_log.rs   {p}{fleet}:events: what an entry holds, appended
-//! server::replica <---------- Fleet::subscribe  supervisor.rs  FleetEvent: the others' notices and control changes
+//! channels::ChannelRouter --> FleetControl      control.rs       routing mode, drains, hold: changed for all, read whole
+//! channels::FleetShare -----> FleetFigures      figures.rs       per-minute vendor figures of every replica
+//! events::WebhookReceiver --> FleetNotices      notices.rs       completion notices told to the other replicas
+//! events::JourneyWatches ---> ReadTurns         read_turns.rs    whose turn to read a result; the word it is final
+//! channels::Rollouts -------> DriverLease       driver_lease.rs  which replica drives the rollout's steps
+//!                             (the writers')    event_log.rs     {p}{fleet}:events: what an entry holds, appended
+//! server::replica <---------- Fleet::subscribe  supervisor.rs    FleetEvent: the others' notices and control changes
 //! ```
 //!
 //! A single process has no [`Fleet`] (`Shared::fleet` is `None`): its
 //! router's control state and figures are the whole truth, its watches
-//! read a result whenever they need it, and there is nobody to tell of a
-//! notice. What a single process does keep (journey records, bindings,
+//! read a result whenever they need it, it drives its own rollout, and
+//! there is nobody to tell of a notice. What a single process does keep (journey records, bindings,
 //! dedupe, progress marks, the rollout, probe verdicts, usage) is in the
 //! stores every tier implements, beside this module.
 //!
@@ -21,6 +22,7 @@
 //! within its command timeout.
 
 pub mod control;
+pub mod driver_lease;
 mod event_log;
 pub mod figures;
 pub mod notices;
@@ -36,7 +38,8 @@ use tokio::{sync::broadcast, task::AbortHandle};
 
 pub use self::supervisor::{FleetEvent, SeedFn};
 use self::{
-    control::FleetControl, figures::FleetFigures, notices::FleetNotices, read_turns::ReadTurns,
+    control::FleetControl, driver_lease::DriverLease, figures::FleetFigures, notices::FleetNotices,
+    read_turns::ReadTurns,
 };
 use super::redis::RedisConn;
 
@@ -49,6 +52,7 @@ pub struct Fleet {
     figures: FleetFigures,
     notices: FleetNotices,
     read_turns: ReadTurns,
+    driver_lease: DriverLease,
     /// What the supervisor tells this replica.
     events: broadcast::Sender<FleetEvent>,
     /// The supervisor's task, once started.
@@ -64,6 +68,7 @@ impl Fleet {
             control: FleetControl::new(conn.clone()),
             figures: FleetFigures::new(conn.clone(), figures_retention),
             read_turns: ReadTurns::new(conn.clone(), notices.clone()),
+            driver_lease: DriverLease::new(conn.clone()),
             notices,
             conn,
             events: broadcast::channel(1024).0,
@@ -89,6 +94,11 @@ impl Fleet {
     /// Whose turn it is to read a watched journey's result.
     pub fn read_turns(&self) -> &ReadTurns {
         &self.read_turns
+    }
+
+    /// Which replica drives the guarded rollout's steps.
+    pub fn driver_lease(&self) -> &DriverLease {
+        &self.driver_lease
     }
 
     /// The connection the fleet's stores share with it.

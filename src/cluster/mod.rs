@@ -6,7 +6,7 @@
 //! ```text
 //! api, spend, events -------> JourneyStore   journeys.rs   journey ref -> record (sealed)
 //! channels::ChannelRouter --> BindingStore   bindings.rs   journey ref -> issuing channel
-//! channels::rollout --------> RolloutStore   rollout.rs    rollout record, driver lease, step counts
+//! channels::rollout --------> RolloutStore   rollout.rs    rollout record, step counts
 //! channels::probe ----------> ProbeStore     probes.rs     each channel's last probe verdict
 //! events::WebhookReceiver --> DedupeStore    dedupe.rs     first delivery
 //! api::liveness, events ----> ProgressStore  progress.rs   the steps that produce a result went through
@@ -18,7 +18,7 @@
 //!                   commands: one server, the Sentinel master or a Redis Cluster
 //!                   (redis/link.rs; each reconnects), key prefix, command timeout
 //!                 + Shared::fleet (fleet.rs): control state, figures, notices,
-//!                   read turns; the event stream {prefix}{fleet}:events read
+//!                   read turns, the rollout's driver lease; the event stream {prefix}{fleet}:events read
 //!                   on a connection of its own (fleet/supervisor.rs)
 //! ```
 //!
@@ -92,6 +92,7 @@ pub use error::ClusterError;
 pub use fleet::{
     Fleet, FleetEvent, SeedFn,
     control::{ControlChange, ControlState, FleetControl},
+    driver_lease::DriverLease,
     figures::{FigureDelta, FigureSums, FleetFigures},
     notices::{FleetNotice, FleetNotices, RESULT_READ},
     read_turns::ReadTurns,
@@ -121,7 +122,7 @@ pub struct Shared {
     pub dedupe: Arc<dyn DedupeStore>,
     /// The spending guard's idempotency records and budget windows.
     pub guard: Arc<dyn SpendStore>,
-    /// The guarded rollout: its record, its driver's lease, step counts.
+    /// The guarded rollout: its record and step counts.
     pub rollout: Arc<dyn RolloutStore>,
     /// Watched journeys' progress: the steps that produce a result went
     /// through the gateway.
@@ -131,7 +132,8 @@ pub struct Shared {
     /// The charge-back report's counts by day and caller.
     pub usage: Arc<dyn UsageStore>,
     /// What only a fleet does (control state, figures, notices, read
-    /// turns); `None` for one process, which has no other replica.
+    /// turns, the rollout's driver lease); `None` for one process, which
+    /// has no other replica.
     pub fleet: Option<Fleet>,
     /// How long 3D session bindings live, and how many a replica holds.
     bindings: (Duration, usize),
