@@ -35,11 +35,13 @@
 //!   takes labels, and knows no upstream or channel type.
 //! - [`upstream`]: the REST client, its wire types and its client spans;
 //!   it calls on whatever [`HttpPools`](upstream::HttpPools) it is given.
-//! - [`cluster`]: the state a fleet of replicas shares, one store trait
-//!   per concern (journey directory, session bindings, webhook dedupe and
-//!   notice fan-out, channel control state, spending records, vendor
-//!   figures, rollout state, watch progress), each in memory
-//!   or on Redis, composed in [`Shared`](cluster::Shared).
+//! - [`cluster`]: the state beyond a call, one store trait per concern
+//!   (journey records, session bindings, webhook dedupe, spending
+//!   records, rollout state, probe verdicts, watch progress, usage), each
+//!   in memory or on Redis, composed in [`Shared`](cluster::Shared); and
+//!   what only a fleet does ([`Fleet`](cluster::Fleet): channel control
+//!   state, vendor figures, notices to the other replicas, read turns),
+//!   which one process does not have.
 //! - [`error`]: the crate's error and its mapping to `tonic::Status`
 //!   (reason names, the classify table, the status builders).
 //! - [`journey`]: the journey's room: creation (once per `request_id`,

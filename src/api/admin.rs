@@ -18,12 +18,12 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     Error,
-    api::vendor_stats::{figures_to_proto, seconds, window_minutes},
+    api::figures::{figures_to_proto, seconds, window_minutes},
     channels::{
         ChannelRouter,
+        figures::LATENCY_BOUNDS_MS,
         probe::{ProbeVerdicts, Prober},
         rollout::{RolloutConfig, Rollouts},
-        vendor_stats::LATENCY_BOUNDS_MS,
     },
     cluster::{MemoryProbes, MemoryRollout, MemoryUsage},
     proto::{services::ChannelAdminService, v1 as pb},
@@ -166,18 +166,18 @@ impl ChannelAdminService for ChannelAdmin {
         let minutes = window_minutes(req.window.as_ref(), figures.retention_minutes())?;
         // The fleet's, from Redis; this replica's own when Redis does not
         // answer (or for one process).
-        let (mut tallies, scope) = match figures.fleet_window(minutes).await {
+        let (mut by_channel, scope) = match figures.fleet_window(minutes).await {
             Some(fleet) => (fleet, pb::FiguresScope::Fleet),
             None => (figures.window(minutes), pb::FiguresScope::Replica),
         };
         // Configured channels show up even before their first call.
         for c in self.router.snapshot().channels {
-            tallies.entry(c.name).or_default();
+            by_channel.entry(c.name).or_default();
         }
         Ok(Response::new(pb::GetChannelFiguresResponse {
             window: Some(seconds(minutes * 60)),
             latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
-            channels: tallies
+            channels: by_channel
                 .iter()
                 .map(|(name, t)| figures_to_proto(name, t))
                 .collect(),

@@ -32,13 +32,14 @@
 //! - [`view`]: the part of a result each caller's `result_view` allows.
 //! - [`admin`]: `ChannelAdminService`, behind a bearer token, served on
 //!   the admin listener only; `[admin]` ([`AdminConfig`]).
-//! - [`vendor_stats`]: the proto form of the channels' vendor figures.
+//! - [`figures`]: the proto form of the channels' vendor figures.
 
 pub mod admin;
 pub mod admission;
 mod admitted;
 mod context;
 mod document;
+pub mod figures;
 mod journey;
 mod limits;
 mod liveness;
@@ -48,7 +49,6 @@ mod revocation;
 pub mod rpc;
 mod slots;
 pub mod validate;
-pub mod vendor_stats;
 pub mod view;
 
 pub use crate::telemetry::audit::AUDIT_TARGET;

@@ -248,12 +248,10 @@ pub(crate) fn validate_set(
     if derived || !specs.is_empty() {
         validate_mode(&routing.mode, specs.iter().map(|c| c.name.as_str()))?;
     }
-    if !(1..=super::vendor_stats::MAX_RETENTION_MINUTES)
-        .contains(&routing.figures_retention_minutes)
-    {
+    if !(1..=super::figures::MAX_RETENTION_MINUTES).contains(&routing.figures_retention_minutes) {
         return Err(ChannelConfigError(format!(
             "routing.figures_retention_minutes must be from 1 to {}",
-            super::vendor_stats::MAX_RETENTION_MINUTES
+            super::figures::MAX_RETENTION_MINUTES
         )));
     }
     if routing.max_bindings == 0 || routing.binding_ttl_secs == 0 {

@@ -8,7 +8,7 @@
 //! - [`channel`]: a channel at run time, its counters and snapshots.
 //! - [`weighted`]: the per-journey weighted split of new sessions.
 //! - [`outcome`]: one record per call, and the one place that counts it.
-//! - [`vendor_stats`]: per-channel vendor figures over a rolling window.
+//! - [`figures`]: per-channel vendor figures over a rolling window.
 //! - [`rollout`]: the guarded rollout from one channel to another.
 //! - [`probe`]: each channel's conformance to the REST contract.
 //!
@@ -20,6 +20,7 @@ pub mod breaker;
 pub mod call_outcome;
 pub mod channel;
 pub mod config;
+pub mod figures;
 pub mod http;
 mod names;
 pub mod outcome;
@@ -27,7 +28,6 @@ pub mod probe;
 pub mod rollout;
 pub mod router;
 pub mod transport;
-pub mod vendor_stats;
 pub mod weighted;
 
 pub use breaker::CircuitState;

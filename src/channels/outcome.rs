@@ -9,7 +9,7 @@
 //! [`OutcomeSink`] it was given:
 //!
 //! - the vendor figures over a rolling window
-//!   ([`VendorStats`](super::vendor_stats::VendorStats), read by
+//!   ([`Figures`](super::figures::Figures), read by
 //!   `GetChannelFigures`);
 //! - the counts of a rollout's step under way
 //!   ([`StepCounter`](super::rollout::counts::StepCounter));
@@ -30,7 +30,7 @@
 use std::sync::Arc;
 
 pub use super::call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict};
-use super::{channel::Channel, rollout::counts::StepCounter, vendor_stats::VendorStats};
+use super::{channel::Channel, figures::Figures, rollout::counts::StepCounter};
 use crate::{
     domain::Operation,
     telemetry::{ChannelSessionEnd, Metrics},
@@ -41,7 +41,7 @@ use crate::{
 /// metrics). Iterating the sinks allocates nothing per call.
 #[derive(Clone)]
 pub struct OutcomeRecorder {
-    figures: Arc<VendorStats>,
+    figures: Arc<Figures>,
     steps: Arc<StepCounter>,
     sinks: Vec<Arc<dyn OutcomeSink>>,
 }
@@ -56,7 +56,7 @@ impl std::fmt::Debug for OutcomeRecorder {
 
 impl OutcomeRecorder {
     /// Records into `figures` and a rollout step counter (no `/metrics`).
-    pub fn new(figures: VendorStats) -> Self {
+    pub fn new(figures: Figures) -> Self {
         let figures = Arc::new(figures);
         let steps = Arc::new(StepCounter::default());
         Self {
@@ -73,7 +73,7 @@ impl OutcomeRecorder {
     }
 
     /// The vendor figures recorded.
-    pub fn figures(&self) -> &VendorStats {
+    pub fn figures(&self) -> &Figures {
         &self.figures
     }
 
@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn one_record_feeds_counters_figures_and_metrics() {
         let metrics = Metrics::new(["alt"]);
-        let recorder = OutcomeRecorder::new(VendorStats::default()).with_metrics(metrics.clone());
+        let recorder = OutcomeRecorder::new(Figures::default()).with_metrics(metrics.clone());
         let ch = channel();
         let grant: Result<SessionGrant, UpstreamError> = Ok(SessionGrant {
             token: crate::domain::SessionToken::new("t"),

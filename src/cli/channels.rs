@@ -66,7 +66,7 @@ pub enum CliError {
     Window(&'static str),
     /// A gateway's figures cannot be merged with the others.
     #[error(transparent)]
-    Figures(#[from] crate::api::vendor_stats::VendorStatsError),
+    Figures(#[from] crate::api::figures::FiguresError),
     /// The gateway refused or failed the call.
     #[error("{code:?}{}: {message}{}", reason.as_deref().map(|r| format!(" [{r}]")).unwrap_or_default(), violations.iter().map(|v| format!("\n  {v}")).collect::<String>())]
     Refused {

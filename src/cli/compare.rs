@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use super::channels::{AdminTarget, CliError, connect, explain};
 use crate::{
-    api::vendor_stats::{figures_from_proto, seconds},
-    channels::vendor_stats::{ChannelTally, LatencyHistogram},
+    api::figures::{figures_from_proto, seconds},
+    channels::figures::{ChannelFigures, LatencyHistogram},
     domain::AdminToken,
     proto::v1 as pb,
 };
@@ -75,7 +75,7 @@ pub async fn compare(
 ) -> Result<String, CliError> {
     let mut seen = std::collections::HashSet::new();
     targets.retain(|t| seen.insert(t.addr.trim_end_matches('/').to_owned()));
-    let mut sum: BTreeMap<String, ChannelTally> = BTreeMap::new();
+    let mut sum: BTreeMap<String, ChannelFigures> = BTreeMap::new();
     let mut fleet = None;
     let mut window = window_secs;
     let count = targets.len();
@@ -96,8 +96,8 @@ pub async fn compare(
             fleet = Some(figures_from_proto(&resp)?);
             break;
         }
-        for (name, tally) in figures_from_proto(&resp)? {
-            sum.entry(name).or_default().merge(&tally);
+        for (name, figures) in figures_from_proto(&resp)? {
+            sum.entry(name).or_default().merge(&figures);
         }
     }
     let (scope, gateways, figures) = match fleet {
@@ -134,7 +134,7 @@ pub fn format_compare(
     window_secs: u32,
     scope: Scope,
     gateways: usize,
-    figures: &BTreeMap<String, ChannelTally>,
+    figures: &BTreeMap<String, ChannelFigures>,
 ) -> String {
     let mut out = String::new();
     let window = window_text(window_secs);
@@ -190,10 +190,10 @@ pub fn figures_json(
     window_secs: u32,
     scope: Scope,
     gateways: usize,
-    figures: &BTreeMap<String, ChannelTally>,
+    figures: &BTreeMap<String, ChannelFigures>,
 ) -> Value {
     let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
-    let errors = |e: &crate::channels::vendor_stats::ErrorCounts| {
+    let errors = |e: &crate::channels::figures::ErrorCounts| {
         e.classes()
             .map(|(c, n)| (c.to_owned(), json!(n)))
             .collect::<serde_json::Map<_, _>>()
@@ -252,12 +252,12 @@ mod tests {
 
     #[test]
     fn the_table_shows_pass_rate_interval_latency_and_rates() {
-        let mut t = ChannelTally {
+        let mut t = ChannelFigures {
             sessions_started: 10,
             contingency_answers: 1,
             valid: 9,
             invalid: 1,
-            ..ChannelTally::default()
+            ..ChannelFigures::default()
         };
         for _ in 0..10 {
             t.liveness_latency.observe(Duration::from_millis(700));

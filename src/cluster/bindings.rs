@@ -27,7 +27,8 @@ use std::{sync::Mutex, time::Duration};
 use tokio::time::Instant;
 
 use super::{
-    BoxFuture, ClusterError, ready,
+    error::ClusterError,
+    future::{BoxFuture, ready},
     redis::{RedisConn, millis},
 };
 use crate::{domain::JourneyRef, sync::lock, ttl::TtlMap};

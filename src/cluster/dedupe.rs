@@ -1,32 +1,26 @@
-//! Webhook deliveries accepted once for the fleet, and the completion
-//! notice told to the other replicas.
+//! Webhook deliveries accepted once: the first delivery of a notice is
+//! handed to the watches, a repeat (the sender retrying, or the same
+//! notice sent to two replicas) is acknowledged and dropped.
 //!
-//! The notice fan-out lives here, with the dedupe, and not with the
-//! journey directory: both are the webhook receiver's, and only its; a
-//! notice is published only for a delivery the fleet saw first, and
-//! carries that delivery's [`DeliveryKey::digest`], the same digest the
-//! dedupe keys on. Together they are one step: "accept this delivery once
-//! for the fleet, and tell the fleet". Receiving notices is not a store's
-//! job: the event stream's task hands them to the replica as
-//! [`FleetEvent::Notice`](super::FleetEvent::Notice), on the channel that
-//! also carries control changes.
+//! A delivery the fleet saw first is then told to the other replicas
+//! ([`FleetNotices`](super::FleetNotices)), with the same
+//! [`DeliveryKey::digest`] this store keys on.
 //!
-//! - [`MemoryDedupe`]: one process; deliveries remembered in a bounded,
-//!   expiring map (`[webhook] dedupe_ttl_secs`, `dedupe_max_entries`);
-//!   there is no one to tell.
+//! - [`MemoryDedupe`]: one process, and each replica's own memory in a
+//!   fleet; deliveries remembered in a bounded, expiring map (`[webhook]
+//!   dedupe_ttl_secs`, `dedupe_max_entries`).
 //! - [`RedisDedupe`]: `{p}dedupe:<digest>` (`SET NX`, expiring with the
 //!   same TTL), remembered locally too, so that an outage does not reopen
-//!   the door to duplicates on this replica; notices are appended to the
-//!   event stream `{p}{fleet}:events` as (journey reference, status,
-//!   delivery digest): no appkey, no result, nothing personal.
+//!   the door to duplicates on this replica. A digest only: no appkey,
+//!   nothing personal.
 
 use std::{sync::Mutex, time::Duration};
 
 use tokio::time::Instant;
 
 use super::{
-    BoxFuture, ClusterError, ready,
-    redis::{Body, RedisConn, event_log, millis},
+    future::{BoxFuture, ready},
+    redis::{RedisConn, millis},
 };
 use crate::{domain::JourneyRef, ttl::TtlMap};
 
@@ -53,40 +47,13 @@ impl DeliveryKey {
     }
 }
 
-/// The delivery of a notice that announces a result a replica read on its
-/// read turn and found final (`cluster::progress`), rather than a webhook
-/// delivery. The same text as the releases that also shared the result
-/// on Redis wrote, so that both understand each other's announcements.
-pub const RESULT_READ: &str = "result-read";
-
-/// A completion notice as it crosses the fleet: no appkey, no result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FleetNotice {
-    /// The journey.
-    pub journey: JourneyRef,
-    /// The announced status label (`complete`, `error`).
-    pub status: String,
-    /// [`DeliveryKey::digest`] of the delivery, or [`RESULT_READ`].
-    pub delivery: String,
-}
-
-impl FleetNotice {
-    /// Whether another replica read the result and found it final (not
-    /// only a webhook delivery, which may come before the result settles).
-    pub fn announces_result(&self) -> bool {
-        self.delivery == RESULT_READ
-    }
-}
-
-/// Where the webhook receiver dedupes deliveries and fans notices out.
-/// Every method answers within the implementation's command timeout.
+/// Where the webhook receiver dedupes deliveries. Every method answers
+/// within the implementation's command timeout.
 pub trait DedupeStore: Send + Sync + 'static {
-    /// True the first time `key` is seen across the fleet within the
-    /// dedupe TTL. Never fails: unreachable, it decides for this replica.
+    /// True the first time `key` is seen (across the fleet, in a fleet)
+    /// within the dedupe TTL. Never fails: unreachable, it decides for
+    /// this replica.
     fn first_delivery(&self, key: &DeliveryKey) -> BoxFuture<bool>;
-
-    /// Fans a notice this replica accepted out to the other replicas.
-    fn publish_notice(&self, notice: FleetNotice) -> BoxFuture<Result<(), ClusterError>>;
 }
 
 /// The deliveries one process has seen.
@@ -118,13 +85,9 @@ impl DedupeStore for MemoryDedupe {
     fn first_delivery(&self, key: &DeliveryKey) -> BoxFuture<bool> {
         ready(self.first_delivery_now(key))
     }
-
-    fn publish_notice(&self, _: FleetNotice) -> BoxFuture<Result<(), ClusterError>> {
-        ready(Ok(()))
-    }
 }
 
-/// The fleet's webhook dedupe and notice fan-out on Redis.
+/// The fleet's webhook dedupe on Redis.
 #[derive(Debug, Clone)]
 pub struct RedisDedupe {
     conn: RedisConn,
@@ -177,26 +140,6 @@ impl DedupeStore for RedisDedupe {
                 Ok(answer) => answer.is_some() && locally_first,
                 Err(_) => locally_first,
             }
-        })
-    }
-
-    fn publish_notice(&self, notice: FleetNotice) -> BoxFuture<Result<(), ClusterError>> {
-        let conn = self.conn.clone();
-        Box::pin(async move {
-            conn.check_up()?;
-            let append = event_log::append(
-                &conn,
-                Body::Notice {
-                    journey_ref: notice.journey.to_string(),
-                    status: notice.status,
-                    delivery: notice.delivery,
-                },
-            );
-            conn.exec("XADD", move |mut c| async move {
-                append.query_async::<String>(&mut c).await
-            })
-            .await
-            .map(|_| ())
         })
     }
 }

@@ -2,7 +2,7 @@
 //! Redis.
 //!
 //! A sealed value is Base64 of `nonce (12 bytes) || ciphertext || tag`,
-//! under a random nonce per value. The associated data is a [`Binding`]:
+//! under a random nonce per value. The associated data is a [`SealContext`]:
 //! the record's purpose (journey directory or idempotency record), its
 //! Redis key, and what else the record claims (the journey reference;
 //! for an idempotency record, the request digest). A Redis writer who
@@ -60,17 +60,18 @@ impl Purpose {
     }
 }
 
-/// The context a sealed value is bound to (its associated data): it opens
-/// only under the same binding.
+/// The context a sealed value is bound to (its associated data): the
+/// record it is for, its key and what it claims. It opens only under the
+/// same context.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binding {
+pub struct SealContext {
     aad: Vec<u8>,
 }
 
-impl Binding {
+impl SealContext {
     fn new(purpose: Purpose, parts: &[&[u8]]) -> Self {
         let mut aad = b"idgate.seal.v2\0".to_vec();
-        // Length-prefixed: no two bindings share a byte string.
+        // Length-prefixed: no two contexts share a byte string.
         for part in std::iter::once(purpose.tag()).chain(parts.iter().copied()) {
             aad.extend_from_slice(&(part.len() as u64).to_be_bytes());
             aad.extend_from_slice(part);
@@ -87,7 +88,7 @@ impl Binding {
     }
 
     /// The owner (a caller name) beside a journey-directory entry: the
-    /// entry's binding with one more part, so the owner's sealed value
+    /// entry's context with one more part, so the owner's sealed value
     /// opens neither as the appkey nor under another journey's key.
     pub fn directory_owner(redis_key: &str, journey: &JourneyRef) -> Self {
         Self::new(
@@ -97,7 +98,7 @@ impl Binding {
     }
 
     /// A whole journey record stored under `redis_key` for `journey`: the
-    /// directory's binding with one more part, so neither an appkey nor an
+    /// directory's context with one more part, so neither an appkey nor an
     /// owner sealed by the previous release opens as a record.
     pub fn journey_record(redis_key: &str, journey: &JourneyRef) -> Self {
         Self::new(
@@ -146,22 +147,22 @@ impl Sealer {
         }
     }
 
-    /// The sealed form of `appkey`, bound to `binding`.
-    pub fn seal(&self, binding: &Binding, appkey: &Appkey) -> String {
-        self.seal_bytes(binding, appkey.expose().as_bytes())
+    /// The sealed form of `appkey`, bound to `context`.
+    pub fn seal(&self, context: &SealContext, appkey: &Appkey) -> String {
+        self.seal_bytes(context, appkey.expose().as_bytes())
     }
 
-    /// The appkey sealed in `text` under `binding`; `None` when it does
+    /// The appkey sealed in `text` under `context`; `None` when it does
     /// not open under either key (tampered, sealed for another record or
     /// purpose, an old key).
-    pub fn open(&self, binding: &Binding, text: &str) -> Option<Appkey> {
-        let plain = self.open_bytes(binding, text)?;
+    pub fn open(&self, context: &SealContext, text: &str) -> Option<Appkey> {
+        let plain = self.open_bytes(context, text)?;
         Appkey::parse(std::str::from_utf8(&plain).ok()?).ok()
     }
 
     /// The sealed form of `secret` (a record holding an appkey), bound to
-    /// `binding`.
-    pub fn seal_bytes(&self, binding: &Binding, secret: &[u8]) -> String {
+    /// `context`.
+    pub fn seal_bytes(&self, context: &SealContext, secret: &[u8]) -> String {
         let nonce = Nonce::generate();
         let sealed = self
             .current
@@ -169,7 +170,7 @@ impl Sealer {
                 &nonce,
                 Payload {
                     msg: secret,
-                    aad: &binding.aad,
+                    aad: &context.aad,
                 },
             )
             .expect("AES-GCM encryption of a short message cannot fail");
@@ -179,9 +180,9 @@ impl Sealer {
         base64::engine::general_purpose::STANDARD_NO_PAD.encode(out)
     }
 
-    /// The bytes sealed in `text` under `binding`, wiped on drop; `None`
+    /// The bytes sealed in `text` under `context`, wiped on drop; `None`
     /// when they do not open under either key.
-    pub fn open_bytes(&self, binding: &Binding, text: &str) -> Option<Zeroizing<Vec<u8>>> {
+    pub fn open_bytes(&self, context: &SealContext, text: &str) -> Option<Zeroizing<Vec<u8>>> {
         let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
             .decode(text)
             .ok()?;
@@ -192,7 +193,7 @@ impl Sealer {
         let nonce = Nonce::try_from(nonce).ok()?;
         let payload = || Payload {
             msg: sealed,
-            aad: &binding.aad,
+            aad: &context.aad,
         };
         let plain = self
             .current
@@ -303,8 +304,8 @@ mod tests {
         JourneyRef::from_appkey(k)
     }
 
-    fn dir(j: &JourneyRef) -> Binding {
-        Binding::directory(&format!("idgate:journey:{j}"), j)
+    fn dir(j: &JourneyRef) -> SealContext {
+        SealContext::directory(&format!("idgate:journey:{j}"), j)
     }
 
     #[test]
@@ -330,27 +331,27 @@ mod tests {
         let sealer = Sealer::new(&[4; 32], None);
         let key = Appkey::new("appkey-of-journey-a");
         let j = journey(&key);
-        let record_a = Binding::idempotency("idgate:idem:aaaa", "digest-a", &j);
+        let record_a = SealContext::idempotency("idgate:idem:aaaa", "digest-a", &j);
         let sealed = sealer.seal(&record_a, &key);
         assert_eq!(sealer.open(&record_a, &sealed), Some(key.clone()));
         // Record B: another key, another request digest, or both.
         for record_b in [
-            Binding::idempotency("idgate:idem:bbbb", "digest-a", &j),
-            Binding::idempotency("idgate:idem:aaaa", "digest-b", &j),
-            Binding::idempotency("idgate:idem:bbbb", "digest-b", &j),
-            Binding::idempotency("idgate:idem:aaaa", "digest-a", &journey(&Appkey::new("b"))),
+            SealContext::idempotency("idgate:idem:bbbb", "digest-a", &j),
+            SealContext::idempotency("idgate:idem:aaaa", "digest-b", &j),
+            SealContext::idempotency("idgate:idem:bbbb", "digest-b", &j),
+            SealContext::idempotency("idgate:idem:aaaa", "digest-a", &journey(&Appkey::new("b"))),
         ] {
             assert_eq!(sealer.open(&record_b, &sealed), None, "{record_b:?}");
         }
         // The other purpose, even under the same Redis key and journey.
         assert_eq!(
-            sealer.open(&Binding::directory("idgate:idem:aaaa", &j), &sealed),
+            sealer.open(&SealContext::directory("idgate:idem:aaaa", &j), &sealed),
             None
         );
         let entry = sealer.seal(&dir(&j), &key);
         assert_eq!(sealer.open(&record_a, &entry), None);
         // Parts are length-prefixed: moving a byte between them differs.
-        let shifted = Binding::idempotency("idgate:idem:aaaad", "igest-a", &j);
+        let shifted = SealContext::idempotency("idgate:idem:aaaad", "igest-a", &j);
         assert_eq!(sealer.open(&shifted, &sealed), None);
     }
 

@@ -40,7 +40,7 @@ use serde::Deserialize;
 pub use memory::MemoryJourneys;
 pub use redis::RedisJourneys;
 
-use super::{BoxFuture, ClusterError};
+use super::{error::ClusterError, future::BoxFuture};
 use crate::{
     config_source::ConfigError,
     domain::{CallerName, JourneyRecord, JourneyRef},

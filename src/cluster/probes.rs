@@ -14,7 +14,11 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use super::{BoxFuture, ClusterError, ready, redis::RedisConn};
+use super::{
+    error::ClusterError,
+    future::{BoxFuture, ready},
+    redis::RedisConn,
+};
 use crate::sync::lock;
 
 /// Where the last probe verdict of each channel is kept. Every method

@@ -1,4 +1,5 @@
-//! The one Redis connection every Redis store of the fleet shares.
+//! The one Redis connection every Redis store of the fleet, and the
+//! fleet itself, share.
 //!
 //! Commands go through one connection ([`link`]: a single server, the
 //! master Sentinel names, or a Redis Cluster; each reconnects by itself),
@@ -7,44 +8,39 @@
 //! key starts with `key_prefix`; each store names its own keys in its own
 //! file, and keys one script or `MULTI` touches together share a hash tag
 //! ([`RedisConn::tagged_key`]), on every deployment, so one layout serves
-//! one server, Sentinel and a Redis Cluster. A supervisor task (`stream`)
-//! reads the fleet's event stream `{prefix}{fleet}:events` on a
-//! connection of its own ([`link::Link::open_reader`]): on every
-//! (re)connection it seeds the control state if Redis lost it, reads it,
-//! hands it to the replica ([`FleetEvent::Control`]) and marks the cluster
-//! up; when the connection drops it marks it down (`idgate_cluster_up` 0,
-//! one warning) and reconnects with backoff, reading on from the last
-//! event it processed. `rediss://` trusts the system's roots, or
-//! `[cluster] ca_file` (`tls`).
+//! one server, Sentinel and a Redis Cluster. The up flag lives here: a
+//! command that fails marks Redis down (`idgate_cluster_up` 0, one
+//! warning), and the fleet's supervisor (`cluster::fleet::supervisor`),
+//! which reads the event stream on a connection of its own
+//! ([`link::Link::open_reader`]), marks it up again once it reconnects.
+//! `rediss://` trusts the system's roots, or `[cluster] ca_file` (`tls`).
 //!
 //! The stores hold a [`RedisConn`] (cheap to clone) and nothing else of
-//! Redis: the connection, the prefix, the timeout, the up flag and the
-//! stream task live here alone.
+//! Redis: the connection, the prefix, the timeouts and the up flag live
+//! here alone. What travels on the event stream is the fleet's
+//! (`cluster::fleet`), which this file knows nothing of.
 
-pub(super) mod event_log;
 pub(super) mod link;
 mod sentinel;
-pub(super) mod stream;
 mod tls;
 
 use std::{
     future::Future,
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicBool, Ordering},
     },
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use redis::RedisResult;
-use serde::{Deserialize, Serialize};
-use tokio::{sync::broadcast, task::AbortHandle};
 use tracing::field::Empty;
 
 use self::link::{Conn, Link};
 use super::{
-    ClusterError, ClusterSettings, FleetEvent,
+    config::ClusterSettings,
     encryption::{Digester, Sealer},
+    error::ClusterError,
 };
 use crate::telemetry::Metrics;
 
@@ -53,31 +49,7 @@ use crate::telemetry::Metrics;
 pub(super) const DELETE_IF_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-/// What crosses the event stream. No appkey, no result, no person.
-#[derive(Debug, Serialize, Deserialize)]
-pub(super) struct Message {
-    /// The replica that sent it (its own messages are skipped).
-    pub(super) origin: String,
-    /// Unix milliseconds at sending, for the lag metric.
-    pub(super) sent_ms: u64,
-    #[serde(flatten)]
-    pub(super) body: Body,
-}
-
-/// What a fleet message tells.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub(super) enum Body {
-    /// A completion notice another replica accepted.
-    Notice {
-        journey_ref: String,
-        status: String,
-        delivery: String,
-    },
-    /// The control state changed: read it again.
-    Control,
-}
-
+/// Unix milliseconds now.
 pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -100,10 +72,8 @@ struct Inner {
     stream_max_len: u64,
     server: (String, u16),
     up: AtomicBool,
-    events: broadcast::Sender<FleetEvent>,
     origin: String,
     metrics: Metrics,
-    supervisor: Mutex<Option<AbortHandle>>,
 }
 
 /// The fleet's Redis connection, shared by its stores. Cheap to clone.
@@ -128,7 +98,7 @@ impl RedisConn {
     }
 
     /// A connection to the Redis of `settings`. Connects lazily: nothing
-    /// waits here; [`RedisConn::start`] runs the supervisor.
+    /// waits here; the fleet's supervisor connects and marks it up.
     pub(super) fn new(
         settings: &ClusterSettings,
         metrics: Metrics,
@@ -149,19 +119,10 @@ impl RedisConn {
                 stream_max_len: settings.stream_max_len,
                 server,
                 up: AtomicBool::new(false),
-                events: broadcast::channel(1024).0,
                 origin: uuid::Uuid::new_v4().simple().to_string(),
                 metrics,
-                supervisor: Mutex::new(None),
             }),
         })
-    }
-
-    /// Runs `task`, the supervisor ([`stream::supervise`]), until
-    /// [`RedisConn::stop`].
-    pub(super) fn run(&self, task: impl Future<Output = ()> + Send + 'static) {
-        let task = tokio::spawn(task);
-        *crate::sync::lock(&self.inner.supervisor) = Some(task.abort_handle());
     }
 
     /// Waits until the cluster is up, at most `timeout`; returns whether it is.
@@ -178,26 +139,9 @@ impl RedisConn {
         }
     }
 
-    /// Stops the supervisor (the gateway is shutting down).
-    pub(super) fn stop(&self) {
-        if let Some(task) = crate::sync::lock(&self.inner.supervisor).take() {
-            task.abort();
-        }
-    }
-
     /// True while Redis answers.
     pub(super) fn is_up(&self) -> bool {
         self.inner.up.load(Ordering::Acquire)
-    }
-
-    /// What the other replicas do, from now on.
-    pub(super) fn subscribe(&self) -> broadcast::Receiver<FleetEvent> {
-        self.inner.events.subscribe()
-    }
-
-    /// Hands an event to this replica's subscribers.
-    pub(super) fn tell(&self, event: FleetEvent) {
-        let _ = self.inner.events.send(event);
     }
 
     /// `{prefix}<name>`: every key, the event stream's too.
@@ -244,7 +188,7 @@ impl RedisConn {
         &self.inner.digester
     }
 
-    /// This replica's id in fleet messages.
+    /// This replica's id: in fleet messages, as a lease or turn holder.
     pub(super) fn origin(&self) -> &str {
         &self.inner.origin
     }
@@ -268,16 +212,6 @@ impl RedisConn {
     /// How this replica reaches Redis (the event stream's connection).
     pub(super) fn link(&self) -> &Link {
         &self.inner.link
-    }
-
-    /// A fleet message from this replica, as it is appended to the stream.
-    pub(super) fn message(&self, body: Body) -> String {
-        serde_json::to_string(&Message {
-            origin: self.inner.origin.clone(),
-            sent_ms: now_ms(),
-            body,
-        })
-        .unwrap_or_default()
     }
 
     pub(super) fn set_up(&self, up: bool, why: &str) {

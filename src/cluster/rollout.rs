@@ -1,5 +1,6 @@
-//! The fleet's guarded rollout: its record, the lease of the one replica
-//! that drives its steps, and each replica's counts of the step under way.
+//! The guarded rollout: its record, and each replica's counts of the step
+//! under way. Which replica drives the steps is the fleet's alone
+//! (`cluster::fleet::driver_lease`): one process drives its own.
 //!
 //! The record is opaque text here (the channel layer owns its form, as
 //! it owns the routing mode's): this store keeps it, replaces it only
@@ -7,14 +8,11 @@
 //! a step decision never overwrite one another), and hands it to every
 //! replica that asks.
 //!
-//! - [`MemoryRollout`]: one process; the record, the lease (always this
-//!   process's) and the counts in memory.
-//! - [`RedisRollout`]: `{p}{rollout}:record`, `{p}{rollout}:lease`
-//!   (`SET NX PX`, renewed by its holder, so a killed driver's lease runs
-//!   out and another replica takes over) and one hash per step,
+//! - [`MemoryRollout`]: one process; the record and the counts in memory.
+//! - [`RedisRollout`]: `{p}{rollout}:record` and one hash per step,
 //!   `{p}{rollout}:counts:<id>:<step>` (replica -> its counts, expiring
-//!   with [`COUNTS_TTL`]). Every key shares the hash tag `{rollout}`, so
-//!   the scripts work on Redis Cluster too.
+//!   with [`COUNTS_TTL`]). Every key shares the hash tag `{rollout}` (the
+//!   driver's lease too), so the scripts work on Redis Cluster too.
 //!
 //! The conformance probe's verdicts are a fact of their own, kept in
 //! [`super::probes`].
@@ -27,7 +25,11 @@ use std::{
     time::Duration,
 };
 
-use super::{BoxFuture, ClusterError, ready, redis::RedisConn};
+use super::{
+    error::ClusterError,
+    future::{BoxFuture, ready},
+    redis::RedisConn,
+};
 use crate::sync::lock;
 
 /// How long a step's counts stay in Redis: longer than any step
@@ -37,7 +39,7 @@ pub const COUNTS_TTL: Duration = Duration::from_secs(7 * 86_400);
 /// Where the fleet keeps its rollout. Every method answers within the
 /// implementation's command timeout.
 pub trait RolloutStore: Send + Sync + 'static {
-    /// This replica's name as a lease holder and a counts field.
+    /// This replica's name as the rollout's driver and a counts field.
     fn replica(&self) -> String;
 
     /// The rollout record, if one was ever started.
@@ -50,10 +52,6 @@ pub trait RolloutStore: Send + Sync + 'static {
         expected: Option<String>,
         record: String,
     ) -> BoxFuture<Result<bool, ClusterError>>;
-
-    /// Takes the driver's lease for `ttl`, or renews it when this replica
-    /// holds it. `Ok(true)` while this replica holds it.
-    fn lease(&self, ttl: Duration) -> BoxFuture<Result<bool, ClusterError>>;
 
     /// Publishes this replica's counts (`counts`, opaque text) of step
     /// `step` of rollout `id`, replacing what it published before.
@@ -74,7 +72,7 @@ struct MemoryInner {
     counts: HashMap<(String, u32), String>,
 }
 
-/// One process's rollout: nothing shared, the lease always its own.
+/// One process's rollout: nothing shared.
 #[derive(Default, Clone)]
 pub struct MemoryRollout {
     inner: Arc<Mutex<MemoryInner>>,
@@ -108,10 +106,6 @@ impl RolloutStore for MemoryRollout {
         ready(Ok(true))
     }
 
-    fn lease(&self, _ttl: Duration) -> BoxFuture<Result<bool, ClusterError>> {
-        ready(Ok(true))
-    }
-
     fn put_counts(
         &self,
         id: &str,
@@ -141,12 +135,6 @@ impl RolloutStore for MemoryRollout {
 const REPLACE_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
      if (v == false and ARGV[1] == '') or v == ARGV[1] then \
        redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0";
-
-/// Takes `KEYS[1]` for `ARGV[1]` for `ARGV[2]` ms, or renews it when
-/// `ARGV[1]` holds it.
-const LEASE_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
-     if v == false or v == ARGV[1] then \
-       redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
 
 /// The fleet's rollout on Redis.
 #[derive(Debug, Clone)]
@@ -210,15 +198,6 @@ impl RolloutStore for RedisRollout {
                 .script(REPLACE_SCRIPT, this.key("record"), args)
                 .await?;
             Ok(done == 1)
-        })
-    }
-
-    fn lease(&self, ttl: Duration) -> BoxFuture<Result<bool, ClusterError>> {
-        let this = self.clone();
-        Box::pin(async move {
-            let args = vec![this.replica(), super::redis::millis(ttl).to_string()];
-            let held = this.script(LEASE_SCRIPT, this.key("lease"), args).await?;
-            Ok(held == 1)
         })
     }
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 pub use memory::MemorySpend;
 pub use redis::RedisSpend;
 
-use super::{BoxFuture, ClusterError, encryption::Digester};
+use super::{encryption::Digester, error::ClusterError, future::BoxFuture};
 use crate::domain::JourneyRef;
 
 /// Where spend keeps its records. Every method answers

@@ -21,7 +21,8 @@
 use std::{collections::BTreeMap, sync::Mutex, time::Duration};
 
 use super::{
-    BoxFuture, ClusterError, ready,
+    error::ClusterError,
+    future::{BoxFuture, ready},
     redis::{RedisConn, millis},
 };
 use crate::telemetry::usage::{UsageCount, today};

@@ -20,8 +20,8 @@
 //! beside both without making it part of either trace.
 //!
 //! In a fleet, one replica at a time polls a journey's result for all
-//! (its read turn, `cluster::progress`), so the vendor sees one read per
-//! interval however many replicas watch. Once a read finds the result
+//! (its read turn, `cluster::fleet::read_turns`), so the vendor sees one
+//! read per interval however many replicas watch. Once a read finds the result
 //! final, the replica announces it (a notice, nothing of the result), and
 //! every replica holding watchers of the journey reads it once for its
 //! own watchers: the result never crosses Redis.
@@ -51,7 +51,9 @@ use self::config::WatchSettings;
 use super::{DynResultSource, Notice, NoticeStatus, ResultSource};
 use crate::{
     Error,
-    cluster::{JourneyStore, JourneysConfig, MemoryJourneys, MemoryProgress, ProgressStore},
+    cluster::{
+        JourneyStore, JourneysConfig, MemoryJourneys, MemoryProgress, ProgressStore, ReadTurns,
+    },
     context::CallContext,
     domain::{Appkey, JourneyRef},
     proto::v1::{JourneyResult, JourneyStatus},
@@ -126,8 +128,13 @@ pub(crate) struct WatchesInner {
     /// The journey records, for watch by reference and to tell a journey
     /// issued here (watched until its result) from a foreign appkey.
     journeys: Arc<dyn JourneyStore>,
-    /// Submitted steps, the fleet's read turn, results announced.
+    /// Whether the steps that produce a journey's result went through the
+    /// gateway.
     progress: Arc<dyn ProgressStore>,
+    /// In a fleet, whose turn it is to read a journey's result, and the
+    /// word that it is final; `None` for one process, which reads
+    /// whenever it needs to.
+    read_turns: Option<ReadTurns>,
     settings: WatchSettings,
     state: Mutex<WatchesState>,
     tasks: AtomicUsize,
@@ -202,16 +209,18 @@ impl JourneyWatches {
     ) -> Self {
         let progress =
             MemoryProgress::new(journeys.retention(), JourneysConfig::default().max_entries);
-        Self::with_stores(source, settings, journeys, Arc::new(progress))
+        Self::with_stores(source, settings, journeys, Arc::new(progress), None)
     }
 
-    /// A watches on the gateway's stores: its journey records and the
-    /// progress it shares with the fleet.
+    /// A watches on the gateway's stores: its journey records, its
+    /// journeys' progress and, in a fleet, the read turns it shares with
+    /// the other replicas.
     pub fn with_stores<S: ResultSource>(
         source: S,
         settings: WatchSettings,
         journeys: Arc<dyn JourneyStore>,
         progress: Arc<dyn ProgressStore>,
+        read_turns: Option<ReadTurns>,
     ) -> Self {
         let notices = TtlMap::new(settings.notice_ttl, settings.notice_max_entries);
         Self {
@@ -219,6 +228,7 @@ impl JourneyWatches {
                 source: Arc::new(source),
                 journeys,
                 progress,
+                read_turns,
                 settings,
                 state: Mutex::new(WatchesState {
                     journeys: HashMap::new(),

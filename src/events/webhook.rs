@@ -45,7 +45,7 @@ use super::{
     watches::JourneyWatches,
 };
 use crate::{
-    cluster::{DedupeStore, DeliveryKey, FleetNotice, MemoryDedupe},
+    cluster::{DedupeStore, DeliveryKey, FleetNotice, FleetNotices, MemoryDedupe},
     config_source::ConfigError,
     domain::{Appkey, JourneyRef},
     telemetry::{ServerSpan, log_throttle::LogThrottle, record_journey},
@@ -210,8 +210,11 @@ pub struct WebhookReceiver {
 struct ReceiverInner {
     settings: WebhookSettings,
     watches: JourneyWatches,
-    /// Dedupe and notice fan-out, for this process or the fleet.
-    shared: Arc<dyn DedupeStore>,
+    /// The deliveries seen, by this process or the fleet.
+    dedupe: Arc<dyn DedupeStore>,
+    /// The other replicas, told of each notice accepted; `None` for one
+    /// process.
+    fleet: Option<FleetNotices>,
     counters: Counters,
     refusal_log: LogThrottle,
 }
@@ -220,19 +223,21 @@ impl WebhookReceiver {
     /// A receiver that hands notices to `watches`. Refuses settings without
     /// authentication unless `allow_unauthenticated` is set.
     pub fn new(settings: WebhookSettings, watches: JourneyWatches) -> Result<Self, ConfigError> {
-        let shared = Arc::new(MemoryDedupe::new(
+        let dedupe = Arc::new(MemoryDedupe::new(
             settings.dedupe_ttl,
             settings.dedupe_max_entries,
         ));
-        Self::with_shared(settings, watches, shared)
+        Self::with_stores(settings, watches, dedupe, None)
     }
 
-    /// A receiver whose dedupe spans the fleet's store `shared` and that
-    /// fans accepted notices out to the other replicas through it.
-    pub fn with_shared(
+    /// A receiver on the gateway's stores: deliveries deduped in `dedupe`
+    /// (the fleet's, in a fleet) and, in a fleet, each notice accepted
+    /// told to the other replicas through `fleet`.
+    pub fn with_stores(
         settings: WebhookSettings,
         watches: JourneyWatches,
-        shared: Arc<dyn DedupeStore>,
+        dedupe: Arc<dyn DedupeStore>,
+        fleet: Option<FleetNotices>,
     ) -> Result<Self, ConfigError> {
         settings.validate()?;
         if settings.basic.is_none() && settings.hmac.is_none() {
@@ -245,7 +250,8 @@ impl WebhookReceiver {
             inner: Arc::new(ReceiverInner {
                 settings,
                 watches,
-                shared,
+                dedupe,
+                fleet,
                 counters: Counters::default(),
                 refusal_log: LogThrottle::new(REFUSAL_LOG_INTERVAL),
             }),
@@ -338,19 +344,22 @@ impl WebhookReceiver {
     /// True the first time a delivery is seen within the dedupe TTL (by
     /// any replica of the fleet).
     async fn first_delivery(&self, key: &DeliveryKey) -> bool {
-        self.inner.shared.first_delivery(key).await
+        self.inner.dedupe.first_delivery(key).await
     }
 
     /// Tells the other replicas of the fleet, whose watchers of the
-    /// journey then read the result themselves.
+    /// journey then read the result themselves. One process has no one
+    /// to tell.
     async fn fan_out(&self, journey: &JourneyRef, status: NoticeStatus, key: &DeliveryKey) {
-        let shared = &self.inner.shared;
+        let Some(fleet) = &self.inner.fleet else {
+            return;
+        };
         let notice = FleetNotice {
             journey: journey.clone(),
             status: status.as_str().to_owned(),
             delivery: key.digest(),
         };
-        if shared.publish_notice(notice).await.is_err() {
+        if fleet.publish(notice).await.is_err() {
             tracing::warn!(journey = %journey, "completion notice not fanned out to the fleet; other replicas' watchers will poll");
         }
     }

@@ -20,7 +20,8 @@
 //! | `check`       | `idgate check`: the preflight, and the JWKS file and caller table without a fetch |
 //! | `upstream`    | the configured REST service and its operators, or                   |
 //! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
-//! | `fleet`       | the shared state (`[cluster]`) and what the other replicas send     |
+//! | `shared_state` | the stores beyond a call: on Redis with `[cluster]`, else in process |
+//! | `replica`     | joining the fleet: what the other replicas send, figures added to the fleet's |
 //! | `reflection`  | gRPC server reflection of what each listener serves                 |
 //! | `gateway`     | [`Gateway`]: what the listeners need, grouped; drain, stop          |
 //! | `reload`      | SIGHUP, all or nothing: every part checked, then every part swapped in |
@@ -34,7 +35,6 @@ mod callers;
 mod check;
 mod connections;
 mod edge;
-mod fleet;
 pub(crate) mod gateway;
 mod listeners;
 mod max_age;
@@ -42,10 +42,12 @@ mod notices;
 mod preflight;
 mod reflection;
 mod reload;
+mod replica;
 mod results;
 mod rollout;
 mod runtime;
 mod setup;
+mod shared_state;
 mod stream_age;
 mod upstream;
 
@@ -168,9 +170,9 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         &metrics,
         HttpClientFactory::new(&up.config)?,
     );
-    let shared = fleet::shared_state(&config, &webhook, &metrics)?;
-    if let Some(setup) = shared.thread_setup() {
-        runtime.on_thread_start(setup);
+    let shared = shared_state::build(&config, &webhook, &metrics)?;
+    if let Some(fleet) = &shared.fleet {
+        runtime.on_thread_start(fleet.thread_setup());
     }
     let auth = callers::authentication(&config, &metrics).await?;
     let notices = notices::receives_notices(&webhook);
@@ -282,16 +284,17 @@ fn build_services(
         core.clone(),
         usage.clone(),
     );
-    let router = Arc::new(
-        ChannelRouter::new(
-            std::mem::take(&mut up.channels),
-            &config.routing,
-            Arc::new(HttpTransport::new(client)),
-        )?
-        .with_shared(shared.session_bindings(), shared.control.clone())
-        .with_shared_figures(shared.figures.clone())
-        .with_metrics(metrics.clone()),
-    );
+    let mut router = ChannelRouter::new(
+        std::mem::take(&mut up.channels),
+        &config.routing,
+        Arc::new(HttpTransport::new(client)),
+    )?
+    .with_bindings(shared.session_bindings())
+    .with_metrics(metrics.clone());
+    if let Some(fleet) = &shared.fleet {
+        router = router.with_fleet(fleet);
+    }
+    let router = Arc::new(router);
     let watches = JourneyWatches::with_stores(
         CoreResults {
             core: core.clone(),
@@ -304,6 +307,7 @@ fn build_services(
         },
         shared.journeys.clone(),
         shared.progress.clone(),
+        shared.fleet.as_ref().map(|f| f.read_turns().clone()),
     );
     let (rollouts, prober) = rollout::services(config, &router, &core, &shared, &metrics);
     Ok(Services {
@@ -397,19 +401,22 @@ impl Launch {
         }
     }
 
-    /// Starts relaying what the other replicas send; the fleet's control
-    /// state applies before any 3D call is served. One process is a fleet
-    /// of one: nothing is sent to it, and it joins at once.
+    /// Starts the usage book's flushes into its store and, in a fleet,
+    /// relays what the other replicas send; the fleet's control state
+    /// applies before any 3D call is served. One process has no fleet to
+    /// join.
     async fn join_fleet(&mut self, config: &Config, services: &Services) {
         self.tasks
             .push(tokio::spawn(services.book.clone().run(self.stopped())));
-        let stopped = self.stopped();
-        let relay = fleet::join(
-            &services.shared,
+        let Some(fleet) = &services.shared.fleet else {
+            return;
+        };
+        let relay = replica::join(
+            fleet,
             config,
             &services.router,
             &services.watches,
-            stopped,
+            self.stopped(),
         );
         self.tasks.push(relay.await);
     }

@@ -24,9 +24,11 @@ pub(super) fn webhook_receiver(
         );
         return Ok(None);
     }
-    Ok(Some(WebhookReceiver::with_shared(
+    let shared = &services.shared;
+    Ok(Some(WebhookReceiver::with_stores(
         webhook,
         services.watches.clone(),
-        services.shared.dedupe.clone(),
+        shared.dedupe.clone(),
+        shared.fleet.as_ref().map(|f| f.notices().clone()),
     )?))
 }

@@ -1,7 +1,7 @@
 //! The guarded rollout and the conformance probe, wired to the gateway:
-//! the rollout's record and lease in the shared state (the fleet's on
-//! Redis), the loop every replica runs, and the probe's appkeys from the
-//! journey core.
+//! the rollout's record in the shared state (the fleet's on Redis) and, in
+//! a fleet, the driver's lease; the loop every replica runs; and the
+//! probe's appkeys from the journey core.
 
 use std::sync::Arc;
 
@@ -97,13 +97,16 @@ pub(super) fn services(
     shared: &Shared,
     metrics: &Metrics,
 ) -> (Arc<Rollouts>, Option<Arc<Prober>>) {
-    let rollouts = Rollouts::new(
+    let mut rollouts = Rollouts::new(
         router.clone(),
         shared.rollout.clone(),
         config.rollout.clone(),
         Arc::new(ProbeVerdicts::new(shared.probes.clone())),
     )
     .with_metrics(metrics.clone());
+    if let Some(fleet) = &shared.fleet {
+        rollouts = rollouts.with_lease(fleet.driver_lease().clone());
+    }
     let prober = Prober::new(
         router.clone(),
         Arc::new(CoreAppkeys(core.clone())),

@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::ChannelConfigError;
 use crate::channels::{
+    figures::DEFAULT_RETENTION_MINUTES,
     names::valid_name,
-    vendor_stats::DEFAULT_RETENTION_MINUTES,
     weighted::{WEIGHTED_PREFIX, WeightedSplit, parse_entries},
 };
 

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     channels::{
         call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict},
-        vendor_stats::ChannelTally,
+        figures::ChannelFigures,
     },
     domain::Operation,
     sync::lock,
@@ -61,28 +61,28 @@ impl StepCounts {
 
     /// Answers with a verdict: the pass rate's denominator.
     pub fn verdicts(&self) -> u64 {
-        self.tally().verdicts()
+        self.as_figures().verdicts()
     }
 
     /// Failed calls over calls sent, both operations.
     pub fn error_rate(&self) -> Option<f64> {
-        self.tally().error_rate()
+        self.as_figures().error_rate()
     }
 
     /// The pass rate and its Wilson 95% interval `(rate, low, high)`, as
     /// `idgate channels compare` shows it; `None` without verdicts.
     pub fn pass_rate(&self) -> Option<(f64, f64, f64)> {
-        self.tally().pass_rate()
+        self.as_figures().pass_rate()
     }
 
-    fn tally(&self) -> ChannelTally {
-        let mut t = ChannelTally {
+    fn as_figures(&self) -> ChannelFigures {
+        let mut t = ChannelFigures {
             sessions_started: self.sessions,
             valid: self.valid,
             invalid: self.invalid,
             blocked: self.blocked,
             other: self.other,
-            ..ChannelTally::default()
+            ..ChannelFigures::default()
         };
         t.session_errors.add("other", self.session_errors);
         t.verification_errors.add("other", self.verification_errors);

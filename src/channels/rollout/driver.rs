@@ -4,11 +4,12 @@
 //! Every replica, every `[rollout] tick_ms`: reads the fleet's record,
 //! counts the calls of the step under way ([`StepCounter`]) and publishes
 //! its counts, sets its gauges; then, while a rollout runs, tries to take
-//! (or renew) the driver's lease. The holder re-asserts the step's split
-//! (so a driver that died between writing a step and setting its split
-//! leaves nothing half done), judges the step on the fleet's counts and
-//! writes the decision by compare and set: an abort that lands first
-//! wins, and a decision is never written twice. The split of a decision
+//! (or renew) the driver's lease (in a fleet; one process drives its own
+//! rollout). The holder re-asserts the step's split (so a driver that
+//! died between writing a step and setting its split leaves nothing half
+//! done), judges the step on the fleet's counts and writes the decision
+//! by compare and set: an abort that lands first wins, and a decision is
+//! never written twice. The split of a decision
 //! goes through the fleet's control state, so every replica applies it
 //! within a second.
 
@@ -34,7 +35,7 @@ use crate::{
     channels::{
         ChannelRouter, CircuitState, RoutingMode, WeightedSplit, probe::ProbeVerdicts, valid_name,
     },
-    cluster::RolloutStore,
+    cluster::{DriverLease, RolloutStore},
     telemetry::Metrics,
 };
 
@@ -51,6 +52,9 @@ const WRITE_ATTEMPTS: usize = 3;
 pub struct Rollouts {
     router: Arc<ChannelRouter>,
     store: Arc<dyn RolloutStore>,
+    /// In a fleet, the lease of the replica that drives; one process has
+    /// none and drives its own rollout.
+    lease: Option<DriverLease>,
     config: RolloutConfig,
     counter: Arc<StepCounter>,
     probes: Arc<ProbeVerdicts>,
@@ -99,6 +103,7 @@ impl Rollouts {
             counter: router.step_counter(),
             router,
             store,
+            lease: None,
             config,
             probes,
             metrics: None,
@@ -110,6 +115,22 @@ impl Rollouts {
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
         self
+    }
+
+    /// The same service, a replica of a fleet whose driver holds `lease`.
+    pub fn with_lease(mut self, lease: DriverLease) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Whether this replica drives the rollout this round: in a fleet,
+    /// when it takes (or renews) the driver's lease; one process always
+    /// does.
+    async fn drives(&self) -> bool {
+        match &self.lease {
+            Some(lease) => lease.take(self.config.lease()).await.unwrap_or(false),
+            None => true,
+        }
     }
 
     /// The router whose split the rollout moves.
@@ -199,9 +220,7 @@ impl Rollouts {
         // The replica that starts a rollout drives it from the start, as
         // its record says: it takes the lease now rather than at its next
         // tick, where a replica that ticks first would take it.
-        if self.store.lease(self.config.lease()).await.unwrap_or(false)
-            && !self.driving.swap(true, Ordering::Relaxed)
-        {
+        if self.drives().await && !self.driving.swap(true, Ordering::Relaxed) {
             tracing::info!(rollout = %record.id, step = 0, "this replica drives the rollout");
         }
         self.show(Some(&record));
@@ -295,7 +314,7 @@ impl Rollouts {
             let text = serde_json::to_string(&counts).unwrap_or_default();
             let _ = self.store.put_counts(&key.id, key.step, text).await;
         }
-        let held = self.store.lease(self.config.lease()).await.unwrap_or(false);
+        let held = self.drives().await;
         let was = self.driving.swap(held, Ordering::Relaxed);
         if !held {
             return;

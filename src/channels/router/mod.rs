@@ -27,7 +27,7 @@
 //! - `attempt`: one channel's session start, retried on a forced mode;
 //! - `verify`: the sticky verification;
 //! - `control`: the operator's controls (mode, drain, reload);
-//! - `fleet`: bindings and control state shared with other replicas.
+//! - `shared`: bindings and control state shared with other replicas.
 
 use std::{
     sync::{
@@ -43,12 +43,12 @@ use super::{
     breaker::Health,
     channel::{Channel, ChannelSet, ChannelSnapshot},
     config::{ChannelConfigError, ChannelSpec, RoutingConfig, RoutingMode},
+    figures::Figures,
     outcome::OutcomeRecorder,
     transport::{Liveness3DTransport, SessionGrant},
-    vendor_stats::VendorStats,
 };
 use crate::{
-    cluster::{BindingStore, ControlStore, MemoryBindings, MemoryControl},
+    cluster::{BindingStore, Fleet, FleetControl, MemoryBindings},
     context::CallContext,
     sync::{lock, read},
     telemetry::Metrics,
@@ -102,17 +102,18 @@ pub struct ChannelRouter {
     contingency_hold: Duration,
     hold_until: Mutex<Option<Instant>>,
     /// Which channel generation issued each 3D session: this process's
-    /// own, and the fleet's with `[cluster]` (see `fleet`).
+    /// own, and the fleet's with `[cluster]` (see `shared`).
     bindings: Arc<dyn BindingStore<Arc<Channel>>>,
     /// Session-token attempts on the channel of a forced mode.
     forced_session_attempts: u32,
     /// Where every call's outcome is counted: channel counters, vendor
     /// figures, `/metrics`.
     outcomes: OutcomeRecorder,
-    /// The fleet's shared control state (see `fleet`).
-    shared_control: Arc<dyn ControlStore>,
+    /// The fleet's control state, in a fleet (see `shared`); one process
+    /// has none: its own mode and drains are the whole truth.
+    fleet_control: Option<FleetControl>,
     /// True once the mode and drains in force came from the fleet.
-    fleet_control: AtomicBool,
+    control_from_fleet: AtomicBool,
     /// True while every channel's circuit refuses and session starts are
     /// panic-routed (logged once per episode).
     panicking: AtomicBool,
@@ -178,9 +179,9 @@ impl ChannelRouter {
                 routing.max_bindings,
             )),
             forced_session_attempts: routing.forced_session_attempts.max(1),
-            outcomes: OutcomeRecorder::new(VendorStats::new(routing.figures_retention_minutes)),
-            shared_control: Arc::new(MemoryControl),
-            fleet_control: AtomicBool::new(false),
+            outcomes: OutcomeRecorder::new(Figures::new(routing.figures_retention_minutes)),
+            fleet_control: None,
+            control_from_fleet: AtomicBool::new(false),
             panicking: AtomicBool::new(false),
         })
     }
@@ -198,33 +199,25 @@ impl ChannelRouter {
     }
 
     /// The vendor figures this router records.
-    pub fn figures(&self) -> &VendorStats {
+    pub fn figures(&self) -> &Figures {
         self.outcomes.figures()
     }
 
-    /// The same router, adding its vendor figures to the fleet's through
-    /// `store` (the gateway passes that of `[cluster]`; one process has
-    /// none, and its figures stay its own).
-    pub fn with_shared_figures(
-        self,
-        store: Option<Arc<dyn crate::cluster::VendorStatsStore>>,
-    ) -> Self {
-        if let Some(store) = store {
-            self.figures().share(store);
-        }
+    /// The same router, keeping its session bindings in `bindings` (the
+    /// gateway passes those of its tier: in memory, or on Redis for a
+    /// fleet).
+    pub fn with_bindings(mut self, bindings: Arc<dyn BindingStore<Arc<Channel>>>) -> Self {
+        self.bindings = bindings;
         self
     }
 
-    /// The same router, sharing its session bindings and control state
-    /// through `bindings` and `control` (the gateway passes those of
-    /// `[cluster]`).
-    pub fn with_shared(
-        mut self,
-        bindings: Arc<dyn BindingStore<Arc<Channel>>>,
-        control: Arc<dyn ControlStore>,
-    ) -> Self {
-        self.bindings = bindings;
-        self.shared_control = control;
+    /// The same router, a replica of `fleet`: its control changes are the
+    /// fleet's and its vendor figures are added to the fleet's. One
+    /// process is never given one: its control state and figures are its
+    /// own.
+    pub fn with_fleet(mut self, fleet: &Fleet) -> Self {
+        self.fleet_control = Some(fleet.control().clone());
+        self.figures().share(fleet.figures().clone());
         self
     }
 
@@ -251,7 +244,7 @@ impl ChannelRouter {
             contingency_hold_active: lock(&self.hold_until).is_some_and(|u| now < u),
             bindings: self.bindings.local_len(),
             channels: self.current().iter().map(|c| c.snapshot(now)).collect(),
-            fleet_control: self.fleet_control.load(Ordering::Acquire),
+            fleet_control: self.control_from_fleet.load(Ordering::Acquire),
         }
     }
 }
@@ -259,9 +252,9 @@ impl ChannelRouter {
 mod attempt;
 mod control;
 pub use control::ChannelReload;
-mod fleet;
 mod order;
 mod session;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod verify;

@@ -11,7 +11,10 @@ use tokio::time::Instant;
 
 use super::{JourneyStore, lives, now_unix};
 use crate::{
-    cluster::{BoxFuture, ClusterError, ready},
+    cluster::{
+        error::ClusterError,
+        future::{BoxFuture, ready},
+    },
     domain::{CallerName, JourneyRecord, JourneyRef},
     ttl::TtlMap,
 };

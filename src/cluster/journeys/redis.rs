@@ -2,7 +2,7 @@
 //!
 //! `{p}journey:<ref>` holds `r1.` and the record ([`JourneyRecord::encode`])
 //! sealed whole: AES-256-GCM under `[cluster]`'s secret key, bound to this
-//! purpose, the Redis key and the reference (`encryption::Binding::journey_record`),
+//! purpose, the Redis key and the reference (`encryption::SealContext::journey_record`),
 //! so a value moved to another journey does not open. It expires with
 //! `[journeys] retention_hours`, counted from creation.
 //!
@@ -27,8 +27,9 @@ use super::{
 };
 use crate::{
     cluster::{
-        BoxFuture, ClusterError,
-        encryption::Binding,
+        encryption::SealContext,
+        error::ClusterError,
+        future::{BoxFuture, ready},
         redis::{RedisConn, millis},
     },
     domain::{CallerName, JourneyRecord, JourneyRef},
@@ -147,9 +148,9 @@ impl RedisJourneys {
     }
 
     fn encode(&self, journey: &JourneyRef, record: &JourneyRecord) -> String {
-        let binding = Binding::journey_record(&self.key(journey), journey);
+        let context = SealContext::journey_record(&self.key(journey), journey);
         let text = zeroize::Zeroizing::new(record.encode());
-        let sealed = self.conn.sealer().seal_bytes(&binding, text.as_bytes());
+        let sealed = self.conn.sealer().seal_bytes(&context, text.as_bytes());
         format!("{RECORD_PREFIX}{sealed}")
     }
 
@@ -162,7 +163,7 @@ impl RedisJourneys {
         let sealer = self.conn.sealer();
         let opened = match stored.strip_prefix(RECORD_PREFIX) {
             Some(sealed) => sealer
-                .open_bytes(&Binding::journey_record(&key, journey), sealed)
+                .open_bytes(&SealContext::journey_record(&key, journey), sealed)
                 .and_then(|plain| JourneyRecord::decode(std::str::from_utf8(&plain).ok()?)),
             None => {
                 let (appkey, owner) = match stored.split_once(LEGACY_OWNER_SEPARATOR) {
@@ -170,12 +171,12 @@ impl RedisJourneys {
                     None => (stored, None),
                 };
                 sealer
-                    .open(&Binding::directory(&key, journey), appkey)
+                    .open(&SealContext::directory(&key, journey), appkey)
                     .and_then(|appkey| {
                         let owner = match owner {
                             Some(sealed) => Some(CallerName::new(
                                 sealer
-                                    .open(&Binding::directory_owner(&key, journey), sealed)?
+                                    .open(&SealContext::directory_owner(&key, journey), sealed)?
                                     .expose(),
                             )),
                             None => None,
@@ -201,10 +202,10 @@ impl JourneyStore for RedisJourneys {
         share: usize,
     ) -> BoxFuture<Result<(), ClusterError>> {
         if let Err(down) = self.conn.check_up() {
-            return crate::cluster::ready(Err(down));
+            return ready(Err(down));
         }
         let Some(owner) = owner.filter(|_| share != usize::MAX).cloned() else {
-            return crate::cluster::ready(Ok(()));
+            return ready(Ok(()));
         };
         let this = self.clone();
         Box::pin(async move {
@@ -266,8 +267,8 @@ impl JourneyStore for RedisJourneys {
     /// "unknown" can only be an appkey not issued here.
     fn find(&self, journey: &JourneyRef) -> BoxFuture<Result<Option<JourneyRecord>, ClusterError>> {
         match self.cache.lookup(journey) {
-            Lookup::Known(record) => return crate::cluster::ready(Ok(Some(record))),
-            Lookup::Unknown => return crate::cluster::ready(Ok(None)),
+            Lookup::Known(record) => return ready(Ok(Some(record))),
+            Lookup::Unknown => return ready(Ok(None)),
             Lookup::Ask => {}
         }
         let this = self.clone();

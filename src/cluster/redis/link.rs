@@ -48,10 +48,7 @@ use thread_local::ThreadLocal;
 
 use super::sentinel::SentinelLink;
 
-use crate::cluster::{
-    ClusterSettings,
-    config::{RedisTarget, RedisTls},
-};
+use crate::cluster::config::{ClusterSettings, RedisTarget, RedisTls};
 
 /// A connection to one server (`N`) or to a Redis Cluster: what commands
 /// and the event stream's reader go through, whatever the deployment.

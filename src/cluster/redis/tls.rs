@@ -20,7 +20,7 @@ use redis::{
 
 use secrecy::ExposeSecret as _;
 
-use crate::cluster::{ClusterSettings, config::RedisTls};
+use crate::cluster::config::{ClusterSettings, RedisTls};
 
 /// A client for `info`, with the roots and client certificate of `tls`.
 pub(super) fn client(info: ConnectionInfo, tls: &RedisTls) -> RedisResult<Client> {

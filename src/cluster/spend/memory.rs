@@ -14,11 +14,13 @@ use std::{
 
 use tokio::{sync::Notify, time::Instant};
 
-use super::SpendStore;
+use super::{BudgetTake, BudgetWindow, IdemRecord, IdemState, SpendStore, WindowUse};
 use crate::{
     cluster::{
-        BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse,
-        encryption::Digester, ready,
+        encryption::Digester,
+        error::ClusterError,
+        future::{BoxFuture, ready},
+        ttls::Ttls,
     },
     ttl::TtlMap,
 };
@@ -71,9 +73,9 @@ impl std::fmt::Debug for MemorySpend {
 }
 
 impl Default for MemorySpend {
-    /// The default bounds of [`Ttls`](crate::cluster::Ttls).
+    /// The default bounds of [`Ttls`].
     fn default() -> Self {
-        let ttls = crate::cluster::Ttls::default();
+        let ttls = Ttls::default();
         Self::new(ttls.idempotency, ttls.idempotency_max_entries)
     }
 }

@@ -17,11 +17,12 @@
 
 use std::time::Duration;
 
-use super::{MemorySpend, SpendStore};
+use super::{BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, SpendStore, WindowUse};
 use crate::{
     cluster::{
-        BoxFuture, BudgetTake, BudgetWindow, ClusterError, IdemRecord, IdemState, WindowUse,
         encryption::Digester,
+        error::ClusterError,
+        future::BoxFuture,
         redis::{RedisConn, millis},
     },
     domain::JourneyRef,

@@ -15,11 +15,13 @@
 //! watcher gets `NOT_FOUND` / `RESULT_NOT_AVAILABLE`.
 //!
 //! In a fleet each read takes the journey's read turn first
-//! (`cluster::progress`): a replica that does not get it skips the vendor
-//! this round. The replica whose turn finds the result final announces it
-//! and gives the turn up; a replica told so reads once, without a turn,
-//! for all its watchers. No result crosses Redis: each replica holding
-//! watchers reads the vendor once, and one holding none reads nothing.
+//! (`cluster::fleet::read_turns`): a replica that does not get it skips
+//! the vendor this round. The replica whose turn finds the result final
+//! announces it and gives the turn up; a replica told so reads once,
+//! without a turn, for all its watchers. No result crosses Redis: each
+//! replica holding watchers reads the vendor once, and one holding none
+//! reads nothing. One process takes no turns: it reads whenever it needs
+//! to.
 
 use std::{
     sync::{Arc, atomic::Ordering},
@@ -182,16 +184,27 @@ impl Reader {
     }
 
     /// Tells the fleet's other replicas that the result this replica read
-    /// on its turn is final: each reads it for its own watchers.
-    async fn announce(&self, status: JourneyStatus) {
+    /// on its turn is final: each reads it for its own watchers. One
+    /// process has no one to tell.
+    fn announce(&self, status: JourneyStatus) {
+        let Some(turns) = &self.watches.read_turns else {
+            return;
+        };
         let label = match status {
             JourneyStatus::Error => "error",
             _ => "complete",
         };
-        self.watches
-            .progress
-            .announce_result(&self.journey, label)
-            .await;
+        turns.announce(&self.journey, label);
+    }
+
+    /// Whether this replica reads the result this round: in a fleet, when
+    /// it holds the journey's read turn for `turn`; one process always
+    /// does.
+    async fn my_turn(&self, turn: Duration) -> bool {
+        match &self.watches.read_turns {
+            Some(turns) => turns.take(&self.journey, turn).await,
+            None => true,
+        }
     }
 
     /// Reads the result once, when another replica announced it final or
@@ -204,13 +217,7 @@ impl Reader {
         use std::ops::ControlFlow::{Break, Continue};
         let notice = self.notices.borrow().clone();
         let announced = notice.as_ref().is_some_and(|n| n.result_final);
-        if !announced
-            && !self
-                .watches
-                .progress
-                .take_read_turn(&self.journey, turn)
-                .await
-        {
+        if !announced && !self.my_turn(turn).await {
             // Another replica polls for the fleet this round.
             return Continue(());
         }
@@ -258,7 +265,7 @@ impl Reader {
                     if !announced {
                         // Read on this replica's turn: the others wait
                         // for the word (or for the turn).
-                        self.announce(status).await;
+                        self.announce(status);
                     }
                     return Break(());
                 }

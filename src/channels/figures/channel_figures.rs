@@ -1,6 +1,6 @@
 //! What the figures count for one channel: latency histograms, error
-//! counts by class, and their sum over a window ([`ChannelTally`]). Every
-//! count is a plain sum, so tallies of several minutes or replicas merge
+//! counts by class, and their sum over a window ([`ChannelFigures`]). Every
+//! count is a plain sum, so figures of several minutes or replicas merge
 //! by addition.
 
 use std::time::Duration;
@@ -135,9 +135,9 @@ impl ErrorCounts {
 }
 
 /// Everything counted for one channel over some time. Every field is a
-/// sum, so tallies of several minutes or replicas merge by addition.
+/// sum, so figures of several minutes or replicas merge by addition.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ChannelTally {
+pub struct ChannelFigures {
     /// Sessions granted.
     pub sessions_started: u64,
     /// Session answers with `isContingency: true`.
@@ -163,8 +163,8 @@ pub struct ChannelTally {
 /// z of a two-sided 95% interval.
 const Z95: f64 = 1.959_963_984_540_054;
 
-impl ChannelTally {
-    /// Adds `other` to this tally.
+impl ChannelFigures {
+    /// Adds `other` to these figures.
     pub fn merge(&mut self, other: &Self) {
         let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
         add(&mut self.sessions_started, other.sessions_started);

@@ -1,6 +1,6 @@
 //! The figures this replica shares with the fleet ([`FleetShare`]): what
 //! it records is also queued here and added to the fleet's per-minute
-//! buckets on Redis ([`crate::cluster::VendorStatsStore`]) every
+//! buckets on Redis ([`crate::cluster::FleetFigures`]) every
 //! [`FLUSH_INTERVAL`] by a task of its own, so no call waits on Redis; and
 //! a window of the fleet's figures, read back from any replica.
 //!
@@ -12,13 +12,13 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
+    sync::Mutex,
     time::Duration,
 };
 
-use super::{ChannelTally, ERROR_CLASSES, LATENCY_BUCKETS, LatencyHistogram};
+use super::{ChannelFigures, ERROR_CLASSES, LATENCY_BUCKETS, LatencyHistogram};
 use crate::{
-    cluster::{ClusterError, FigureDelta, VendorStatsStore},
+    cluster::{ClusterError, FigureDelta, FleetFigures},
     sync::lock,
 };
 
@@ -31,11 +31,11 @@ pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 pub const MAX_PENDING_BUCKETS: usize = 4_096;
 
 /// By minute, then channel: the counts not yet added to the fleet's.
-type Pending = BTreeMap<u64, HashMap<String, ChannelTally>>;
+type Pending = BTreeMap<u64, HashMap<String, ChannelFigures>>;
 
 /// This replica's share of the fleet's figures.
 pub struct FleetShare {
-    store: Arc<dyn VendorStatsStore>,
+    store: FleetFigures,
     pending: Mutex<Pending>,
 }
 
@@ -47,7 +47,7 @@ impl std::fmt::Debug for FleetShare {
 
 impl FleetShare {
     /// Shares through `store`.
-    pub(super) fn new(store: Arc<dyn VendorStatsStore>) -> Self {
+    pub(super) fn new(store: FleetFigures) -> Self {
         Self {
             store,
             pending: Mutex::new(Pending::new()),
@@ -55,7 +55,7 @@ impl FleetShare {
     }
 
     /// Queues `delta` of `channel` in `minute` for the next flush.
-    pub(super) fn queue(&self, channel: &str, minute: u64, delta: &ChannelTally) {
+    pub(super) fn queue(&self, channel: &str, minute: u64, delta: &ChannelFigures) {
         let mut pending = lock(&self.pending);
         merge_into(&mut pending, channel, minute, delta);
     }
@@ -67,10 +67,10 @@ impl FleetShare {
         let deltas: Vec<FigureDelta> = taken
             .iter()
             .flat_map(|(minute, channels)| {
-                channels.iter().map(|(channel, tally)| FigureDelta {
+                channels.iter().map(|(channel, figures)| FigureDelta {
                     channel: channel.clone(),
                     minute: *minute,
-                    counts: counters(tally),
+                    counts: counters(figures),
                 })
             })
             .collect();
@@ -83,8 +83,8 @@ impl FleetShare {
             Err(e) => {
                 let mut pending = lock(&self.pending);
                 for (minute, channels) in taken {
-                    for (channel, tally) in channels {
-                        merge_into(&mut pending, &channel, minute, &tally);
+                    for (channel, figures) in channels {
+                        merge_into(&mut pending, &channel, minute, &figures);
                     }
                 }
                 Err(e)
@@ -92,13 +92,13 @@ impl FleetShare {
         }
     }
 
-    /// The fleet's tally of every channel over minutes `first..=last`;
+    /// The fleet's figures of every channel over minutes `first..=last`;
     /// `None` when Redis does not answer.
     pub(super) async fn window(
         &self,
         first: u64,
         last: u64,
-    ) -> Option<BTreeMap<String, ChannelTally>> {
+    ) -> Option<BTreeMap<String, ChannelFigures>> {
         match self.store.sums(first, last).await {
             Ok(sums) => Some(
                 sums.iter()
@@ -111,10 +111,10 @@ impl FleetShare {
 }
 
 /// Adds `delta` to the queue, forgetting the oldest minute past the bound.
-fn merge_into(pending: &mut Pending, channel: &str, minute: u64, delta: &ChannelTally) {
+fn merge_into(pending: &mut Pending, channel: &str, minute: u64, delta: &ChannelFigures) {
     let channels = pending.entry(minute).or_default();
     match channels.get_mut(channel) {
-        Some(tally) => tally.merge(delta),
+        Some(figures) => figures.merge(delta),
         None => {
             channels.insert(channel.to_owned(), *delta);
         }
@@ -133,7 +133,7 @@ fn merge_into(pending: &mut Pending, channel: &str, minute: u64, delta: &Channel
 }
 
 /// The named counters of `t` that are not zero.
-pub fn counters(t: &ChannelTally) -> Vec<(String, u64)> {
+pub fn counters(t: &ChannelFigures) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let mut put = |name: String, n: u64| {
         if n > 0 {
@@ -161,10 +161,10 @@ pub fn counters(t: &ChannelTally) -> Vec<(String, u64)> {
     out
 }
 
-/// A tally from named counters; names it does not know (a newer
+/// Figures from named counters; names it does not know (a newer
 /// replica's) are left out.
-pub fn from_counters(counts: &BTreeMap<String, u64>) -> ChannelTally {
-    let mut t = ChannelTally::default();
+pub fn from_counters(counts: &BTreeMap<String, u64>) -> ChannelFigures {
+    let mut t = ChannelFigures::default();
     let mut session = [0u64; LATENCY_BUCKETS];
     let mut liveness = [0u64; LATENCY_BUCKETS];
     for (name, &n) in counts {
@@ -207,14 +207,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tally_survives_its_named_counters() {
-        let mut t = ChannelTally {
+    fn figures_survive_their_named_counters() {
+        let mut t = ChannelFigures {
             sessions_started: 4,
             contingency_answers: 1,
             valid: 2,
             invalid: 1,
             blocked: 1,
-            ..ChannelTally::default()
+            ..ChannelFigures::default()
         };
         t.session_errors.add("timeout", 3);
         t.verification_errors.add("http_5xx", 2);
@@ -228,9 +228,9 @@ mod tests {
     #[test]
     fn the_queue_forgets_the_oldest_minutes_past_its_bound() {
         let mut pending = Pending::new();
-        let one = ChannelTally {
+        let one = ChannelFigures {
             valid: 1,
-            ..ChannelTally::default()
+            ..ChannelFigures::default()
         };
         for minute in 0..(MAX_PENDING_BUCKETS as u64 + 10) {
             merge_into(&mut pending, "primary", minute, &one);

@@ -1,16 +1,17 @@
-//! The fleet's event stream, and the supervisor task that reads it.
+//! The fleet's supervisor: the task that reads the event stream, and what
+//! it tells the replica ([`FleetEvent`]).
 //!
 //! Completion notices and control changes are appended to the Redis
 //! stream `{p}{fleet}:events` (`XADD ... MAXLEN ~ stream_max_len`, so it
-//! stays bounded). Each replica reads it on a connection of its own
-//! (`XREAD BLOCK`, never on the shared command connection, which a
-//! blocking read would stall; [`super::link::Link::open_reader`]: the
-//! server, the master the sentinels name, or a cluster connection of its
-//! own routed to the stream's slot) from the last entry it processed. A replica
-//! that loses Redis for a while therefore reads, once back, every event
+//! stays bounded; `event_log`). Each replica reads it on a connection of
+//! its own (`XREAD BLOCK`, never on the shared command connection, which
+//! a blocking read would stall; `Link::open_reader`: the server, the
+//! master the sentinels name, or a cluster connection of its own routed
+//! to the stream's slot) from the last entry it processed. A replica that
+//! loses Redis for a while therefore reads, once back, every event
 //! appended meanwhile (as long as the stream still holds them) and ends
 //! those watches at once, instead of leaving them to polling as pub/sub
-//! did. An event read twice is harmless: the watches ends a journey's
+//! did. An event read twice is harmless: the watches end a journey's
 //! watchers once, and a control change makes the replica re-read the
 //! whole control state.
 //!
@@ -26,25 +27,39 @@
 //!
 //! Hash tag: a control change writes its keys and the stream in one
 //! `MULTI`, so the stream and the control keys share the hash tag
-//! [`FLEET_GROUP`](super::event_log::FLEET_GROUP) (`{p}{fleet}:...`: one Redis Cluster slot).
+//! `FLEET_GROUP` (`{p}{fleet}:...`: one Redis Cluster slot).
 
 use std::{sync::Arc, time::Duration};
 
 use redis::{Value, streams::StreamReadReply};
 
+use tokio::sync::broadcast;
+
 use super::{
-    Body, Message, RedisConn,
-    event_log::{FIELD, stream_key},
-    link::Reader,
-    now_ms,
+    control::{ControlState, FleetControl},
+    event_log::{Body, FIELD, Message, stream_key},
+    notices::FleetNotice,
 };
 use crate::{
-    cluster::{ControlState, FleetEvent, FleetNotice, control::RedisControl},
+    cluster::redis::{RedisConn, link::Reader, now_ms},
     domain::JourneyRef,
 };
 
 /// The current control state of this replica, used to seed an empty Redis.
 pub type SeedFn = Arc<dyn Fn() -> ControlState + Send + Sync>;
+
+/// What other replicas did, as this replica learns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FleetEvent {
+    /// Another replica accepted a completion notice.
+    Notice(FleetNotice),
+    /// The control state, after another replica changed it, or after this
+    /// replica (re)connected: apply it whole.
+    Control(ControlState),
+}
+
+/// Where the supervisor tells this replica's subscribers what it learns.
+type Tell = broadcast::Sender<FleetEvent>;
 
 /// How long one `XREAD` waits for new entries. Also how often the
 /// supervisor looks at the up flag while the stream is quiet.
@@ -59,9 +74,9 @@ const READ_COUNT: usize = 256;
 const START_MARGIN: Duration = Duration::from_secs(1);
 
 /// Connects the reading connection, loads the control state, relays the
-/// stream's entries; on a failure, marks the cluster down and starts over
-/// from the last entry processed.
-pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl, seed: SeedFn) {
+/// stream's entries to `tell`; on a failure, marks the cluster down and
+/// starts over from the last entry processed.
+pub(super) async fn supervise(conn: RedisConn, control: FleetControl, seed: SeedFn, tell: Tell) {
     let mut backoff = Duration::from_millis(50);
     let margin = u64::try_from(START_MARGIN.as_millis()).unwrap_or(0);
     let mut position = format!("{}-0", now_ms().saturating_sub(margin));
@@ -71,6 +86,7 @@ pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl
             &conn,
             &control,
             &seed,
+            &tell,
             (!first).then_some(position.as_str()),
         )
         .await
@@ -78,7 +94,7 @@ pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl
             Ok(mut reader) => {
                 backoff = Duration::from_millis(50);
                 first = false;
-                while read(&conn, &control, &mut reader, &mut position)
+                while read(&conn, &control, &tell, &mut reader, &mut position)
                     .await
                     .is_ok()
                 {
@@ -86,7 +102,7 @@ pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl
                     // stream stayed readable: re-read and mark it up again.
                     if !conn.is_up() {
                         if let Ok(state) = control.read().await {
-                            conn.tell(FleetEvent::Control(state));
+                            let _ = tell.send(FleetEvent::Control(state));
                             conn.set_up(true, "recovered");
                         }
                     }
@@ -105,8 +121,9 @@ pub(in crate::cluster) async fn supervise(conn: RedisConn, control: RedisControl
 /// state, and marks the cluster up.
 async fn connect(
     conn: &RedisConn,
-    control: &RedisControl,
+    control: &FleetControl,
     seed: &SeedFn,
+    tell: &Tell,
     reconnecting_from: Option<&str>,
 ) -> Result<Reader, &'static str> {
     let mut reader = conn
@@ -118,7 +135,7 @@ async fn connect(
     }
     control.seed(seed()).await.map_err(|_| "seed failed")?;
     let state = control.read().await.map_err(|_| "control read failed")?;
-    conn.tell(FleetEvent::Control(state));
+    let _ = tell.send(FleetEvent::Control(state));
     conn.set_up(true, "connected");
     Ok(reader)
 }
@@ -155,7 +172,8 @@ fn entry_id(id: &str) -> (u64, u64) {
 /// `position` past it. An error means the reading connection is gone.
 async fn read(
     conn: &RedisConn,
-    control: &RedisControl,
+    control: &FleetControl,
+    tell: &Tell,
     reader: &mut Reader,
     position: &mut String,
 ) -> Result<(), ()> {
@@ -178,14 +196,14 @@ async fn read(
     };
     for entry in reply.keys.into_iter().flat_map(|k| k.ids) {
         if let Some(Value::BulkString(payload)) = entry.map.get(FIELD) {
-            on_message(conn, control, payload).await;
+            on_message(conn, control, tell, payload).await;
         }
         *position = entry.id;
     }
     Ok(())
 }
 
-async fn on_message(conn: &RedisConn, control: &RedisControl, payload: &[u8]) {
+async fn on_message(conn: &RedisConn, control: &FleetControl, tell: &Tell, payload: &[u8]) {
     let Ok(message) = serde_json::from_slice::<Message>(payload) else {
         tracing::debug!("unreadable fleet message ignored");
         return;
@@ -205,14 +223,16 @@ async fn on_message(conn: &RedisConn, control: &RedisControl, payload: &[u8]) {
             let Some(journey) = JourneyRef::parse(&journey_ref) else {
                 return;
             };
-            conn.tell(FleetEvent::Notice(FleetNotice {
+            let _ = tell.send(FleetEvent::Notice(FleetNotice {
                 journey,
                 status,
                 delivery,
             }));
         }
         Body::Control => match control.read().await {
-            Ok(state) => conn.tell(FleetEvent::Control(state)),
+            Ok(state) => {
+                let _ = tell.send(FleetEvent::Control(state));
+            }
             Err(_) => tracing::warn!("fleet control change announced but not readable"),
         },
     }

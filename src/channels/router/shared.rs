@@ -1,6 +1,7 @@
 //! The router's state that outlives a call: session bindings in its
-//! [`BindingStore`](crate::cluster::BindingStore), and the control state
-//! the fleet shares through [`ControlStore`](crate::cluster::ControlStore).
+//! [`BindingStore`](crate::cluster::BindingStore), and, in a fleet, the
+//! control state the replicas share through
+//! [`FleetControl`](crate::cluster::FleetControl).
 //!
 //! - A granted session is bound with its channel generation; in a fleet
 //!   the store also shares the channel's name, so any replica can route
@@ -13,8 +14,8 @@
 //! - A contingency hold started here is told to the fleet, so every
 //!   replica prefers the alternative for the rest of it.
 //!
-//! Circuit breakers stay per replica. In one process the bindings are the
-//! memory store's and there is no one to tell of a control change.
+//! Circuit breakers stay per replica. One process has no fleet control
+//! state: a change applies here at once, and there is no one to tell.
 
 use std::{sync::Arc, sync::atomic::Ordering};
 
@@ -47,15 +48,10 @@ impl ChannelRouter {
         {
             tracing::warn!(journey = %journey, "3D session binding not shared: verify on this replica or pass the channel");
         }
-        if held {
-            let shared = self.shared_control.clone();
+        if let (true, Some(fleet)) = (held, self.fleet_control.clone()) {
             let hold = self.contingency_hold;
             tokio::spawn(async move {
-                if shared
-                    .change_control(ControlChange::Hold(hold))
-                    .await
-                    .is_err()
-                {
+                if fleet.change(ControlChange::Hold(hold)).await.is_err() {
                     tracing::warn!("contingency hold not shared with the fleet");
                 }
             });
@@ -81,13 +77,11 @@ impl ChannelRouter {
 
     /// `SetRoutingMode` for the fleet: checked here, written to the fleet,
     /// then applied here. `CLUSTER_UNAVAILABLE` when the fleet cannot take
-    /// it (then no replica applies it).
+    /// it (then no replica applies it). One process applies it at once.
     pub async fn change_mode(&self, mode: RoutingMode) -> Result<RoutingMode, Error> {
         self.check_mode(&mode)?;
-        self.shared_control
-            .change_control(ControlChange::Mode(mode.to_string()))
-            .await
-            .map_err(|_| Error::ClusterUnavailable)?;
+        self.tell_fleet(ControlChange::Mode(mode.to_string()))
+            .await?;
         self.set_mode(mode)
     }
 
@@ -102,11 +96,21 @@ impl ChannelRouter {
         } else {
             ControlChange::Undrain(name.to_owned())
         };
-        self.shared_control
-            .change_control(change)
-            .await
-            .map_err(|_| Error::ClusterUnavailable)?;
+        self.tell_fleet(change).await?;
         self.set_drained(name, drained)
+    }
+
+    /// Writes `change` to the fleet, in a fleet, before it applies here:
+    /// `CLUSTER_UNAVAILABLE` when the fleet cannot take it. Nothing to
+    /// write for one process.
+    async fn tell_fleet(&self, change: ControlChange) -> Result<(), Error> {
+        match &self.fleet_control {
+            Some(fleet) => fleet
+                .change(change)
+                .await
+                .map_err(|_| Error::ClusterUnavailable),
+            None => Ok(()),
+        }
     }
 
     /// Applies the fleet's control state whole: its mode (when set and
@@ -142,7 +146,7 @@ impl ChannelRouter {
                 *hold = Some(until);
             }
         }
-        self.fleet_control.store(true, Ordering::Release);
+        self.control_from_fleet.store(true, Ordering::Release);
     }
 
     /// This replica's control state, to seed a fleet whose Redis holds none.

@@ -24,11 +24,11 @@ fn quantiles_interpolate_inside_buckets() {
 
 #[test]
 fn the_wilson_interval_brackets_the_rate() {
-    let t = ChannelTally {
+    let t = ChannelFigures {
         valid: 90,
         invalid: 8,
         blocked: 2,
-        ..ChannelTally::default()
+        ..ChannelFigures::default()
     };
     let (p, lo, hi) = t.pass_rate().unwrap();
     assert!((p - 0.9).abs() < 1e-9);
@@ -36,19 +36,19 @@ fn the_wilson_interval_brackets_the_rate() {
         (lo - 0.8256).abs() < 1e-3 && (hi - 0.9448).abs() < 1e-3,
         "{lo} {hi}"
     );
-    let all = ChannelTally {
+    let all = ChannelFigures {
         valid: 5,
-        ..ChannelTally::default()
+        ..ChannelFigures::default()
     };
     let (_, lo, hi) = all.pass_rate().unwrap();
     assert!(lo > 0.5 && hi == 1.0, "{lo} {hi}");
-    assert_eq!(ChannelTally::default().pass_rate(), None);
+    assert_eq!(ChannelFigures::default().pass_rate(), None);
 }
 
 #[test]
 fn buckets_age_out_after_the_retention_and_windows_sum_minutes() {
-    let f = VendorStats::new(3);
-    let grant = |t: &mut ChannelTally| t.sessions_started += 1;
+    let f = Figures::new(3);
+    let grant = |t: &mut ChannelFigures| t.sessions_started += 1;
     for minute in [100, 100, 101, 102] {
         f.update("primary", minute, grant);
     }
@@ -63,12 +63,12 @@ fn buckets_age_out_after_the_retention_and_windows_sum_minutes() {
 #[test]
 fn a_minute_of_one_channel_costs_about_0_4_kb() {
     // The documented memory bound: retention x channels x this.
-    assert!(std::mem::size_of::<(u64, ChannelTally)>() <= 432);
+    assert!(std::mem::size_of::<(u64, ChannelFigures)>() <= 432);
 }
 
 #[test]
 fn channels_beyond_the_cap_evict_the_stalest() {
-    let f = VendorStats::new(10);
+    let f = Figures::new(10);
     for i in 0..=MAX_FIGURE_CHANNELS {
         f.update(&format!("c{i}"), i as u64, |t| t.valid += 1);
     }
@@ -80,7 +80,7 @@ fn channels_beyond_the_cap_evict_the_stalest() {
 
 #[test]
 fn outcomes_and_errors_are_counted_by_class() {
-    let f = VendorStats::default();
+    let f = Figures::default();
     let op = Operation::Liveness3D;
     let invalid = CallOutcome {
         op,

@@ -1,11 +1,11 @@
-//! `GetChannelFigures`: the router's per-channel tallies to their proto
+//! `GetChannelFigures`: the router's per-channel figures to their proto
 //! form and back (the CLI reads them back to merge replicas).
 
 use std::collections::BTreeMap;
 
 use crate::{
     Error,
-    channels::vendor_stats::{ChannelTally, ErrorCounts, LATENCY_BOUNDS_MS, LatencyHistogram},
+    channels::figures::{ChannelFigures, ErrorCounts, LATENCY_BOUNDS_MS, LatencyHistogram},
     proto::v1 as pb,
 };
 
@@ -68,8 +68,8 @@ fn errors_from_proto(e: &[pb::ErrorCount]) -> ErrorCounts {
     counts
 }
 
-/// The proto form of one channel's tally.
-pub fn figures_to_proto(name: &str, t: &ChannelTally) -> pb::ChannelFigures {
+/// The proto form of one channel's figures.
+pub fn figures_to_proto(name: &str, t: &ChannelFigures) -> pb::ChannelFigures {
     pb::ChannelFigures {
         name: name.to_owned(),
         sessions_started: t.sessions_started,
@@ -87,28 +87,28 @@ pub fn figures_to_proto(name: &str, t: &ChannelTally) -> pb::ChannelFigures {
 
 /// Why a `GetChannelFigures` answer cannot be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum VendorStatsError {
+pub enum FiguresError {
     /// The gateway buckets latency differently (another release).
     #[error("the gateway's latency buckets differ from this client's; use the same release")]
     Buckets,
 }
 
-/// Reads a `GetChannelFigures` answer back into tallies by channel name.
+/// Reads a `GetChannelFigures` answer back into figures by channel name.
 pub fn figures_from_proto(
     resp: &pb::GetChannelFiguresResponse,
-) -> Result<BTreeMap<String, ChannelTally>, VendorStatsError> {
+) -> Result<BTreeMap<String, ChannelFigures>, FiguresError> {
     if resp.latency_bounds_ms != LATENCY_BOUNDS_MS {
-        return Err(VendorStatsError::Buckets);
+        return Err(FiguresError::Buckets);
     }
     let histogram = |counts: &[u64]| {
         if counts.is_empty() {
             return Ok(LatencyHistogram::default());
         }
-        LatencyHistogram::from_counts(counts).ok_or(VendorStatsError::Buckets)
+        LatencyHistogram::from_counts(counts).ok_or(FiguresError::Buckets)
     };
     let mut out = BTreeMap::new();
     for c in &resp.channels {
-        let tally = ChannelTally {
+        let figures = ChannelFigures {
             sessions_started: c.sessions_started,
             contingency_answers: c.contingency_answers,
             session_errors: errors_from_proto(&c.session_errors),
@@ -121,8 +121,8 @@ pub fn figures_from_proto(
             liveness_latency: histogram(&c.liveness_latency)?,
         };
         out.entry(c.name.clone())
-            .or_insert_with(ChannelTally::default)
-            .merge(&tally);
+            .or_insert_with(ChannelFigures::default)
+            .merge(&figures);
     }
     Ok(out)
 }
@@ -134,13 +134,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tallies_survive_the_round_trip_through_proto() {
-        let mut t = ChannelTally {
+    fn figures_survive_the_round_trip_through_proto() {
+        let mut t = ChannelFigures {
             sessions_started: 3,
             contingency_answers: 1,
             valid: 2,
             invalid: 1,
-            ..ChannelTally::default()
+            ..ChannelFigures::default()
         };
         t.verification_errors.add("timeout", 4);
         t.liveness_latency.observe(Duration::from_millis(30));
@@ -155,7 +155,7 @@ mod tests {
             latency_bounds_ms: vec![1, 2],
             ..resp
         };
-        assert_eq!(figures_from_proto(&other), Err(VendorStatsError::Buckets));
+        assert_eq!(figures_from_proto(&other), Err(FiguresError::Buckets));
     }
 
     #[test]

@@ -10,9 +10,9 @@
 //! retention
 //! ([`DEFAULT_RETENTION_MINUTES`]), so a window ("the last hour") is a sum
 //! of buckets. Every count is a plain sum, so the figures of several
-//! replicas merge by adding them ([`ChannelTally::merge`]). In a fleet
+//! replicas merge by adding them ([`ChannelFigures::merge`]). In a fleet
 //! (`[cluster]`), each replica also adds its counts to per-minute buckets
-//! on Redis ([`fleet`]), so any replica answers for the whole fleet; when
+//! on Redis ([`fleet_share`]), so any replica answers for the whole fleet; when
 //! Redis does not answer, a replica answers with its own counts and the
 //! fleet view is the sum of every replica's answer.
 //!
@@ -23,19 +23,20 @@
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Mutex, OnceLock},
     time::{SystemTime, UNIX_EPOCH},
 };
 
 use super::call_outcome::{CallOutcome, Ended, OutcomeSink, Verdict};
-use crate::{cluster::VendorStatsStore, domain::Operation, sync::lock};
+use crate::{cluster::FleetFigures, domain::Operation, sync::lock};
 
-pub mod fleet;
-mod tally;
-pub use fleet::FleetShare;
-pub use tally::{
-    ChannelTally, ERROR_CLASSES, ErrorCounts, LATENCY_BOUNDS_MS, LATENCY_BUCKETS, LatencyHistogram,
+mod channel_figures;
+pub mod fleet_share;
+pub use channel_figures::{
+    ChannelFigures, ERROR_CLASSES, ErrorCounts, LATENCY_BOUNDS_MS, LATENCY_BUCKETS,
+    LatencyHistogram,
 };
+pub use fleet_share::FleetShare;
 
 /// Default retention of the figures: 24 hours of per-minute buckets.
 pub const DEFAULT_RETENTION_MINUTES: u32 = 1_440;
@@ -48,28 +49,29 @@ pub const MAX_RETENTION_MINUTES: u32 = 10_080;
 /// names; then the channel recorded least recently is forgotten.
 pub const MAX_FIGURE_CHANNELS: usize = 64;
 
-/// Each channel's per-minute tallies, oldest first.
-type TallyMap = HashMap<String, VecDeque<(u64, ChannelTally)>, foldhash::fast::RandomState>;
+/// Each channel's per-minute figures, oldest first.
+type FiguresByChannel =
+    HashMap<String, VecDeque<(u64, ChannelFigures)>, foldhash::fast::RandomState>;
 
 /// The rolling per-minute figures of every channel of this gateway.
 #[derive(Debug)]
-pub struct VendorStats {
+pub struct Figures {
     retention_minutes: u32,
     /// By channel name (from configuration; looked up on every 3D call).
-    channels: Mutex<TallyMap>,
+    channels: Mutex<FiguresByChannel>,
     /// This replica's share of the fleet's figures, in a fleet.
     fleet: OnceLock<FleetShare>,
 }
 
-impl Default for VendorStats {
+impl Default for Figures {
     fn default() -> Self {
         Self::new(DEFAULT_RETENTION_MINUTES)
     }
 }
 
-/// What one call sent adds to its channel's tally.
-fn delta_of(outcome: &CallOutcome<'_>) -> ChannelTally {
-    let mut t = ChannelTally::default();
+/// What one call sent adds to its channel's figures.
+fn delta_of(outcome: &CallOutcome<'_>) -> ChannelFigures {
+    let mut t = ChannelFigures::default();
     let session = outcome.op == Operation::SessionToken3D;
     match outcome.ended {
         Ended::Granted { contingency, .. } => {
@@ -100,13 +102,13 @@ fn minute_now() -> u64 {
         .map_or(0, |d| d.as_secs() / 60)
 }
 
-impl OutcomeSink for VendorStats {
+impl OutcomeSink for Figures {
     fn record(&self, channel: &str, outcome: &CallOutcome<'_>) {
-        VendorStats::record(self, channel, outcome);
+        Figures::record(self, channel, outcome);
     }
 }
 
-impl VendorStats {
+impl Figures {
     /// Figures kept for `retention_minutes` (at least 1, at most
     /// [`MAX_RETENTION_MINUTES`]).
     pub fn new(retention_minutes: u32) -> Self {
@@ -119,7 +121,7 @@ impl VendorStats {
 
     /// Shares these figures with the fleet through `store` (the first
     /// store given).
-    pub fn share(&self, store: Arc<dyn VendorStatsStore>) {
+    pub fn share(&self, store: FleetFigures) {
         let _ = self.fleet.set(FleetShare::new(store));
     }
 
@@ -147,7 +149,7 @@ impl VendorStats {
         }
     }
 
-    fn update(&self, channel: &str, minute: u64, f: impl FnOnce(&mut ChannelTally)) {
+    fn update(&self, channel: &str, minute: u64, f: impl FnOnce(&mut ChannelFigures)) {
         let retention = u64::from(self.retention_minutes);
         let mut channels = lock(&self.channels);
         if !channels.contains_key(channel) && channels.len() >= MAX_FIGURE_CHANNELS {
@@ -168,11 +170,11 @@ impl VendorStats {
         };
         match buckets.back_mut() {
             // A clock stepped back lands in the newest bucket.
-            Some((m, tally)) if *m >= minute => f(tally),
+            Some((m, figures)) if *m >= minute => f(figures),
             _ => {
-                let mut tally = ChannelTally::default();
-                f(&mut tally);
-                buckets.push_back((minute, tally));
+                let mut figures = ChannelFigures::default();
+                f(&mut figures);
+                buckets.push_back((minute, figures));
             }
         }
         while buckets
@@ -183,27 +185,27 @@ impl VendorStats {
         }
     }
 
-    /// The tally of every channel over the last `minutes` minutes (the
+    /// The figures of every channel over the last `minutes` minutes (the
     /// current one included), by channel name.
-    pub fn window(&self, minutes: u32) -> BTreeMap<String, ChannelTally> {
+    pub fn window(&self, minutes: u32) -> BTreeMap<String, ChannelFigures> {
         self.window_at(minute_now(), minutes)
     }
 
-    /// The fleet's tally of every channel over the last `minutes` minutes,
+    /// The fleet's figures of every channel over the last `minutes` minutes,
     /// from Redis; `None` for one process or when Redis does not answer
-    /// (then [`VendorStats::window`] is this replica's own).
-    pub async fn fleet_window(&self, minutes: u32) -> Option<BTreeMap<String, ChannelTally>> {
+    /// (then [`Figures::window`] is this replica's own).
+    pub async fn fleet_window(&self, minutes: u32) -> Option<BTreeMap<String, ChannelFigures>> {
         let now = minute_now();
         let first = now.saturating_sub(u64::from(minutes.max(1)) - 1);
         self.fleet.get()?.window(first, now).await
     }
 
-    fn window_at(&self, now: u64, minutes: u32) -> BTreeMap<String, ChannelTally> {
+    fn window_at(&self, now: u64, minutes: u32) -> BTreeMap<String, ChannelFigures> {
         let first = now.saturating_sub(u64::from(minutes.max(1)) - 1);
         lock(&self.channels)
             .iter()
             .map(|(name, buckets)| {
-                let mut sum = ChannelTally::default();
+                let mut sum = ChannelFigures::default();
                 for (_, t) in buckets.iter().filter(|(m, _)| *m >= first) {
                     sum.merge(t);
                 }
