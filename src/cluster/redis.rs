@@ -49,6 +49,12 @@ use crate::telemetry::Metrics;
 pub(super) const DELETE_IF_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
+/// Takes `KEYS[1]` for replica `ARGV[1]` for `ARGV[2]` milliseconds when
+/// nobody holds it or this replica already does (then renews it).
+const HOLD_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
+     if v == false or v == ARGV[1] then \
+       redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
+
 /// Unix milliseconds now.
 pub(super) fn now_ms() -> u64 {
     SystemTime::now()
@@ -360,6 +366,28 @@ impl RedisConn {
             redis::cmd("GET").arg(&key).query_async(&mut c).await
         })
         .await
+    }
+
+    /// Takes `key` for this replica for `ttl`, or renews it when this
+    /// replica holds it ([`HOLD_SCRIPT`]): true while this replica holds
+    /// it. What one replica at a time may do (a journey's read turn, the
+    /// rollout's driving) holds its key so.
+    pub(super) async fn hold(&self, key: String, ttl: Duration) -> Result<bool, ClusterError> {
+        let holder = self.origin().to_owned();
+        let ttl = millis(ttl);
+        let held: i64 = self
+            .exec("EVAL", move |mut c| async move {
+                redis::cmd("EVAL")
+                    .arg(HOLD_SCRIPT)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(&holder)
+                    .arg(ttl)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(held == 1)
     }
 
     /// Deletes `key` if it still holds `value` ([`DELETE_IF_SCRIPT`]).

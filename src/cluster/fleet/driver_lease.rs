@@ -5,23 +5,14 @@
 //! Only a fleet has several replicas to choose from: a single process
 //! drives its rollout itself.
 //!
-//! [`DriverLease`]: `{p}{rollout}:lease` (the holding replica's id, `SET
-//! NX PX` by `LEASE_SCRIPT`, renewed by its holder every round), under the
+//! [`DriverLease`]: `{p}{rollout}:lease` (the holding replica's id, taken
+//! and renewed every round by its holder, `RedisConn::hold`), under the
 //! rollout's hash tag, where the rollout store keeps its keys
 //! (`cluster::rollout`). A replica id only: nothing personal.
 
 use std::time::Duration;
 
-use crate::cluster::{
-    error::ClusterError,
-    redis::{RedisConn, millis},
-};
-
-/// Takes `KEYS[1]` for `ARGV[1]` for `ARGV[2]` ms, or renews it when
-/// `ARGV[1]` holds it.
-const LEASE_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
-     if v == false or v == ARGV[1] then \
-       redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
+use crate::cluster::{error::ClusterError, redis::RedisConn};
 
 /// The lease of the replica that drives the fleet's rollout.
 #[derive(Debug, Clone)]
@@ -40,22 +31,6 @@ impl DriverLease {
     /// timeout.
     pub async fn take(&self, ttl: Duration) -> Result<bool, ClusterError> {
         self.conn.check_up()?;
-        let key = self.conn.key("{rollout}:lease");
-        let holder = self.conn.origin().to_owned();
-        let ttl = millis(ttl);
-        let held: i64 = self
-            .conn
-            .exec("EVAL", move |mut c| async move {
-                redis::cmd("EVAL")
-                    .arg(LEASE_SCRIPT)
-                    .arg(1)
-                    .arg(&key)
-                    .arg(&holder)
-                    .arg(ttl)
-                    .query_async(&mut c)
-                    .await
-            })
-            .await?;
-        Ok(held == 1)
+        self.conn.hold(self.conn.key("{rollout}:lease"), ttl).await
     }
 }

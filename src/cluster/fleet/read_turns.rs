@@ -11,8 +11,8 @@
 //! (`docs/capacity.md`). A single process has no turns to take: its
 //! watches read whenever they need to.
 //!
-//! [`ReadTurns`]: `{p}turn:<ref>` (the holding replica's id, `SET NX PX`
-//! by `TURN_SCRIPT`, renewed by its holder on each read, deleted by it
+//! [`ReadTurns`]: `{p}turn:<ref>` (the holding replica's id, taken and
+//! renewed by its holder on each read, `RedisConn::hold`, deleted by it
 //! once the result is final); the announcement on `{p}{fleet}:events`, a
 //! notice whose delivery is [`RESULT_READ`]. While Redis is unreachable
 //! every replica takes its own turn (watchers fall back to polling, never
@@ -26,16 +26,7 @@
 use std::time::Duration;
 
 use super::notices::{FleetNotice, FleetNotices, RESULT_READ};
-use crate::{
-    cluster::redis::{RedisConn, millis},
-    domain::JourneyRef,
-};
-
-/// Takes the read turn of `KEYS[1]` for replica `ARGV[1]`, for `ARGV[2]`
-/// milliseconds, when nobody holds it or this replica already does.
-const TURN_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) \
-    if v == false or v == ARGV[1] then \
-    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 end return 0";
+use crate::{cluster::redis::RedisConn, domain::JourneyRef};
 
 /// The fleet's read turns of watched journeys.
 #[derive(Debug, Clone)]
@@ -62,24 +53,8 @@ impl ReadTurns {
         if self.conn.check_up().is_err() {
             return true;
         }
-        let key = self.key(journey);
-        let origin = self.conn.origin().to_owned();
-        let ttl = millis(turn);
-        let taken = self
-            .conn
-            .exec("EVAL", move |mut c| async move {
-                redis::cmd("EVAL")
-                    .arg(TURN_SCRIPT)
-                    .arg(1)
-                    .arg(&key)
-                    .arg(&origin)
-                    .arg(ttl)
-                    .query_async::<i64>(&mut c)
-                    .await
-            })
-            .await;
-        // Taken (1), or Redis did not answer: read, as one process would.
-        !matches!(taken, Ok(0))
+        // Taken, or Redis did not answer: read, as one process would.
+        !matches!(self.conn.hold(self.key(journey), turn).await, Ok(false))
     }
 
     /// Tells the replicas watching `journey` that the result this replica
