@@ -60,6 +60,7 @@ pub mod bindings;
 pub mod config;
 pub mod control;
 pub mod dedupe;
+pub mod embedded;
 pub mod encryption;
 pub mod journeys;
 pub mod probes;
