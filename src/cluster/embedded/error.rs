@@ -58,8 +58,9 @@ pub enum StoreError {
         /// The store file.
         path: PathBuf,
     },
-    /// The disk holding the store is full.
-    #[error("the disk holding the store {path} is full")]
+    /// The disk holding the store is full (or the file reached the
+    /// process's file size limit).
+    #[error("the disk holding the store {path} is full (or the file reached a size limit)")]
     DiskFull {
         /// The store file.
         path: PathBuf,
@@ -88,6 +89,16 @@ pub enum StoreError {
     /// semantics of `ClusterError::Taken`).
     #[error("a record already lives under the key")]
     Taken,
+    /// An earlier write failed on the disk (a full disk, an I/O error):
+    /// the file may no longer be written until it is opened again, so the
+    /// store refuses every call rather than guess what is on disk.
+    #[error(
+        "the store at {path} stopped after an I/O error (a full disk?): restart the gateway once its cause is fixed"
+    )]
+    Halted {
+        /// The store file.
+        path: PathBuf,
+    },
     /// Another storage failure (an I/O error other than a full disk).
     #[error("the store at {path} failed: {cause}")]
     Io {
@@ -131,6 +142,7 @@ impl StoreError {
                 ),
             },
             redb::Error::Io(e) => Self::io(path, &e),
+            redb::Error::PreviousIo => Self::Halted { path },
             other => Self::Io {
                 path,
                 cause: other.to_string(),

@@ -10,7 +10,7 @@ use std::{
 
 use super::*;
 
-/// What the child does, and where: `write:<dir>` or `hold:<dir>`.
+/// What the child does, and where: `write:<dir>`, `hold:<dir>` or `fill:<dir>`.
 const ROLE: &str = "IDGATE_EMBEDDED_CHILD";
 
 /// Concurrent writers in the writing child: commits carry several writes.
@@ -18,7 +18,23 @@ const WRITERS: u32 = 8;
 
 /// Starts this test binary again as the child, in `role`.
 fn spawn(role: &str) -> Child {
-    Command::new(std::env::current_exe().unwrap())
+    child_command(Command::new(std::env::current_exe().unwrap()), role)
+}
+
+/// Starts the child in `role` with files limited to `blocks` blocks of
+/// the shell's `ulimit -f`: a disk that fills, whoever runs the test
+/// (root is not spared, as it would be by permissions or quotas).
+fn spawn_with_file_limit(role: &str, blocks: u32) -> Child {
+    let mut shell = Command::new("/bin/sh");
+    shell
+        .arg("-c")
+        .arg(format!("ulimit -f {blocks} && exec \"$0\" \"$@\""))
+        .arg(std::env::current_exe().unwrap());
+    child_command(shell, role)
+}
+
+fn child_command(mut command: Command, role: &str) -> Child {
+    command
         .args([
             "cluster::embedded::tests::child::child",
             "--exact",
@@ -49,6 +65,9 @@ async fn child() {
         return;
     };
     let (what, dir) = role.split_once(':').unwrap();
+    if what == "fill" {
+        return fill(dir).await;
+    }
     let store = Embedded::open(&child_config(dir), None).unwrap();
     match what {
         "hold" => {
@@ -75,6 +94,75 @@ async fn child() {
         }
         other => panic!("unknown role {other}"),
     }
+}
+
+/// The filling child: writes until refused, and says how it was refused
+/// (`open <error>` or `write <error>`, then `next <error>` for the write
+/// after).
+async fn fill(dir: &str) {
+    // Past the file size limit a write fails with EFBIG, once the signal
+    // the kernel sends with it no longer ends the process.
+    let _handled =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(25)).unwrap();
+    let store = match Embedded::open(&child_config(dir), None) {
+        Ok(store) => store,
+        Err(e) => return println!("open {e:?}"),
+    };
+    let value = vec![7u8; 64 * 1024];
+    for i in 0u32.. {
+        if let Err(e) = store
+            .insert(JOURNEYS, &i.to_be_bytes(), &value, in_an_hour())
+            .await
+        {
+            println!("write {e:?}");
+            let next = store.insert(JOURNEYS, b"next", b"v", in_an_hour()).await;
+            return println!("next {:?}", next.err());
+        }
+    }
+}
+
+/// The lines of a child's stdout that start with `prefix`, the prefix cut.
+fn said(child: Child, prefix: &str) -> Vec<String> {
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix).map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_full_disk_fails_the_start_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    // Smaller than a new store file.
+    let open = said(spawn_with_file_limit(&format!("fill:{data}"), 16), "open ");
+    assert_eq!(open.len(), 1, "the open was refused");
+    assert!(open[0].starts_with("DiskFull"), "{open:?}");
+    assert!(open[0].contains(&data), "{open:?}");
+}
+
+#[test]
+fn a_disk_that_fills_refuses_the_write_and_every_write_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let child = spawn_with_file_limit(&format!("fill:{data}"), 8192);
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |prefix: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line in {text:?}"))
+            .to_owned()
+    };
+    let (write, next) = (line("write "), line("next "));
+    assert!(write.starts_with("DiskFull"), "{write}");
+    assert!(write.contains(&data), "{write}");
+    // Nothing is written on a file in an unknown state until it is reopened.
+    assert!(next.starts_with("Some(Halted"), "{next}");
+    // Reopened (the disk has room again), every acknowledged record is there.
+    let store = Embedded::open(&child_config(&data), None).unwrap();
+    assert!(store.count(JOURNEYS, b"", usize::MAX).unwrap() > 0);
 }
 
 #[test]
