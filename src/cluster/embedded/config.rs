@@ -10,10 +10,7 @@
 //! sweep_interval_secs = 60      # how often expired records are removed
 //! ```
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{path::PathBuf, time::Duration};
 
 use serde::Deserialize;
 
@@ -119,11 +116,6 @@ impl StoreConfig {
             .unwrap_or_else(|| self.path.join(KEY_FILE))
     }
 
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.path
-    }
-
     /// How often expired records are removed.
     pub fn sweep_interval(&self) -> Duration {
         Duration::from_secs(self.sweep_interval_secs)
@@ -132,6 +124,8 @@ impl StoreConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn parse(text: &str) -> Result<StoreConfig, toml::de::Error> {

@@ -19,6 +19,7 @@
 //! - `sealing`: every value sealed under the store's key, bound to its
 //!   table and key (`cluster::encryption`); `key_file`: the key when
 //!   `[cluster]` names none.
+//! - [`Window`], [`Take`]: budget windows, counted all or none.
 //! - [`StoreError`]: each failure named with the path and its cause.
 //!
 //! The engine is redb: copy-on-write B-trees in one checksummed file,
@@ -41,6 +42,7 @@ mod read;
 pub mod record;
 mod sealing;
 mod sweeper;
+mod windows;
 mod writer;
 
 #[cfg(test)]
@@ -52,9 +54,9 @@ use zeroize::Zeroizing;
 
 pub use config::{Backend, StoreConfig};
 pub use error::StoreError;
-pub use ops::{Counted, Take, Window};
 pub use read::Record;
 pub use record::{Expiry, Table};
+pub use windows::{Counted, Take, Window};
 
 use crate::cluster::encryption::Sealer;
 

@@ -32,7 +32,7 @@ pub(super) struct Opened {
 /// sealed by `sealer` (the `[cluster]` key) when given, else by the key
 /// in `config`'s key file, created on first start.
 pub(super) fn open(config: &StoreConfig, sealer: Option<Sealer>) -> Result<Opened, StoreError> {
-    let dir = config.dir();
+    let dir = &config.path;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
