@@ -49,6 +49,9 @@ pub(super) fn scan(
     limit: usize,
 ) -> Result<Vec<(Vec<u8>, Record)>, StoreError> {
     let mut out = Vec::new();
+    if limit == 0 {
+        return Ok(out);
+    }
     walk(db, ctx, table, prefix, |key, stored, now| {
         if let Some(record) = open_live(ctx, table, key, stored, now)? {
             out.push((key.to_vec(), record));
@@ -68,6 +71,9 @@ pub(super) fn count(
     at_most: usize,
 ) -> Result<usize, StoreError> {
     let mut n = 0;
+    if at_most == 0 {
+        return Ok(n);
+    }
     walk(db, ctx, table, prefix, |_, stored, now| {
         if record::stored_expiry(stored).is_some_and(|e| e.lives_at(now)) {
             n += 1;

@@ -191,6 +191,8 @@ async fn a_prefix_walk_sees_only_the_live_records_it_names_up_to_its_bound() {
     assert_eq!(store.count(JOURNEYS, b"ana:", 100).unwrap(), 3);
     assert_eq!(store.count(JOURNEYS, b"ana:", 2).unwrap(), 2, "bounded");
     assert_eq!(store.count(JOURNEYS, b"bob:", 100).unwrap(), 1);
+    assert_eq!(store.count(JOURNEYS, b"ana:", 0).unwrap(), 0);
+    assert!(store.scan(JOURNEYS, b"ana:", 0).unwrap().is_empty());
     let keys: Vec<_> = store
         .scan(JOURNEYS, b"ana:", 2)
         .unwrap()
