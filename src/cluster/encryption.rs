@@ -49,6 +49,8 @@ enum Purpose {
     Directory,
     /// `{p}idem:<digest>`: a completed idempotency record.
     Idempotency,
+    /// A record of the embedded store of one process.
+    Embedded,
 }
 
 impl Purpose {
@@ -56,6 +58,7 @@ impl Purpose {
         match self {
             Self::Directory => b"journey-directory",
             Self::Idempotency => b"idempotency-record",
+            Self::Embedded => b"embedded-record",
         }
     }
 }
@@ -105,6 +108,13 @@ impl SealContext {
             Purpose::Directory,
             &[redis_key.as_bytes(), journey.as_str().as_bytes(), b"record"],
         )
+    }
+
+    /// A record of the embedded store (`cluster::embedded`), filed under
+    /// `key` in `table`: a value copied into another record, or another
+    /// table, does not open.
+    pub fn embedded_record(table: &str, key: &[u8]) -> Self {
+        Self::new(Purpose::Embedded, &[table.as_bytes(), key])
     }
 
     /// An idempotency record stored under `redis_key`, for the request

@@ -70,6 +70,7 @@
 pub mod bindings;
 pub mod config;
 pub mod dedupe;
+pub mod embedded;
 pub mod encryption;
 mod error;
 pub mod fleet;
