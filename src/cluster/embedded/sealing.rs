@@ -5,11 +5,11 @@
 use zeroize::Zeroizing;
 
 use super::Table;
-use crate::cluster::encryption::{Binding, Sealer};
+use crate::cluster::encryption::{SealContext, Sealer};
 
 /// `value` sealed for the record `key` of `table`.
 pub(super) fn seal(sealer: &Sealer, table: Table, key: &[u8], value: &[u8]) -> String {
-    sealer.seal_bytes(&Binding::embedded_record(table.name(), key), value)
+    sealer.seal_bytes(&SealContext::embedded_record(table.name(), key), value)
 }
 
 /// The value sealed in `sealed` for the record `key` of `table`; `None`
@@ -20,7 +20,7 @@ pub(super) fn open(
     key: &[u8],
     sealed: &str,
 ) -> Option<Zeroizing<Vec<u8>>> {
-    sealer.open_bytes(&Binding::embedded_record(table.name(), key), sealed)
+    sealer.open_bytes(&SealContext::embedded_record(table.name(), key), sealed)
 }
 
 #[cfg(test)]
