@@ -27,7 +27,6 @@ use crate::{
     },
     cluster::{MemoryProbes, MemoryRollout, MemoryUsage},
     proto::{services::ChannelAdminService, v1 as pb},
-    telemetry::audit::{AuditRecord, trace_id},
     telemetry::usage::Usage,
     usage::{UsageBook, UsageConfig},
 };
@@ -79,65 +78,45 @@ impl ChannelAdmin {
     }
 }
 
-/// The audit record's `operation` of `ProbeChannel`.
-const PROBE_CHANNEL: &str = "probe_channel";
-
 impl ChannelAdmin {
-    /// `ProbeChannel`'s work: the error with the request field it is
-    /// reported against, if any.
-    async fn inner_probe_channel(
-        &self,
-        req: &pb::ProbeChannelRequest,
-    ) -> Result<pb::ProbeChannelResponse, (Option<&'static str>, Error)> {
-        if req.name.is_empty() {
-            return Err((None, Error::invalid("name", "required")));
-        }
-        let name = req.name.as_str();
-        let Some(prober) = &self.prober else {
-            return Err((None, Error::ProbeNotConfigured));
-        };
-        let report = prober
-            .probe(name, req.consume)
-            .await
-            .map_err(|e| (Some("name"), e))?;
-        self.rollouts
-            .probes()
-            .record(name, report.conforming())
-            .await
-            .map_err(|e| (None, e))?;
-        Ok(probe_to_proto(name, &report))
+    /// Opens the audit record of `operation` on `request`, naming
+    /// `channel` only when it is a configured channel's name (never
+    /// whatever else was sent).
+    fn open<T>(&self, request: &Request<T>, operation: &'static str, channel: &str) -> AdminCall {
+        let configured = !channel.is_empty()
+            && self
+                .router
+                .snapshot()
+                .channels
+                .iter()
+                .any(|c| c.name == channel);
+        let channel = if configured { channel } else { "" };
+        AdminCall::open(request.extensions(), operation, channel)
     }
-}
 
-#[tonic::async_trait]
-impl ChannelAdminService for ChannelAdmin {
-    async fn list_channels(
-        &self,
-        _request: Request<pb::ListChannelsRequest>,
-    ) -> Result<Response<pb::ListChannelsResponse>, Status> {
+    fn inner_list_channels(&self) -> pb::ListChannelsResponse {
         let snap = self.router.snapshot();
         let (mode, mode_channel) = mode_to_proto(&snap.mode);
-        Ok(Response::new(pb::ListChannelsResponse {
+        pb::ListChannelsResponse {
             mode: mode as i32,
             mode_channel,
             weights: mode_weights(&snap.mode),
             channels: snap.channels.iter().map(channel_status).collect(),
             fleet_control: snap.fleet_control,
-        }))
+        }
     }
 
-    async fn set_routing_mode(
+    async fn inner_set_routing_mode(
         &self,
-        request: Request<pb::SetRoutingModeRequest>,
-    ) -> Result<Response<pb::SetRoutingModeResponse>, Status> {
-        let req = request.into_inner();
+        req: pb::SetRoutingModeRequest,
+    ) -> Result<pb::SetRoutingModeResponse, Refusal> {
         let mode = mode_from_proto(req.mode, &req.channel, &req.weights)?;
         if !req.force {
             let probes = self.rollouts.probes();
             for name in probe::weighted_channels(&mode, &self.router) {
-                if !probes.may_take_weight(&name).await.map_err(Status::from)? {
+                if !probes.may_take_weight(&name).await? {
                     let field = mode_field(&mode, &name);
-                    return Err(Error::ChannelNotConforming(name).into_status_at(&field));
+                    return Err(Error::ChannelNotConforming(name)).at(&field);
                 }
             }
         }
@@ -145,23 +124,22 @@ impl ChannelAdminService for ChannelAdmin {
             Ok(mode) => mode,
             Err(Error::ChannelUnknown(name)) => {
                 let field = mode_field(&mode, &name);
-                return Err(to_status(&field, Error::ChannelUnknown(name)));
+                return Err(Error::ChannelUnknown(name)).at(&field);
             }
-            Err(e) => return Err(to_status("channel", e)),
+            Err(e) => return Err(e).at("channel"),
         };
         let (pb_mode, mode_channel) = mode_to_proto(&mode);
-        Ok(Response::new(pb::SetRoutingModeResponse {
+        Ok(pb::SetRoutingModeResponse {
             mode: pb_mode as i32,
             mode_channel,
             weights: mode_weights(&mode),
-        }))
+        })
     }
 
-    async fn get_channel_figures(
+    async fn inner_get_channel_figures(
         &self,
-        request: Request<pb::GetChannelFiguresRequest>,
-    ) -> Result<Response<pb::GetChannelFiguresResponse>, Status> {
-        let req = request.into_inner();
+        req: pb::GetChannelFiguresRequest,
+    ) -> Result<pb::GetChannelFiguresResponse, Refusal> {
         let figures = self.router.figures();
         let minutes = window_minutes(req.window.as_ref(), figures.retention_minutes())?;
         // The fleet's, from Redis; this replica's own when Redis does not
@@ -174,7 +152,7 @@ impl ChannelAdminService for ChannelAdmin {
         for c in self.router.snapshot().channels {
             by_channel.entry(c.name).or_default();
         }
-        Ok(Response::new(pb::GetChannelFiguresResponse {
+        Ok(pb::GetChannelFiguresResponse {
             window: Some(seconds(minutes * 60)),
             latency_bounds_ms: LATENCY_BOUNDS_MS.to_vec(),
             channels: by_channel
@@ -182,99 +160,165 @@ impl ChannelAdminService for ChannelAdmin {
                 .map(|(name, t)| figures_to_proto(name, t))
                 .collect(),
             scope: scope as i32,
-        }))
+        })
+    }
+
+    async fn inner_start_rollout(
+        &self,
+        req: pb::StartRolloutRequest,
+    ) -> Result<pb::StartRolloutResponse, Refusal> {
+        let plan = rollout::plan_from_proto(&req, &self.router)?;
+        let record = self.rollouts.start(plan, req.force).await.at("to")?;
+        Ok(pb::StartRolloutResponse {
+            rollout: Some(rollout_to_proto(&record)),
+        })
+    }
+
+    async fn inner_get_rollout(&self) -> Result<pb::GetRolloutResponse, Refusal> {
+        let record = self.rollouts.get().await?;
+        Ok(pb::GetRolloutResponse {
+            rollout: record.as_ref().map(rollout_to_proto),
+        })
+    }
+
+    async fn inner_abort_rollout(&self) -> Result<pb::AbortRolloutResponse, Refusal> {
+        let record = self.rollouts.abort().await?;
+        Ok(pb::AbortRolloutResponse {
+            rollout: Some(rollout_to_proto(&record)),
+        })
+    }
+
+    async fn inner_probe_channel(
+        &self,
+        req: pb::ProbeChannelRequest,
+    ) -> Result<pb::ProbeChannelResponse, Refusal> {
+        if req.name.is_empty() {
+            return Err(Error::invalid("name", "required").into());
+        }
+        let name = req.name.as_str();
+        let Some(prober) = &self.prober else {
+            return Err(Error::ProbeNotConfigured.into());
+        };
+        let report = prober.probe(name, req.consume).await.at("name")?;
+        self.rollouts
+            .probes()
+            .record(name, report.conforming())
+            .await?;
+        Ok(probe_to_proto(name, &report))
+    }
+
+    async fn inner_change_drain(
+        &self,
+        name: &str,
+        drained: bool,
+    ) -> Result<pb::ChannelStatus, Refusal> {
+        let snap = self
+            .router
+            .change_drain(name_arg(name)?, drained)
+            .await
+            .at("name")?;
+        Ok(channel_status(&snap))
+    }
+}
+
+/// Each admin call's audit record `operation`: the RPC's name.
+mod operation {
+    pub const LIST_CHANNELS: &str = "list_channels";
+    pub const SET_ROUTING_MODE: &str = "set_routing_mode";
+    pub const GET_CHANNEL_FIGURES: &str = "get_channel_figures";
+    pub const START_ROLLOUT: &str = "start_rollout";
+    pub const GET_ROLLOUT: &str = "get_rollout";
+    pub const ABORT_ROLLOUT: &str = "abort_rollout";
+    pub const PROBE_CHANNEL: &str = "probe_channel";
+    pub const GET_USAGE: &str = "get_usage";
+    pub const DRAIN_CHANNEL: &str = "drain_channel";
+    pub const UNDRAIN_CHANNEL: &str = "undrain_channel";
+}
+
+/// Every method is the same shim: its audit record opened, an `inner_*`
+/// function that returns a [`Refusal`], [`AdminCall::finish`] (the record
+/// written, the one conversion to a `Status`).
+#[tonic::async_trait]
+impl ChannelAdminService for ChannelAdmin {
+    async fn list_channels(
+        &self,
+        request: Request<pb::ListChannelsRequest>,
+    ) -> Result<Response<pb::ListChannelsResponse>, Status> {
+        let call = self.open(&request, operation::LIST_CHANNELS, "");
+        call.finish(Ok(self.inner_list_channels()))
+    }
+
+    async fn set_routing_mode(
+        &self,
+        request: Request<pb::SetRoutingModeRequest>,
+    ) -> Result<Response<pb::SetRoutingModeResponse>, Status> {
+        let channel = request.get_ref().channel.clone();
+        let call = self.open(&request, operation::SET_ROUTING_MODE, &channel);
+        call.finish(self.inner_set_routing_mode(request.into_inner()).await)
+    }
+
+    async fn get_channel_figures(
+        &self,
+        request: Request<pb::GetChannelFiguresRequest>,
+    ) -> Result<Response<pb::GetChannelFiguresResponse>, Status> {
+        let call = self.open(&request, operation::GET_CHANNEL_FIGURES, "");
+        call.finish(self.inner_get_channel_figures(request.into_inner()).await)
     }
 
     async fn start_rollout(
         &self,
         request: Request<pb::StartRolloutRequest>,
     ) -> Result<Response<pb::StartRolloutResponse>, Status> {
-        let req = request.into_inner();
-        let plan = rollout::plan_from_proto(&req, &self.router)?;
-        let record = self
-            .rollouts
-            .start(plan, req.force)
-            .await
-            .map_err(|e| e.into_status_at("to"))?;
-        Ok(Response::new(pb::StartRolloutResponse {
-            rollout: Some(rollout_to_proto(&record)),
-        }))
+        let to = request.get_ref().to.clone();
+        let call = self.open(&request, operation::START_ROLLOUT, &to);
+        call.finish(self.inner_start_rollout(request.into_inner()).await)
     }
 
     async fn get_rollout(
         &self,
-        _request: Request<pb::GetRolloutRequest>,
+        request: Request<pb::GetRolloutRequest>,
     ) -> Result<Response<pb::GetRolloutResponse>, Status> {
-        let record = self.rollouts.get().await.map_err(Status::from)?;
-        Ok(Response::new(pb::GetRolloutResponse {
-            rollout: record.as_ref().map(rollout_to_proto),
-        }))
+        let call = self.open(&request, operation::GET_ROLLOUT, "");
+        call.finish(self.inner_get_rollout().await)
     }
 
     async fn abort_rollout(
         &self,
-        _request: Request<pb::AbortRolloutRequest>,
+        request: Request<pb::AbortRolloutRequest>,
     ) -> Result<Response<pb::AbortRolloutResponse>, Status> {
-        let record = self.rollouts.abort().await.map_err(Status::from)?;
-        Ok(Response::new(pb::AbortRolloutResponse {
-            rollout: Some(rollout_to_proto(&record)),
-        }))
+        let call = self.open(&request, operation::ABORT_ROLLOUT, "");
+        call.finish(self.inner_abort_rollout().await)
     }
 
     /// Sends the probe persons (CPF, name, birth date) to the channel's
-    /// vendor, so each call is one audit record (`probe_channel`, by the
-    /// admin token's holder, naming the channel when it is a configured
-    /// one, never a person's value), written however the call ends.
+    /// vendor: its record names the channel when it is a configured one,
+    /// never a person's value.
     async fn probe_channel(
         &self,
         request: Request<pb::ProbeChannelRequest>,
     ) -> Result<Response<pb::ProbeChannelResponse>, Status> {
-        let trace = trace_id(request.extensions());
-        let req = request.into_inner();
-        // A configured channel's name, never whatever else was sent.
-        let configured = self
-            .router
-            .snapshot()
-            .channels
-            .iter()
-            .any(|c| c.name == req.name);
-        let channel = if configured { req.name.as_str() } else { "" };
-        let audit = AuditRecord::admin(PROBE_CHANNEL, channel, trace);
-        match self.inner_probe_channel(&req).await {
-            Ok(response) => {
-                audit.finish("ok");
-                Ok(Response::new(response))
-            }
-            Err((field, error)) => {
-                audit.finish(error.reason().as_str());
-                Err(match field {
-                    Some(field) => to_status(field, error),
-                    None => error.into(),
-                })
-            }
-        }
+        let name = request.get_ref().name.clone();
+        let call = self.open(&request, operation::PROBE_CHANNEL, &name);
+        call.finish(self.inner_probe_channel(request.into_inner()).await)
     }
 
     async fn get_usage(
         &self,
         request: Request<pb::GetUsageRequest>,
     ) -> Result<Response<pb::GetUsageResponse>, Status> {
-        let req = request.into_inner();
-        Ok(Response::new(usage::get_usage(&self.usage, &req).await?))
+        let call = self.open(&request, operation::GET_USAGE, "");
+        call.finish(usage::get_usage(&self.usage, &request.into_inner()).await)
     }
 
     async fn drain_channel(
         &self,
         request: Request<pb::DrainChannelRequest>,
     ) -> Result<Response<pb::DrainChannelResponse>, Status> {
-        let req = request.into_inner();
-        let snap = self
-            .router
-            .change_drain(name_arg(&req.name)?, true)
-            .await
-            .map_err(|e| to_status("name", e))?;
-        Ok(Response::new(pb::DrainChannelResponse {
-            channel: Some(channel_status(&snap)),
+        let name = &request.get_ref().name;
+        let call = self.open(&request, operation::DRAIN_CHANNEL, name);
+        let result = self.inner_change_drain(name, true).await;
+        call.finish(result.map(|channel| pb::DrainChannelResponse {
+            channel: Some(channel),
         }))
     }
 
@@ -282,18 +326,16 @@ impl ChannelAdminService for ChannelAdmin {
         &self,
         request: Request<pb::UndrainChannelRequest>,
     ) -> Result<Response<pb::UndrainChannelResponse>, Status> {
-        let req = request.into_inner();
-        let snap = self
-            .router
-            .change_drain(name_arg(&req.name)?, false)
-            .await
-            .map_err(|e| to_status("name", e))?;
-        Ok(Response::new(pb::UndrainChannelResponse {
-            channel: Some(channel_status(&snap)),
+        let name = &request.get_ref().name;
+        let call = self.open(&request, operation::UNDRAIN_CHANNEL, name);
+        let result = self.inner_change_drain(name, false).await;
+        call.finish(result.map(|channel| pb::UndrainChannelResponse {
+            channel: Some(channel),
         }))
     }
 }
 
+mod call;
 mod config;
 mod convert;
 mod probe;
@@ -303,9 +345,10 @@ mod tests;
 mod token;
 mod usage;
 
+use call::{AdminCall, At, Refusal};
 pub use config::{AdminConfig, MIN_ADMIN_TOKEN_CHARS};
 pub use convert::{channel_status, mode_to_proto, mode_weights};
-use convert::{mode_field, mode_from_proto, name_arg, to_status};
+use convert::{mode_field, mode_from_proto, name_arg};
 pub use probe::probe_to_proto;
 pub use rollout::rollout_to_proto;
 pub use token::{AdminAuth, AdminServer, admin_auth_interceptor, admin_service};

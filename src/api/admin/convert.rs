@@ -41,30 +41,34 @@ pub(super) fn mode_from_proto(
     mode: i32,
     channel: &str,
     weights: &[pb::ChannelWeight],
-) -> Result<RoutingMode, Status> {
+) -> Result<RoutingMode, Error> {
     let mode = pb::RoutingMode::try_from(mode).unwrap_or(pb::RoutingMode::Unspecified);
     let named = matches!(mode, pb::RoutingMode::NamedChannel);
     if !named && !channel.is_empty() {
-        return Err(
-            Error::invalid("channel", "only allowed with ROUTING_MODE_NAMED_CHANNEL").into(),
-        );
+        return Err(Error::invalid(
+            "channel",
+            "only allowed with ROUTING_MODE_NAMED_CHANNEL",
+        ));
     }
     let weighted = matches!(mode, pb::RoutingMode::Weighted);
     if !weighted && !weights.is_empty() {
-        return Err(Error::invalid("weights", "only allowed with ROUTING_MODE_WEIGHTED").into());
+        return Err(Error::invalid(
+            "weights",
+            "only allowed with ROUTING_MODE_WEIGHTED",
+        ));
     }
     match mode {
         pb::RoutingMode::Unspecified => Err(Error::invalid(
             "mode",
             "must be AUTO, FORCE_PRIMARY, FORCE_ALTERNATIVE, NAMED_CHANNEL or WEIGHTED",
-        )
-        .into()),
+        )),
         pb::RoutingMode::Auto => Ok(RoutingMode::Auto),
         pb::RoutingMode::ForcePrimary => Ok(RoutingMode::ForcePrimary),
         pb::RoutingMode::ForceAlternative => Ok(RoutingMode::ForceAlternative),
-        pb::RoutingMode::NamedChannel if channel.is_empty() => {
-            Err(Error::invalid("channel", "required with ROUTING_MODE_NAMED_CHANNEL").into())
-        }
+        pb::RoutingMode::NamedChannel if channel.is_empty() => Err(Error::invalid(
+            "channel",
+            "required with ROUTING_MODE_NAMED_CHANNEL",
+        )),
         pb::RoutingMode::NamedChannel => Ok(RoutingMode::Channel(channel.to_owned())),
         pb::RoutingMode::Weighted => weighted_from_proto(weights),
     }
@@ -72,7 +76,7 @@ pub(super) fn mode_from_proto(
 
 /// A weighted split from its proto form. Refusals name the entry's field
 /// (`weights[2].weight`) and quote a channel only when well formed.
-fn weighted_from_proto(weights: &[pb::ChannelWeight]) -> Result<RoutingMode, Status> {
+fn weighted_from_proto(weights: &[pb::ChannelWeight]) -> Result<RoutingMode, Error> {
     let entries = weights
         .iter()
         .map(|w| (w.channel.clone(), w.weight))
@@ -105,7 +109,7 @@ fn weighted_from_proto(weights: &[pb::ChannelWeight]) -> Result<RoutingMode, Sta
                 }
                 SplitError::BadWeight(name) => at(name, "weight"),
             };
-            Error::invalid(field, e.to_string()).into()
+            Error::invalid(field, e.to_string())
         })
 }
 
@@ -155,9 +159,9 @@ pub fn channel_status(s: &ChannelSnapshot) -> pb::ChannelStatus {
     }
 }
 
-pub(super) fn name_arg(name: &str) -> Result<&str, Status> {
+pub(super) fn name_arg(name: &str) -> Result<&str, Error> {
     if name.is_empty() {
-        return Err(Error::invalid("name", "required").into());
+        return Err(Error::invalid("name", "required"));
     }
     Ok(name)
 }

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use tonic::Status;
-
 use crate::{
     Error,
     channels::{
@@ -23,7 +21,7 @@ use crate::{
 };
 
 /// The step's least time from its proto form; unset is the default.
-fn step_duration(d: Option<&prost_types::Duration>) -> Result<Duration, Status> {
+fn step_duration(d: Option<&prost_types::Duration>) -> Result<Duration, Error> {
     let Some(d) = d else {
         return Ok(DEFAULT_STEP);
     };
@@ -31,8 +29,7 @@ fn step_duration(d: Option<&prost_types::Duration>) -> Result<Duration, Status> 
         return Err(Error::invalid(
             "step_duration",
             format!("from 0 to {}s", MAX_STEP.as_secs()),
-        )
-        .into());
+        ));
     }
     let secs = u64::try_from(d.seconds).unwrap_or(0);
     let nanos = u32::try_from(d.nanos).unwrap_or(0);
@@ -45,9 +42,9 @@ fn step_duration(d: Option<&prost_types::Duration>) -> Result<Duration, Status> 
 pub(super) fn plan_from_proto(
     req: &pb::StartRolloutRequest,
     router: &ChannelRouter,
-) -> Result<RolloutPlan, Status> {
+) -> Result<RolloutPlan, Error> {
     if req.to.is_empty() {
-        return Err(Error::invalid("to", "required: the channel to roll out to").into());
+        return Err(Error::invalid("to", "required: the channel to roll out to"));
     }
     let incumbent = if req.from.is_empty() {
         router

@@ -109,19 +109,19 @@ fn a_short_admin_token_is_refused_and_a_missing_one_only_disables_the_listener()
 #[test]
 fn unspecified_and_stray_channel_modes_are_invalid() {
     assert_eq!(
-        mode_from_proto(0, "", &[]).unwrap_err().code(),
+        Status::from(mode_from_proto(0, "", &[]).unwrap_err()).code(),
         Code::InvalidArgument
     );
     assert_eq!(
-        mode_from_proto(99, "", &[]).unwrap_err().code(),
+        Status::from(mode_from_proto(99, "", &[]).unwrap_err()).code(),
         Code::InvalidArgument
     );
     assert_eq!(
-        mode_from_proto(4, "", &[]).unwrap_err().code(),
+        Status::from(mode_from_proto(4, "", &[]).unwrap_err()).code(),
         Code::InvalidArgument
     );
     assert_eq!(
-        mode_from_proto(1, "x", &[]).unwrap_err().code(),
+        Status::from(mode_from_proto(1, "x", &[]).unwrap_err()).code(),
         Code::InvalidArgument
     );
     assert_eq!(
@@ -166,10 +166,10 @@ fn bad_weighted_modes_are_invalid_and_name_the_field() {
         (vec![weight("", 1)], "weights[0].channel"),
     ];
     for (weights, field) in cases {
-        let err = mode_from_proto(w, "", &weights).unwrap_err();
+        let err = Status::from(mode_from_proto(w, "", &weights).unwrap_err());
         assert_eq!(err.code(), Code::InvalidArgument, "{weights:?}");
         assert_eq!(violation(&err), field, "{weights:?}");
     }
-    let stray = mode_from_proto(1, "", &[weight("a", 1)]).unwrap_err();
+    let stray = Status::from(mode_from_proto(1, "", &[weight("a", 1)]).unwrap_err());
     assert_eq!(violation(&stray), "weights");
 }

@@ -1,8 +1,7 @@
 //! `GetUsage`: the charge-back report ([`crate::usage`]) between the
 //! proto and the book.
 
-use tonic::Status;
-
+use super::call::{At, Refusal};
 use crate::{
     proto::v1 as pb,
     usage::{UsageBook, UsageReport, parse_date},
@@ -12,15 +11,11 @@ use crate::{
 pub(super) async fn get_usage(
     book: &UsageBook,
     req: &pb::GetUsageRequest,
-) -> Result<pb::GetUsageResponse, Status> {
-    let first =
-        parse_date(&req.first_day, "first_day").map_err(|e| e.into_status_at("first_day"))?;
-    let last = parse_date(&req.last_day, "last_day").map_err(|e| e.into_status_at("last_day"))?;
+) -> Result<pb::GetUsageResponse, Refusal> {
+    let first = parse_date(&req.first_day, "first_day").at("first_day")?;
+    let last = parse_date(&req.last_day, "last_day").at("last_day")?;
     let caller = (!req.caller.is_empty()).then_some(req.caller.as_str());
-    let report = book
-        .report(first, last, caller)
-        .await
-        .map_err(Status::from)?;
+    let report = book.report(first, last, caller).await?;
     Ok(report_to_proto(report))
 }
 

@@ -183,3 +183,47 @@ async fn the_channels_commands_report_errors_clearly() {
     assert!(err.to_string().contains(&addr), "{err}");
     assert!(!err.to_string().contains(ADMIN_TOKEN));
 }
+
+#[tokio::test]
+async fn each_admin_call_leaves_one_audit_record_by_the_admin_with_its_outcome() {
+    // At WARN: audit records are kept whatever the level.
+    let (logs, _default) = crate::support::telemetry::quiet_telemetry();
+    let gw = TestGateway::start().await;
+    gw.list_channels().await;
+    gw.set_mode(RoutingMode::ForcePrimary).await;
+    let mut admin = gw.admin().await;
+    admin
+        .drain_channel(v1::DrainChannelRequest {
+            name: "alternative".into(),
+        })
+        .await
+        .expect("drain a configured channel");
+    let err = admin
+        .undrain_channel(v1::UndrainChannelRequest {
+            name: "ghost".into(),
+        })
+        .await
+        .expect_err("an unknown channel");
+    assert_error(&err, Code::InvalidArgument, "CHANNEL_UNKNOWN");
+    gw.stop().await;
+
+    let text = logs.contents();
+    let summary: Vec<[String; 4]> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"] == "idgate::audit")
+        .map(|r| {
+            ["caller", "operation", "channel", "outcome"]
+                .map(|k| r[k].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    let expected = [
+        ["admin", "list_channels", "", "ok"],
+        ["admin", "set_routing_mode", "", "ok"],
+        ["admin", "drain_channel", "alternative", "ok"],
+        // Not a configured channel: its name is not recorded.
+        ["admin", "undrain_channel", "", "CHANNEL_UNKNOWN"],
+    ]
+    .map(|r| r.map(str::to_owned));
+    assert_eq!(summary, expected, "{text}");
+}
