@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use super::{Launch, gateway::Services};
 use crate::{
     Error,
     channels::{
@@ -113,13 +112,4 @@ pub(super) fn services(
         probe_config(config),
     );
     (Arc::new(rollouts), prober.map(Arc::new))
-}
-
-impl Launch {
-    /// Runs the rollout loop of this replica until the gateway stops.
-    pub(super) fn run_rollouts(&mut self, services: &Services) {
-        let stopped = self.stopped();
-        self.tasks
-            .push(tokio::spawn(services.rollouts.clone().run(stopped)));
-    }
 }
