@@ -3,7 +3,7 @@
 //! means nothing to another vendor, and a call there could finish the
 //! appkey for nothing.
 //!
-//! Two tiers, one store:
+//! Three tiers, one store:
 //!
 //! - [`MemoryBindings`]: the bindings of one process, and each replica's
 //!   own tier in a fleet. It holds the issuer itself (for the router, the
@@ -19,8 +19,17 @@
 //!   without the caller's hint; an unbinding deletes it only if it still
 //!   names the channel. A channel name only: nothing personal.
 //!
+//! - [`EmbeddedBindings`]: a single replica's on the embedded store,
+//!   wrapping a [`MemoryBindings`] as its own tier: table `bindings`
+//!   holds the channel's name, so that after a restart a verification
+//!   still goes to the channel of that name.
+//!
 //! The key is the journey reference (a hash of the appkey), never the
 //! appkey.
+
+mod embedded;
+
+pub use embedded::EmbeddedBindings;
 
 use std::{sync::Mutex, time::Duration};
 

@@ -20,7 +20,7 @@ mod tls;
 pub use target::RedisTarget;
 pub use tls::{ClientIdentity, RedisTls};
 
-use super::encryption::{Digester, SealKey, Sealer};
+use super::encryption::{Digester, Keys, SealKey, Sealer};
 use crate::config_source::{ConfigError, read_secret};
 
 /// `[cluster] mode`: how the Redis is deployed.
@@ -308,20 +308,25 @@ impl ClusterConfig {
         Ok(())
     }
 
-    /// Reads the secrets; `None` when no Redis is configured.
-    pub fn resolve(&self) -> Result<Option<ClusterSettings>, ConfigError> {
-        self.validate()?;
-        if !self.is_enabled() {
-            return Ok(None);
-        }
-        let target = self.target()?;
-        let key = optional_secret(
+    /// The sealing keys `[cluster]` names, with or without a Redis: a
+    /// single replica's embedded store seals with them when they are set
+    /// (else with its own key file). `None`: no secret key is named.
+    pub fn secret_keys(&self) -> Result<Option<Keys>, ConfigError> {
+        Ok(self
+            .read_secret_keys()?
+            .map(|(current, previous)| Keys::new(&current, previous.as_deref())))
+    }
+
+    /// The secret key and the previous one, read and decoded, if named.
+    fn read_secret_keys(&self) -> Result<Option<(SealKey, Option<SealKey>)>, ConfigError> {
+        let Some(key) = optional_secret(
             "cluster.secret_key",
             self.secret_key_env.as_deref(),
             self.secret_key_file.as_deref(),
         )?
-        .map(zeroize::Zeroizing::new)
-        .ok_or_else(|| invalid("cluster.secret_key is not configured"))?;
+        .map(zeroize::Zeroizing::new) else {
+            return Ok(None);
+        };
         let current = decode_key("cluster.secret_key", &key)?;
         let previous = optional_secret(
             "cluster.previous_secret_key",
@@ -330,6 +335,19 @@ impl ClusterConfig {
         )?
         .map(|k| decode_key("cluster.previous_secret_key", &zeroize::Zeroizing::new(k)))
         .transpose()?;
+        Ok(Some((current, previous)))
+    }
+
+    /// Reads the secrets; `None` when no Redis is configured.
+    pub fn resolve(&self) -> Result<Option<ClusterSettings>, ConfigError> {
+        self.validate()?;
+        if !self.is_enabled() {
+            return Ok(None);
+        }
+        let target = self.target()?;
+        let (current, previous) = self
+            .read_secret_keys()?
+            .ok_or_else(|| invalid("cluster.secret_key is not configured"))?;
         let password = optional_secret(
             "cluster.password",
             self.password_env.as_deref(),

@@ -13,6 +13,12 @@
 //!   same TTL), remembered locally too, so that an outage does not reopen
 //!   the door to duplicates on this replica. A digest only: no appkey,
 //!   nothing personal.
+//! - [`EmbeddedDedupe`]: a single replica's, on the embedded store
+//!   (table `dedupe`, the digest only) behind a [`MemoryDedupe`].
+
+mod embedded;
+
+pub use embedded::EmbeddedDedupe;
 
 use std::{sync::Mutex, time::Duration};
 

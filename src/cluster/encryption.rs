@@ -217,6 +217,28 @@ impl Sealer {
     }
 }
 
+/// What seals a store's values and digests its requests, both from one
+/// secret (and the previous one during a rotation): the `[cluster]`
+/// secret key, or the embedded store's key file. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// Seals and opens values.
+    pub sealer: Sealer,
+    /// Keyed digests of what is compared but never stored in clear.
+    pub digester: Digester,
+}
+
+impl Keys {
+    /// Both under `current`; what `previous` sealed or digested still
+    /// opens and matches.
+    pub fn new(current: &[u8; 32], previous: Option<&[u8; 32]>) -> Self {
+        Self {
+            sealer: Sealer::new(current, previous),
+            digester: Digester::new(current, previous),
+        }
+    }
+}
+
 /// Keyed digests for comparison without storage in clear. Cheap to clone.
 #[derive(Clone)]
 pub struct Digester {

@@ -4,13 +4,23 @@
 /// nothing was changed by this call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClusterError {
-    /// Redis is unreachable or did not answer within the command timeout.
-    #[error("the fleet's shared state (Redis) is unavailable")]
+    /// The durable tier cannot be reached or written: Redis unreachable
+    /// or past the command timeout, or the embedded store's file failing
+    /// (its own error is logged with the path and the cause).
+    #[error("the gateway's shared state is unavailable")]
     Unavailable,
     /// A bounded store of one process is full and may not forget what it
     /// holds (the journey records of a single replica).
     #[error("the store is full")]
     Full,
+    /// The embedded store's live records reach `store.max_bytes`: new
+    /// records are refused, and no live one is forgotten to make room.
+    #[error("the store holds store.max_bytes of live records")]
+    StoreFull,
+    /// More writes wait for the embedded store's disk than its queue
+    /// holds: refused at once rather than queued without bound.
+    #[error("the store's writes wait for its disk")]
+    Busy,
     /// The owner of a new journey record holds as many live records as
     /// its share allows (`[[callers]] max_journeys`).
     #[error("the owner holds its share of records")]

@@ -28,15 +28,22 @@
 //!   not hold; each owner's live records counted fleet-wide in a sorted
 //!   set of their expiries.
 //!
+//! - [`EmbeddedJourneys`]: a single replica's store on the embedded
+//!   store (`[store]`), a [`MemoryJourneys`] in front: table `journeys`,
+//!   the record sealed whole, durable before `register` answers, read
+//!   back into memory at start.
+//!
 //! A record older than the retention is not a record: an appkey past it is
 //! unknown here and refused like any foreign one, whatever tier still
 //! holds it.
 
+mod embedded;
 mod memory;
 mod redis;
 
 use serde::Deserialize;
 
+pub use embedded::EmbeddedJourneys;
 pub use memory::MemoryJourneys;
 pub use redis::RedisJourneys;
 

@@ -13,7 +13,10 @@
 //! spend::Spend ------------> SpendStore     spend.rs      idempotency, budgets
 //! usage::UsageBook ---------> UsageStore     usage.rs      charge-back counts by day and caller
 //!
-//! Shared::memory  (one process, the default): Memory* stores, no fleet
+//! Shared::embedded (one process, the default): Embedded* stores on one
+//!                   embedded::Embedded file ([store]), each with its
+//!                   Memory* store in front (embedded_tier.rs); no fleet
+//! Shared::memory  ([store] backend = "memory"): Memory* stores, no fleet
 //! Shared::redis   ([cluster] Redis):          Redis* stores on one RedisConn (redis.rs)
 //!                   commands: one server, the Sentinel master or a Redis Cluster
 //!                   (redis/link.rs; each reconnects), key prefix, command timeout
@@ -23,8 +26,10 @@
 //! ```
 //!
 //! Every store does what its trait says in every tier: a store of one
-//! process keeps what it is given, as the fleet's does, and a third tier
-//! (an embedded durable store) implements the same traits. What only a
+//! process keeps what it is given, as the fleet's does, and the third
+//! tier (the embedded durable store, [`embedded`]) implements the same
+//! traits, so that one replica keeps across restarts what a fleet keeps
+//! on Redis. What only a
 //! fleet does (telling the other replicas, reading their control state
 //! and figures, taking turns) is not a store of one process answering
 //! nothing: it is [`Fleet`], which one process simply does not have
@@ -63,6 +68,8 @@
 //!   [`probes`], [`progress`], [`usage`]: the eight stores.
 //! - [`fleet`]: what only a fleet does.
 //! - [`redis`]: the connection the Redis stores and the fleet share.
+//! - [`embedded`]: the file the embedded stores share (`[store]`);
+//!   `embedded_tier`: how its answers read as a store's.
 //! - `future`, `error`, `ttls`: what every store answers with, and how
 //!   long its entries live; leaves that the stores import, so nothing
 //!   imports this file but those who compose [`Shared`].
@@ -71,6 +78,7 @@ pub mod bindings;
 pub mod config;
 pub mod dedupe;
 pub mod embedded;
+mod embedded_tier;
 pub mod encryption;
 mod error;
 pub mod fleet;
@@ -86,9 +94,10 @@ pub mod usage;
 
 use std::{sync::Arc, time::Duration};
 
-pub use bindings::{BindingStore, Bound, Issuer, MemoryBindings, RedisBindings};
+pub use bindings::{BindingStore, Bound, EmbeddedBindings, Issuer, MemoryBindings, RedisBindings};
 pub use config::{ClusterConfig, ClusterSettings, RedisMode, RedisTarget};
-pub use dedupe::{DedupeStore, DeliveryKey, MemoryDedupe, RedisDedupe};
+pub use dedupe::{DedupeStore, DeliveryKey, EmbeddedDedupe, MemoryDedupe, RedisDedupe};
+pub use embedded::{Embedded, StoreConfig, StoreError};
 pub use error::ClusterError;
 pub use fleet::{
     Fleet, FleetEvent, SeedFn,
@@ -99,16 +108,17 @@ pub use fleet::{
     read_turns::ReadTurns,
 };
 pub use future::BoxFuture;
-pub use journeys::{JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
-pub use probes::{MemoryProbes, ProbeStore, RedisProbes};
-pub use progress::{MemoryProgress, ProgressStore, RedisProgress};
+pub use journeys::{EmbeddedJourneys, JourneyStore, JourneysConfig, MemoryJourneys, RedisJourneys};
+pub use probes::{EmbeddedProbes, MemoryProbes, ProbeStore, RedisProbes};
+pub use progress::{EmbeddedProgress, MemoryProgress, ProgressStore, RedisProgress};
 pub use redis::RedisConn;
-pub use rollout::{MemoryRollout, RedisRollout, RolloutStore};
+pub use rollout::{EmbeddedRollout, MemoryRollout, RedisRollout, RolloutStore};
 pub use spend::{
-    BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, RedisSpend, SpendStore, WindowUse,
+    BudgetTake, BudgetWindow, EmbeddedSpend, IdemRecord, IdemState, MemorySpend, RedisSpend,
+    SpendStore, WindowUse,
 };
 pub use ttls::Ttls;
-pub use usage::{MemoryUsage, RedisUsage, UsageStore};
+pub use usage::{EmbeddedUsage, MemoryUsage, RedisUsage, UsageStore};
 
 use crate::telemetry::Metrics;
 
@@ -138,6 +148,9 @@ pub struct Shared {
     pub fleet: Option<Fleet>,
     /// How long 3D session bindings live, and how many a replica holds.
     bindings: (Duration, usize),
+    /// The embedded store of a single replica that keeps its state
+    /// across restarts (`[store]`), which its session bindings use too.
+    embedded: Option<Embedded>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -165,20 +178,58 @@ impl Shared {
             usage: Arc::new(MemoryUsage::new(ttls.usage)),
             fleet: None,
             bindings: (ttls.binding, ttls.binding_max_entries),
+            embedded: None,
+        }
+    }
+
+    /// One process whose state outlives it: every store on the embedded
+    /// `store`, each with its memory tier in front (reads from memory,
+    /// writes answered once durable), the live records read back into
+    /// memory now; no fleet.
+    pub fn embedded(store: Embedded, ttls: Ttls) -> Self {
+        Self {
+            journeys: Arc::new(EmbeddedJourneys::open(
+                store.clone(),
+                ttls.journey,
+                ttls.journey_max_entries,
+            )),
+            dedupe: Arc::new(EmbeddedDedupe::new(
+                store.clone(),
+                ttls.dedupe,
+                ttls.dedupe_max_entries,
+            )),
+            spend: Arc::new(EmbeddedSpend::open(
+                store.clone(),
+                ttls.idempotency,
+                ttls.idempotency_max_entries,
+            )),
+            rollout: Arc::new(EmbeddedRollout::open(store.clone())),
+            progress: Arc::new(EmbeddedProgress::new(
+                store.clone(),
+                ttls.journey,
+                ttls.journey_max_entries,
+            )),
+            probes: Arc::new(EmbeddedProbes::open(store.clone())),
+            usage: Arc::new(EmbeddedUsage::open(store.clone(), ttls.usage)),
+            fleet: None,
+            bindings: (ttls.binding, ttls.binding_max_entries),
+            embedded: Some(store),
         }
     }
 
     /// The store of 3D session bindings whose issuers are `I` (the
     /// router's channel generations, which this module cannot name): in
-    /// memory for one process; for a fleet, on Redis in front of the
-    /// replica's own. A new store each call: its one user (the router)
-    /// holds the one it asked for.
+    /// memory for one process, on the embedded store in front of the
+    /// process's own when it has one; for a fleet, on Redis in front of
+    /// the replica's own. A new store each call: its one user (the
+    /// router) holds the one it asked for.
     pub fn session_bindings<I: Issuer>(&self) -> Arc<dyn BindingStore<I>> {
         let (ttl, max_entries) = self.bindings;
         let local = MemoryBindings::new(ttl, max_entries);
-        match &self.fleet {
-            None => Arc::new(local),
-            Some(fleet) => Arc::new(RedisBindings::new(fleet.conn().clone(), ttl, local)),
+        match (&self.fleet, &self.embedded) {
+            (Some(fleet), _) => Arc::new(RedisBindings::new(fleet.conn().clone(), ttl, local)),
+            (None, Some(store)) => Arc::new(EmbeddedBindings::new(store.clone(), ttl, local)),
+            (None, None) => Arc::new(local),
         }
     }
 
@@ -191,6 +242,7 @@ impl Shared {
     ) -> Result<Self, ::redis::RedisError> {
         let conn = RedisConn::new(settings, metrics)?;
         Ok(Self {
+            embedded: None,
             journeys: Arc::new(RedisJourneys::new(
                 conn.clone(),
                 ttls.journey,
@@ -219,11 +271,12 @@ impl Shared {
         })
     }
 
-    /// `memory` or `redis`, for logs.
+    /// `memory`, `embedded` or `redis`, for logs.
     pub fn kind(&self) -> &'static str {
-        match self.fleet {
-            Some(_) => "redis",
-            None => "memory",
+        match (&self.fleet, &self.embedded) {
+            (Some(_), _) => "redis",
+            (None, Some(_)) => "embedded",
+            (None, None) => "memory",
         }
     }
 
@@ -245,6 +298,19 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_process_on_its_store_has_no_fleet_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StoreConfig {
+            path: dir.path().join("data"),
+            ..StoreConfig::default()
+        };
+        let shared = Shared::embedded(Embedded::open(&config, None).unwrap(), Ttls::default());
+        assert!(shared.fleet.is_none());
+        assert_eq!(shared.kind(), "embedded");
+        assert!(shared.is_up());
+    }
 
     #[test]
     fn one_process_has_no_fleet() {

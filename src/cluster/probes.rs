@@ -6,8 +6,14 @@
 //! - [`RedisProbes`]: `{p}{rollout}:probe:<channel>` (`1` or `0`, no
 //!   expiry: a verdict stands until the next probe), under the rollout's
 //!   hash tag, where the rollout that reads them keeps its keys.
+//! - [`EmbeddedProbes`]: a single replica's, on the embedded store
+//!   (table `probes`), behind a [`MemoryProbes`].
 //!
 //! Channel names and a bit each: nothing personal.
+
+mod embedded;
+
+pub use embedded::EmbeddedProbes;
 
 use std::{
     collections::HashMap,

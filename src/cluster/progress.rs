@@ -15,6 +15,12 @@
 //! - [`RedisProgress`]: `{p}submitted:<ref>` (`1`, expiring with the
 //!   journey's retention), with this replica's marks in front: a watch
 //!   opened on any replica reads at once.
+//! - [`EmbeddedProgress`]: a single replica's marks on the embedded
+//!   store (table `submitted`), behind a [`MemoryProgress`].
+
+mod embedded;
+
+pub use embedded::EmbeddedProgress;
 
 use std::{sync::Mutex, time::Duration};
 

@@ -13,11 +13,17 @@
 //!   `{p}{rollout}:counts:<id>:<step>` (replica -> its counts, expiring
 //!   with [`COUNTS_TTL`]). Every key shares the hash tag `{rollout}` (the
 //!   driver's lease too), so the scripts work on Redis Cluster too.
+//! - [`EmbeddedRollout`]: a single replica's, on the embedded store
+//!   (table `rollout`), behind a [`MemoryRollout`].
 //!
 //! The conformance probe's verdicts are a fact of their own, kept in
 //! [`super::probes`].
 //!
 //! Channel names, weights and counts only: nothing personal.
+
+mod embedded;
+
+pub use embedded::EmbeddedRollout;
 
 use std::{
     collections::HashMap,

@@ -11,12 +11,16 @@
 //! - `memory`: [`MemorySpend`], one process (and the fallback the Redis
 //!   store counts budgets in while Redis is unreachable).
 //! - `redis`: [`RedisSpend`], its keys and scripts.
+//! - `embedded`: [`EmbeddedSpend`], a single replica's, durable on the
+//!   embedded store with a [`MemorySpend`] in front.
 
+mod embedded;
 mod memory;
 mod redis;
 
 use std::time::Duration;
 
+pub use embedded::EmbeddedSpend;
 pub use memory::MemorySpend;
 pub use redis::RedisSpend;
 

@@ -3,11 +3,11 @@
 //! plain sums, so the fleet's count of a day is the sum of what each
 //! replica added (`crate::usage` drains each replica's ledger into it).
 //!
-//! Two tiers today, a third to come:
+//! Three tiers:
 //!
 //! - [`MemoryUsage`]: one process; the counts live as long as it does.
-//!   The durable tier of a single replica is the embedded store, which
-//!   does not exist yet: it will implement this trait beside these two.
+//! - [`EmbeddedUsage`]: a single replica's, on the embedded store (table
+//!   `usage`, `<day>|<caller>|<item>` -> count), behind a [`MemoryUsage`].
 //! - [`RedisUsage`]: the fleet's. `{p}{usage}:<day>` (days since the
 //!   Unix epoch), a hash of `<caller>|<item>` -> count, grown with
 //!   `HINCRBY` and expiring `[usage] retention_days` after its day.
@@ -16,7 +16,11 @@
 //!   on a Redis Cluster): a read pipelines one `HGETALL` per day, and the
 //!   volume (one batch a second per replica) allows it.
 //!
-//! Days older than the retention are forgotten by both tiers.
+//! Days older than the retention are forgotten by every tier.
+
+mod embedded;
+
+pub use embedded::EmbeddedUsage;
 
 use std::{collections::BTreeMap, sync::Mutex, time::Duration};
 

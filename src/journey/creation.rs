@@ -25,7 +25,8 @@ use crate::{
 };
 
 /// What a journey store's refusal means to `CreateJourney`: Redis down,
-/// retry later; a single replica full, shed load; the caller at its share
+/// retry later; a single replica full (its memory, or its store at
+/// `store.max_bytes`) or its store's disk behind, shed load; the caller at its share
 /// of live journeys (`share`), this caller alone refused; a repeated
 /// appkey, the vendor broke the contract.
 fn recording_error(e: ClusterError, share: usize) -> Error {
@@ -34,6 +35,10 @@ fn recording_error(e: ClusterError, share: usize) -> Error {
         ClusterError::Full => {
             Error::Overloaded("the gateway holds the most journey records allowed")
         }
+        ClusterError::StoreFull => {
+            Error::Overloaded("store.max_bytes: the store holds the most live records allowed")
+        }
+        ClusterError::Busy => Error::Overloaded("writes waiting for the store's disk"),
         ClusterError::OwnerFull => Error::CallerShareSpent {
             what: "live journeys",
             key: "max_journeys",

@@ -97,3 +97,30 @@ async fn rebinding_the_same_journey_keeps_the_queue_bounded() {
     let queue = lock(&b.map).queue_len();
     assert!(queue <= 8, "{queue}");
 }
+
+#[tokio::test]
+async fn a_binding_made_before_a_restart_names_its_channel_after_it() {
+    use crate::cluster::embedded::{Embedded, StoreConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig {
+        path: dir.path().join("data"),
+        ..StoreConfig::default()
+    };
+    let ttl = Duration::from_secs(600);
+    let bindings = |store| EmbeddedBindings::new(store, ttl, MemoryBindings::new(ttl, 10));
+    let a = Generation::new("vendor-a");
+    {
+        let before = bindings(Embedded::open(&config, None).unwrap());
+        before.bind_session(key("k1"), a.clone()).await.unwrap();
+        assert!(matches!(
+            before.bound_channel(&key("k1")).await,
+            Ok(Some(Bound::Here(_)))
+        ));
+    }
+    let after: EmbeddedBindings<Generation> = bindings(Embedded::open(&config, None).unwrap());
+    assert!(matches!(
+        after.bound_channel(&key("k1")).await,
+        Ok(Some(Bound::Elsewhere(name))) if name == "vendor-a"
+    ));
+    assert!(matches!(after.bound_channel(&key("k2")).await, Ok(None)));
+}

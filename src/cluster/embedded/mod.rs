@@ -58,7 +58,7 @@ pub use read::Record;
 pub use record::{Expiry, Table};
 pub use windows::{Counted, Take, Window};
 
-use crate::cluster::encryption::Sealer;
+use crate::cluster::encryption::{Digester, Keys};
 
 /// An open store. Cheap to clone; the file is closed (and its lock
 /// released) when the last clone is dropped, after the writes already
@@ -80,21 +80,21 @@ struct Shared {
 impl Embedded {
     /// Opens the store `config` describes, creating its directory (`0700`),
     /// file and key file (`0600`) on first start. Values are sealed with
-    /// `sealer` (the `[cluster]` secret key) when given, else with the key
-    /// file's key. Fails, naming the path and the cause, on an unwritable
+    /// `keys` (from the `[cluster]` secret key) when given, else with the
+    /// key file's key. Fails, naming the path and the cause, on an unwritable
     /// path, a corrupt file, a file another process holds, or a key that
     /// is not the one the file was sealed under.
-    pub fn open(config: &StoreConfig, sealer: Option<Sealer>) -> Result<Self, StoreError> {
-        Self::open_with_queue(config, sealer, writer::QUEUE_BOUND)
+    pub fn open(config: &StoreConfig, keys: Option<Keys>) -> Result<Self, StoreError> {
+        Self::open_with_queue(config, keys, writer::QUEUE_BOUND)
     }
 
     /// [`Embedded::open`] with `queue` writes let to wait for the disk.
     fn open_with_queue(
         config: &StoreConfig,
-        sealer: Option<Sealer>,
+        keys: Option<Keys>,
         queue: usize,
     ) -> Result<Self, StoreError> {
-        let opened = open::open(config, sealer)?;
+        let opened = open::open(config, keys)?;
         let writer =
             writer::Writer::start(opened.db.clone(), opened.ctx.clone(), opened.used, queue)?;
         Ok(Self {
@@ -109,6 +109,27 @@ impl Embedded {
     /// The store file.
     pub fn path(&self) -> &Path {
         &self.shared.ctx.path
+    }
+
+    /// The keyed digester of this store's secret: digests it keeps match
+    /// after a restart.
+    pub fn digester(&self) -> Digester {
+        self.shared.ctx.digester.clone()
+    }
+
+    /// `Ok` while `bytes` more of live records fit under
+    /// `store.max_bytes` (as of the last commit), else
+    /// [`StoreError::Full`]: asked before a record is worth paying for
+    /// (an appkey bought for a journey the store then refuses is wasted).
+    pub fn check_room(&self, bytes: u64) -> Result<(), StoreError> {
+        let ctx = &self.shared.ctx;
+        match ctx.used().saturating_add(bytes) > ctx.max_bytes {
+            true => Err(StoreError::Full {
+                path: ctx.path.clone(),
+                max_bytes: ctx.max_bytes,
+            }),
+            false => Ok(()),
+        }
     }
 
     /// Starts the task that removes expired records every `every`; it

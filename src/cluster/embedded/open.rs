@@ -3,7 +3,10 @@
 //! was sealed under), and the bytes its live records count. Each failure
 //! is named with its path and cause; nothing falls back to memory.
 
-use std::{os::unix::fs::DirBuilderExt as _, sync::Arc};
+use std::{
+    os::unix::fs::DirBuilderExt as _,
+    sync::{Arc, atomic::AtomicU64},
+};
 
 use redb::ReadableTable as _;
 
@@ -14,7 +17,7 @@ use super::{
     record::{EXPIRIES, KEY_CHECK, META, RECORDS, USED_BYTES},
     sealing,
 };
-use crate::cluster::encryption::Sealer;
+use crate::cluster::encryption::Keys;
 
 /// The key check's place in the sealing scheme, and what it seals: a
 /// constant, so only the key is being checked.
@@ -31,7 +34,7 @@ pub(super) struct Opened {
 /// Opens (creating if need be) the store `config` describes. Records are
 /// sealed by `sealer` (the `[cluster]` key) when given, else by the key
 /// in `config`'s key file, created on first start.
-pub(super) fn open(config: &StoreConfig, sealer: Option<Sealer>) -> Result<Opened, StoreError> {
+pub(super) fn open(config: &StoreConfig, keys: Option<Keys>) -> Result<Opened, StoreError> {
     let dir = &config.path;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -43,19 +46,22 @@ pub(super) fn open(config: &StoreConfig, sealer: Option<Sealer>) -> Result<Opene
         })?;
     let path = config.store_file();
     let db = redb::Database::create(&path).map_err(|e| StoreError::storage(&path, e))?;
-    let sealer = match sealer {
-        Some(sealer) => sealer,
+    let keys = match keys {
+        Some(keys) => keys,
         None => {
             let key = key_file::load_or_create(&config.key_file())?;
-            Sealer::new(&key, None)
+            Keys::new(&key, None)
         }
     };
     let ctx = Context {
         path,
-        sealer,
+        sealer: keys.sealer,
+        digester: keys.digester,
         max_bytes: config.max_bytes,
+        used: AtomicU64::new(0),
     };
     let used = prepare(&db, &ctx)?;
+    ctx.set_used(used);
     Ok(Opened {
         db: Arc::new(db),
         ctx: Arc::new(ctx),

@@ -400,7 +400,7 @@ fn a_second_open_of_one_store_is_refused_as_locked() {
 #[tokio::test]
 async fn a_store_opened_under_another_key_is_refused_rather_than_read_as_empty() {
     let dir = tempfile::tempdir().unwrap();
-    let key = |b| Some(Sealer::new(&[b; 32], None));
+    let key = |b| Some(Keys::new(&[b; 32], None));
     {
         let store = Embedded::open(&config(&dir), key(1)).unwrap();
         store
@@ -411,7 +411,7 @@ async fn a_store_opened_under_another_key_is_refused_rather_than_read_as_empty()
     let e = Embedded::open(&config(&dir), key(2)).unwrap_err();
     assert!(matches!(e, StoreError::WrongKey { .. }), "{e:?}");
     // During a rotation the previous key opens what it sealed.
-    let rotated = Some(Sealer::new(&[2; 32], Some(&[1; 32])));
+    let rotated = Some(Keys::new(&[2; 32], Some(&[1; 32])));
     let store = Embedded::open(&config(&dir), rotated).unwrap();
     assert_eq!(
         value(store.get(JOURNEYS, b"j").unwrap()),

@@ -163,6 +163,7 @@ fn run(db: &redb::Database, ctx: &Context, mut used: u64, mut rx: mpsc::Receiver
         let outcome = commit(db, ctx, used, &mut batch);
         if let Ok(now_used) = &outcome {
             used = *now_used;
+            ctx.set_used(used);
         }
         for job in batch.drain(..) {
             job.answer(outcome.as_ref().map(|_| ()));

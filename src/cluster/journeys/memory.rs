@@ -214,6 +214,24 @@ impl MemoryJourneys {
     }
 }
 
+impl MemoryJourneys {
+    /// Forgets `journey`'s record, if it still is `record` (its insertion
+    /// failed in the tier behind this one): the record and its place in
+    /// its owner's share.
+    pub(super) fn forget(&self, journey: &JourneyRef, record: &JourneyRecord) {
+        let mut entries = self.lock();
+        if !entries.known.remove_if(journey, |held| held == record) {
+            return;
+        }
+        if let Some(owner) = &record.owner
+            && let Some(created) = entries.owners.get_mut(owner)
+            && let Some(at) = created.iter().rposition(|at| *at == record.created_unix)
+        {
+            created.remove(at);
+        }
+    }
+}
+
 impl JourneyStore for MemoryJourneys {
     fn can_record(
         &self,

@@ -131,6 +131,14 @@ impl MemorySpend {
         }
     }
 
+    /// Holds `record`, read back from a durable tier at start, as if it
+    /// had been completed `age` ago: it expires here when it does there.
+    pub(super) fn restore(&self, key: &str, record: IdemRecord, age: Duration) {
+        let now = Instant::now();
+        let completed = now.checked_sub(age).unwrap_or(now);
+        crate::sync::lock(&self.idem).insert(key.to_owned(), IdemEntry::Done(record), completed);
+    }
+
     /// Forgets the claim if it is still pending for `request`, and wakes
     /// its waiters.
     pub fn release(&self, key: &str, request: &str) {
