@@ -125,6 +125,7 @@ fn durations(c: &Config) -> Vec<(String, u64, DurationUnit)> {
     add("cluster.connect_timeout_ms", k.connect_timeout_ms, Ms);
     add("cluster.command_timeout_ms", k.command_timeout_ms, Ms);
     add("cluster.max_backoff_ms", k.max_backoff_ms, Ms);
+    add("store.sweep_interval_secs", c.store.sweep_interval_secs, S);
     let r = &c.rollout;
     add("rollout.tick_ms", r.tick_ms, Ms);
     add("rollout.lease_ms", r.lease_ms, Ms);
@@ -211,6 +212,10 @@ mod tests {
                 include_str!("../events/watches/config.rs"),
             ),
             ("cluster/config.rs", include_str!("../cluster/config.rs")),
+            (
+                "cluster/embedded/config.rs",
+                include_str!("../cluster/embedded/config.rs"),
+            ),
             ("spend/config.rs", include_str!("../spend/config.rs")),
             ("sandbox/config.rs", include_str!("../sandbox/config.rs")),
         ] {

@@ -23,7 +23,10 @@ pub use crate::{
     api::{AdminConfig, LimitsConfig},
     auth::{AuthConfig, AuthMode, CallerConfig},
     channels::{ChannelSpec, EmbeddedChannelsConfig, RoutingConfig},
-    cluster::{ClusterConfig, JourneysConfig},
+    cluster::{
+        ClusterConfig, JourneysConfig,
+        embedded::{Backend as StoreBackend, StoreConfig},
+    },
     config_source::{ConfigError, ENV_PREFIX, read_secret},
     events::{WatchConfig, WebhookConfig},
     journey::{OperatorConfig, OperatorProfile},
@@ -82,6 +85,10 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// The fleet's shared state (`[cluster]`); absent: one process.
     pub cluster: ClusterConfig,
+    /// Where a gateway of one process keeps its state across restarts
+    /// (`[store]`): an embedded durable file by default; not read in a
+    /// fleet.
+    pub store: StoreConfig,
     /// The retired `[guard]` section, read for one release: its one key
     /// now lives in `[journeys]` ([`RetiredGuardConfig`]).
     pub guard: RetiredGuardConfig,
@@ -210,6 +217,7 @@ impl Config {
         self.validate_tls()?;
         self.rollout.validate().map_err(ConfigError::Invalid)?;
         self.probe.validate().map_err(ConfigError::Invalid)?;
+        self.store.validate()?;
         self.cluster.validate()
     }
 

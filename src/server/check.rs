@@ -1,8 +1,10 @@
 //! `idgate check --config FILE`: the configuration loaded and validated by
 //! the code `serve` runs, every file it names read (certificates, keys,
-//! client CAs, CRLs, the JWKS file, secrets), and nothing bound or
-//! called: no socket is opened, no URL fetched, no Redis reached, no
-//! sandbox started. Like `nginx -t` or `promtool check config`, a step
+//! client CAs, CRLs, the JWKS file, secrets), the embedded store opened
+//! (created on a first run; refused, naming its path and the cause, when
+//! it is unwritable, corrupt, locked by a running gateway or sealed under
+//! another key), and nothing bound or called: no socket is opened, no URL
+//! fetched, no Redis reached, no sandbox started. Like `nginx -t` or `promtool check config`, a step
 //! before a deploy.
 
 use std::fmt;
@@ -19,6 +21,8 @@ pub struct Checked {
     listeners: Vec<String>,
     auth: String,
     upstream: String,
+    /// Where the state beyond a call lives.
+    state: String,
     /// Retired keys still set, each with where it lives now.
     retired: Vec<(&'static str, &'static str)>,
 }
@@ -27,10 +31,11 @@ impl fmt::Display for Checked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "configuration valid: {}; {}; {}",
+            "configuration valid: {}; {}; {}; {}",
             self.listeners.join(", "),
             self.auth,
-            self.upstream
+            self.upstream,
+            self.state
         )?;
         for (retired, now) in &self.retired {
             write!(f, "; retired key {retired} (now {now})")?;
@@ -68,6 +73,7 @@ pub fn check(config: &Config) -> Result<Checked, StartError> {
         listeners: listeners(config, &checked),
         auth,
         upstream,
+        state: checked.state.describe(),
         retired: config.retired_keys(),
     })
 }

@@ -20,7 +20,7 @@
 //! | `check`       | `idgate check`: the preflight, and the JWKS file and caller table without a fetch |
 //! | `upstream`    | the configured REST service and its operators, or                   |
 //! | `embedded`    | with no `[upstream]`, the sandbox started in process on loopback    |
-//! | `shared_state` | the stores beyond a call: on Redis with `[cluster]`, else in process |
+//! | `shared_state` | the stores beyond a call: on Redis with `[cluster]`, else on the embedded store (`[store]`) or in memory |
 //! | `replica`     | joining the fleet: what the other replicas send, figures added to the fleet's |
 //! | `reflection`  | gRPC server reflection of what each listener serves                 |
 //! | `gateway`     | [`Gateway`]: what the listeners need, grouped; drain, stop          |
@@ -112,6 +112,10 @@ pub enum StartError {
     /// The `[cluster]` Redis client could not be built.
     #[error("the [cluster] Redis client could not be built: {0}")]
     Cluster(String),
+    /// The embedded store (`[store]`) could not be opened: the error
+    /// names its path and the cause. Never a fallback to memory.
+    #[error("[store]: {0}")]
+    Store(#[from] crate::cluster::StoreError),
     /// Caller authentication could not be set up (`[auth]`).
     #[error("[auth]: {0}")]
     Auth(#[from] crate::auth::AuthSetupError),
@@ -142,6 +146,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         webhook,
         upstream: configured,
         admin_token,
+        state,
     } = preflight::preflight(&config)?;
     let sockets = bind_sockets(&config).await?;
     let (mut up, webhook) = resolve_upstream(
@@ -163,7 +168,7 @@ pub async fn start_with(config: Config, options: StartOptions) -> Result<Gateway
         &metrics,
         HttpClientFactory::new(&up.config)?,
     );
-    let shared = shared_state::build(&config, &webhook, &metrics)?;
+    let shared = shared_state::build(&config, state, &webhook, &metrics)?;
     if let Some(fleet) = &shared.fleet {
         runtime.on_thread_start(fleet.thread_setup());
     }

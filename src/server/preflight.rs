@@ -2,14 +2,15 @@
 //! `serve` ([`super::start_with`]) and `idgate check` ([`super::check`])
 //! both run, so the check cannot pass a configuration the start refuses:
 //! each listener's TLS loaded, the webhook's secrets read, `[cluster]`
-//! resolved, the configured `[upstream]` with its operators' passwords
+//! resolved, the state's tier opened (the embedded store, `[store]`:
+//! its directory, lock and key), the configured `[upstream]` with its operators' passwords
 //! and its HTTP client's TLS, an open gateway only when asked for, bearer
 //! tokens and the admin token only over TLS or loopback (or their
 //! switch). What needs the network or a socket comes after, in each: the
 //! start fetches a JWKS URL and starts the embedded sandbox, the check
 //! reads the JWKS file only.
 
-use super::{StartError, callers, setup::ListenerTlsSet, upstream};
+use super::{StartError, callers, setup::ListenerTlsSet, shared_state::StateTier, upstream};
 use crate::{
     config::{Config, ConfigError},
     domain::AdminToken,
@@ -28,6 +29,8 @@ pub(super) struct Preflight {
     /// The admin token; without one, the error that says why there is no
     /// admin listener (a missing or empty secret).
     pub(super) admin_token: Result<AdminToken, ConfigError>,
+    /// Where the state beyond a call lives, the embedded store open.
+    pub(super) state: StateTier,
 }
 
 impl Preflight {
@@ -43,6 +46,7 @@ pub(super) fn preflight(config: &Config) -> Result<Preflight, StartError> {
     let tls = ListenerTlsSet::load(&config.tls, callers::grpc_client_certs(config))?;
     let webhook = config.webhook.resolve_unchecked()?;
     config.cluster.resolve()?;
+    let state = StateTier::open(config)?;
     let upstream = match &config.upstream {
         Some(up) => {
             let resolved = upstream::configured(config, up)?;
@@ -65,6 +69,7 @@ pub(super) fn preflight(config: &Config) -> Result<Preflight, StartError> {
         webhook,
         upstream,
         admin_token,
+        state,
     })
 }
 

@@ -1,22 +1,64 @@
 //! The state this gateway keeps beyond a call: on Redis when `[cluster]`
-//! names one (a fleet), else in this process; how long each kind of entry
+//! names one (a fleet), else in this process, on its embedded store
+//! (`[store]`, the default) or in memory; how long each kind of entry
 //! lives, from the configuration of the concern that owns it.
 
 use std::time::Duration;
 
 use super::StartError;
 use crate::{
-    cluster::{Shared, Ttls},
+    cluster::{Embedded, Shared, Ttls, embedded::Backend},
     config::Config,
     events::WebhookSettings,
     telemetry::Metrics,
 };
 
-/// Builds the shared state of this gateway, on Redis when `[cluster]`
-/// names one (a server, Sentinel or a Redis Cluster), else in memory;
-/// connects nothing yet.
+/// Where the state beyond a call lives, as the preflight found it: the
+/// store is opened (and locked) before the first socket, so that a start
+/// that cannot keep its journeys fails before it serves any.
+pub(super) enum StateTier {
+    /// `[cluster]` names a Redis: the fleet's.
+    Fleet,
+    /// `[store] backend = "embedded"`: the open store.
+    Embedded(Embedded),
+    /// `[store] backend = "memory"`: forgotten on restart.
+    Memory,
+}
+
+impl StateTier {
+    /// Opens the tier `config` names: with `[cluster]`, nothing here;
+    /// else the embedded store, sealed with `[cluster]`'s secret key when
+    /// one is named, else with its own key file. Fails naming the path
+    /// and the cause; never falls back to memory.
+    pub(super) fn open(config: &Config) -> Result<Self, StartError> {
+        if config.cluster.is_enabled() {
+            return Ok(Self::Fleet);
+        }
+        match config.store.backend {
+            Backend::Memory => Ok(Self::Memory),
+            Backend::Embedded => {
+                let keys = config.cluster.secret_keys()?;
+                Ok(Self::Embedded(Embedded::open(&config.store, keys)?))
+            }
+        }
+    }
+
+    /// What `idgate check` says of it.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Self::Fleet => "state on the [cluster] Redis".to_owned(),
+            Self::Embedded(store) => format!("state in {}", store.path().display()),
+            Self::Memory => "state in memory (forgotten on restart)".to_owned(),
+        }
+    }
+}
+
+/// Builds the shared state of this gateway on `tier`: Redis when
+/// `[cluster]` names one (a server, Sentinel or a Redis Cluster; connects
+/// nothing yet), else the embedded store (its sweeper started) or memory.
 pub(super) fn build(
     config: &Config,
+    tier: StateTier,
     webhook: &WebhookSettings,
     metrics: &Metrics,
 ) -> Result<Shared, StartError> {
@@ -38,9 +80,35 @@ pub(super) fn build(
             "[watch] shared_result_secs has no effect: Redis carries no journey result, each replica with watchers reads it itself; remove the key"
         );
     }
-    let Some(settings) = config.cluster.resolve()? else {
-        return Ok(Shared::memory(ttls));
+    let store = match tier {
+        StateTier::Fleet => return fleet(config, ttls, metrics),
+        StateTier::Memory => {
+            tracing::warn!(
+                "[store] backend = \"memory\": journeys, idempotency records and budget windows are forgotten on restart"
+            );
+            return Ok(Shared::memory(ttls));
+        }
+        StateTier::Embedded(store) => store,
     };
+    store.start_sweeper(config.store.sweep_interval());
+    tracing::info!(
+        path = %store.path().display(),
+        max_bytes = config.store.max_bytes,
+        "single replica: state on the embedded store"
+    );
+    Ok(Shared::embedded(store, ttls))
+}
+
+/// The fleet's shared state on the Redis `[cluster]` names.
+fn fleet(config: &Config, ttls: Ttls, metrics: &Metrics) -> Result<Shared, StartError> {
+    let Some(settings) = config.cluster.resolve()? else {
+        return Err(StartError::Cluster("no Redis is configured".to_owned()));
+    };
+    if config.store != crate::cluster::StoreConfig::default() {
+        tracing::info!(
+            "[store] is not read in a fleet: the state is on the [cluster] Redis (a store file is not migrated; drain the replica first)"
+        );
+    }
     let shared = Shared::redis(&settings, ttls, metrics.clone())
         .map_err(|e| StartError::Cluster(format!("{:?}", e.kind())))?;
     tracing::info!(

@@ -13,6 +13,7 @@ use std::{
 
 use crate::support::{
     jwt::{TestKey, jwks_of},
+    process::STATE_IN_MEMORY,
     temp,
     tls::TestCa,
     wait::EVENT_WAIT,
@@ -22,6 +23,7 @@ fn check(config: &Path) -> Output {
     crate::child_env::command(env!("CARGO_BIN_EXE_idgate"))
         .args(["check", "--config"])
         .arg(config)
+        .env(STATE_IN_MEMORY.0, STATE_IN_MEMORY.1)
         .output()
         .expect("run idgate check")
 }
@@ -244,6 +246,7 @@ fn serve(config: &Path) -> Result<Vec<String>, String> {
         .args(["serve", "--config"])
         .arg(config)
         .env("RUST_LOG", "info")
+        .env(STATE_IN_MEMORY.0, STATE_IN_MEMORY.1)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

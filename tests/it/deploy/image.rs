@@ -67,10 +67,13 @@ async fn the_gateway_serves_as_an_unprivileged_user_with_nothing_writable() {
     std::fs::write(
         &config,
         "[listen]\ngrpc = \"127.0.0.1:0\"\nhttp = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
-         [serving]\ndrain_delay_secs = 0\nshutdown_grace_secs = 5\n",
+         [serving]\ndrain_delay_secs = 0\nshutdown_grace_secs = 5\n\
+         [store]\nbackend = \"memory\"\n",
     )
     .expect("write config");
     set_mode(&config, 0o444);
+    // The state in memory: the store is the one thing a gateway writes
+    // (a volume in the manifests), and this test proves nothing else is.
     // HOME and the working directory: present, readable, not writable.
     let home = dir.join("home");
     std::fs::create_dir(&home).expect("home");

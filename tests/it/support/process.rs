@@ -17,10 +17,19 @@ pub fn child_command(
 }
 
 /// The `idgate` binary of this build, its environment built as
-/// [`child_command`] does from the test process's.
+/// [`child_command`] does from the test process's, its state in memory
+/// ([`STATE_IN_MEMORY`]).
 pub fn idgate_command() -> Command {
-    child_command(env!("CARGO_BIN_EXE_idgate"), std::env::vars_os())
+    let mut command = child_command(env!("CARGO_BIN_EXE_idgate"), std::env::vars_os());
+    command.env(STATE_IN_MEMORY.0, STATE_IN_MEMORY.1);
+    command
 }
+
+/// The override that keeps a child gateway's state in memory: on the
+/// default store path (relative to the tests' working directory) parallel
+/// gateways would collide on its lock. Tests of the store give each
+/// gateway a directory of its own instead.
+pub const STATE_IN_MEMORY: (&str, &str) = ("IDGATE_STORE__BACKEND", "memory");
 
 /// Set in the child process that runs one test alone.
 const ALONE: &str = "IDGATE_IT_ALONE";
@@ -92,6 +101,7 @@ impl ServeProcess {
             .args(["serve", "--config"])
             .arg(config)
             .env("IDGATE_ADMIN_TOKEN", super::gateway::ADMIN_TOKEN)
+            .env(STATE_IN_MEMORY.0, STATE_IN_MEMORY.1)
             .env("RUST_LOG", "info");
         Self::spawn(command)
     }

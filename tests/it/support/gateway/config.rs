@@ -14,7 +14,7 @@ fn loopback() -> SocketAddr {
 }
 
 /// A configuration with every listener on an ephemeral loopback port, the
-/// embedded sandbox, and an admin token file.
+/// embedded sandbox, an admin token file, and the state in memory.
 pub fn test_config() -> Config {
     let mut config = Config {
         telemetry: crate::support::telemetry::telemetry_config(),
@@ -34,6 +34,9 @@ pub fn test_config() -> Config {
     config.watch.webhook_grace_secs = 1;
     config.watch.poll_initial_ms = 50;
     config.watch.poll_max_ms = 200;
+    // Parallel gateways on the default store path would collide on its
+    // lock: a test that needs the store gives it a directory of its own.
+    config.store.backend = idgate::config::StoreBackend::Memory;
     config
 }
 
