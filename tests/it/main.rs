@@ -51,6 +51,7 @@ mod prometheus;
 mod properties;
 mod reflection;
 mod sandbox;
+mod store;
 mod support;
 mod telemetry;
 mod tls_listeners;
