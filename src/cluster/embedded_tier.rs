@@ -25,6 +25,13 @@ pub(super) fn refusal(e: StoreError) -> ClusterError {
     }
 }
 
+/// Logs a write the embedded store did not take, whatever the cause, for
+/// a store that goes on from its memory tier alone (a budget counted in
+/// memory, a mark or a release that expires by itself).
+pub(super) fn write_failed(e: &StoreError) {
+    tracing::warn!(error = %e, "the embedded store did not take a write; memory answers alone");
+}
+
 /// Logs a failed read of the embedded store (what was read then counts as
 /// absent, and the memory tier answers alone).
 pub(super) fn read_failed(e: &StoreError) {

@@ -11,7 +11,7 @@ use super::{BindingStore, Bound, Issuer, MemoryBindings};
 use crate::{
     cluster::{
         embedded::{Embedded, Expiry, Table},
-        embedded_tier::{read_failed, refusal},
+        embedded_tier::{read_failed, refusal, write_failed},
         error::ClusterError,
         future::{BoxFuture, ready},
     },
@@ -94,7 +94,7 @@ impl<I: Issuer> BindingStore<I> for EmbeddedBindings<I> {
                 .await
             {
                 // Expires with its TTL.
-                refusal(e);
+                write_failed(&e);
             }
         });
     }

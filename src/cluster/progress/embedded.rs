@@ -11,7 +11,7 @@ use super::{MemoryProgress, ProgressStore};
 use crate::{
     cluster::{
         embedded::{Embedded, Expiry, Table},
-        embedded_tier::{read_failed, refusal},
+        embedded_tier::{read_failed, write_failed},
         future::{BoxFuture, ready},
     },
     domain::JourneyRef,
@@ -59,7 +59,7 @@ impl ProgressStore for EmbeddedProgress {
                 )
                 .await;
             if let Err(e) = written {
-                refusal(e);
+                write_failed(&e);
             }
         })
     }

@@ -23,7 +23,7 @@ use super::{BudgetTake, BudgetWindow, IdemRecord, IdemState, MemorySpend, SpendS
 use crate::{
     cluster::{
         embedded::{Embedded, Expiry, Table, Take, Window},
-        embedded_tier::{read_failed, refusal},
+        embedded_tier::{read_failed, refusal, write_failed},
         encryption::Digester,
         error::ClusterError,
         future::{BoxFuture, ready},
@@ -188,7 +188,7 @@ impl SpendStore for EmbeddedSpend {
                     retry_after,
                 },
                 Err(e) => {
-                    refusal(e);
+                    write_failed(&e);
                     this.memory.take(&windows)
                 }
             }
