@@ -212,9 +212,24 @@ fn the_pods_run_restricted_in(m: &Manifests) {
             );
         }
     }
-    // Every volume is mounted read-only: nothing in the pod is writable.
+    // Every volume is mounted read-only but the embedded store's, where
+    // the overlay's single replica keeps its state: nothing else in the
+    // pod is writable, and a fleet (`[cluster]`) writes nothing at all.
+    let config = m.gateway_config();
     for mount in c["volumeMounts"].as_array().expect("mounts") {
-        assert_eq!(mount["readOnly"], true, "{mount}");
+        if mount["readOnly"] == true {
+            continue;
+        }
+        assert!(
+            !config.cluster.is_enabled(),
+            "a fleet writes no file: {mount}"
+        );
+        assert_eq!(config.store.backend, idgate::config::StoreBackend::Embedded);
+        assert_eq!(
+            mount["mountPath"].as_str().map(std::path::Path::new),
+            Some(config.store.path.as_path()),
+            "the one writable mount is the store's: {mount}"
+        );
     }
 
     // The budget and the policies act on these pods.
