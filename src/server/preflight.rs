@@ -2,9 +2,9 @@
 //! `serve` ([`super::start_with`]) and `idgate check` ([`super::check`])
 //! both run, so the check cannot pass a configuration the start refuses:
 //! each listener's TLS loaded, the webhook's secrets read, `[cluster]`
-//! resolved, the state's tier opened (the embedded store, `[store]`:
-//! its directory, lock and key), the configured `[upstream]` with its operators' passwords
-//! and its HTTP client's TLS, an open gateway only when asked for, bearer
+//! resolved, or else the embedded store opened (`[store]`: its
+//! directory, lock and key), the configured `[upstream]` with its
+//! operators' passwords and its HTTP client's TLS, an open gateway only when asked for, bearer
 //! tokens and the admin token only over TLS or loopback (or their
 //! switch). What needs the network or a socket comes after, in each: the
 //! start fetches a JWKS URL and starts the embedded sandbox, the check
@@ -45,7 +45,6 @@ impl Preflight {
 pub(super) fn preflight(config: &Config) -> Result<Preflight, StartError> {
     let tls = ListenerTlsSet::load(&config.tls, callers::grpc_client_certs(config))?;
     let webhook = config.webhook.resolve_unchecked()?;
-    config.cluster.resolve()?;
     let state = StateTier::open(config)?;
     let upstream = match &config.upstream {
         Some(up) => {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::StartError;
 use crate::{
-    cluster::{Embedded, Shared, Ttls, embedded::Backend},
+    cluster::{ClusterSettings, Embedded, Shared, Ttls, embedded::Backend},
     config::Config,
     events::WebhookSettings,
     telemetry::Metrics,
@@ -17,8 +17,8 @@ use crate::{
 /// store is opened (and locked) before the first socket, so that a start
 /// that cannot keep its journeys fails before it serves any.
 pub(super) enum StateTier {
-    /// `[cluster]` names a Redis: the fleet's.
-    Fleet,
+    /// `[cluster]` names a Redis: the fleet's, its secrets read.
+    Fleet(Box<ClusterSettings>),
     /// `[store] backend = "embedded"`: the open store.
     Embedded(Embedded),
     /// `[store] backend = "memory"`: forgotten on restart.
@@ -26,13 +26,14 @@ pub(super) enum StateTier {
 }
 
 impl StateTier {
-    /// Opens the tier `config` names: with `[cluster]`, nothing here;
-    /// else the embedded store, sealed with `[cluster]`'s secret key when
-    /// one is named, else with its own key file. Fails naming the path
-    /// and the cause; never falls back to memory.
+    /// Opens the tier `config` names: with `[cluster]`, its settings
+    /// resolved (nothing connects yet); else the embedded store, sealed
+    /// with `[cluster]`'s secret key when one is named, else with its own
+    /// key file. Fails naming the path and the cause; never falls back to
+    /// memory.
     pub(super) fn open(config: &Config) -> Result<Self, StartError> {
-        if config.cluster.is_enabled() {
-            return Ok(Self::Fleet);
+        if let Some(settings) = config.cluster.resolve()? {
+            return Ok(Self::Fleet(Box::new(settings)));
         }
         match config.store.backend {
             Backend::Memory => Ok(Self::Memory),
@@ -46,7 +47,7 @@ impl StateTier {
     /// What `idgate check` says of it.
     pub(super) fn describe(&self) -> String {
         match self {
-            Self::Fleet => "state on the [cluster] Redis".to_owned(),
+            Self::Fleet(_) => "state on the [cluster] Redis".to_owned(),
             Self::Embedded(store) => format!("state in {}", store.path().display()),
             Self::Memory => "state in memory (forgotten on restart)".to_owned(),
         }
@@ -81,7 +82,7 @@ pub(super) fn build(
         );
     }
     let store = match tier {
-        StateTier::Fleet => return fleet(config, ttls, metrics),
+        StateTier::Fleet(settings) => return fleet(&settings, ttls, metrics),
         StateTier::Memory => {
             tracing::warn!(
                 "[store] backend = \"memory\": journeys, idempotency records and budget windows are forgotten on restart"
@@ -99,22 +100,14 @@ pub(super) fn build(
     Ok(Shared::embedded(store, ttls))
 }
 
-/// The fleet's shared state on the Redis `[cluster]` names.
-fn fleet(config: &Config, ttls: Ttls, metrics: &Metrics) -> Result<Shared, StartError> {
-    let Some(settings) = config.cluster.resolve()? else {
-        return Err(StartError::Cluster("no Redis is configured".to_owned()));
-    };
-    if config.store != crate::cluster::StoreConfig::default() {
-        tracing::info!(
-            "[store] is not read in a fleet: the state is on the [cluster] Redis (a store file is not migrated; drain the replica first)"
-        );
-    }
-    let shared = Shared::redis(&settings, ttls, metrics.clone())
+/// The fleet's shared state on the Redis of `settings`.
+fn fleet(settings: &ClusterSettings, ttls: Ttls, metrics: &Metrics) -> Result<Shared, StartError> {
+    let shared = Shared::redis(settings, ttls, metrics.clone())
         .map_err(|e| StartError::Cluster(format!("{:?}", e.kind())))?;
     tracing::info!(
         key_prefix = %settings.key_prefix,
         redis = settings.target.kind(),
-        "fleet mode: shared state on Redis"
+        "fleet mode: shared state on Redis ([store] is not read: a single replica's store file is not migrated)"
     );
     Ok(shared)
 }
