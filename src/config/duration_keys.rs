@@ -291,6 +291,11 @@ mod tests {
                 "IDGATE_SANDBOX__WEBHOOK__TIMEOUT_MS",
                 "sandbox.webhook.timeout_ms",
             ),
+            (
+                "",
+                "IDGATE_STORE__SWEEP_INTERVAL_SECS",
+                "store.sweep_interval_secs",
+            ),
         ] {
             let err = load(text, &[(var, "9000000000000")]).unwrap_err();
             assert!(err.contains(key) && err.contains("30 days"), "{var}: {err}");

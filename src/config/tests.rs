@@ -335,3 +335,20 @@ fn the_retired_guard_key_still_accepts_foreign_appkeys_and_is_named_as_retired()
     assert!(current.retired_keys().is_empty());
     assert!(!Config::default().journeys.accept_foreign_appkeys);
 }
+
+#[test]
+fn the_store_is_embedded_by_default_checked_by_key_and_set_to_memory_by_override() {
+    let c = Config::from_toml_and_env("", env(&[])).unwrap();
+    assert_eq!(c.store.backend, StoreBackend::Embedded);
+    assert_eq!(c.store.path, std::path::Path::new("idgate-data"));
+    let c = Config::from_toml_and_env(
+        "[store]\npath = \"/var/lib/idgate\"\n",
+        env(&[("IDGATE_STORE__BACKEND", "memory")]),
+    )
+    .unwrap();
+    assert_eq!(c.store.backend, StoreBackend::Memory);
+    let err = Config::from_toml_and_env("[store]\nmax_bytes = 1000\n", env(&[])).unwrap_err();
+    assert!(err.to_string().contains("store.max_bytes"), "{err}");
+    let err = Config::from_toml_and_env("[store]\nmax_size = 1\n", env(&[])).unwrap_err();
+    assert!(err.to_string().contains("max_size"), "{err}");
+}
