@@ -42,6 +42,10 @@ pub struct EmbeddedJourneys {
     memory: MemoryJourneys,
     store: Embedded,
     retention: Duration,
+    /// Memory holds every live record of the file (all were read back at
+    /// open, within the bound), so a record memory does not hold does
+    /// not exist: an appkey not issued here costs no file read.
+    complete: bool,
 }
 
 impl EmbeddedJourneys {
@@ -52,6 +56,7 @@ impl EmbeddedJourneys {
         let memory = MemoryJourneys::new(retention, max_entries);
         let retention_secs = i64::try_from(retention.as_secs()).unwrap_or(i64::MAX);
         let now = now_unix();
+        let mut complete = true;
         let mut records: Vec<_> = match store.scan(JOURNEYS, b"", usize::MAX) {
             Ok(found) => found
                 .into_iter()
@@ -66,6 +71,7 @@ impl EmbeddedJourneys {
                 .collect(),
             Err(e) => {
                 read_failed(&e);
+                complete = false;
                 Vec::new()
             }
         };
@@ -73,6 +79,7 @@ impl EmbeddedJourneys {
         // counts its records in creation order.
         records.sort_by_key(|(_, record)| record.created_unix);
         let skip = records.len().saturating_sub(max_entries);
+        complete &= skip == 0;
         for (journey, record) in records.into_iter().skip(skip) {
             // Each was registered once: none is taken or over a share.
             let _ = memory.insert_once(&journey, &record, usize::MAX);
@@ -81,6 +88,7 @@ impl EmbeddedJourneys {
             memory,
             store,
             retention,
+            complete,
         }
     }
 
@@ -88,9 +96,13 @@ impl EmbeddedJourneys {
         i64::try_from(self.retention.as_secs()).unwrap_or(i64::MAX)
     }
 
-    /// The record of `journey` in the file (one the memory tier does not
-    /// hold: read back past its bound).
+    /// The record of `journey` in the file, when memory may not hold it
+    /// (the file held more than memory's bound at open, or could not be
+    /// read back whole).
     fn read(&self, journey: &JourneyRef) -> Option<JourneyRecord> {
+        if self.complete {
+            return None;
+        }
         let found = self
             .store
             .get(JOURNEYS, journey.as_str().as_bytes())
