@@ -38,6 +38,7 @@ fn record(lat: &Latencies, step: &'static str, d: Duration) {
     }
 }
 
+#[allow(dead_code)]
 /// The two sides of an RG, each a marked image padded to about `kib` KiB
 /// (the padding sits after the image data, so the sandbox still reads its
 /// marker).
