@@ -14,6 +14,8 @@
 //! target/release/examples/store_cost --backend embedded --calls 100000   # disk at 10x
 //! ```
 
+#[path = "support/binary.rs"]
+mod binary;
 #[path = "support/journey.rs"]
 mod journey;
 
@@ -25,6 +27,7 @@ use std::{
 };
 
 use anyhow::Context as _;
+use binary::{free_port, idgate_binary};
 use clap::Parser;
 use idgate::proto::v1::journey_service_client::JourneyServiceClient;
 use tokio::{sync::Semaphore, task::JoinSet};
@@ -47,26 +50,6 @@ struct Args {
     /// The idgate binary; default: `idgate` beside this example.
     #[arg(long)]
     idgate_bin: Option<PathBuf>,
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-fn idgate_binary(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    if let Some(path) = given {
-        return Ok(path);
-    }
-    let exe = std::env::current_exe()?;
-    let path = exe
-        .parent()
-        .and_then(|examples| examples.parent())
-        .map(|profile| profile.join("idgate"))
-        .context("the idgate binary beside the examples")?;
-    anyhow::ensure!(path.exists(), "{} is missing", path.display());
-    Ok(path)
 }
 
 /// The gateway's process: stopped by SIGTERM once measured (it drains and

@@ -63,6 +63,8 @@ mod sandbox;
 mod setup;
 mod watches;
 
+#[path = "../support/binary.rs"]
+mod binary;
 #[path = "../hop/child.rs"]
 #[allow(dead_code)]
 mod child;

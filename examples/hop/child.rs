@@ -21,6 +21,7 @@ use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
 
+pub use crate::binary::{free_port, idgate_binary};
 use crate::{jwt::BenchCaller, otlp_sink::Protocol};
 
 /// The operator password idgate is given; the fixed upstream never asks
@@ -167,32 +168,6 @@ impl Drop for Hop {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-pub fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-/// `--idgate-bin`, else `idgate` beside this example.
-pub fn idgate_binary(given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    if let Some(path) = given {
-        return Ok(path);
-    }
-    // target/<profile>/examples/hop -> target/<profile>/idgate
-    let exe = std::env::current_exe()?;
-    let path = exe
-        .parent()
-        .and_then(|examples| examples.parent())
-        .map(|profile| profile.join("idgate"))
-        .context("the idgate binary beside the examples")?;
-    anyhow::ensure!(
-        path.exists(),
-        "{} is missing: run `cargo build --release` first",
-        path.display()
-    );
-    Ok(path)
 }
 
 /// A new directory of this run's own for idgate's files (configuration,

@@ -75,6 +75,8 @@
 //! the latency buffer is sized from `--calls`, and a phase gives up after
 //! `--max-seconds`.
 
+#[path = "../support/binary.rs"]
+mod binary;
 mod child;
 #[path = "../../tests/it/support/child_env.rs"]
 #[allow(dead_code)]
